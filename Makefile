@@ -1,0 +1,32 @@
+# Quick start: `make run` (set up, index this repository, retrieve for a sample task), `make test`.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+CRA := $(VENV)/bin/cra
+TASK ?= The BM25 score of a query term that is repeated should count sub-linearly; fix Bm25Index.scores in the lexical index
+
+.PHONY: setup run test bench eval clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@
+
+setup: $(VENV)/.installed
+
+run: setup
+	$(CRA) index . -v
+	$(CRA) retrieve "$(TASK)" --repo . --budget 4096 -v
+
+test: setup
+	$(PY) -m pytest -q
+
+bench: setup
+	$(PY) -m drivers.bench
+
+eval: setup
+	$(CRA) evaluate --cases ../shared/eval/dev.jsonl --mirror ../.mirror --out out/eval-dev
+
+clean:
+	rm -rf $(VENV) .cra out

@@ -1,0 +1,104 @@
+"""Typed results of the retrieval pipeline (seed 001): the task query and the context package."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+TIERS = ("primary", "supporting", "type_context")
+
+
+@dataclass(frozen=True)
+class TaskQuery:
+    """The task, parsed into what retrieval can match against the KB."""
+
+    raw_description: str
+    task_type: str  # bug_fix|feature|refactor|test|investigation
+    keywords: tuple[str, ...] = ()
+    file_hints: tuple[str, ...] = ()
+    symbol_hints: tuple[str, ...] = ()
+    error_patterns: tuple[str, ...] = ()
+    concepts: tuple[str, ...] = ()
+    # in-repository stack-trace frames (path as written, function name), strongest evidence there is
+    trace_frames: tuple[tuple[str, str], ...] = ()
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d.pop("trace_frames")
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
+
+
+@dataclass(frozen=True)
+class SymbolContext:
+    symbol_id: int
+    file_id: int
+    name: str
+    qualified_name: str
+    kind: str
+    relevance: str  # primary|supporting|type_context
+    signature: str
+    body: str | None  # full source lines; None once demoted to signature-only
+    docstring: str | None
+    start_line: int
+    end_line: int
+    tokens: int  # tokens this symbol costs in the package as it stands
+    reason: str = ""  # why it was included (provenance)
+
+
+@dataclass(frozen=True)
+class FileContext:
+    file_id: int
+    path: str
+    language: str
+    relevance_rank: int
+    score: float
+    added_by: str  # seed|score|deps|cochange
+    symbols: tuple[SymbolContext, ...] = ()
+    rationale_comments: tuple[str, ...] = ()
+    test_assertions: tuple[str, ...] | None = None  # only for test files
+
+
+@dataclass(frozen=True)
+class ContextPackage:
+    task_query: TaskQuery
+    files: tuple[FileContext, ...]
+    dependency_edges: tuple[tuple[str, str], ...]
+    token_count: int
+    budget: int
+    provenance: dict = field(default_factory=dict)
+
+    def to_json_dict(self) -> dict:
+        """The JSON contract of `cra retrieve --format json` (names are a public interface)."""
+        return {
+            "task": self.task_query.to_dict(),
+            "files": [
+                {
+                    "path": f.path,
+                    "language": f.language,
+                    "relevance_rank": f.relevance_rank,
+                    "score": f.score,
+                    "added_by": f.added_by,
+                    "symbols": [
+                        {
+                            "name": s.name,
+                            "qualified_name": s.qualified_name,
+                            "kind": s.kind,
+                            "relevance": s.relevance,
+                            "signature": s.signature,
+                            "body": s.body,
+                            "docstring": s.docstring,
+                            "start_line": s.start_line,
+                            "end_line": s.end_line,
+                            "tokens": s.tokens,
+                        }
+                        for s in f.symbols
+                    ],
+                    "rationale_comments": list(f.rationale_comments),
+                    "test_assertions": None if f.test_assertions is None else list(f.test_assertions),
+                }
+                for f in self.files
+            ],
+            "dependency_edges": [list(e) for e in self.dependency_edges],
+            "token_count": self.token_count,
+            "budget": self.budget,
+            "provenance": self.provenance,
+        }

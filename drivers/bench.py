@@ -1,0 +1,130 @@
+"""`make bench`: index and retrieval speed on Django's source (PyPI sdist, cached), medians of repeated runs.
+
+Each measurement runs in a fresh child process so its peak RSS is its own. Not part of the tests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+DJANGO = "django==5.1.4"
+CACHE = Path(os.environ.get("CRA_CACHE", Path.home() / ".cache" / "cra")) / "bench"
+TASKS = [
+    "QuerySet.bulk_create() crashes with a TypeError when update_conflicts=True and unique_fields contains a db_column name",
+    "The admin changelist ignores list_select_related when the ordering uses a related field",
+    'Traceback (most recent call last):\n  File "django/core/handlers/base.py", line 197, in _get_response\n'
+    '  File "django/template/response.py", line 114, in render\nTemplateDoesNotExist: registration/login.html',
+    "Add support for a `timeout` argument to the file-based cache backend's touch() method",
+    "Migration autodetector generates a redundant AlterField when a ForeignKey's related_name changes",
+]
+
+
+def django_source() -> Path:
+    """Django's sdist, downloaded once into the cache and unpacked (no git history)."""
+    target = CACHE / DJANGO.replace("==", "-")
+    if target.is_dir():
+        return target
+    CACHE.mkdir(parents=True, exist_ok=True)
+    download = CACHE / "download"
+    subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:", DJANGO, "-d", str(download)], check=True)
+    archive = next(download.glob("*.tar.gz"))
+    staging = CACHE / ".unpack"
+    shutil.rmtree(staging, ignore_errors=True)
+    with tarfile.open(archive) as tar:
+        tar.extractall(staging, filter="data")
+    next(staging.iterdir()).rename(target)
+    shutil.rmtree(staging)
+    return target
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _child(kind: str, repo: str, kb: str) -> dict:
+    """One measurement inside this (fresh) process."""
+    from drivers.kb import index_repository, load_kb
+    from drivers.retriever import retrieve
+
+    if kind == "index":
+        stats = index_repository(Path(repo), Path(kb), history=0)
+        return {"seconds": stats["seconds"], "files": stats.get("n_files"), "symbols": stats.get("n_symbols"),
+                "parsed": stats.get("n_parsed"), "rss_mb": _peak_rss_mb()}
+    started = time.perf_counter()
+    kb_loaded = load_kb(Path(kb))
+    retrieve(kb_loaded, TASKS[0])  # first request: lexicons, contents, driver modules
+    first = time.perf_counter() - started
+    times = []
+    for _ in range(3):
+        for task in TASKS:
+            t0 = time.perf_counter()
+            retrieve(kb_loaded, task)
+            times.append(time.perf_counter() - t0)
+    return {"first_s": first, "warm_p50_s": statistics.median(times), "warm_max_s": max(times), "rss_mb": _peak_rss_mb()}
+
+
+def _run_child(kind: str, repo: Path, kb: Path) -> dict:
+    out = subprocess.run([sys.executable, "-m", "drivers.bench", "--child", kind, str(repo), str(kb)],
+                         check=True, capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _dir_mb(path: Path) -> float:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**20
+
+
+def main() -> None:
+    repo = django_source()
+    kb = CACHE / "django-kb"
+    print(f"benchmark repository: {repo} ({DJANGO} sdist, no git history)")
+    full = []
+    for _ in range(3):
+        shutil.rmtree(kb, ignore_errors=True)
+        full.append(_run_child("index", repo, kb))
+    files = full[0]["files"]
+    full_s = statistics.median(r["seconds"] for r in full)
+    touched = repo / "django" / "utils" / "text.py"
+    incremental = []
+    for i in range(3):
+        touched.write_text(touched.read_text() + f"\n# bench touch {i}\n")
+        incremental.append(_run_child("index", repo, kb))
+    inc_s = statistics.median(r["seconds"] for r in incremental)
+    request = [_run_child("retrieve", repo, kb) for _ in range(3)]
+    cold = []
+    for task in TASKS[:3]:
+        t0 = time.perf_counter()
+        subprocess.run([str(Path(sys.executable).with_name("cra")), "retrieve", task, "--repo", str(repo), "--kb", str(kb)],
+                       check=True, capture_output=True)
+        cold.append(time.perf_counter() - t0)
+    rows = [
+        ("files indexed", f"{files}"),
+        ("symbols", f"{full[0]['symbols']}"),
+        ("full index, median of 3 (s)", f"{full_s:.2f}  (target <= 30)"),
+        ("files/s", f"{files / full_s:.0f}"),
+        ("incremental re-index after touching 1 file, median of 3 (s)", f"{inc_s:.2f}  (target <= 2; parsed {incremental[-1]['parsed']} file)"),
+        ("KB size on disk (MB)", f"{_dir_mb(kb):.1f}"),
+        ("peak RSS, full index (MB)", f"{max(r['rss_mb'] for r in full):.0f}  (target <= 1024)"),
+        ("first request in a process incl. KB load (s)", f"{statistics.median(r['first_s'] for r in request):.2f}"),
+        ("warm request p50 (ms)", f"{1000 * statistics.median(r['warm_p50_s'] for r in request):.0f}  (target <= 300)"),
+        ("cold CLI `cra retrieve`, median of 3 (s)", f"{statistics.median(cold):.2f}  (target <= 2.5)"),
+        ("peak RSS, retrieval process (MB)", f"{max(r['rss_mb'] for r in request):.0f}  (target <= 1024)"),
+    ]
+    width = max(len(k) for k, _ in rows)
+    for key, value in rows:
+        print(f"{key:<{width}}  {value}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        print(json.dumps(_child(*sys.argv[2:5])))
+    else:
+        main()

@@ -1,0 +1,157 @@
+"""`cra` command line: index, retrieve, evaluate. User errors print one line and exit 2."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from drivers.errors import CraError
+from drivers.output import write_text_atomic
+
+
+def _index(args) -> int:
+    from drivers.kb import index_repository
+    from drivers.progress import Progress
+
+    progress = Progress("parsing", enabled=args.verbose)
+    stats = index_repository(Path(args.path), Path(args.kb) if args.kb else None, history=args.history,
+                             max_file_bytes=args.max_file_bytes, on_progress=progress.update)
+    progress.close()
+    print(index_summary(stats))
+    return 0
+
+
+def index_summary(stats: dict) -> str:
+    """The end-of-run summary of `cra index`: what is in the KB and what was left out."""
+    langs = ", ".join(f"{lang} {n}" for lang, n in sorted(stats.get("files_by_language", {}).items(), key=lambda kv: -kv[1]))
+    skipped = stats.get("skipped", {})
+    skip_parts = [f"{len(v)} {k}" for k, v in skipped.items() if v]
+    if stats.get("oversized"):
+        skip_parts.append(f"{len(stats['oversized'])} oversized")
+    if stats.get("unreadable"):
+        skip_parts.append(f"{len(stats['unreadable'])} unreadable")
+    lines = [
+        f"indexed {stats.get('n_files', 0)} files ({langs or 'none'}) into {stats.get('kb_dir')}",
+        f"  parsed {stats.get('n_parsed', 0)}, reused {stats.get('n_reused', 0)} unchanged; "
+        f"{stats.get('n_symbols', 0)} symbols, {stats.get('n_edges', 0)} import edges, "
+        f"{stats.get('n_symbol_edges', 0)} symbol edges",
+        "  history: " + (f"{stats.get('n_commits', 0)} commits" if stats.get("history_available") else "not a git repository, indexed without history"),
+        f"  skipped: {', '.join(skip_parts) if skip_parts else 'nothing'}; {stats.get('n_ignored', 0)} ignored by .gitignore",
+    ]
+    errors = stats.get("parse_errors") or []
+    if errors:
+        lines.append(f"  parse errors in {len(errors)} files (indexed without symbols): " + "; ".join(f"{p}: {e}" for p, e in errors[:3]))
+    for note in stats.get("notes", []):
+        lines.append(f"  note: {note}")
+    if not stats.get("tokens_exact", True):
+        from drivers.tokens import FALLBACK_NOTE
+
+        lines.append(f"  note: {FALLBACK_NOTE}")
+    lines.append(f"  {stats.get('seconds', 0):.2f} s")
+    return "\n".join(lines)
+
+
+def _read_task(args) -> str:
+    if args.task_file:
+        try:
+            return Path(args.task_file).read_text()
+        except OSError as exc:
+            raise CraError(f"Cannot read task file {args.task_file} ({exc.strerror}). Check the path.") from None
+    if args.task == "-" or args.task is None and not sys.stdin.isatty():
+        return sys.stdin.read()
+    if args.task is None:
+        raise CraError('No task given. Pass it as an argument (cra retrieve "fix ..."), with --task-file F, or `-` for stdin.')
+    return args.task
+
+
+def _retrieve(args) -> int:
+    from drivers.kb import default_kb_dir, load_kb
+    from drivers.report import verbose_report
+    from drivers.retriever import load_weights, retrieve
+
+    task = _read_task(args)
+    repo = Path(args.repo)
+    kb = load_kb(Path(args.kb) if args.kb else default_kb_dir(repo))
+    template = None
+    if args.template:
+        try:
+            template = Path(args.template).read_text()
+        except OSError as exc:
+            raise CraError(f"Cannot read template {args.template} ({exc.strerror}). Check the path.") from None
+    llm_client = None
+    if args.llm_assist:
+        from drivers.llm import ollama_client
+
+        llm_client = ollama_client(args.model)
+    result = retrieve(
+        kb, task, budget=args.budget, scope_size=args.scope_size,
+        weights=load_weights(Path(args.weights)) if args.weights else None,
+        llm_assist=args.llm_assist, llm_client=llm_client, prompt_template=template,
+        outputs=(f"{args.format}_text", "symbol_tiers", "budget_report"),
+    )
+    if args.verbose:
+        print(verbose_report(result), file=sys.stderr)
+    for warning in result.package.provenance.get("warnings", []):
+        print(f"warning: {warning}", file=sys.stderr)
+    text = result.outputs[f"{args.format}_text"]
+    if args.output:
+        write_text_atomic(Path(args.output), text)
+    else:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="cra", description="Context engine for coding agents.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("index", help="index a repository into its knowledge base")
+    p.add_argument("path", help="repository root")
+    p.add_argument("--kb", help="KB directory (default PATH/.cra)")
+    p.add_argument("--history", type=int, default=2000, help="commits of git history to read (default 2000)")
+    p.add_argument("--max-file-bytes", type=int, default=1_000_000, help="skip larger files (default 1 MB)")
+    p.add_argument("-v", "--verbose", action="store_true", help="show progress")
+    p.set_defaults(run=_index)
+
+    p = sub.add_parser("retrieve", help="build the context package for a task")
+    p.add_argument("task", nargs="?", help="task description, or - to read it from stdin")
+    p.add_argument("--task-file", help="read the task description from this file")
+    p.add_argument("--repo", default=".", help="repository root (default .)")
+    p.add_argument("--kb", help="KB directory (default REPO/.cra)")
+    p.add_argument("--budget", type=int, default=32_768, help="token budget (default 32768)")
+    p.add_argument("--scope-size", type=int, default=75, help="files kept by score before expansion (default 75)")
+    p.add_argument("--format", choices=("markdown", "prompt", "json"), default="markdown")
+    p.add_argument("--template", help="prompt template file with {task} {context} {types} {tests}")
+    p.add_argument("--weights", help="TOML file of signal weights overriding the defaults")
+    p.add_argument("--output", "-o", help="write the package here instead of stdout")
+    p.add_argument("--llm-assist", action="store_true", help="ask a local Ollama model when the task is too vague")
+    p.add_argument("--model", default="qwen2.5-coder:7b", help="Ollama model for --llm-assist")
+    p.add_argument("-v", "--verbose", action="store_true", help="print signal, tier and budget tables to stderr")
+    p.set_defaults(run=_retrieve)
+
+    try:
+        from drivers import evaluate
+    except ImportError:  # evaluation extras not installed
+        evaluate = None
+    if evaluate is not None:
+        p = sub.add_parser("evaluate", help="measure retrieval quality over a case file")
+        evaluate.add_arguments(p)
+        p.set_defaults(run=evaluate.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except CraError as exc:
+        print(f"cra: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("cra: interrupted; nothing was changed", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

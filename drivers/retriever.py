@@ -1,0 +1,116 @@
+"""Runs the retrieval dataflow for one task against a loaded KB: one Hamilton driver per request."""
+
+from __future__ import annotations
+
+import os
+import time
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")
+from hamilton import driver  # noqa: E402
+
+from dataflows.retrieval import assembly, budget, combination, precision, render, scope, signals, task_analysis  # noqa: E402
+from dataflows.retrieval.models import ContextPackage  # noqa: E402
+from drivers.errors import CraError  # noqa: E402
+from drivers.kb import KnowledgeBase  # noqa: E402
+from drivers.tokens import count_tokens  # noqa: E402
+
+MODULES = (task_analysis, signals, combination, scope, precision, budget, assembly, render)
+DEFAULT_BUDGET = 32_768
+DEFAULT_SCOPE_SIZE = 75
+MIN_BUDGET = 256
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    """What one request produced: the package, the ranked scope, the full signal matrix, and timing."""
+
+    package: ContextPackage
+    scope: pd.DataFrame
+    signal_matrix: pd.DataFrame
+    outputs: dict
+    seconds: float
+
+
+def retrieval_driver(llm_assist: bool = False) -> driver.Driver:
+    """The retrieval DAG (all eight stage modules), configured for this request."""
+    return driver.Builder().with_modules(*MODULES).with_config({"llm_assist": llm_assist}).build()
+
+
+def kb_inputs(kb: KnowledgeBase) -> dict:
+    """The KB-derived inputs every retrieval node may ask for."""
+    t = kb.tables
+    return {
+        "kb_files": t["files"],
+        "kb_symbols": t["symbols"],
+        "kb_comments": t["comments"],
+        "kb_edges": t["edges"],
+        "kb_symbol_edges": t["symbol_edges"],
+        "kb_cochange": t["cochange"],
+        "kb_commits": t["commits"],
+        "kb_commit_files": t["commit_files"],
+        "kb_contents": kb.contents,
+        "file_lexicon": kb.file_lexicon,
+        "symbol_lexicon": kb.symbol_lexicon,
+    }
+
+
+def load_weights(path: Path) -> dict[str, float]:
+    """Signal weights from a TOML file (`[weights]` table or top-level `name = number` pairs)."""
+    try:
+        data = tomllib.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise CraError(f"Weights file {path} does not exist. Pass a TOML file such as data/weights.toml.") from None
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise CraError(f"Weights file {path} is not valid TOML ({exc}). Fix it, e.g. `lexical_match = 0.3`.") from None
+    table = data.get("weights", data)
+    bad = {k: v for k, v in table.items() if not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0}
+    if bad:
+        raise CraError(f"Weights file {path}: weights must be non-negative numbers; got {bad}.")
+    return {k: float(v) for k, v in table.items()}
+
+
+def retrieve(
+    kb: KnowledgeBase,
+    task_text: str,
+    *,
+    budget: int = DEFAULT_BUDGET,
+    scope_size: int = DEFAULT_SCOPE_SIZE,
+    weights: dict | None = None,
+    llm_assist: bool = False,
+    llm_client=None,
+    prompt_template: str | None = None,
+    outputs: tuple[str, ...] = (),
+) -> Retrieval:
+    """Run the pipeline; `outputs` names extra nodes to return (e.g. "markdown_text", "symbol_tiers")."""
+    if not task_text or not task_text.strip():
+        raise CraError("The task description is empty. Pass it as an argument, with --task-file F, or on stdin with `-`.")
+    if budget < MIN_BUDGET:
+        raise CraError(f"--budget {budget} is too small to hold a task and any code; use at least {MIN_BUDGET}.")
+    if scope_size < 1:
+        raise CraError(f"--scope-size must be at least 1 (got {scope_size}).")
+    inputs = {
+        **kb_inputs(kb),
+        "task_text": task_text,
+        "budget": int(budget),
+        "scope_size": int(scope_size),
+        "weights_override": weights,
+        "count_tokens": count_tokens,
+        "prompt_template": prompt_template or render.DEFAULT_PROMPT_TEMPLATE,
+    }
+    if llm_assist:
+        inputs["llm_client"] = llm_client
+    wanted = ["context_package", "scope", "signal_matrix", *outputs]
+    started = time.perf_counter()
+    try:
+        result = retrieval_driver(llm_assist).execute(list(dict.fromkeys(wanted)), inputs=inputs)
+    except ValueError as exc:
+        if "weight" in str(exc):
+            raise CraError(f"Bad signal weights: {exc}") from None
+        raise
+    seconds = time.perf_counter() - started
+    return Retrieval(result["context_package"], result["scope"], result["signal_matrix"], result, seconds)

@@ -1,0 +1,90 @@
+"""The KB store: atomic versioned writes, schema-version checks, clear errors."""
+
+import json
+import os
+
+import pandas as pd
+import pytest
+
+from dataflows.index.schema import SCHEMA_VERSION, TABLES
+from drivers.errors import CraError
+from drivers.kb import load_kb, read_metadata, read_tables, write_kb
+
+
+def _files(paths):
+    n = len(paths)
+    return pd.DataFrame(
+        {
+            "file_id": range(n), "path": paths, "language": ["python"] * n, "size": [10] * n, "hash": ["h"] * n,
+            "is_test": [False] * n, "module": paths, "package": [""] * n, "domain": [""] * n,
+            "concepts": [["alpha"]] * n, "parse_error": [None] * n, "n_lines": [1] * n, "tokens": [3] * n,
+            "last_commit_time": [None] * n, "commit_count": [0] * n,
+        }
+    )
+
+
+def test_write_then_read_round_trips_every_table(tmp_path):
+    kb = tmp_path / "kb"
+    write_kb(kb, {"files": _files(["a.py", "b.py"])}, {"repo_root": "x"})
+    tables = read_tables(kb, TABLES)
+    assert list(tables["files"]["path"]) == ["a.py", "b.py"]
+    assert list(tables["files"].columns) == list(TABLES["files"])
+    assert tables["symbols"].empty and list(tables["symbols"].columns) == list(TABLES["symbols"])
+    assert read_metadata(kb)["schema_version"] == SCHEMA_VERSION
+
+
+def test_rewrite_swaps_versions_and_leaves_one(tmp_path):
+    kb = tmp_path / "kb"
+    write_kb(kb, {"files": _files(["a.py"])}, {})
+    write_kb(kb, {"files": _files(["b.py"])}, {})
+    assert [p.name for p in kb.iterdir() if p.is_dir()].__len__() == 1
+    assert list(load_kb(kb).files["path"]) == ["b.py"]
+
+
+def test_interrupted_write_keeps_previous_kb(tmp_path, monkeypatch):
+    kb = tmp_path / "kb"
+    write_kb(kb, {"files": _files(["a.py"])}, {})
+
+    def boom(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("drivers.kb.pq.write_table", boom)
+    with pytest.raises(KeyboardInterrupt):
+        write_kb(kb, {"files": _files(["b.py"])}, {})
+    monkeypatch.undo()
+    assert list(read_tables(kb, ["files"])["files"]["path"]) == ["a.py"]
+    assert not [p for p in kb.iterdir() if p.name.startswith(".tmp-")]
+
+
+def test_missing_kb_names_cra_index(tmp_path):
+    with pytest.raises(CraError, match="cra index"):
+        load_kb(tmp_path / "nothing")
+
+
+def test_older_schema_says_reindex(tmp_path):
+    kb = tmp_path / "kb"
+    version = write_kb(kb, {"files": _files(["a.py"])}, {})
+    meta = json.loads((version / "metadata.json").read_text())
+    meta["schema_version"] = SCHEMA_VERSION - 1
+    (version / "metadata.json").write_text(json.dumps(meta))
+    with pytest.raises(CraError, match=r"schema version .*Re-run `cra index"):
+        load_kb(kb)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores directory permissions")
+def test_unwritable_kb_dir_is_a_clear_error(tmp_path):
+    kb = tmp_path / "ro"
+    kb.mkdir()
+    kb.chmod(0o500)
+    try:
+        with pytest.raises(CraError, match="not writable"):
+            write_kb(kb, {"files": _files(["a.py"])}, {})
+    finally:
+        kb.chmod(0o700)
+
+
+def test_kb_path_that_is_a_file_is_a_clear_error(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(CraError, match="not writable"):
+        write_kb(blocker / "kb", {"files": _files(["a.py"])}, {})
