@@ -1,0 +1,77 @@
+"""Language detection and parsing of one source file into `ParsedFile` records (helper library, not a Hamilton module).
+
+`language_of(path)` names the language of a text source we index (None = skip the file);
+`parse_source(language, text)` returns symbols/imports/references/comments for the seven parsed
+languages and None for text-only ones. It never raises: failures become `ParsedFile(error=...)`.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+
+from dataflows.index.parsers.models import ParsedFile
+
+PARSED_LANGUAGES = frozenset({"python", "javascript", "typescript", "tsx", "go", "java", "rust"})
+
+LANGUAGE_BY_EXTENSION: dict[str, str] = {
+    # parsed
+    "py": "python", "pyi": "python",
+    "js": "javascript", "jsx": "javascript", "mjs": "javascript", "cjs": "javascript",
+    "ts": "typescript", "mts": "typescript", "cts": "typescript",
+    "tsx": "tsx",
+    "go": "go",
+    "java": "java",
+    "rs": "rust",
+    # indexed as text
+    "md": "markdown", "markdown": "markdown", "mdx": "markdown",
+    "rst": "rst", "txt": "text", "adoc": "asciidoc",
+    "toml": "toml", "yaml": "yaml", "yml": "yaml", "json": "json", "jsonc": "json",
+    "cfg": "ini", "ini": "ini", "conf": "ini", "properties": "properties", "env": "dotenv",
+    "xml": "xml", "gradle": "gradle", "lock": "text",
+    "sh": "shell", "bash": "shell", "zsh": "shell", "fish": "shell", "ps1": "powershell", "bat": "batch",
+    "c": "c", "h": "c", "cc": "cpp", "cpp": "cpp", "cxx": "cpp", "hpp": "cpp", "hh": "cpp", "hxx": "cpp",
+    "rb": "ruby", "php": "php", "cs": "csharp", "kt": "kotlin", "kts": "kotlin", "swift": "swift",
+    "scala": "scala", "sc": "scala", "clj": "clojure", "ex": "elixir", "exs": "elixir", "erl": "erlang",
+    "hs": "haskell", "ml": "ocaml", "lua": "lua", "pl": "perl", "pm": "perl", "r": "r", "jl": "julia",
+    "dart": "dart", "m": "objective-c", "mm": "objective-c", "zig": "zig", "nim": "nim", "v": "v",
+    "sql": "sql", "graphql": "graphql", "gql": "graphql", "proto": "protobuf", "thrift": "thrift",
+    "html": "html", "htm": "html", "css": "css", "scss": "scss", "sass": "sass", "less": "less",
+    "vue": "vue", "svelte": "svelte", "tf": "terraform", "hcl": "hcl", "nix": "nix",
+    "pyx": "cython", "pxd": "cython", "ipynb": "json", "cmake": "cmake", "mk": "make",
+}
+LANGUAGE_BY_FILENAME: dict[str, str] = {
+    "dockerfile": "dockerfile", "makefile": "make", "gnumakefile": "make", "cmakelists.txt": "cmake",
+    "readme": "text", "license": "text", "changelog": "text", "authors": "text", "contributing": "text",
+    ".gitignore": "text", ".dockerignore": "text", ".editorconfig": "ini", "procfile": "text",
+    "gemfile": "ruby", "rakefile": "ruby", "vagrantfile": "ruby", "jenkinsfile": "groovy",
+}
+
+
+def language_of(path: str) -> str | None:
+    """Language of a repository path by file name / extension; None when it is not a text source we index."""
+    name = PurePosixPath(path.replace("\\", "/")).name.lower()
+    if name in LANGUAGE_BY_FILENAME:
+        return LANGUAGE_BY_FILENAME[name]
+    if name.startswith("dockerfile."):
+        return "dockerfile"
+    suffix = name.rsplit(".", 1)[-1] if "." in name.lstrip(".") else ""
+    return LANGUAGE_BY_EXTENSION.get(suffix)
+
+
+def parse_source(language: str, text: str) -> ParsedFile | None:
+    """Parse one file of a parsed language (None for text-only languages); never raises."""
+    if language not in PARSED_LANGUAGES:
+        return None
+    try:
+        if language == "python":
+            from dataflows.index.parsers.python_ast import parse_python
+
+            return parse_python(text)
+        from dataflows.index.parsers.treesitter import parse_treesitter
+
+        return parse_treesitter(language, text)
+    except Exception as exc:  # noqa: BLE001 - a parser bug must not stop indexing
+        return ParsedFile(error=f"{type(exc).__name__}: {exc}")
+
+
+__all__ = ["LANGUAGE_BY_EXTENSION", "PARSED_LANGUAGES", "language_of", "parse_source"]
