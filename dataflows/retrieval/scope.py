@@ -1,0 +1,111 @@
+"""Stage 1 scope (seed 001, step 3): seeds, top-N by total score, 1-hop import and co-change expansion."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from dataflows.retrieval.combination import SIGNALS
+from dataflows.retrieval.models import TaskQuery
+from dataflows.retrieval.signals import MAX_FILES_PER_FILE_HINT
+from dataflows.retrieval.task_analysis import _path_matches
+
+MIN_COCHANGE = 3  # co-change partners of a seed join the scope from this many shared commits
+FALLBACK_SIZE = 10  # files scoped when nothing matches: the most imported ones
+SCOPE_COLUMNS = ["path", "rank", "total_score", "seed", "added_by", "is_test", *SIGNALS]
+# task-independent priors: they order files but never make a file "match" the task on their own
+PRIOR_SIGNALS = ("recency", "structural_centrality")
+
+
+def _matching(signal_matrix: pd.DataFrame) -> pd.Series:
+    """Per file: a positive total and some task-dependent signal above zero (not only recency/centrality)."""
+    task_signals = [s for s in SIGNALS if s not in PRIOR_SIGNALS]
+    return (signal_matrix["total"] > 0) & signal_matrix[task_signals].gt(0).any(axis=1)
+
+
+def _nothing_matched(signal_matrix: pd.DataFrame) -> bool:
+    """True when there is no seed and no file matches the task."""
+    return not signal_matrix["seed"].any() and not _matching(signal_matrix).any()
+
+
+def _scored(signal_matrix: pd.DataFrame, scope_size: int) -> pd.Index:
+    """Non-seed matching files, best total first, filling the scope up to scope_size together with the seeds."""
+    room = max(scope_size - int(signal_matrix["seed"].sum()), 0)
+    candidates = signal_matrix[~signal_matrix["seed"] & _matching(signal_matrix)]
+    return candidates.index[:room]
+
+
+def _dependency_neighbours(seeds: pd.Index, kb_edges: pd.DataFrame, kb_files: pd.DataFrame) -> pd.Index:
+    """Non-test files importing or imported by a seed (1 hop)."""
+    if kb_edges.empty or seeds.empty:
+        return pd.Index([], dtype="int64")
+    out_of = kb_edges.loc[kb_edges["src_file_id"].isin(seeds), "dst_file_id"]
+    into = kb_edges.loc[kb_edges["dst_file_id"].isin(seeds), "src_file_id"]
+    neighbours = pd.Index(pd.concat([out_of, into]).unique())
+    tests = pd.Index(kb_files.loc[kb_files["is_test"].fillna(False).astype(bool), "file_id"])
+    return neighbours.difference(tests)
+
+
+def _cochange_partners(seeds: pd.Index, kb_cochange: pd.DataFrame) -> pd.Index:
+    """Files sharing at least MIN_COCHANGE commits with a seed."""
+    if kb_cochange.empty or seeds.empty:
+        return pd.Index([], dtype="int64")
+    strong = kb_cochange[kb_cochange["count"] >= MIN_COCHANGE]
+    partners = pd.concat(
+        [strong.loc[strong["file_a"].isin(seeds), "file_b"], strong.loc[strong["file_b"].isin(seeds), "file_a"]]
+    )
+    return pd.Index(partners.unique())
+
+
+def _most_central(signal_matrix: pd.DataFrame) -> pd.Index:
+    """The FALLBACK_SIZE most imported files (ties by path)."""
+    order = signal_matrix.sort_values(["structural_centrality", "path"], ascending=[False, True], kind="stable")
+    return order.index[:FALLBACK_SIZE]
+
+
+def scope(
+    signal_matrix: pd.DataFrame,
+    kb_files: pd.DataFrame,
+    kb_edges: pd.DataFrame,
+    kb_cochange: pd.DataFrame,
+    scope_size: int,
+) -> pd.DataFrame:
+    """The ranked files retrieval works on: seeds, top scope_size by score, then deps/cochange of seeds."""
+    seeds = signal_matrix.index[signal_matrix["seed"]]
+    if _nothing_matched(signal_matrix):
+        labelled = [pd.Series("score", index=_most_central(signal_matrix))]
+    else:
+        labelled = [
+            pd.Series("seed", index=seeds),
+            pd.Series("score", index=_scored(signal_matrix, scope_size)),
+            pd.Series("deps", index=_dependency_neighbours(seeds, kb_edges, kb_files)),
+            pd.Series("cochange", index=_cochange_partners(seeds, kb_cochange)),
+        ]
+    added_by = pd.concat([s for s in labelled if len(s)] or [pd.Series(dtype=object)])
+    added_by = added_by[~added_by.index.duplicated(keep="first") & added_by.index.isin(signal_matrix.index)]
+    rows = signal_matrix.loc[added_by.index].assign(added_by=added_by.to_numpy())
+    rows = rows.rename(columns={"total": "total_score"})
+    rows["is_test"] = kb_files.set_index("file_id")["is_test"].reindex(rows.index).fillna(False).astype(bool)
+    rows = rows.sort_values(["seed", "total_score", "path"], ascending=[False, False, True], kind="stable")
+    rows["rank"] = range(1, len(rows) + 1)
+    rows.index.name = "file_id"
+    return rows[SCOPE_COLUMNS]
+
+
+def scope_warnings(
+    signal_matrix: pd.DataFrame, kb_files: pd.DataFrame, task_query: TaskQuery, task_analysis_warnings: list[str]
+) -> list[str]:
+    """What the user should know about this scope: LLM fallback, unmatched or ambiguous file hints, no matches."""
+    warnings = list(task_analysis_warnings)
+    for hint in task_query.file_hints:
+        count = int(_path_matches(kb_files["path"], hint).sum()) if not kb_files.empty else 0
+        if count == 0:
+            warnings.append(f"file hint '{hint}' matches no indexed file")
+        elif count > MAX_FILES_PER_FILE_HINT:
+            warnings.append(f"file hint '{hint}' matches {count} files; none used as seeds")
+    if kb_files.empty:
+        warnings.append("the knowledge base has no files; nothing to scope")
+    elif _nothing_matched(signal_matrix):
+        warnings.append(
+            f"no file matched the task; scope falls back to the {FALLBACK_SIZE} most imported files"
+        )
+    return warnings

@@ -1,0 +1,339 @@
+"""Scoring signals (seed 001, step 2) and seed files: each signal is a 0-1 Series over every file_id.
+
+Every signal is vectorised over the KB frames (string ops, merges, group-bys); loops run only over the
+handful of hints, keywords and hops. A signal whose data is missing is 0 for every file.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from dataflows.lexical import Bm25Index
+from dataflows.retrieval.models import TaskQuery
+from dataflows.retrieval.task_analysis import _path_matches
+from dataflows.text import STOP_WORDS, stem, terms
+
+MAX_FILES_PER_FILE_HINT = 5  # a bare name like `__init__.py` naming more files than this seeds none
+MAX_DEFINING_FILES = 3  # an unqualified symbol hint seeds its defining files only if there are this few
+COMMON_TERM_SHARE = 0.5  # lexical_match drops query terms found in more than this share of files
+HOP_SCORES = {1: 1.0, 2: 0.5, 3: 0.25}
+# path_match: (keyword equals the whole component, equals a word of it, prefixes a word) x (file name, directory)
+PATH_SCORES = {("whole", True): 1.0, ("whole", False): 0.8, ("word", True): 0.7, ("word", False): 0.5,
+               ("prefix", True): 0.4, ("prefix", False): 0.3}
+SYMBOL_EXACT, SYMBOL_SUBSTRING, SYMBOL_CONSTITUENT = 1.0, 0.5, 0.3
+MIN_PREFIX_LEN = 3
+
+
+def _zeros(kb_files: pd.DataFrame) -> pd.Series:
+    """A 0.0 score for every file, indexed by file_id."""
+    return pd.Series(0.0, index=pd.Index(kb_files["file_id"], name="file_id"))
+
+
+def _over_files(kb_files: pd.DataFrame, values: pd.Series) -> pd.Series:
+    """Values by file_id spread over every file (missing -> 0), clipped to [0, 1]."""
+    out = values.reindex(kb_files["file_id"]).fillna(0.0).astype(float).clip(0.0, 1.0)
+    out.index.name = "file_id"
+    return out
+
+
+def _normalised(values: pd.Series) -> pd.Series:
+    """Values divided by their maximum (all zeros stay zeros)."""
+    top = values.max() if len(values) else 0.0
+    return values / top if top and top > 0 else values * 0.0
+
+
+def _distinctive(hits: pd.DataFrame) -> pd.Series:
+    """Down-weight a query item by how many files it hits: 1 for one file, ~0.18 for a hundred."""
+    df = hits.groupby("item")["file_id"].transform("nunique")
+    return 1.0 / (1.0 + np.log(df.astype(float)))
+
+
+def _saturating(hits: pd.DataFrame) -> pd.Series:
+    """Per file: 1 - prod(1 - s) over its best score per query item (one hit keeps its own score)."""
+    if hits.empty:
+        return pd.Series(dtype=float)
+    best = hits.groupby(["file_id", "item"])["score"].max().clip(0.0, 1.0)
+    return 1.0 - (1.0 - best).groupby(level="file_id").prod()
+
+
+def _camel_snake(names: pd.Series) -> pd.Series:
+    """Identifiers as lower-case snake_case words: 'AuthHandler' -> 'auth_handler', 'get-url' -> 'get_url'."""
+    spaced = names.astype(str).str.replace(r"([a-z0-9])([A-Z])", r"\1_\2", regex=True)
+    spaced = spaced.str.replace(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", regex=True)
+    return spaced.str.lower().str.replace(r"[^a-z0-9]+", "_", regex=True).str.strip("_")
+
+
+def _stems(words: pd.Series) -> pd.Series:
+    """Snowball stems of words, computed once per distinct word (vocabulary-sized, not file-sized)."""
+    unique = pd.unique(words.dropna())
+    table = {w: stem(w) for w in unique}
+    return words.map(table)
+
+
+def _path_components(kb_files: pd.DataFrame) -> pd.DataFrame:
+    """(file_id, component, is_name) for every directory and the extension-less file name of every path."""
+    paths = kb_files.set_index("file_id")["path"].str.replace(r"\.[^./]+$", "", regex=True)
+    comps = paths.str.split("/").explode().rename("component")
+    frame = comps.reset_index()
+    frame["is_name"] = ~frame["file_id"].duplicated(keep="last")
+    frame["whole"] = _camel_snake(frame["component"])
+    return frame[frame["whole"] != ""]
+
+
+def _word_matches(words: pd.Series, keywords: list[str], prefix: bool) -> pd.DataFrame:
+    """(entry, item, level) over the distinct words: equal to a keyword or stemming to it ("word"), or prefixed by it.
+
+    Matching runs on the sorted vocabulary (isin + binary search for prefixes), not on every file or symbol.
+    """
+    vocab = np.sort(pd.unique(words.dropna().astype(str)).astype(str))
+    table = pd.DataFrame({"entry": vocab, "stem": _stems(pd.Series(vocab, dtype=object)).to_numpy()})
+    wanted = set(keywords)
+    rows = [
+        table.loc[table["entry"].isin(wanted), ["entry"]].assign(item=lambda f: f["entry"], level="word"),
+        table.loc[table["stem"].isin(wanted), ["entry", "stem"]].rename(columns={"stem": "item"}).assign(level="word"),
+    ]
+    prefixes = [kw for kw in keywords if prefix and len(kw) >= MIN_PREFIX_LEN]
+    if prefixes:
+        low = np.searchsorted(vocab, prefixes)
+        high = np.searchsorted(vocab, [kw + "\U0010ffff" for kw in prefixes])
+        positions = np.concatenate([np.arange(lo, hi) for lo, hi in zip(low, high)])
+        rows.append(pd.DataFrame({"entry": vocab[positions], "item": np.repeat(prefixes, high - low),
+                                  "level": "prefix"}))
+    return pd.concat(rows, ignore_index=True).drop_duplicates(["entry", "item"], keep="first")
+
+
+def _keyword_path_hits(components: pd.DataFrame, keywords: list[str]) -> pd.DataFrame:
+    """(file_id, item, score): keywords equal to, or words of, or prefixes of words of path components."""
+    words = components.assign(word=components["whole"].str.split("_")).explode("word")
+    whole = _word_matches(components["whole"], keywords, prefix=False).assign(level="whole")
+    hits = pd.concat([
+        components.merge(whole, left_on="whole", right_on="entry"),
+        words.merge(_word_matches(words["word"], keywords, prefix=True), left_on="word", right_on="entry"),
+    ], ignore_index=True)
+    scores = pd.Series(PATH_SCORES).rename_axis(["level", "is_name"]).rename("score").reset_index()
+    return hits.merge(scores, on=["level", "is_name"])[["file_id", "item", "score"]]
+
+
+def path_match(kb_files: pd.DataFrame, task_query: TaskQuery) -> pd.Series:
+    """0-1 per file: task keywords matching its path components, file name above directory (seed 001, signal 1)."""
+    if kb_files.empty or not task_query.keywords:
+        return _zeros(kb_files)
+    hits = _keyword_path_hits(_path_components(kb_files), list(task_query.keywords))
+    if hits.empty:
+        return _zeros(kb_files)
+    hits = hits.groupby(["file_id", "item"], as_index=False)["score"].max()
+    hits["score"] = hits["score"] * _distinctive(hits)
+    return _over_files(kb_files, _saturating(hits))
+
+
+def _task_words(task_query: TaskQuery) -> set[str]:
+    """Lower-case identifier words of the task text (not stemmed), stop words and short words dropped."""
+    words = {w.lower() for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", task_query.raw_description)}
+    return {w for w in words if len(w) >= MIN_PREFIX_LEN and w not in STOP_WORDS}
+
+
+def _symbol_hits(symbols: pd.DataFrame, task_query: TaskQuery) -> pd.DataFrame:
+    """(file_id, item, score) for exact (1.0), substring (0.5) and constituent (0.3) symbol-name matches.
+
+    Names are matched once per distinct name, then joined back to the symbols that carry them.
+    """
+    names = pd.Series(pd.unique(symbols["name"].dropna().astype(str)), dtype=object)
+    lower = names.str.lower()
+    hint_names = {h.split(".")[-1].lower(): h for h in task_query.symbol_hints}
+    exact_items = {**{w: w for w in _task_words(task_query)}, **{k: k for k in task_query.keywords}, **hint_names}
+    exact = lower.isin(exact_items)
+    frames = [pd.DataFrame({"name": names[exact], "item": lower[exact].map(exact_items), "score": SYMBOL_EXACT})]
+    for name, hint in hint_names.items():
+        if len(name) >= 4:
+            frames.append(pd.DataFrame({"name": names[lower.str.contains(name, regex=False)], "item": hint,
+                                        "score": SYMBOL_SUBSTRING}))
+    words = pd.DataFrame({"name": names, "word": _camel_snake(names).str.split("_")}).explode("word")
+    keywords = list(task_query.keywords)
+    constituent = words.merge(_word_matches(words["word"], keywords, prefix=True), left_on="word", right_on="entry")
+    frames.append(constituent[["name", "item"]].assign(score=SYMBOL_CONSTITUENT))
+    by_name = pd.concat(frames, ignore_index=True)
+    return symbols[["file_id", "name"]].merge(by_name, on="name")[["file_id", "item", "score"]]
+
+
+def symbol_match(kb_files: pd.DataFrame, kb_symbols: pd.DataFrame, task_query: TaskQuery) -> pd.Series:
+    """0-1 per file: its symbol names vs task hints/keywords, exact 1.0 / substring 0.5 / constituent 0.3 (signal 2)."""
+    if kb_files.empty or kb_symbols.empty or not (task_query.keywords or task_query.symbol_hints):
+        return _zeros(kb_files)
+    hits = _symbol_hits(kb_symbols, task_query)
+    if hits.empty:
+        return _zeros(kb_files)
+    hits = hits.groupby(["file_id", "item"], as_index=False)["score"].max()
+    hits["score"] = hits["score"] * _distinctive(hits)
+    return _over_files(kb_files, _saturating(hits))
+
+
+def _file_hint_seeds(kb_files: pd.DataFrame, task_query: TaskQuery) -> list[pd.Series]:
+    """Files named by a file hint (at most MAX_FILES_PER_FILE_HINT per hint), with the reason."""
+    out = []
+    for hint in task_query.file_hints:
+        named = kb_files.loc[_path_matches(kb_files["path"], hint), "file_id"]
+        if 0 < len(named) <= MAX_FILES_PER_FILE_HINT:
+            out.append(pd.Series(f"file hint '{hint}'", index=named.to_numpy()))
+    return out
+
+
+def _trace_seeds(kb_files: pd.DataFrame, task_query: TaskQuery) -> list[pd.Series]:
+    """Files of in-repository stack-trace frames."""
+    out = []
+    for path, function in task_query.trace_frames:
+        named = kb_files.loc[_path_matches(kb_files["path"], path), "file_id"]
+        where = f" in {function}" if function else ""
+        out.append(pd.Series(f"trace frame '{path.rsplit('/', 1)[-1]}{where}'", index=named.to_numpy()))
+    return out
+
+
+def _symbol_seeds(kb_files: pd.DataFrame, kb_symbols: pd.DataFrame, task_query: TaskQuery) -> list[pd.Series]:
+    """Non-test files defining a specific symbol hint: a qualified name that resolves, or a rarely defined name."""
+    if kb_symbols.empty:
+        return []
+    files = kb_files.set_index("file_id")
+    out = []
+    for hint in task_query.symbol_hints:
+        last = hint.split(".")[-1]
+        cand = kb_symbols[kb_symbols["name"] == last]
+        cand = cand[~files["is_test"].reindex(cand["file_id"]).fillna(False).astype(bool).to_numpy()]
+        if cand.empty:
+            continue
+        modules = files["module"].reindex(cand["file_id"]).fillna("").astype(str).to_numpy()
+        qualified = pd.Series(modules, index=cand.index) + "." + cand["qualified_name"].astype(str)
+        resolved = cand[(qualified == hint) | qualified.str.endswith("." + hint) | (cand["qualified_name"] == hint)]
+        chosen = resolved if "." in hint and not resolved.empty else cand
+        defining = chosen["file_id"].unique()
+        if len(defining) <= MAX_DEFINING_FILES:
+            out.append(pd.Series(f"symbol hint '{hint}'", index=defining))
+    return out
+
+
+def seed_files(kb_files: pd.DataFrame, kb_symbols: pd.DataFrame, task_query: TaskQuery) -> pd.Series:
+    """file_id -> why it is a seed: named by a file hint, in a trace frame, or defining a specific symbol hint."""
+    if kb_files.empty:
+        return pd.Series(dtype=object, name="reason")
+    parts = _file_hint_seeds(kb_files, task_query) + _trace_seeds(kb_files, task_query)
+    parts += _symbol_seeds(kb_files, kb_symbols, task_query)
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return pd.Series(dtype=object, name="reason", index=pd.Index([], name="file_id", dtype="int64"))
+    reasons = pd.concat(parts)
+    reasons = reasons.groupby(level=0, sort=True).agg(lambda r: "; ".join(dict.fromkeys(r)))
+    reasons.index.name = "file_id"
+    return reasons.rename("reason")
+
+
+def _undirected(kb_edges: pd.DataFrame) -> pd.DataFrame:
+    """Import edges in both directions as (a, b), self-loops and duplicates dropped."""
+    forward = kb_edges[["src_file_id", "dst_file_id"]].set_axis(["a", "b"], axis=1)
+    both = pd.concat([forward, forward.rename(columns={"a": "b", "b": "a"})], ignore_index=True)
+    return both[both["a"] != both["b"]].drop_duplicates()
+
+
+def dependency_proximity(kb_files: pd.DataFrame, kb_edges: pd.DataFrame, seed_files: pd.Series) -> pd.Series:
+    """0-1 per file: 1 / 0.5 / 0.25 at 1 / 2 / 3 import hops from a seed, either direction (signal 3)."""
+    if kb_edges.empty or seed_files.empty:
+        return _zeros(kb_files)
+    pairs = _undirected(kb_edges)
+    visited = set(seed_files.index)
+    frontier = pd.Index(list(visited))
+    scores = {}
+    for hop, score in HOP_SCORES.items():
+        reached = pd.Index(pairs.loc[pairs["a"].isin(frontier), "b"].unique()).difference(pd.Index(list(visited)))
+        scores.update(dict.fromkeys(reached, score))
+        visited.update(reached)
+        frontier = reached
+    return _over_files(kb_files, pd.Series(scores, dtype=float))
+
+
+def cochange_affinity(kb_files: pd.DataFrame, kb_cochange: pd.DataFrame, seed_files: pd.Series) -> pd.Series:
+    """0-1 per file: commits shared with seed files, divided by the largest such count (signal 4)."""
+    if kb_cochange.empty or seed_files.empty:
+        return _zeros(kb_files)
+    seeds = seed_files.index
+    pairs = pd.concat(
+        [kb_cochange.set_axis(["seed", "other", "count"], axis=1),
+         kb_cochange[["file_b", "file_a", "count"]].set_axis(["seed", "other", "count"], axis=1)],
+        ignore_index=True,
+    )
+    pairs = pairs[pairs["seed"].isin(seeds) & ~pairs["other"].isin(seeds)]
+    return _over_files(kb_files, _normalised(pairs.groupby("other")["count"].sum().astype(float)))
+
+
+def recency(kb_files: pd.DataFrame, kb_commits: pd.DataFrame) -> pd.Series:
+    """0-1 per file: its last commit time placed in the repository's commit time range (signal 5)."""
+    times = pd.to_numeric(kb_files.set_index("file_id")["last_commit_time"], errors="coerce").astype(float)
+    pool = pd.to_numeric(kb_commits["time"], errors="coerce").dropna() if not kb_commits.empty else times.dropna()
+    if pool.empty or times.dropna().empty:
+        return _zeros(kb_files)
+    low, high = min(pool.min(), times.min()), max(pool.max(), times.max())
+    if high <= low:
+        return _zeros(kb_files)
+    return _over_files(kb_files, (times - low) / (high - low))
+
+
+def _query_stems(task_query: TaskQuery) -> set[str]:
+    """Task keywords plus concepts (as written and stemmed): what domain/module names are matched against."""
+    concepts = {c.lower() for c in task_query.concepts}
+    return set(task_query.keywords) | concepts | {stem(c) for c in concepts}
+
+
+def _word_table(values: pd.Series) -> pd.DataFrame:
+    """(file_id, stem) of every word of a per-file name column (domain, module), index = file_id."""
+    words = _camel_snake(values.fillna("")).str.split("_").explode()
+    words = words[words.str.len() > 0]
+    return pd.DataFrame({"file_id": words.index, "stem": _stems(words).to_numpy()})
+
+
+def domain_match(kb_files: pd.DataFrame, task_query: TaskQuery) -> pd.Series:
+    """0-1 per file: task concepts/keywords naming its domain (0.6) and share of its module words (0.4) (signal 6)."""
+    query = _query_stems(task_query)
+    if kb_files.empty or not query:
+        return _zeros(kb_files)
+    files = kb_files.set_index("file_id")
+    domain = _word_table(files["domain"])
+    domain_hit = domain.assign(hit=domain["stem"].isin(query)).groupby("file_id")["hit"].any().astype(float)
+    module = _word_table(files["module"])
+    module_share = module.assign(hit=module["stem"].isin(query)).groupby("file_id")["hit"].mean()
+    domain_part = domain_hit.reindex(files.index, fill_value=0.0)
+    total = 0.6 * domain_part + 0.4 * module_share.reindex(files.index, fill_value=0.0)
+    return _over_files(kb_files, total)
+
+
+def concept_overlap(kb_files: pd.DataFrame, task_query: TaskQuery) -> pd.Series:
+    """0-1 per file: share of the task's concepts found in files.concepts (Jaccard-like coverage, signal 7)."""
+    task = {c.lower() for c in task_query.concepts}
+    if kb_files.empty or not task:
+        return _zeros(kb_files)
+    concepts = kb_files.set_index("file_id")["concepts"].explode().dropna().astype(str).str.lower()
+    per_file = pd.DataFrame({"file_id": concepts.index, "concept": concepts.to_numpy()}).drop_duplicates()
+    overlap = per_file.assign(hit=per_file["concept"].isin(task)).groupby("file_id")["hit"].sum() / len(task)
+    return _over_files(kb_files, overlap.astype(float))
+
+
+def structural_centrality(kb_files: pd.DataFrame, kb_edges: pd.DataFrame) -> pd.Series:
+    """0-1 per file: how many files import it, divided by the most imported file's count (signal 8)."""
+    if kb_edges.empty:
+        return _zeros(kb_files)
+    edges = kb_edges[kb_edges["src_file_id"] != kb_edges["dst_file_id"]]
+    in_degree = edges.drop_duplicates(["src_file_id", "dst_file_id"]).groupby("dst_file_id").size().astype(float)
+    return _over_files(kb_files, _normalised(in_degree))
+
+
+def lexical_query_terms(task_query: TaskQuery, file_lexicon: Bm25Index) -> list[str]:
+    """BM25 query terms: keywords, hint terms repeated (identifiers weigh more), terms in most files dropped."""
+    hint_terms = terms(" ".join(task_query.symbol_hints + task_query.file_hints))
+    query = list(task_query.keywords) + hint_terms * 2
+    n_docs = len(file_lexicon.doc_ids)
+    return [t for t in query if file_lexicon.document_frequency(t) <= COMMON_TERM_SHARE * n_docs]
+
+
+def lexical_match(kb_files: pd.DataFrame, lexical_query_terms: list[str], file_lexicon: Bm25Index) -> pd.Series:
+    """0-1 per file: BM25 of the task terms against its contents, divided by the best file's score (signal 9)."""
+    if kb_files.empty or not lexical_query_terms or len(file_lexicon.doc_ids) == 0:
+        return _zeros(kb_files)
+    return _over_files(kb_files, _normalised(file_lexicon.scores(lexical_query_terms)))
