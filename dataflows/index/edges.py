@@ -1,0 +1,254 @@
+"""Resolve raw imports into file -> file edges and raw references into symbol -> symbol edges.
+
+Recomputed over the whole KB on every run (unchanged files included): a changed file can make another
+file's import resolve differently. Import resolution is dict lookups per import row (index time);
+reference resolution is merges over frames.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections import defaultdict
+
+import numpy as np
+import pandas as pd
+
+from dataflows.index.parsing import _conform
+
+JS_LANGUAGES = frozenset({"javascript", "typescript", "tsx", "jsx"})
+JS_EXTENSIONS = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".d.ts")
+SELF_NAMES = ("self", "this", "cls")
+CLASS_KINDS = ("class", "interface", "enum")
+_MAX_NESTING = 8
+_GO_MODULE = re.compile(r"^\s*module\s+(\S+)", re.MULTILINE)
+_BINDING_COLUMNS = ["file_id", "dst_file_id", "local", "member"]
+
+
+def go_modules(decoded_files: pd.DataFrame) -> dict[str, str]:
+    """Go module path -> directory of its go.mod, so import paths map onto repository directories."""
+    mods = decoded_files[(decoded_files["path"].str.rsplit("/", n=1).str[-1] == "go.mod") & decoded_files["text"].notna()]
+    out = {}
+    for path, text in zip(mods["path"], mods["text"]):
+        found = _GO_MODULE.search(text)
+        if found:
+            out[found.group(1)] = posixpath.dirname(path)
+    return out
+
+
+class _Resolver:
+    """Lookup tables over the indexed files; `resolve` maps one import row to (dst_file_id, local, member)s."""
+
+    def __init__(self, files: pd.DataFrame, go_modules: dict[str, str]):
+        self.by_path = dict(zip(files["path"], files["file_id"]))
+        self.go_modules = go_modules
+        self.py_modules: dict[str, list[tuple[int, str]]] = defaultdict(list)
+        self.java_modules: dict[str, int] = {}
+        self.java_packages: dict[str, list[int]] = defaultdict(list)
+        self.go_dirs: dict[str, list[int]] = defaultdict(list)
+        for fid, path, lang, module, package in zip(
+            files["file_id"], files["path"], files["language"], files["module"], files["package"]
+        ):
+            if lang == "python":
+                self.py_modules[module].append((int(fid), package))
+            elif lang == "java":
+                self.java_modules.setdefault(module, int(fid))
+                self.java_packages[module.rpartition(".")[0]].append(int(fid))
+            elif lang == "go" and not path.endswith("_test.go"):
+                self.go_dirs[package].append(int(fid))
+
+    def _py_module(self, name: str, package: str) -> int | None:
+        """The file of a python module, preferring one next to the importer when the name is ambiguous."""
+        found = self.py_modules.get(name)
+        if not found:
+            return None
+        return next((fid for fid, pkg in found if pkg == package), found[0][0])
+
+    def python(self, path: str, module: str, package: str, target: str, names: list[str], level: int):
+        if level > 0:
+            parts = module.split(".") if path.endswith("__init__.py") else module.split(".")[:-1]
+            parts = parts[: len(parts) - (level - 1)] if level > 1 else parts
+            full = ".".join([*parts, target] if target else parts)
+        else:
+            full = target
+        if not names:
+            dst = self._py_module(full, package)
+            prefix = full
+            while dst is None and "." in prefix:
+                prefix = prefix.rpartition(".")[0]
+                dst = self._py_module(prefix, package)
+            return [] if dst is None else [(dst, full, None)]
+        out = []
+        for name in names:
+            orig, _, alias = name.partition(" as ")
+            orig, local = orig.strip(), (alias or orig).strip()
+            sub = self._py_module(f"{full}.{orig}" if full else orig, package) if orig != "*" else None
+            if sub is not None:
+                out.append((sub, local, None))
+                continue
+            dst = self._py_module(full, package)
+            if dst is not None:
+                out.append((dst, None if orig == "*" else local, None if orig == "*" else orig))
+        return out
+
+    def javascript(self, package: str, target: str, names: list[str]):
+        if not target.startswith("."):
+            return []
+        base = posixpath.normpath(posixpath.join(package, target))
+        stems = [base, base[: -len(posixpath.splitext(base)[1])]] if base.endswith((".js", ".jsx", ".mjs", ".cjs")) else [base]
+        candidates = [c for stem in stems for c in (stem, *(stem + e for e in JS_EXTENSIONS), *(f"{stem}/index{e}" for e in JS_EXTENSIONS))]
+        dst = next((self.by_path[c] for c in candidates if c in self.by_path), None)
+        if dst is None:
+            return []
+        bound = [n.partition(" as ") for n in names if n and n != "*"]
+        return [(dst, (alias or orig).strip(), orig.strip()) for orig, _, alias in bound] or [(dst, None, None)]
+
+    def go(self, target: str, names: list[str]):
+        for prefix, directory in self.go_modules.items():
+            if target == prefix or target.startswith(prefix + "/"):
+                rel = target[len(prefix) + 1 :]
+                dsts = self.go_dirs.get(posixpath.join(directory, rel) if directory else rel, [])
+                alias = names[0] if names and names[0] not in ("_", ".") else target.rpartition("/")[2]
+                return [(dst, alias, None) for dst in dsts]
+        return []
+
+    def java(self, target: str, names: list[str]):
+        if target.endswith("*") or "*" in names:
+            return [(dst, None, None) for dst in self.java_packages.get(target.rstrip(".*"), [])]
+        for candidate in (target, target.rpartition(".")[0]):
+            if candidate in self.java_modules:
+                cls = candidate.rpartition(".")[2]
+                return [(self.java_modules[candidate], cls, cls)]
+        return []
+
+    def rust(self, path: str, target: str):
+        directory, name = posixpath.split(path)
+        stem = name[:-3] if name.endswith(".rs") else name
+        module_dir = directory if stem in ("lib", "main", "mod") else posixpath.join(directory, stem)
+        parts = [p for p in target.replace("::", "/").split("/") if p and p not in ("{", "}")]
+        if not parts:
+            return []
+        if parts[0] == "crate":
+            crate = path[: path.rfind("src/") + 3] if "src/" in path else directory
+            root, parts = crate, parts[1:]
+        elif parts[0] in ("self", "super"):
+            root = module_dir
+            while parts and parts[0] in ("self", "super"):
+                root = posixpath.dirname(root) if parts[0] == "super" else root
+                parts = parts[1:]
+        elif len(parts) == 1:  # `mod x;`
+            root = module_dir
+        else:
+            return []
+        for n in range(len(parts), 0, -1):
+            base = posixpath.join(root, *parts[:n])
+            for candidate in (base + ".rs", base + "/mod.rs"):
+                if candidate in self.by_path:
+                    return [(self.by_path[candidate], None, None)]
+        return []
+
+    def resolve(self, lang, path, module, package, target, names, level):
+        """(dst_file_id, local name bound in the importer or None, member of dst or None) per resolved target."""
+        if lang == "python":
+            return self.python(path, module, package, target, names, level)
+        if lang in JS_LANGUAGES:
+            return self.javascript(package, target, names)
+        if lang == "go":
+            return self.go(target, names)
+        if lang == "java":
+            return self.java(target, names)
+        if lang == "rust":
+            return self.rust(path, target)
+        return []
+
+
+def import_bindings(indexed_files: pd.DataFrame, kb_imports: pd.DataFrame, go_modules: dict[str, str]) -> pd.DataFrame:
+    """Every import resolved inside the repository: (file_id, dst_file_id, local, member), member None for modules."""
+    resolver = _Resolver(indexed_files, go_modules)
+    info = indexed_files.set_index("file_id")[["language", "path", "module", "package"]]
+    imports = kb_imports.join(info, on="file_id", how="inner")
+    rows = []
+    for fid, lang, path, module, package, target, names, level in zip(
+        imports["file_id"], imports["language"], imports["path"], imports["module"], imports["package"],
+        imports["target"], imports["names"], imports["level"],
+    ):  # fmt: skip
+        names = [] if names is None else [str(n) for n in names]
+        for dst, local, member in resolver.resolve(lang, path, module, package, target or "", names, int(level or 0)):
+            rows.append((int(fid), int(dst), local, member))
+    return pd.DataFrame(rows, columns=_BINDING_COLUMNS)
+
+
+def kb_edges(import_bindings: pd.DataFrame) -> pd.DataFrame:
+    """File -> file import edges inside the repository (kind "import"), deduplicated, no self-edges."""
+    edges = import_bindings.rename(columns={"file_id": "src_file_id"})[["src_file_id", "dst_file_id"]]
+    edges = edges[edges["src_file_id"] != edges["dst_file_id"]].drop_duplicates().sort_values(["src_file_id", "dst_file_id"])
+    return _conform(edges.assign(kind="import"), "edges")
+
+
+def _enclosing_class(symbols: pd.DataFrame) -> pd.Series:
+    """symbol_id -> nearest enclosing class-like symbol (itself excluded), following parent links; absent when none."""
+    ids = symbols["symbol_id"].to_numpy(dtype="int64")
+    parent = symbols["parent_id"].astype("Int64").fillna(-1).to_numpy(dtype="int64")
+    parent_pos = np.where(parent >= 0, pd.Index(ids).get_indexer(parent), -1)
+    classy = symbols["kind"].isin(CLASS_KINDS).to_numpy()
+    found = np.full(len(ids), -1)
+    current = parent_pos.copy()
+    for _ in range(_MAX_NESTING):
+        valid = current >= 0
+        safe = np.where(valid, current, 0)
+        hit = (found < 0) & valid & classy[safe]
+        found[hit] = current[hit]
+        current = np.where(valid, parent_pos[safe], -1)
+    has = found >= 0
+    return pd.Series(ids[found[has]], index=ids[has], name="owner")
+
+
+def _lookup(refs: pd.DataFrame, targets: pd.DataFrame, left_on: list[str], right_on: list[str], priority: float) -> pd.DataFrame:
+    """Candidate (ref row, dst symbol) pairs of one resolution rule, tagged with its priority."""
+    keys = {f"_k{i}": targets[c].to_numpy() for i, c in enumerate(right_on)}
+    right = pd.DataFrame({**keys, "dst": targets["symbol_id"].to_numpy(), "top": targets["parent_id"].isna().to_numpy()})
+    hits = refs[["ref", *left_on]].merge(right, left_on=left_on, right_on=list(keys), how="inner")
+    return pd.DataFrame({"ref": hits["ref"], "dst": hits["dst"], "top": hits["top"], "priority": priority})
+
+
+def kb_symbol_edges(kb_symbols: pd.DataFrame, kb_references: pd.DataFrame, import_bindings: pd.DataFrame) -> pd.DataFrame:
+    """Symbol -> symbol edges (call/base/annotation), best candidate per reference, unresolved ones dropped.
+
+    Rules in order: same-file module-level name; self/this/cls.x -> member x of the enclosing class; a name
+    imported into the file (`from m import f`); `alias.f` for an imported module; `Class.x` for a class
+    defined in or imported into the file; finally a same-file nested definition of that name.
+    """
+    symbols = kb_symbols[["symbol_id", "file_id", "name", "parent_id", "kind"]]
+    refs = kb_references[["file_id", "symbol_id", "name", "kind"]].reset_index(drop=True)
+    split = refs["name"].str.rpartition(".")
+    refs = refs.assign(ref=range(len(refs)), prefix=split[0] if len(refs) else [], last=split[2] if len(refs) else [])
+    plain = refs[refs["prefix"] == ""]
+    dotted = refs[refs["prefix"] != ""]
+    top = symbols[symbols["parent_id"].isna()]
+    modules = import_bindings[import_bindings["member"].isna() & import_bindings["local"].notna()]
+    members = import_bindings[import_bindings["member"].notna()]
+    imported = members.merge(top, left_on=["dst_file_id", "member"], right_on=["file_id", "name"], suffixes=("_b", ""))
+    imported = imported[["file_id_b", "local", "symbol_id", "parent_id"]].rename(columns={"file_id_b": "file_id"})
+    module_members = modules.merge(top, left_on="dst_file_id", right_on="file_id", suffixes=("_b", ""))
+    owner = _enclosing_class(symbols)
+    self_refs = dotted[dotted["prefix"].isin(SELF_NAMES)].join(owner, on="symbol_id", how="inner")
+    classes = pd.concat([
+        top[top["kind"].isin(CLASS_KINDS)][["file_id", "name", "symbol_id"]],
+        imported.rename(columns={"local": "name"})[["file_id", "name", "symbol_id"]],
+    ]).rename(columns={"name": "class_name", "symbol_id": "class_id"})  # fmt: skip
+    class_refs = dotted.merge(classes, left_on=["file_id", "prefix"], right_on=["file_id", "class_name"])
+    same_file = _lookup(plain, symbols, ["file_id", "name"], ["file_id", "name"], 0)
+    same_file.loc[~same_file["top"], "priority"] = 5
+    candidates = pd.concat([
+        same_file,
+        _lookup(self_refs, symbols, ["owner", "last"], ["parent_id", "name"], 1),
+        _lookup(plain, imported, ["file_id", "name"], ["file_id", "local"], 2),
+        _lookup(dotted, module_members, ["file_id", "prefix", "last"], ["file_id_b", "local", "name"], 3),
+        _lookup(class_refs, symbols, ["class_id", "last"], ["parent_id", "name"], 4),
+    ], ignore_index=True)  # fmt: skip
+    best = candidates.sort_values(["ref", "priority", "dst"]).drop_duplicates("ref")
+    edges = refs[["ref", "symbol_id", "kind"]].merge(best[["ref", "dst"]], on="ref")
+    edges = edges.rename(columns={"symbol_id": "src_symbol_id", "dst": "dst_symbol_id"})
+    edges = edges[edges["src_symbol_id"] != edges["dst_symbol_id"]]
+    edges = edges.drop_duplicates(["src_symbol_id", "dst_symbol_id", "kind"]).sort_values(["src_symbol_id", "dst_symbol_id", "kind"])
+    return _conform(edges, "symbol_edges")

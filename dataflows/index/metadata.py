@@ -1,0 +1,94 @@
+"""The files table (facts + tokens + parse errors + history + concepts), file contents and the run's stats."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from dataflows.index.parsers.models import ParsedFile
+from dataflows.index.lexical_terms import _term_counts
+from dataflows.index.parsing import _conform
+
+MAX_CONCEPTS = 10
+
+
+def _concept_docs(kb_symbols: pd.DataFrame, kb_comments: pd.DataFrame) -> pd.Series:
+    """Per file_id: its identifiers (symbol names), docstrings and comments as one text."""
+    symbol_text = kb_symbols["qualified_name"].fillna("") + " " + kb_symbols["docstring"].fillna("")
+    parts = pd.concat([
+        pd.DataFrame({"file_id": kb_symbols["file_id"], "text": symbol_text}),
+        pd.DataFrame({"file_id": kb_comments["file_id"], "text": kb_comments["text"].fillna("")}),
+    ])  # fmt: skip
+    return parts.groupby("file_id")["text"].agg("\n".join)
+
+
+def file_concepts(kb_symbols: pd.DataFrame, kb_comments: pd.DataFrame, kb_file_terms: pd.DataFrame) -> pd.Series:
+    """Up to 10 most distinctive terms per file_id (tf-idf over identifiers, docstrings, comments; files
+    without any fall back to their full-text terms); ordered by score then term, so runs are reproducible."""
+    docs = _concept_docs(kb_symbols, kb_comments)
+    rows = [(fid, term, tf) for fid, text in docs.items() for term, tf in _term_counts(text).items()]
+    counted = pd.DataFrame(rows, columns=["file_id", "term", "tf"])
+    fallback = kb_file_terms[~kb_file_terms["file_id"].isin(docs.index)][["file_id", "term", "tf"]]
+    tf = pd.concat([f for f in (counted, fallback) if len(f)] or [counted], ignore_index=True)
+    if tf.empty:
+        return pd.Series(dtype=object)
+    n_docs = tf["file_id"].nunique()
+    df = tf.groupby("term")["file_id"].transform("size")
+    tf = tf.assign(score=(1.0 + np.log(tf["tf"].astype(float))) * (np.log((1.0 + n_docs) / (1.0 + df)) + 1.0))
+    top = tf.sort_values(["file_id", "score", "term"], ascending=[True, False, True]).groupby("file_id").head(MAX_CONCEPTS)
+    return top.groupby("file_id", sort=True)["term"].agg(list)
+
+
+def kb_files(
+    indexed_files: pd.DataFrame,
+    file_tokens: pd.Series,
+    file_parse_errors: pd.Series,
+    file_concepts: pd.Series,
+    file_history: pd.DataFrame,
+) -> pd.DataFrame:
+    """One row per indexed file with everything retrieval scores on (see schema.TABLES['files'])."""
+    ids = indexed_files["file_id"].to_numpy()
+    history = file_history.reindex(indexed_files["path"].to_numpy())
+    concepts = file_concepts.reindex(ids)
+    files = indexed_files.assign(
+        tokens=file_tokens.reindex(ids).to_numpy(),
+        parse_error=file_parse_errors.reindex(ids).to_numpy(),
+        concepts=[list(c) if isinstance(c, list) else [] for c in concepts],
+        last_commit_time=history["last_commit_time"].astype("Int64").to_numpy(),
+        commit_count=history["commit_count"].fillna(0).astype("int32").to_numpy(),
+    )
+    return _conform(files.sort_values("file_id"), "files")
+
+
+def kb_contents(indexed_files: pd.DataFrame) -> pd.DataFrame:
+    """Whole text per file_id, read lazily by requests that include the file."""
+    return _conform(indexed_files.sort_values("file_id"), "contents")
+
+
+def index_stats(
+    kb_files: pd.DataFrame,
+    kb_symbols: pd.DataFrame,
+    kb_edges: pd.DataFrame,
+    kb_symbol_edges: pd.DataFrame,
+    kb_commits: pd.DataFrame,
+    parsed_files: dict[int, ParsedFile | None],
+    history_available: bool,
+    skipped_binary: list[str],
+    skipped_generated: list[str],
+    skipped_unsupported: list[str],
+) -> dict:
+    """What this run indexed, parsed, reused and left out (JSON-serialisable, shown by `cra index`)."""
+    errors = kb_files[kb_files["parse_error"].notna()]
+    return {
+        "n_files": int(len(kb_files)),
+        "files_by_language": {str(k): int(v) for k, v in kb_files["language"].value_counts().sort_index().items()},
+        "n_parsed": int(len(parsed_files)),
+        "n_reused": int(len(kb_files) - len(parsed_files)),
+        "n_symbols": int(len(kb_symbols)),
+        "n_edges": int(len(kb_edges)),
+        "n_symbol_edges": int(len(kb_symbol_edges)),
+        "n_commits": int(len(kb_commits)),
+        "history_available": bool(history_available),
+        "skipped": {"binary": list(skipped_binary), "generated": list(skipped_generated), "unsupported": list(skipped_unsupported)},
+        "parse_errors": [[str(p), str(e)] for p, e in zip(errors["path"], errors["parse_error"])],
+    }

@@ -1,0 +1,361 @@
+"""The indexer: a fixture git repository in tmp_path -> KB frames (files, symbols, edges, history, terms)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from dataflows.index import edges as edges_module
+from dataflows.index import lexical_terms
+from dataflows.index.schema import TABLES, arrow_schema
+from dataflows.text import terms
+from drivers.git_history import git_log
+from drivers.indexer import index_frames
+from drivers.sources import scan_sources
+from drivers.tokens import count_tokens_batch
+
+HAS_TREESITTER = importlib.util.find_spec("dataflows.index.parsers.treesitter") is not None
+needs_treesitter = pytest.mark.skipif(not HAS_TREESITTER, reason="tree-sitter parsers not in the checkout yet")
+
+T0 = 1_700_000_000
+DAY = 86_400
+
+FILES = {
+    ".gitignore": "ignored.py\nbuild/\n",
+    "ignored.py": "def hidden():\n    return 1\n",
+    "build/out.py": "def built():\n    return 1\n",
+    "package-lock.json": '{"lockfileVersion": 3}\n',
+    "src/shop/__init__.py": "",
+    "src/shop/models.py": '''"""Shop models."""
+
+
+class Base:
+    def describe(self):
+        return "base"
+
+
+class Cart(Base):
+    def total(self):
+        # because prices are stored in cents, convert at the edge
+        return self.subtotal() / 100
+
+    def subtotal(self):
+        return 0
+''',
+    "src/shop/pricing.py": '''from shop.models import Cart
+from . import util
+from shop import models
+
+
+def price(cart: Cart) -> float:
+    return util.round_money(cart.total())
+''',
+    "src/shop/util.py": "def round_money(value):\n    return round(value, 2)\n",
+    "src/shop/broken.py": "def oops(:\n    pass\n",
+    "tests/test_pricing.py": "from shop.pricing import price\n\n\ndef test_price():\n    assert price is not None\n",
+    "web/api.ts": "export function fetchSession(user: string): string {\n  return user;\n}\n",
+    "web/login.ts": 'import { fetchSession } from "./api";\n\nexport class LoginForm {\n  submit(u: string) {\n    return fetchSession(u);\n  }\n}\n',
+    "web/forms/index.ts": 'export { LoginForm } from "../login";\n',
+    "web/app.ts": 'import { LoginForm } from "./forms";\n\nexport const form = new LoginForm();\n',
+    "go.mod": "module example.com/shop\n\ngo 1.21\n",
+    "server/serve.go": 'package server\n\nimport "example.com/shop/store"\n\nfunc Serve() string {\n\treturn store.Name()\n}\n',
+    "store/store.go": 'package store\n\nfunc Name() string {\n\treturn "shop"\n}\n',
+    "store/store_test.go": 'package store\n\nimport "testing"\n\nfunc TestName(t *testing.T) {}\n',
+}
+# (message, files appended to); models + pricing change together in the initial commit and twice more
+HISTORY = [
+    ("Cart totals in cents", ["src/shop/models.py", "src/shop/pricing.py"]),
+    ("Round prices", ["src/shop/models.py", "src/shop/pricing.py"]),
+    ("Money rounding helper", ["src/shop/util.py"]),
+]
+
+
+def _git(repo: Path, *args: str, day: int = 0) -> None:
+    date = f"{T0 + day * DAY} +0000"
+    env = {**os.environ, "GIT_AUTHOR_NAME": "Dev", "GIT_AUTHOR_EMAIL": "dev@example.com", "GIT_COMMITTER_NAME": "Dev",
+           "GIT_COMMITTER_EMAIL": "dev@example.com", "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}  # fmt: skip
+    subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
+
+
+def make_repo(root: Path, git: bool = True) -> Path:
+    """Write the fixture files; with git, commit them and then HISTORY (one commit per day)."""
+    for rel, text in FILES.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    (root / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00binary")
+    if git:
+        _git(root, "init", "-q")
+        _git(root, "add", "-A")
+        _git(root, "commit", "-q", "-m", "Initial import")
+        for day, (message, paths) in enumerate(HISTORY, start=1):
+            for rel in paths:
+                with open(root / rel, "a") as handle:
+                    handle.write("\n")
+            _git(root, "commit", "-q", "-am", message, day=day)
+    return root
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory) -> tuple[dict[str, pd.DataFrame], dict]:
+    repo = make_repo(tmp_path_factory.mktemp("repo"))
+    return index_frames(repo, count_tokens_batch=count_tokens_batch)
+
+
+def file_ids(tables) -> dict[str, int]:
+    return dict(zip(tables["files"]["path"], tables["files"]["file_id"]))
+
+
+def edge_paths(tables) -> set[tuple[str, str]]:
+    path = dict(zip(tables["files"]["file_id"], tables["files"]["path"]))
+    return {(path[s], path[d]) for s, d in zip(tables["edges"]["src_file_id"], tables["edges"]["dst_file_id"])}
+
+
+def symbol_edge_names(tables) -> set[tuple[str, str, str]]:
+    name = dict(zip(tables["symbols"]["symbol_id"], tables["symbols"]["qualified_name"]))
+    edges = tables["symbol_edges"]
+    return {(name[s], name[d], k) for s, d, k in zip(edges["src_symbol_id"], edges["dst_symbol_id"], edges["kind"])}
+
+
+def symbol_row(tables, qualified_name: str) -> pd.Series:
+    symbols = tables["symbols"]
+    return symbols[symbols["qualified_name"] == qualified_name].iloc[0]
+
+
+def test_every_table_has_the_schema_columns_and_arrow_types(indexed):
+    tables, _ = indexed
+    assert set(tables) == set(TABLES)
+    for name, frame in tables.items():
+        assert list(frame.columns) == list(TABLES[name]), name
+        pa.Table.from_pandas(frame, schema=arrow_schema(name), preserve_index=False)  # raises on a type mismatch
+
+
+def test_ignored_binary_and_generated_files_are_left_out(indexed):
+    tables, stats = indexed
+    paths = set(tables["files"]["path"])
+    assert {"ignored.py", "build/out.py", "logo.png", "package-lock.json", "go.mod"}.isdisjoint(paths)
+    assert stats["skipped"]["binary"] == ["logo.png"]
+    assert stats["skipped"]["generated"] == ["package-lock.json"]
+    assert stats["n_ignored"] == 2  # ignored.py and the build/ directory
+
+
+def test_files_have_language_test_flag_module_and_domain(indexed):
+    files = indexed[0]["files"].set_index("path")
+    assert files.loc["src/shop/models.py", "language"] == "python"
+    assert files.loc["web/forms/index.ts", "language"] == "typescript"
+    assert files.loc["store/store.go", "language"] == "go"
+    assert set(files.index[files["is_test"]]) == {"tests/test_pricing.py", "store/store_test.go"}
+    assert files.loc["src/shop/models.py", "module"] == "shop.models"
+    assert files.loc["src/shop/__init__.py", "module"] == "shop"
+    assert files.loc["src/shop/models.py", "domain"] == "shop"
+    assert files.loc["web/forms/index.ts", "domain"] == "forms"
+    assert files.loc["src/shop/util.py", "n_lines"] == 3  # 2 lines + the newline appended by HISTORY
+
+
+def test_parse_errors_are_recorded_and_indexing_goes_on(indexed):
+    tables, stats = indexed
+    files = tables["files"].set_index("path")
+    assert "SyntaxError" in files.loc["src/shop/broken.py", "parse_error"]
+    assert files.loc["src/shop/models.py", "parse_error"] is None
+    errors = [p for p, _ in stats["parse_errors"] if HAS_TREESITTER or p.endswith(".py")]
+    assert errors == ["src/shop/broken.py"]
+
+
+def test_symbols_have_kinds_lines_parents_and_token_counts(indexed):
+    tables, _ = indexed
+    cart, total = symbol_row(tables, "Cart"), symbol_row(tables, "Cart.total")
+    assert (cart["kind"], cart["start_line"], cart["end_line"]) == ("class", 9, 15)
+    assert (total["kind"], total["start_line"], total["end_line"], total["parent_id"]) == ("method", 10, 12, cart["symbol_id"])
+    body = "".join(FILES["src/shop/models.py"].splitlines(keepends=True)[9:12])
+    assert total["body_tokens"] == count_tokens_batch([body])[0]
+    files = tables["files"].set_index("path")
+    assert files.loc["src/shop/util.py", "tokens"] == count_tokens_batch([FILES["src/shop/util.py"] + "\n"])[0]
+
+
+def test_rationale_comment_is_attached_to_its_method(indexed):
+    tables, _ = indexed
+    comments = tables["comments"]
+    row = comments[comments["text"].str.contains("cents")].iloc[0]
+    assert row["is_rationale"]
+    assert row["symbol_id"] == symbol_row(tables, "Cart.total")["symbol_id"]
+
+
+def test_python_import_edges_resolve_absolute_relative_and_submodule_imports(indexed):
+    python_edges = {e for e in edge_paths(indexed[0]) if e[0].endswith(".py")}
+    assert python_edges == {
+        ("src/shop/pricing.py", "src/shop/models.py"),
+        ("src/shop/pricing.py", "src/shop/util.py"),
+        ("tests/test_pricing.py", "src/shop/pricing.py"),
+    }
+
+
+@needs_treesitter
+def test_typescript_and_go_import_edges(indexed):
+    other = {e for e in edge_paths(indexed[0]) if not e[0].endswith(".py")}
+    assert other == {
+        ("web/login.ts", "web/api.ts"),
+        ("web/forms/index.ts", "web/login.ts"),
+        ("web/app.ts", "web/forms/index.ts"),
+        ("server/serve.go", "store/store.go"),
+    }
+
+
+def test_symbol_edges_resolve_calls_bases_and_annotations(indexed):
+    found = symbol_edge_names(indexed[0])
+    assert ("Cart", "Base", "base") in found
+    assert ("Cart.total", "Cart.subtotal", "call") in found  # self.subtotal()
+    assert ("price", "round_money", "call") in found  # util.round_money via `from . import util`
+    assert ("price", "Cart", "annotation") in found  # `from shop.models import Cart`
+    assert not any(src == dst for src, dst, _ in found)
+
+
+def test_history_gives_commits_recency_churn_and_cochange(indexed):
+    tables, stats = indexed
+    assert stats["history_available"] and list(tables["commits"]["message"]) == [
+        "Money rounding helper", "Round prices", "Cart totals in cents", "Initial import"
+    ]  # fmt: skip
+    files = tables["files"].set_index("path")
+    assert files.loc["src/shop/util.py", "last_commit_time"] == T0 + 3 * DAY
+    assert files.loc["src/shop/models.py", "last_commit_time"] == T0 + 2 * DAY
+    assert files.loc["src/shop/models.py", "commit_count"] == 3
+    ids = file_ids(tables)
+    cochange = tables["cochange"].set_index(["file_a", "file_b"])["count"]
+    models, pricing, util = ids["src/shop/models.py"], ids["src/shop/pricing.py"], ids["src/shop/util.py"]
+    assert cochange[(min(models, pricing), max(models, pricing))] == 3
+    assert cochange[(min(models, util), max(models, util))] == 1
+    assert (tables["cochange"]["file_a"] < tables["cochange"]["file_b"]).all()
+
+
+def test_sweeping_commits_are_left_out_of_cochange(tmp_path):
+    tables, _ = index_frames(make_repo(tmp_path), count_tokens_batch=count_tokens_batch, max_commit_files=2)
+    ids = file_ids(tables)
+    pair = tuple(sorted((ids["src/shop/models.py"], ids["src/shop/pricing.py"])))
+    cochange = tables["cochange"].set_index(["file_a", "file_b"])["count"]
+    assert cochange[pair] == 2  # the initial import touched every file and no longer counts
+
+
+def test_concepts_and_terms_describe_each_file(indexed):
+    tables, _ = indexed
+    files = tables["files"].set_index("path")
+    concepts = files.loc["src/shop/models.py", "concepts"]
+    assert 0 < len(concepts) <= 10 and "cart" in concepts
+    ids = file_ids(tables)
+    file_terms = tables["file_terms"]
+    util_terms = set(file_terms.loc[file_terms["file_id"] == ids["src/shop/util.py"], "term"])
+    assert {"round_money", "round", "money", "util"} <= util_terms
+    symbol_terms = tables["symbol_terms"]
+    total_terms = set(symbol_terms.loc[symbol_terms["symbol_id"] == symbol_row(tables, "Cart.total")["symbol_id"], "term"])
+    assert {"cent", "subtot"} & total_terms and "price" in total_terms  # body + attached comment
+
+
+def test_term_counts_match_the_shared_tokenizer():
+    for text in FILES.values():
+        assert lexical_terms._term_counts(text) == Counter(terms(text))
+
+
+def _through_parquet_types(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """The tables as a KB load returns them (arrow round trip: lists become arrays, ints nullable-aware)."""
+    return {n: pa.Table.from_pandas(f, schema=arrow_schema(n), preserve_index=False).to_pandas() for n, f in tables.items()}
+
+
+def test_incremental_run_parses_only_the_changed_file(tmp_path):
+    repo = make_repo(tmp_path)
+    first, _ = index_frames(repo, count_tokens_batch=count_tokens_batch)
+    (repo / "src/shop/util.py").write_text("def round_money(value):\n    return round(value, 2)\n\n\ndef to_cents(value):\n    return value * 100\n")
+    second, stats = index_frames(repo, previous_kb=_through_parquet_types(first), count_tokens_batch=count_tokens_batch)
+    assert stats["n_parsed"] == 1 and stats["n_reused"] == len(first["files"]) - 1
+    assert file_ids(second) == file_ids(first)
+    assert "to_cents" in set(second["symbols"]["name"])
+    assert set(first["symbols"]["qualified_name"]) < set(second["symbols"]["qualified_name"])
+    assert symbol_edge_names(second) == symbol_edge_names(first)
+    assert edge_paths(second) == edge_paths(first)
+    assert list(second["symbols"]["symbol_id"]) == list(range(len(second["symbols"])))
+
+
+def test_incremental_run_drops_deleted_files_everywhere(tmp_path):
+    repo = make_repo(tmp_path)
+    first, _ = index_frames(repo, count_tokens_batch=count_tokens_batch)
+    gone = file_ids(first)["src/shop/pricing.py"]
+    (repo / "src/shop/pricing.py").unlink()
+    second, stats = index_frames(repo, previous_kb=_through_parquet_types(first), count_tokens_batch=count_tokens_batch)
+    assert stats["n_parsed"] == 0
+    assert "src/shop/pricing.py" not in set(second["files"]["path"])
+    assert "price" not in set(second["symbols"]["name"])
+    assert gone not in set(second["edges"]["src_file_id"]) | set(second["edges"]["dst_file_id"])
+    assert gone not in set(second["file_terms"]["file_id"]) and gone not in set(second["imports"]["file_id"])
+    assert ("Cart.total", "Cart.subtotal", "call") in symbol_edge_names(second)
+
+
+def test_directory_without_git_indexes_without_history(tmp_path):
+    tables, stats = index_frames(make_repo(tmp_path, git=False), count_tokens_batch=count_tokens_batch)
+    assert git_log(tmp_path, 10) is None
+    assert stats["history_available"] is False and stats["head"] is None
+    assert tables["commits"].empty and tables["cochange"].empty
+    assert list(tables["commits"].columns) == list(TABLES["commits"])
+    assert tables["files"]["last_commit_time"].isna().all() and (tables["files"]["commit_count"] == 0).all()
+    assert "src/shop/models.py" in set(tables["files"]["path"])
+
+
+def test_scan_honours_nested_gitignore_negation_and_size_limit(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / ".gitignore").write_text("*.log\n")
+    (tmp_path / "pkg" / ".gitignore").write_text("!keep.log\n")
+    (tmp_path / "pkg" / "keep.log").write_text("kept\n")
+    (tmp_path / "pkg" / "drop.log").write_text("dropped\n")
+    (tmp_path / "pkg" / "big.py").write_text("x = 1\n" * 100)
+    (tmp_path / "node_modules").mkdir()
+    (tmp_path / "node_modules" / "dep.js").write_text("module.exports = 1;\n")
+    (tmp_path / "link.py").symlink_to(tmp_path / "pkg" / "big.py")
+    scan = scan_sources(tmp_path, max_file_bytes=100)
+    assert list(scan.frame["path"]) == [".gitignore", "pkg/.gitignore", "pkg/keep.log"]
+    assert scan.oversized == ["pkg/big.py"]
+
+
+def _resolved(files: list[tuple[str, str, str]], imports: list[tuple[str, str, list[str]]]) -> set[tuple[str, str]]:
+    """Edges (src path, dst path) that the resolver finds for hand-written files and import rows."""
+    frame = pd.DataFrame(files, columns=["path", "language", "module"]).assign(
+        file_id=lambda f: range(len(f)), package=lambda f: f["path"].str.rpartition("/")[0], text=""
+    )
+    ids = dict(zip(frame["path"], frame["file_id"]))
+    kb_imports = pd.DataFrame(
+        [(ids[src], target, names, 0, 1) for src, target, names in imports], columns=["file_id", "target", "names", "level", "line"]
+    )
+    bindings = edges_module.import_bindings(frame, kb_imports, {})
+    path = dict(zip(frame["file_id"], frame["path"]))
+    return {(path[s], path[d]) for s, d in zip(bindings["file_id"], bindings["dst_file_id"])}
+
+
+def test_java_imports_resolve_classes_and_wildcards():
+    files = [
+        ("src/main/java/com/acme/App.java", "java", "com.acme.App"),
+        ("src/main/java/com/acme/util/Strings.java", "java", "com.acme.util.Strings"),
+        ("src/main/java/com/acme/util/Numbers.java", "java", "com.acme.util.Numbers"),
+    ]
+    app = files[0][0]
+    assert _resolved(files, [(app, "com.acme.util.Strings", [])]) == {(app, files[1][0])}
+    assert _resolved(files, [(app, "com.acme.util.*", [])]) == {(app, files[1][0]), (app, files[2][0])}
+    assert _resolved(files, [(app, "java.util.List", [])]) == set()
+
+
+def test_rust_mod_and_crate_paths_resolve_to_files():
+    files = [("src/lib.rs", "rust", "src/lib"), ("src/net/mod.rs", "rust", "src/net/mod"), ("src/net/tcp.rs", "rust", "src/net/tcp")]
+    assert _resolved(files, [("src/lib.rs", "net", [])]) == {("src/lib.rs", "src/net/mod.rs")}
+    assert _resolved(files, [("src/lib.rs", "crate::net::tcp::Stream", [])]) == {("src/lib.rs", "src/net/tcp.rs")}
+    assert _resolved(files, [("src/net/mod.rs", "tcp", [])]) == {("src/net/mod.rs", "src/net/tcp.rs")}
+
+
+def test_smoke_index_the_installed_pandas_package():
+    root = Path(pd.__file__).parent
+    started = time.perf_counter()
+    tables, stats = index_frames(root, history=0, count_tokens_batch=count_tokens_batch)
+    print(f"\nindexed pandas: {stats['n_files']} files, {stats['n_symbols']} symbols, {stats['n_edges']} edges, "
+          f"{stats['n_symbol_edges']} symbol edges in {time.perf_counter() - started:.1f}s")  # fmt: skip
+    assert stats["n_files"] > 500 and stats["n_symbols"] > 10_000
+
