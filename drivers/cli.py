@@ -102,6 +102,14 @@ def _retrieve(args) -> int:
     return 0
 
 
+def _enrich(args) -> int:
+    from drivers.enrich import enrich
+
+    result = enrich(Path(args.path), Path(args.kb) if args.kb else None, args.model, args.limit, args.host, args.verbose)
+    print(f"enriched {result['labelled']} files with {result['model']} ({result['rejected']} answers rejected as malformed)")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="cra", description="Context engine for coding agents.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -129,6 +137,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", default="qwen2.5-coder:7b", help="Ollama model for --llm-assist")
     p.add_argument("-v", "--verbose", action="store_true", help="print signal, tier and budget tables to stderr")
     p.set_defaults(run=_retrieve)
+
+    p = sub.add_parser("enrich", help="label files' domain and concepts with a local Ollama model (optional)")
+    p.add_argument("path", nargs="?", default=".", help="repository root (default .)")
+    p.add_argument("--model", required=True, help="Ollama model name, e.g. qwen2.5-coder:7b")
+    p.add_argument("--kb", help="KB directory (default PATH/.cra)")
+    p.add_argument("--limit", type=int, help="label at most N files")
+    p.add_argument("--host", help="Ollama address (default OLLAMA_HOST or 127.0.0.1:11434)")
+    p.add_argument("-v", "--verbose", action="store_true", help="show progress")
+    p.set_defaults(run=_enrich)
 
     try:
         from drivers import evaluate

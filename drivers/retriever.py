@@ -104,13 +104,11 @@ def retrieve(
     }
     if llm_assist:
         inputs["llm_client"] = llm_client
+    unknown = sorted(set(weights or {}) - set(combination.SIGNALS))
+    if unknown:
+        raise CraError(f"Unknown signal weight(s) {unknown}; valid names: {', '.join(combination.SIGNALS)}.")
     wanted = ["context_package", "scope", "signal_matrix", *outputs]
     started = time.perf_counter()
-    try:
-        result = retrieval_driver(llm_assist).execute(list(dict.fromkeys(wanted)), inputs=inputs)
-    except ValueError as exc:
-        if "weight" in str(exc):
-            raise CraError(f"Bad signal weights: {exc}") from None
-        raise
+    result = retrieval_driver(llm_assist).execute(list(dict.fromkeys(wanted)), inputs=inputs)
     seconds = time.perf_counter() - started
     return Retrieval(result["context_package"], result["scope"], result["signal_matrix"], result, seconds)

@@ -168,6 +168,9 @@ def test_stage_one_dataflow_end_to_end():
         "kb_edges": kb_edges((0, 1), (2, 0)), "kb_cochange": kb_cochange((0, 4, 3)),
         "kb_commits": pd.DataFrame(columns=list(TABLES["commits"])),
         "file_lexicon": Bm25Index.from_terms(pd.DataFrame(rows, columns=["file_id", "term", "tf"]), "file_id"),
+        "symbol_lexicon": Bm25Index.from_terms(pd.DataFrame(
+            [(i, t, c) for i, name in enumerate(symbols["name"]) for t, c in term_counts(name).items()],
+            columns=["symbol_id", "term", "tf"]), "symbol_id"),
         "scope_size": 2, "weights_override": None,
     }
     dr = driver.Builder().with_modules(task_analysis, signals, combination, scope).build()

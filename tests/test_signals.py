@@ -214,3 +214,15 @@ def test_seed_files_from_specific_symbol_hints_only():
     assert list(rare.index) == [1] and rare[1] == "symbol hint 'cosd'"
     plain = signals.seed_files(files, symbols, query(symbol_hints=["get_total_irradiance"]))
     assert 4 not in plain.index and set(plain.index) == {0, 1}
+
+
+def test_symbol_lexical_match_takes_each_files_best_symbol():
+    files = kb_files("a.py", "b.py", "c.py")
+    symbols = kb_symbols((0, "parse_alias"), (0, "unrelated"), (1, "alias"), (1, "alias_join_parse"))
+    texts = ["parse alias", "unrelated thing", "alias", "alias join parse"]
+    rows = [(i, t, c) for i, text in enumerate(texts) for t, c in term_counts(text).items()]
+    lexicon = Bm25Index.from_terms(pd.DataFrame(rows, columns=["symbol_id", "term", "tf"]), "symbol_id")
+    scores = signals.symbol_lexical_match(files, symbols, ["pars", "alia", "join"], lexicon)
+    assert scores[1] == 1.0  # "alias join parse" matches all three terms
+    assert 0 < scores[0] < 1  # best of its two symbols, not their sum
+    assert scores[2] == 0.0  # no symbols

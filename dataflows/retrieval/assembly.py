@@ -11,20 +11,10 @@ from collections.abc import Callable, Iterable
 
 import pandas as pd
 
+from dataflows.retrieval.combination import SIGNALS
 from dataflows.retrieval.models import ContextPackage, FileContext, TaskQuery
 from dataflows.retrieval.render import _TIER_ORDER, _markdown
 
-SIGNALS = (
-    "path_match",
-    "symbol_match",
-    "dependency_proximity",
-    "cochange_affinity",
-    "recency",
-    "domain_match",
-    "concept_overlap",
-    "structural_centrality",
-    "lexical_match",
-)
 
 
 def included_edges(budgeted_files: list[FileContext], kb_edges: pd.DataFrame) -> tuple[tuple[str, str], ...]:

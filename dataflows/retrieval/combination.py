@@ -21,6 +21,7 @@ DEFAULT_WEIGHTS: dict[str, float] = {
     "concept_overlap": 0.10,
     "structural_centrality": 0.05,
     "lexical_match": 0.30,
+    "symbol_lexical_match": 0.20,
 }
 # seed 001's task-type adjustments: named weights replaced before normalisation
 TASK_TYPE_WEIGHTS: dict[str, dict[str, float]] = {
@@ -58,8 +59,9 @@ def signal_frame(
     concept_overlap: pd.Series,
     structural_centrality: pd.Series,
     lexical_match: pd.Series,
+    symbol_lexical_match: pd.Series,
 ) -> pd.DataFrame:
-    """The nine signal values of every file (index file_id, one column per signal)."""
+    """The signal values of every file (index file_id, one column per signal)."""
     columns = {
         "path_match": path_match,
         "symbol_match": symbol_match,
@@ -70,6 +72,7 @@ def signal_frame(
         "concept_overlap": concept_overlap,
         "structural_centrality": structural_centrality,
         "lexical_match": lexical_match,
+        "symbol_lexical_match": symbol_lexical_match,
     }
     index = pd.Index(kb_files["file_id"], name="file_id")
     return pd.DataFrame({name: s.reindex(index).fillna(0.0).astype(float) for name, s in columns.items()}, index=index)

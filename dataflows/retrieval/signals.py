@@ -337,3 +337,15 @@ def lexical_match(kb_files: pd.DataFrame, lexical_query_terms: list[str], file_l
     if kb_files.empty or not lexical_query_terms or len(file_lexicon.doc_ids) == 0:
         return _zeros(kb_files)
     return _over_files(kb_files, _normalised(file_lexicon.scores(lexical_query_terms)))
+
+
+def symbol_lexical_match(
+    kb_files: pd.DataFrame, kb_symbols: pd.DataFrame, lexical_query_terms: list[str], symbol_lexicon: Bm25Index
+) -> pd.Series:
+    """0-1 per file: BM25 of its best-matching function/class chunk, so one relevant function in a long file counts."""
+    if kb_files.empty or kb_symbols.empty or not lexical_query_terms or len(symbol_lexicon.doc_ids) == 0:
+        return _zeros(kb_files)
+    scores = symbol_lexicon.scores(lexical_query_terms)
+    owner = kb_symbols.set_index("symbol_id")["file_id"].reindex(scores.index)
+    best = scores.groupby(owner.to_numpy()).max()
+    return _over_files(kb_files, _normalised(best))

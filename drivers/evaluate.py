@@ -1,0 +1,346 @@
+"""`cra evaluate`: retrieval quality over a case file, pipeline beside a BM25-over-files baseline.
+
+Plan: read and normalise the cases, resolve each case's tree (checkout, --repo, or a mirror's base
+commit), index the distinct trees (fan-out), evaluate the cases (fan-out), print the aggregate, and write
+summary.json + cases.parquet. Both fan-outs are the Hamilton DAG of `dataflows.evaluation.batch`, run on
+the chosen engine; the side-effecting work per item is `index_tree` / `evaluate_case` below (module-level,
+so Dask and process pools can pickle them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import math
+import os
+import sys
+import time
+from functools import partial
+from pathlib import Path
+
+import pandas as pd
+
+from drivers.errors import CraError
+from drivers.output import write_bytes_atomic
+
+DEFAULT_BUDGET = 32_768
+ENGINES = ("local", "dask", "ray")
+TABLE_METRICS = ("file_acc@1", "file_acc@3", "file_acc@5", "file_acc@10", "file_recall@10", "file_precision@10", "mrr")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of `cra evaluate`."""
+    parser.add_argument("--cases", required=True, help="case file: JSON list or JSONL (seed, eval-dir or SWE-bench format)")
+    parser.add_argument("--repo", help="repository for cases without repo_path/repo (relative repo_path resolves against it)")
+    parser.add_argument("--engine", choices=ENGINES, default="local", help="where cases run (default local processes)")
+    parser.add_argument("--out", help="directory for summary.json and cases.parquet")
+    parser.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help=f"token budget per case (default {DEFAULT_BUDGET})")
+    parser.add_argument("--trees", help="per-instance checkouts: DIR/<instance_id>/")
+    parser.add_argument("--mirror", help="git mirrors laid out as DIR/<owner>+<name>/repo; base commits are extracted")
+    parser.add_argument("--address", help="Dask scheduler address (default: a LocalCluster)")
+    parser.add_argument("--limit", type=int, help="evaluate only the first N cases")
+    parser.add_argument("--workers", type=int, help="parallel workers (default: CPUs, at most one per item)")
+
+
+# --- cases ---------------------------------------------------------------------------------------
+
+
+def load_cases(path: Path) -> pd.DataFrame:
+    """The normalised cases frame of a case file, or a CraError naming what is wrong with it."""
+    from dataflows.evaluation.cases import CaseFormatError, case_records, cases
+
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CraError(f"Case file {path} does not exist. Pass --cases FILE (e.g. data/eval/self.jsonl).") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CraError(f"Cannot read case file {path} ({getattr(exc, 'strerror', None) or exc}). Check the path.") from None
+    try:
+        return cases(case_records(text, str(path)))
+    except CaseFormatError as exc:
+        raise CraError(f"Bad case file: {exc}") from None
+
+
+# --- per-item work (runs inside executors) --------------------------------------------------------
+
+
+def _tree_key(location: dict) -> str:
+    return location.get("tree") or f"{location['mirror']}@{location['commit']}"
+
+
+def index_tree(job: dict) -> dict:
+    """Materialise one tree if it comes from a mirror, and make sure it has a KB (reused when present)."""
+    from drivers.kb import default_kb_dir, index_repository
+    from drivers.trees import materialize_tree
+
+    started = time.perf_counter()
+    try:
+        if "mirror" in job:
+            tree = materialize_tree(Path(job["mirror"]), job["commit"], job["repo"], Path(job["cache"]) if job.get("cache") else None)
+            kb_dir = default_kb_dir(tree)
+            if not (kb_dir / "CURRENT").is_file():  # an extracted base commit never changes: index once
+                index_repository(tree, history=0)
+        else:
+            tree = Path(job["tree"])
+            index_repository(tree)  # incremental: unchanged files are reused
+        done = {"key": job["key"], "tree": str(tree), "status": "ok", "reason": None}
+    except Exception as exc:  # one broken tree skips its cases, not the run
+        done = {"key": job["key"], "tree": None, "status": "failed", "reason": f"indexing failed: {exc}"}
+    done["seconds"] = time.perf_counter() - started
+    print(f"[tree] {job['key']}: {done['status']} {done['reason'] or ''} ({done['seconds']:.1f}s)", file=sys.stderr, flush=True)
+    return done
+
+
+def expected_symbols_from_patch(tree: Path, patch: str) -> list[str]:
+    """Gold symbols of a fix patch: the def/class around each edit, parsed from the pre-fix files in `tree`."""
+    from dataflows.evaluation.cases import patch_edits, patch_symbols
+    from dataflows.index.parsers import language_of, parse_source
+    from dataflows.index.parsers.models import ParsedFile
+
+    found: list[str] = []
+    for edit in patch_edits(patch):
+        try:
+            source = (tree / edit.path).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        language = language_of(edit.path)
+        parsed = parse_source(language, source) if language else None
+        found += patch_symbols(edit, parsed or ParsedFile(), source)
+    return found
+
+
+def _bm25_ranking(kb, task: str) -> list[str]:
+    from dataflows.text import terms
+
+    scores = kb.file_lexicon.scores(terms(task))
+    paths = kb.files.set_index("file_id")["path"]
+    ranked = pd.DataFrame({"score": scores}).join(paths, how="inner")
+    ranked = ranked.rename_axis("file_id").reset_index().sort_values(["score", "file_id"], ascending=[False, True])
+    return ranked["path"].tolist()
+
+
+def _progress_line(job: dict, row: dict) -> str:
+    head = f"[{job['case_order'] + 1}/{job['n_cases']}] {row['case_id']}"
+    if row["status"] != "ok":
+        return f"{head}: {row['status']} ({row['reason']})"
+    return (f"{head}: acc@10 {row['file_acc@10']:.0f}  mrr {row['mrr']:.2f}  bm25 mrr {row['bm25_mrr']:.2f}  "
+            f"pkg recall {row['package_file_recall']:.2f}  {row['latency_s']:.2f}s")
+
+
+def evaluate_case(job: dict, budget: int = DEFAULT_BUDGET) -> dict:
+    """Retrieve for one case against its tree's KB and score the ranking, the package and the BM25 baseline."""
+    row = {"case_id": job["case_id"], "case_order": job["case_order"], "repo": job.get("repo"), "tree": job.get("tree"),
+           "status": "skipped", "reason": job.get("reason")}
+    if job.get("tree") is not None and row["reason"] is None:
+        try:
+            row.update(_evaluate(job, Path(job["tree"]), budget))
+            row["status"] = "ok"
+        except Exception as exc:  # a case that breaks is reported, the run goes on
+            row.update(status="error", reason=f"{type(exc).__name__}: {exc}")
+    print(_progress_line(job, row), file=sys.stderr, flush=True)
+    return row
+
+
+def _evaluate(job: dict, tree: Path, budget: int) -> dict:
+    from dataflows.evaluation.metrics import expected_file_signals, package_metrics, ranking_metrics
+    from drivers.kb import default_kb_dir, load_kb
+    from drivers.retriever import retrieve
+
+    expected_files = list(job["expected_files"])
+    expected_symbols = job.get("expected_symbols")
+    if expected_symbols is None and job.get("patch"):
+        expected_symbols = expected_symbols_from_patch(tree, job["patch"])
+    expected_symbols = None if expected_symbols is None else list(expected_symbols)
+    kb = load_kb(default_kb_dir(tree))
+    result = retrieve(kb, job["task"], budget=budget)
+    scope_paths = result.scope.sort_values("rank")["path"].tolist()
+    bm25_paths = _bm25_ranking(kb, job["task"])
+    return {
+        "n_expected_files": len(expected_files),
+        "n_expected_symbols": None if expected_symbols is None else len(expected_symbols),
+        **ranking_metrics(scope_paths, expected_files),
+        **package_metrics(result.package, expected_files, expected_symbols),
+        **ranking_metrics(bm25_paths, expected_files, prefix="bm25_"),
+        "latency_s": result.seconds,
+        "token_count": result.package.token_count,
+        "budget": result.package.budget,
+        "expected_files": expected_files,
+        "expected_symbols": expected_symbols,
+        "missing_files": [p for p in expected_files if p not in set(scope_paths)],
+        "scope_top10": scope_paths[:10],
+        "bm25_top10": bm25_paths[:10],
+        "package_files": [f.path for f in result.package.files],
+        "expected_signals": expected_file_signals(expected_files, result.signal_matrix, result.scope, bm25_paths),
+    }
+
+
+# --- engines ----------------------------------------------------------------------------------------
+
+
+def _workers(args, n_items: int) -> int:
+    return max(1, min(args.workers or os.cpu_count() or 1, n_items))
+
+
+class _Engine:
+    """A Hamilton driver over the batch module on one engine; close() releases the cluster it started."""
+
+    def __init__(self, args, n_items: int):
+        os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")
+        from hamilton import driver
+        from hamilton.execution import executors
+
+        from dataflows.evaluation import batch
+
+        self._closers = []
+        workers = _workers(args, n_items)
+        if args.engine == "local":
+            remote = executors.SynchronousLocalTaskExecutor() if workers == 1 else executors.MultiProcessingExecutor(max_tasks=workers)
+        elif args.engine == "dask":
+            remote = self._dask(args, workers)
+        else:
+            remote = self._ray(workers)
+        self.driver = (
+            driver.Builder()
+            .with_modules(batch)
+            .enable_dynamic_execution(allow_experimental_mode=True)
+            .with_local_executor(executors.SynchronousLocalTaskExecutor())
+            .with_remote_executor(remote)
+            .build()
+        )
+
+    def _dask(self, args, workers: int):
+        try:
+            from dask.distributed import Client, LocalCluster
+            from hamilton.plugins.h_dask import DaskExecutor
+        except ImportError:
+            raise CraError("--engine dask needs dask.distributed: pip install 'dask[distributed]'.") from None
+        if args.address:
+            try:
+                client = Client(args.address, timeout="10s")
+            except OSError as exc:
+                raise CraError(f"Cannot reach the Dask scheduler at {args.address} ({exc}). Check --address.") from None
+        else:
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=workers > 1, dashboard_address=None)
+            self._closers.append(cluster.close)
+            client = Client(cluster)
+        self._closers.insert(0, client.close)
+        return DaskExecutor(client=client)
+
+    def _ray(self, workers: int):
+        try:
+            import ray  # noqa: F401
+            from hamilton.plugins.h_ray import RayTaskExecutor
+        except ImportError:
+            raise CraError("--engine ray needs Ray, which is not installed: pip install 'ray[default]', or use --engine local|dask.") from None
+        return RayTaskExecutor(num_cpus=workers)
+
+    def run(self, output: str, inputs: dict) -> pd.DataFrame:
+        return self.driver.execute([output], inputs=inputs)[output]
+
+    def close(self) -> None:
+        for close in self._closers:
+            close()
+
+
+# --- run ----------------------------------------------------------------------------------------------
+
+
+def _plan(frame: pd.DataFrame, args) -> tuple[list[dict], list[dict]]:
+    """Case jobs (each with its tree location or skip reason) and the distinct trees to index."""
+    from drivers.trees import resolve_tree
+
+    repo = Path(args.repo) if args.repo else None
+    trees = Path(args.trees) if args.trees else None
+    mirror = Path(args.mirror) if args.mirror else None
+    case_jobs, tree_jobs = [], {}
+    for order, case in enumerate(frame.to_dict("records")):
+        location, reason = resolve_tree(case, repo=repo, trees=trees, mirror=mirror)
+        job = {**case, "case_order": order, "n_cases": len(frame), "reason": reason, "tree": None}
+        if location:
+            job["tree_key"] = _tree_key(location)
+            tree_jobs.setdefault(job["tree_key"], {**location, "key": job["tree_key"]})
+        case_jobs.append(job)
+    return case_jobs, list(tree_jobs.values())
+
+
+def _attach_trees(case_jobs: list[dict], indexed: pd.DataFrame) -> None:
+    by_key = indexed.set_index("key").to_dict("index") if len(indexed) else {}
+    for job in case_jobs:
+        done = by_key.get(job.get("tree_key"))
+        if done is None:
+            continue
+        if done["status"] == "ok":
+            job["tree"] = done["tree"]
+        else:
+            job["reason"] = done["reason"]
+
+
+def _fmt(value) -> str:
+    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.3f}"
+
+
+def summary_table(summary: dict) -> str:
+    """The printed aggregate: ranking metrics, pipeline beside BM25, then package metrics and latency."""
+    lines = [f"{summary['n_cases']} cases evaluated, {summary['n_skipped']} skipped", f"{'metric':<22}{'pipeline':>10}{'bm25':>10}"]
+    for name in TABLE_METRICS:
+        lines.append(f"{name:<22}{_fmt(summary.get(name)):>10}{_fmt(summary.get('bm25_' + name)):>10}")
+    for name in ("package_file_recall", "package_file_precision", "symbol_recall", "symbol_precision",
+                 "token_efficiency", "budget_utilization", "latency_p50_s"):
+        lines.append(f"{name:<22}{_fmt(summary.get(name)):>10}")
+    return "\n".join(lines)
+
+
+def _write_outputs(out: Path, summary: dict, results: pd.DataFrame) -> None:
+    buffer = io.BytesIO()
+    results.to_parquet(buffer, index=False)
+    write_bytes_atomic(out / "cases.parquet", buffer.getvalue())
+    write_bytes_atomic(out / "summary.json", (json.dumps(summary, indent=2, default=str) + "\n").encode())
+
+
+def evaluate_cases(frame: pd.DataFrame, args) -> tuple[dict, pd.DataFrame]:
+    """Index the cases' trees and evaluate every case on the chosen engine: (summary, one row per case)."""
+    from dataflows.evaluation.metrics import summary as summarise
+
+    case_jobs, tree_jobs = _plan(frame, args)
+    engine = _Engine(args, max(len(tree_jobs), len(case_jobs)))
+    try:
+        if tree_jobs:
+            _attach_trees(case_jobs, engine.run("indexed_trees", {"tree_jobs": tree_jobs, "index_tree": index_tree}))
+        evaluate_one = partial(evaluate_case, budget=args.budget)
+        results = engine.run("case_results", {"case_jobs": case_jobs, "evaluate_case": evaluate_one})
+    finally:
+        engine.close()
+    skipped = results[results["status"] != "ok"]
+    summary = summarise(results, n_skipped=len(skipped))
+    summary["skipped"] = dict(zip(skipped["case_id"], skipped["reason"]))
+    summary.update(engine=args.engine, budget=args.budget, cases_file=str(args.cases))
+    return summary, results
+
+
+def run(args) -> int:
+    """`cra evaluate`: 0 when at least one case was evaluated, 1 when none could be."""
+    from drivers.retriever import MIN_BUDGET
+
+    if args.budget < MIN_BUDGET:
+        raise CraError(f"--budget {args.budget} is too small to hold a task and any code; use at least {MIN_BUDGET}.")
+    if args.repo and not Path(args.repo).is_dir():
+        raise CraError(f"--repo {args.repo} is not a directory. Pass the repository root.")
+    for flag in ("trees", "mirror"):
+        value = getattr(args, flag)
+        if value and not Path(value).is_dir():
+            raise CraError(f"--{flag} {value} is not a directory.")
+    frame = load_cases(Path(args.cases))
+    if args.limit is not None:
+        frame = frame.head(max(args.limit, 0))
+    if frame.empty:
+        raise CraError(f"No cases to evaluate in {args.cases}" + (" after --limit." if args.limit is not None else "."))
+    summary, results = evaluate_cases(frame, args)
+    print(summary_table(summary))
+    for case_id, reason in summary["skipped"].items():
+        print(f"skipped {case_id}: {reason}")
+    if args.out:
+        _write_outputs(Path(args.out), summary, results)
+        print(f"wrote {Path(args.out) / 'summary.json'} and {Path(args.out) / 'cases.parquet'}")
+    return 0 if summary["n_cases"] else 1

@@ -1,0 +1,395 @@
+"""`cra evaluate`: case formats, patch-derived gold, metrics, trees from mirrors, and whole runs (local, dask)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from dataflows.evaluation.cases import case_records, cases, patch_edits, patch_files
+from dataflows.evaluation.metrics import package_metrics, ranking_metrics, summary
+from dataflows.retrieval.models import ContextPackage, FileContext, SymbolContext, TaskQuery
+from drivers import evaluate
+from drivers.errors import CraError
+from drivers.trees import materialize_tree, mirror_git_dir, read_at_commit, resolve_tree
+from tests.fixture_repo import make_repo
+
+# --- helpers --------------------------------------------------------------------------------------
+
+
+def git(repo: Path, *args: str) -> str:
+    env_args = ["-c", "user.name=Dev", "-c", "user.email=dev@example.com"]
+    return subprocess.run(["git", *env_args, *args], cwd=repo, check=True, capture_output=True, text=True).stdout
+
+
+def committed_repo(root: Path, files: dict[str, str]) -> tuple[Path, str]:
+    root.mkdir(parents=True)
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "base")
+    return root, git(root, "rev-parse", "HEAD").strip()
+
+
+def bare_mirror(source: Path, mirror_root: Path, repo: str) -> Path:
+    target = mirror_git_dir(mirror_root, repo)
+    target.parent.mkdir(parents=True)
+    subprocess.run(["git", "clone", "-q", "--bare", str(source), str(target)], check=True, capture_output=True)
+    return target
+
+
+MODULE_V1 = '''"""Shapes."""
+import math
+
+LIMIT = 3
+
+
+class Shape:
+    def area(self):
+        return 0
+
+    def name(self):
+        return "shape"
+
+
+def helper(x):
+    y = x + 1
+    return y
+'''
+
+MODULE_V2 = '''"""Shapes."""
+import math
+
+LIMIT = 4
+
+
+class Shape:
+    def area(self):
+        return 1
+
+    def name(self):
+        return "shape"
+
+    def perimeter(self):
+        return 0
+
+
+def helper(x):
+    y = x + 1
+    print(y)
+    return y
+'''
+
+
+def fix_patch(tmp_path: Path) -> tuple[Path, str, str]:
+    """A repo at its base commit, and a fix patch: edits in a method, a class, a function, module level, SQL."""
+    repo, base = committed_repo(tmp_path / "shapes", {"shapes.py": MODULE_V1, "q.sql": "-- old note\nSELECT 1;\n", "gone.py": "x = 1\n"})
+    (repo / "shapes.py").write_text(MODULE_V2)
+    (repo / "q.sql").write_text("-- new note\nSELECT 1;\n")
+    (repo / "gone.py").unlink()
+    (repo / "added.py").write_text("y = 2\n")
+    git(repo, "add", "-A")
+    patch = git(repo, "diff", "--cached")
+    git(repo, "reset", "-q", "--hard", base)
+    return repo, base, patch
+
+
+def package(files: list[tuple[str, list[tuple[str, int, bool]]]], token_count: int, budget: int) -> ContextPackage:
+    """A ContextPackage from (path, [(qualified_name, tokens, has_body)])."""
+    contexts = []
+    for rank, (path, symbols) in enumerate(files, start=1):
+        syms = tuple(
+            SymbolContext(i, rank, qn.rsplit(".", 1)[-1], qn, "function", "primary", f"def {qn}():", "body" if body else None,
+                          None, 1, 2, tokens)
+            for i, (qn, tokens, body) in enumerate(symbols)
+        )
+        contexts.append(FileContext(rank, path, "python", rank, 1.0 / rank, "score", syms))
+    return ContextPackage(TaskQuery("task", "bug_fix"), tuple(contexts), (), token_count, budget)
+
+
+# --- case formats ---------------------------------------------------------------------------------
+
+
+def test_seed_format_cases_take_index_or_id_as_case_id():
+    text = json.dumps([
+        {"task": "fix login", "expected_files": ["a.py"], "expected_symbols": ["login"], "repo_path": "."},
+        {"id": "billing", "task": "fix invoice", "expected_files": ["b.py"]},
+    ])
+    frame = cases(case_records(text))
+    assert list(frame.columns[:7]) == ["case_id", "task", "expected_files", "expected_symbols", "repo", "base_commit", "repo_path"]
+    assert frame["case_id"].tolist() == ["0", "billing"]
+    assert frame.loc[0, "expected_symbols"] == ["login"] and frame.loc[1, "expected_symbols"] == []
+    assert frame.loc[0, "repo_path"] == "." and frame.loc[1, "repo_path"] is None
+
+
+def test_shared_eval_format_reads_the_real_dev_file():
+    text = Path("/work/shared/eval/dev.jsonl").read_text()
+    frame = cases(case_records(text, "dev.jsonl"))
+    first = frame.iloc[0]
+    assert first["case_id"] == "sqlfluff__sqlfluff-1625"
+    assert first["repo"] == "sqlfluff/sqlfluff" and first["base_commit"].startswith("14e1a23a")
+    assert first["expected_files"] == ["src/sqlfluff/rules/L031.py"]
+    assert first["expected_symbols"] == ["src/sqlfluff/rules/L031.py::Rule_L031._lint_aliases_in_join"]
+    assert first["task"].startswith("TSQL - L031 incorrectly triggers")
+    assert (frame["format"] == "shared").all()
+
+
+def test_swebench_patch_gives_modified_files_only(tmp_path):
+    _, _, patch = fix_patch(tmp_path)
+    assert patch_files(patch) == ["q.sql", "shapes.py"]  # added.py (new) and gone.py (deleted) are not gold
+    sql = next(e for e in patch_edits(patch) if e.path == "q.sql")
+    assert sql.removed == (1,)  # the removed "-- old note" line is content, not a "--- file" header
+
+
+def test_swebench_patch_symbols_are_the_defs_around_each_edit(tmp_path):
+    repo, base, patch = fix_patch(tmp_path)
+    record = {"instance_id": "o__shapes-1", "repo": "o/shapes", "base_commit": base, "problem_statement": "area is wrong", "patch": patch}
+    frame = cases(case_records(json.dumps(record)))
+    assert frame.loc[0, "expected_files"] == ["q.sql", "shapes.py"]
+    assert frame.loc[0, "expected_symbols"] is None  # needs the pre-fix tree
+    symbols = evaluate.expected_symbols_from_patch(repo, frame.loc[0, "patch"])
+    assert set(symbols) == {"shapes.py::<module>", "shapes.py::Shape.area", "shapes.py::Shape", "shapes.py::helper", "q.sql::<module>"}
+
+
+# --- bad case files -------------------------------------------------------------------------------
+
+
+def test_missing_case_file_is_a_user_error(tmp_path):
+    with pytest.raises(CraError, match=r"does not exist.*--cases"):
+        evaluate.load_cases(tmp_path / "nope.jsonl")
+
+
+def test_malformed_jsonl_names_the_line(tmp_path):
+    path = tmp_path / "cases.jsonl"
+    path.write_text('{"task": "a", "expected_files": []}\n{"task": "b", "expected_files": [}\n')
+    with pytest.raises(CraError, match=r"cases.jsonl: malformed JSON on line 2"):
+        evaluate.load_cases(path)
+
+
+def test_malformed_json_list_names_the_line(tmp_path):
+    path = tmp_path / "cases.json"
+    path.write_text('[\n  {"task": "a",\n   "expected_files": ["x"]\n  },,\n]\n')
+    with pytest.raises(CraError, match=r"malformed JSON at line 4"):
+        evaluate.load_cases(path)
+
+
+def test_unknown_format_lists_the_fields_each_format_needs(tmp_path):
+    path = tmp_path / "cases.json"
+    path.write_text(json.dumps([{"question": "why", "answer": "because"}]))
+    with pytest.raises(CraError) as err:
+        evaluate.load_cases(path)
+    message = str(err.value)
+    assert "case #1" in message and "['answer', 'question']" in message
+    assert "seed: task, expected_files" in message and "patch" in message and "gold_files" in message
+
+
+# --- metrics --------------------------------------------------------------------------------------
+
+
+def test_ranking_metrics_on_a_hand_made_ranking():
+    m = ranking_metrics(["a", "b", "c", "d"], ["b", "d", "z"])
+    assert m["file_recall@1"] == 0 and m["file_recall@3"] == pytest.approx(1 / 3) and m["file_recall@5"] == pytest.approx(2 / 3)
+    assert m["file_precision@3"] == pytest.approx(1 / 3) and m["file_precision@5"] == 0.5 and m["file_precision@10"] == 0.5
+    assert m["file_acc@10"] == 0.0 and m["mrr"] == 0.5
+    hit = ranking_metrics(["x", "a"], ["a", "x"], prefix="bm25_")
+    assert hit["bm25_file_acc@1"] == 0.0 and hit["bm25_file_acc@3"] == 1.0 and hit["bm25_mrr"] == 1.0
+
+
+def test_ranking_metrics_without_gold_are_nan():
+    assert math.isnan(ranking_metrics(["a"], [])["mrr"])
+
+
+def hand_package() -> ContextPackage:
+    return package(
+        [("a.py", [("Foo.bar", 30, True), ("Foo.baz", 20, True)]), ("b.py", [("helper", 50, False)]), ("c.py", [("Big", 100, True)])],
+        token_count=400,
+        budget=1000,
+    )
+
+
+def test_package_metrics_with_qualified_symbols():
+    expected_symbols = ["a.py::Foo.bar", "c.py::Big.inner", "d.py::gone", "b.py::<module>"]
+    m = package_metrics(hand_package(), ["a.py", "d.py"], expected_symbols)
+    assert m["package_file_recall"] == 0.5 and m["package_file_precision"] == pytest.approx(1 / 3)
+    assert m["symbol_recall"] == 0.75  # Big.inner rides in Big's body; <module> counts by file
+    assert m["symbol_precision"] == 0.5  # Foo.bar and Big of four package symbols
+    assert m["token_efficiency"] == pytest.approx(130 / 400)
+    assert m["budget_utilization"] == 0.4
+
+
+def test_package_metrics_without_symbols_count_expected_file_tokens():
+    m = package_metrics(hand_package(), ["a.py", "d.py"], None)
+    assert m["token_efficiency"] == pytest.approx(50 / 400)
+    assert math.isnan(m["symbol_recall"]) and math.isnan(m["symbol_precision"])
+
+
+def test_package_metrics_match_bare_seed_symbol_names():
+    m = package_metrics(hand_package(), ["a.py"], ["bar", "nothing"])
+    assert m["symbol_recall"] == 0.5 and m["symbol_precision"] == 0.25
+
+
+def test_summary_averages_evaluated_cases_only():
+    rows = pd.DataFrame([
+        {"case_id": "1", "status": "ok", "file_acc@1": 1.0, "mrr": 1.0, "bm25_mrr": 0.5, "latency_s": 0.2},
+        {"case_id": "2", "status": "ok", "file_acc@1": 0.0, "mrr": 0.5, "bm25_mrr": 0.5, "latency_s": 0.4},
+        {"case_id": "3", "status": "skipped", "file_acc@1": None, "mrr": None, "bm25_mrr": None, "latency_s": None},
+    ])
+    s = summary(rows, n_skipped=1)
+    assert (s["n_cases"], s["n_skipped"]) == (2, 1)
+    assert s["file_acc@1"] == 0.5 and s["mrr"] == 0.75 and s["bm25_mrr"] == 0.5
+    assert s["latency_p50_s"] == pytest.approx(0.3)
+
+
+# --- trees ----------------------------------------------------------------------------------------
+
+
+def test_mirror_tree_is_the_base_commit_and_the_mirror_is_untouched(tmp_path, monkeypatch):
+    source, base = committed_repo(tmp_path / "src", {"pkg/mod.py": "A = 1\n"})
+    (source / "pkg" / "mod.py").write_text("A = 2\n")
+    git(source, "commit", "-q", "-am", "later")
+    mirror = bare_mirror(source, tmp_path / "mirrors", "owner/proj")
+    before = sorted(p.relative_to(mirror) for p in mirror.rglob("*"))
+    monkeypatch.setenv("CRA_CACHE", str(tmp_path / "cache"))
+    tree = materialize_tree(mirror, base, "owner/proj")
+    assert tree == tmp_path / "cache" / "trees" / f"owner+proj@{base}"
+    assert (tree / "pkg" / "mod.py").read_text() == "A = 1\n"
+    assert materialize_tree(mirror, base, "owner/proj") == tree  # reused
+    assert [p.name for p in tree.parent.iterdir()] == [tree.name]  # no temp debris left
+    assert sorted(p.relative_to(mirror) for p in mirror.rglob("*")) == before
+    assert read_at_commit(mirror, base, "pkg/mod.py") == "A = 1\n"
+    with pytest.raises(CraError, match="has no commit"):
+        materialize_tree(mirror, "0" * 40, "owner/proj")
+
+
+def test_blobs_missing_from_a_mirror_are_left_out_of_the_tree(tmp_path):
+    source, base = committed_repo(tmp_path / "src", {"code.py": "A = 1\n", "data/big.bin": "x" * 100})
+    mirror = bare_mirror(source, tmp_path / "mirrors", "owner/proj")
+    blob = git(source, "rev-parse", f"{base}:data/big.bin").strip()
+    (mirror / "objects" / blob[:2] / blob[2:]).unlink()  # as in snapshots that drop large data files
+    tree = materialize_tree(mirror, base, "owner/proj", root=tmp_path / "trees")
+    assert (tree / "code.py").read_text() == "A = 1\n"
+    assert not (tree / "data" / "big.bin").exists()
+    assert (tree.parent / f"{tree.name}.missing").read_text() == "data/big.bin\n"
+
+
+def test_case_without_any_repository_gets_a_reason(tmp_path):
+    location, reason = resolve_tree({"case_id": "x", "repo": "o/missing", "base_commit": "abc"}, mirror=tmp_path)
+    assert location == {} and "no mirror of o/missing" in reason
+
+
+# --- whole runs -------------------------------------------------------------------------------------
+
+
+def eval_fixture(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """The shared fixture repo, a bare mirror of it, and a case file: 2 seed cases, 1 SWE-bench case, 1 unreachable."""
+    repo = make_repo(tmp_path / "repo")
+    base = git(repo, "rev-list", "--max-parents=0", "HEAD").strip()
+    mirror_root = tmp_path / "mirrors"
+    bare_mirror(repo, mirror_root, "demo/app")
+    work = tmp_path / "work"
+    subprocess.run(["git", "clone", "-q", str(repo), str(work)], check=True, capture_output=True)
+    git(work, "checkout", "-q", base)
+    invoice = work / "app/billing/invoice.py"
+    invoice.write_text(invoice.read_text().replace("return sum(price for _, price in self.items)", "return round(sum(p for _, p in self.items), 2)"))
+    patch = git(work, "diff")
+    cases_file = tmp_path / "cases.jsonl"
+    records = [
+        {"id": "login", "task": "fix the login validation bug when the LDAP source is used in validate_login",
+         "expected_files": ["app/auth/handler.py", "app/auth/ldap.py"], "expected_symbols": ["validate_login", "validate_ldap"]},
+        {"id": "invoice", "task": "Invoice total_amount should round the invoice total to cents",
+         "expected_files": ["app/billing/invoice.py"], "expected_symbols": ["app/billing/invoice.py::Invoice.total_amount"]},
+        {"instance_id": "demo__app-7", "repo": "demo/app", "base_commit": base, "problem_statement": "Invoice total amount is not rounded",
+         "patch": patch},
+        {"instance_id": "other__lib-1", "repo": "other/lib", "base_commit": base, "problem_statement": "x", "gold_files": ["a.py"]},
+    ]
+    cases_file.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return repo, mirror_root, cases_file
+
+
+def run_cli(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser()
+    evaluate.add_arguments(parser)
+    return evaluate.run(parser.parse_args(argv))
+
+
+def run_fixture(tmp_path: Path, monkeypatch, engine: str) -> tuple[dict, pd.DataFrame, str]:
+    repo, mirror_root, cases_file = eval_fixture(tmp_path)
+    monkeypatch.setenv("CRA_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "out"
+    code = run_cli(["--cases", str(cases_file), "--repo", str(repo), "--mirror", str(mirror_root), "--out", str(out),
+                    "--engine", engine, "--workers", "1", "--budget", "4000"])
+    assert code == 0
+    return json.loads((out / "summary.json").read_text()), pd.read_parquet(out / "cases.parquet"), str(out)
+
+
+def check_run(summary_doc: dict, frame: pd.DataFrame) -> None:
+    required = {"n_cases", "n_skipped", "file_acc@1", "file_acc@3", "file_acc@5", "file_acc@10", "mrr", "package_file_recall",
+                "symbol_recall", "symbol_precision", "token_efficiency", "budget_utilization", "latency_p50_s", "bm25_file_acc@10", "bm25_mrr"}
+    assert required <= set(summary_doc)
+    assert (summary_doc["n_cases"], summary_doc["n_skipped"]) == (3, 1)
+    assert "no mirror of other/lib" in summary_doc["skipped"]["other__lib-1"]
+    assert frame.columns[0] == "case_id"
+    assert frame["case_id"].tolist() == ["login", "invoice", "demo__app-7", "other__lib-1"]
+    rows = frame.set_index("case_id")
+    assert rows.loc["other__lib-1", "status"] == "skipped"
+    assert list(rows.loc["demo__app-7", "expected_files"]) == ["app/billing/invoice.py"]
+    assert list(rows.loc["demo__app-7", "expected_symbols"]) == ["app/billing/invoice.py::Invoice.total_amount"]
+    assert rows.loc["invoice", "bm25_file_acc@3"] == 1.0  # "invoice" and "total_amount" only occur in that file
+    assert rows.loc["invoice", "file_acc@10"] == 1.0
+    signals = list(rows.loc["login", "expected_signals"])
+    assert [s["path"] for s in signals] == ["app/auth/handler.py", "app/auth/ldap.py"]
+    assert all(s["indexed"] and "path_match" in s for s in signals)
+    for name in ("file_acc@10", "mrr", "package_file_recall", "token_efficiency", "budget_utilization", "bm25_mrr"):
+        assert 0.0 <= summary_doc[name] <= 1.0, name
+
+
+def test_evaluate_end_to_end_local(tmp_path, monkeypatch, capsys):
+    summary_doc, frame, _ = run_fixture(tmp_path, monkeypatch, "local")
+    check_run(summary_doc, frame)
+    printed = capsys.readouterr()
+    assert "pipeline" in printed.out and "bm25" in printed.out and "file_acc@10" in printed.out
+    assert "[1/4] login" in printed.err  # one progress line per case
+
+
+def test_evaluate_end_to_end_dask_matches_local(tmp_path, monkeypatch):
+    summary_doc, frame, _ = run_fixture(tmp_path / "dask", monkeypatch, "dask")
+    check_run(summary_doc, frame)
+    local_doc, _, _ = run_fixture(tmp_path / "local", monkeypatch, "local")
+    for name in ("file_acc@10", "mrr", "package_file_recall", "symbol_recall", "bm25_mrr"):
+        assert summary_doc[name] == local_doc[name], name
+
+
+def test_ray_engine_without_ray_is_a_user_error(tmp_path):
+    try:
+        import ray  # noqa: F401
+
+        pytest.skip("ray is installed here")
+    except ImportError:
+        pass
+    cases_file = tmp_path / "cases.json"
+    cases_file.write_text(json.dumps([{"task": "fix login", "expected_files": ["a.py"]}]))
+    (tmp_path / "repo").mkdir()
+    with pytest.raises(CraError, match=r"--engine ray needs Ray.*--engine local\|dask"):
+        run_cli(["--cases", str(cases_file), "--repo", str(tmp_path / "repo"), "--engine", "ray"])
+
+
+def test_tiny_budget_is_a_user_error(tmp_path):
+    cases_file = tmp_path / "cases.json"
+    cases_file.write_text(json.dumps([{"task": "fix login", "expected_files": ["a.py"]}]))
+    with pytest.raises(CraError, match="--budget 10 is too small"):
+        run_cli(["--cases", str(cases_file), "--budget", "10"])
+
+
+def test_self_cases_parse_and_point_at_existing_files():
+    frame = evaluate.load_cases(Path(__file__).parent.parent / "data" / "eval" / "self.jsonl")
+    assert len(frame) >= 10
+    root = Path(__file__).parent.parent
+    for files in frame["expected_files"]:
+        assert all((root / f).is_file() for f in files), files
