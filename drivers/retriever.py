@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from functools import lru_cache
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,7 @@ MODULES = (task_analysis, signals, combination, scope, precision, budget, assemb
 DEFAULT_BUDGET = 32_768
 DEFAULT_SCOPE_SIZE = 75
 MIN_BUDGET = 256
+PROFILE_FILE = Path(__file__).resolve().parent.parent / "data" / "weights.toml"
 
 
 @dataclass(frozen=True)
@@ -59,19 +61,39 @@ def kb_inputs(kb: KnowledgeBase) -> dict:
     }
 
 
-def load_weights(path: Path) -> dict[str, float]:
-    """Signal weights from a TOML file (`[weights]` table or top-level `name = number` pairs)."""
+def _read_toml(path: Path) -> dict:
     try:
-        data = tomllib.loads(Path(path).read_text())
+        return tomllib.loads(Path(path).read_text())
     except FileNotFoundError:
         raise CraError(f"Weights file {path} does not exist. Pass a TOML file such as data/weights.toml.") from None
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise CraError(f"Weights file {path} is not valid TOML ({exc}). Fix it, e.g. `lexical_match = 0.3`.") from None
-    table = data.get("weights", data)
+
+
+def _numbers(table: dict, path: Path) -> dict[str, float]:
     bad = {k: v for k, v in table.items() if not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0}
     if bad:
         raise CraError(f"Weights file {path}: weights must be non-negative numbers; got {bad}.")
     return {k: float(v) for k, v in table.items()}
+
+
+def load_weights(path: Path) -> dict[str, float]:
+    """User overrides from TOML: `[weights]` and `[priors]` tables, or top-level `name = number` pairs."""
+    data = _read_toml(path)
+    tables = [data[t] for t in ("weights", "priors") if isinstance(data.get(t), dict)] or [data]
+    return {k: v for table in tables for k, v in _numbers(table, path).items()}
+
+
+@lru_cache(maxsize=1)
+def default_weight_profile() -> dict | None:
+    """The shipped profile (`data/weights.toml`: fitted weights, priors, task-type adjustments), if present."""
+    if not PROFILE_FILE.is_file():
+        return None
+    data = _read_toml(PROFILE_FILE)
+    profile = {"weights": _numbers(data.get("weights", {}), PROFILE_FILE), "priors": _numbers(data.get("priors", {}), PROFILE_FILE)}
+    if "task_types" in data:
+        profile["task_types"] = {t: _numbers(v, PROFILE_FILE) for t, v in data["task_types"].items()}
+    return profile
 
 
 def retrieve(
@@ -99,14 +121,15 @@ def retrieve(
         "budget": int(budget),
         "scope_size": int(scope_size),
         "weights_override": weights,
+        "weight_profile": default_weight_profile(),
         "count_tokens": count_tokens,
         "prompt_template": prompt_template or render.DEFAULT_PROMPT_TEMPLATE,
     }
     if llm_assist:
         inputs["llm_client"] = llm_client
-    unknown = sorted(set(weights or {}) - set(combination.SIGNALS))
+    unknown = sorted(set(weights or {}) - set(combination.KNOBS))
     if unknown:
-        raise CraError(f"Unknown signal weight(s) {unknown}; valid names: {', '.join(combination.SIGNALS)}.")
+        raise CraError(f"Unknown signal weight(s) {unknown}; valid names: {', '.join(combination.KNOBS)}.")
     wanted = ["context_package", "scope", "signal_matrix", *outputs]
     started = time.perf_counter()
     result = retrieval_driver(llm_assist).execute(list(dict.fromkeys(wanted)), inputs=inputs)

@@ -18,13 +18,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dataflows.retrieval.combination import DEFAULT_WEIGHTS, SIGNALS
+from dataflows.retrieval.combination import DEFAULT_PRIORS, DEFAULT_WEIGHTS, NON_SOURCE_LANGUAGES, SIGNALS
 from drivers.output import write_bytes_atomic, write_text_atomic
 
 WEIGHTS_FILE = Path(__file__).resolve().parent.parent / "data" / "weights.toml"
 SEED_SIGNALS = ("path_match", "symbol_match", "dependency_proximity", "cochange_affinity", "recency",
                 "domain_match", "concept_overlap", "structural_centrality")
 GRID = (0.0, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0)
+PRIOR_GRID = (0.1, 0.2, 0.35, 0.5, 0.75, 1.0)  # never 0: tests and docs stay reachable as context
 
 
 def case_signal_rows(case: dict, kb) -> pd.DataFrame:
@@ -32,10 +33,14 @@ def case_signal_rows(case: dict, kb) -> pd.DataFrame:
     from drivers.retriever import kb_inputs, retrieval_driver
 
     inputs = {k: v for k, v in kb_inputs(kb).items() if k != "kb_contents"}
-    inputs.update(task_text=case["task"], scope_size=75, weights_override=None)
+    inputs.update(task_text=case["task"], scope_size=75, weights_override=None, weight_profile=None)
     matrix = retrieval_driver().execute(["signal_matrix"], inputs=inputs)["signal_matrix"]
-    is_test = kb.files.set_index("file_id")["is_test"].reindex(matrix.index).fillna(False)
-    frame = matrix[["path", *SIGNALS, "seed"]].assign(is_test=is_test.to_numpy(), case_id=case["case_id"], repo=case["repo"])
+    files = kb.files.set_index("file_id").reindex(matrix.index)
+    frame = matrix[["path", *SIGNALS, "seed"]].assign(
+        is_test=files["is_test"].fillna(False).astype(bool).to_numpy(),
+        non_source=files["language"].isin(NON_SOURCE_LANGUAGES).to_numpy(),
+        case_id=case["case_id"], repo=case["repo"],
+    )
     return frame.assign(gold=frame["path"].isin(set(case["expected_files"])))
 
 
@@ -52,20 +57,28 @@ def collect(cases: pd.DataFrame, locate_kb) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
+PRIORS = tuple(DEFAULT_PRIORS)  # the last len(PRIORS) entries of a parameter vector
+
+
 class Ranker:
-    """Per-case signal arrays, so a weight vector is scored over all cases in a few milliseconds."""
+    """Per-case signal arrays, so a parameter vector (signal weights, then role priors) is scored in milliseconds."""
 
     def __init__(self, frame: pd.DataFrame, signals: tuple[str, ...]):
         self.signals = signals
         self.cases = []
         for _, g in frame.groupby("case_id", sort=True):
             if g["gold"].any():
-                self.cases.append((g[list(signals)].to_numpy(float), g["seed"].to_numpy(bool), g["gold"].to_numpy(bool)))
+                roles = (g["is_test"].to_numpy(bool), g["non_source"].to_numpy(bool))
+                self.cases.append((g[list(signals)].to_numpy(float), roles, g["seed"].to_numpy(bool), g["gold"].to_numpy(bool)))
 
-    def metrics(self, weights: np.ndarray) -> dict[str, float]:
+    def metrics(self, params: np.ndarray) -> dict[str, float]:
+        weights, (test_prior, non_source_prior) = params[: len(self.signals)], params[len(self.signals):]
         acc1 = acc5 = acc10 = rr = 0.0
-        for x, seed, gold in self.cases:
-            total = np.where(seed, 2.0, x @ weights)  # seeds always first, as in the pipeline
+        for x, (is_test, non_source), seed, gold in self.cases:
+            prior = np.where(is_test, test_prior, np.where(non_source, non_source_prior, 1.0))
+            score = (x @ weights) * prior
+            # seeds: 1.0 x prior, ordered among themselves by score (as combination.signal_matrix)
+            total = np.where(seed, prior + 1e-3 * score, score)
             # rank of a gold file = 1 + files scoring strictly higher (ties broken pessimistically by count)
             ranks = np.array([1 + np.count_nonzero(total > total[g]) for g in np.flatnonzero(gold)])
             worst = ranks.max()
@@ -82,27 +95,30 @@ class Ranker:
 
 
 def fit(ranker: Ranker, start: np.ndarray, rounds: int = 3) -> np.ndarray:
-    """Coordinate ascent over a grid per weight, from `start`; deterministic."""
-    weights = start.astype(float).copy()
-    best = ranker.objective(weights)
+    """Coordinate ascent over a grid per parameter, from `start`; deterministic. Weights come back summing to 1."""
+    params = start.astype(float).copy()
+    n = len(ranker.signals)
+    best = ranker.objective(params)
     for _ in range(rounds):
         improved = False
-        for j in range(len(weights)):
-            for value in GRID:
-                trial = weights.copy()
+        for j in range(len(params)):
+            for value in GRID if j < n else PRIOR_GRID:
+                trial = params.copy()
                 trial[j] = value
-                if trial.sum() <= 0:
+                if trial[:n].sum() <= 0:
                     continue
                 score = ranker.objective(trial)
                 if score > best + 1e-9:
-                    best, weights, improved = score, trial, True
+                    best, params, improved = score, trial, True
         if not improved:
             break
-    return weights / weights.sum()
+    params[:n] /= params[:n].sum()
+    return params
 
 
-def _start(signals: tuple[str, ...]) -> np.ndarray:
-    return np.array([DEFAULT_WEIGHTS.get(s, 0.1) for s in signals])
+def _start(signals: tuple[str, ...], priors: bool = True) -> np.ndarray:
+    weights = [DEFAULT_WEIGHTS.get(s, 0.1) for s in signals]
+    return np.array(weights + [DEFAULT_PRIORS[p] if priors else 1.0 for p in PRIORS])
 
 
 def cross_validated(frame: pd.DataFrame, signals: tuple[str, ...]) -> dict[str, float]:
@@ -119,9 +135,9 @@ def cross_validated(frame: pd.DataFrame, signals: tuple[str, ...]) -> dict[str, 
 
 def ablation(frame: pd.DataFrame) -> pd.DataFrame:
     """CV figures for growing signal sets, plus the untuned defaults, BM25 alone first."""
-    rows = {"BM25 alone (lexical_match)": {**Ranker(frame, ("lexical_match",)).metrics(np.ones(1)), "fitted": "no"}}
-    rows["seed signals, seed weights"] = {**Ranker(frame, SEED_SIGNALS).metrics(_start(SEED_SIGNALS)), "fitted": "no"}
-    rows["all signals, default weights"] = {**Ranker(frame, SIGNALS).metrics(_start(SIGNALS)), "fitted": "no"}
+    rows = {"BM25 alone (lexical_match)": {**Ranker(frame, ("lexical_match",)).metrics(_start(("lexical_match",), False)), "fitted": "no"}}
+    rows["seed signals, seed weights, no priors"] = {**Ranker(frame, SEED_SIGNALS).metrics(_start(SEED_SIGNALS, False)), "fitted": "no"}
+    rows["all signals, default weights + priors"] = {**Ranker(frame, SIGNALS).metrics(_start(SIGNALS)), "fitted": "no"}
     rows["seed signals, learned (LORO CV)"] = {**cross_validated(frame, SEED_SIGNALS), "fitted": "CV"}
     extra = [s for s in SIGNALS if s not in SEED_SIGNALS]
     for signal in extra:
@@ -130,9 +146,12 @@ def ablation(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows).T[["acc@1", "acc@5", "acc@10", "mrr", "n", "fitted"]]
 
 
-def weights_toml(weights: dict[str, float], note: str) -> str:
+def weights_toml(params: dict[str, float], note: str) -> str:
+    """The profile file: weights, priors, and an empty task-type table (the fitted weights apply to all tasks)."""
     lines = [f"# {line}" for line in note.splitlines()] + ["[weights]"]
-    lines += [f"{name} = {value:.4f}" for name, value in weights.items()]
+    lines += [f"{name} = {value:.4f}" for name, value in params.items() if name in SIGNALS]
+    lines += ["", "[priors]"] + [f"{name} = {value:.4f}" for name, value in params.items() if name in PRIORS]
+    lines += ["", "[task_types]"]
     return "\n".join(lines) + "\n"
 
 
@@ -176,10 +195,11 @@ def main(argv: list[str] | None = None) -> int:
     print(table.to_string(float_format=lambda x: f"{x:.3f}"))
     write_text_atomic(out / "ablation.md", table.to_markdown() if hasattr(table, "to_markdown") else table.to_string())
     if args.write_weights:
-        weights = fit(Ranker(frame, SIGNALS), _start(SIGNALS))
-        note = (f"Signal weights fitted by `python -m drivers.tune` on {frame['case_id'].nunique()} development cases\n"
-                "(coordinate ascent on mean of Acc@1, Acc@5, MRR). Cross-validated figures: see the issue note.")
-        write_text_atomic(WEIGHTS_FILE, weights_toml(dict(zip(SIGNALS, weights)), note))
+        params = fit(Ranker(frame, SIGNALS), _start(SIGNALS))
+        note = (f"Signal weights and role priors fitted by `python -m drivers.tune` on {frame['case_id'].nunique()} "
+                "development cases\n(coordinate ascent on mean of Acc@1, Acc@5, MRR); no task-type adjustments "
+                "(cross-validation did not support them).\nCross-validated figures: out/tune/ablation.md.")
+        write_text_atomic(WEIGHTS_FILE, weights_toml(dict(zip(SIGNALS + PRIORS, params)), note))
         print(f"wrote {WEIGHTS_FILE}")
     return 0
 

@@ -48,6 +48,7 @@ def matrix(totals: dict[int, float], seeds: tuple[int, ...] = (), paths: list[st
     frame = pd.DataFrame(0.0, index=pd.Index(ids, name="file_id"), columns=list(SIGNALS))
     frame["lexical_match"] = [totals[i] for i in ids]
     frame.insert(0, "path", paths or [f"f{i}.py" for i in ids])
+    frame["score"] = [totals[i] for i in ids]
     frame["total"] = [1.0 if i in seeds else totals[i] for i in ids]
     frame["seed"] = [i in seeds for i in ids]
     return frame.sort_values("total", ascending=False, kind="stable")
@@ -55,7 +56,7 @@ def matrix(totals: dict[int, float], seeds: tuple[int, ...] = (), paths: list[st
 
 def weights(task_type: str = "feature", override: dict | None = None, live: tuple[str, ...] = SIGNALS) -> pd.Series:
     """Effective weights for a task type and override when only the `live` signals have data."""
-    configured = combination.configured_signal_weights(TaskQuery("", task_type), override)
+    configured = combination.configured_signal_weights(TaskQuery("", task_type), override, None)
     frame = pd.DataFrame({s: [1.0 if s in live else 0.0] for s in SIGNALS})
     return combination.signal_weights(configured, frame)
 
@@ -94,10 +95,32 @@ def test_signal_matrix_gives_seeds_a_total_of_one_and_sorts_by_total():
     files = kb_files("a.py", "b.py", "c.py")
     frame = pd.DataFrame({s: [0.2, 0.9, 0.0] for s in SIGNALS}, index=pd.Index([0, 1, 2], name="file_id"))
     w = pd.Series(1 / len(SIGNALS), index=list(SIGNALS))
-    m = combination.signal_matrix(files, frame, w, pd.Series({2: "file hint 'c.py'"}))
+    prior = pd.Series(1.0, index=[0, 1, 2])
+    m = combination.signal_matrix(files, frame, w, pd.Series({2: "file hint 'c.py'"}), prior)
     assert list(m.index) == [2, 1, 0]
     assert m.loc[2, "total"] == 1.0 and m.loc[1, "total"] == pytest.approx(0.9) and bool(m.loc[2, "seed"])
-    assert list(m.columns) == ["path", *SIGNALS, "total", "seed"]
+    assert list(m.columns) == ["path", *SIGNALS, "prior", "score", "total", "seed"]
+
+
+def test_role_priors_demote_tests_and_docs_and_order_seeds_by_score():
+    files = kb_files("src/a.py", "tests/test_a.py", "README.md", "src/b.py")
+    files["is_test"] = [False, True, False, False]
+    files["language"] = ["python", "python", "markdown", "python"]
+    priors = combination.file_priors({"test_file_prior": 0.5}, {"priors": {"non_source_prior": 0.25}})
+    prior = combination.file_prior(files, priors)
+    assert prior.tolist() == [1.0, 0.5, 0.25, 1.0]
+    frame = pd.DataFrame({s: [0.4, 0.6, 0.9, 0.7] for s in SIGNALS}, index=pd.Index([0, 1, 2, 3], name="file_id"))
+    w = pd.Series(1 / len(SIGNALS), index=list(SIGNALS))
+    m = combination.signal_matrix(files, frame, w, pd.Series({0: "hint", 3: "hint"}), prior)
+    assert list(m.index) == [3, 0, 1, 2]  # seeds first (better-scoring seed first), then tests 0.3 > docs 0.225
+    assert m.loc[1, "score"] == pytest.approx(0.3) and m.loc[2, "score"] == pytest.approx(0.225)
+
+
+def test_weight_profile_replaces_defaults_and_task_type_adjustments():
+    profile = {"weights": {"lexical_match": 1.0, "path_match": 0.0}, "task_types": {}}
+    configured = combination.configured_signal_weights(TaskQuery("", "bug_fix"), None, profile)
+    assert configured["lexical_match"] == 1.0 and configured["path_match"] == 0.0
+    assert configured["recency"] == DEFAULT_WEIGHTS["recency"]  # no bug_fix boost: the profile has none
 
 
 def test_scope_keeps_seeds_first_then_top_n_by_score():
@@ -171,7 +194,7 @@ def test_stage_one_dataflow_end_to_end():
         "symbol_lexicon": Bm25Index.from_terms(pd.DataFrame(
             [(i, t, c) for i, name in enumerate(symbols["name"]) for t, c in term_counts(name).items()],
             columns=["symbol_id", "term", "tf"]), "symbol_id"),
-        "scope_size": 2, "weights_override": None,
+        "scope_size": 2, "weights_override": None, "weight_profile": None,
     }
     dr = driver.Builder().with_modules(task_analysis, signals, combination, scope).build()
     out = dr.execute(["scope", "signal_weights", "scope_warnings"], inputs=inputs)

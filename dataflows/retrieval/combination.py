@@ -1,11 +1,15 @@
 """Signal combination (seed 001, step 3): effective weights and the per-file signal matrix.
 
-Weights: defaults (one dict, replaceable by a data file) -> task-type adjustment -> user override ->
-signals that are zero for every file get 0 -> renormalised to sum 1.
+Weights: profile (`data/weights.toml`, fitted by `drivers.tune`; else the seed's defaults) -> task-type
+adjustment -> user override -> signals that are zero for every file get 0 -> renormalised to sum 1.
+A file's score is its weighted sum times its role prior (source code 1, tests and docs/data less: the
+files a fix edits are source files); seeds score 1.0 (times that prior: a README named in an issue
+template is kept in scope without outranking code) and are ordered among themselves by score.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from dataflows.retrieval.models import TaskQuery
@@ -30,15 +34,29 @@ TASK_TYPE_WEIGHTS: dict[str, dict[str, float]] = {
     "test": {"symbol_match": 0.30},
 }
 SIGNALS: tuple[str, ...] = tuple(DEFAULT_WEIGHTS)
+# multipliers by file role; 1.0 would make them neutral
+DEFAULT_PRIORS: dict[str, float] = {"test_file_prior": 0.5, "non_source_prior": 0.3}
+KNOBS: tuple[str, ...] = SIGNALS + tuple(DEFAULT_PRIORS)
+# languages whose files are prose, configuration or data rather than code
+NON_SOURCE_LANGUAGES = frozenset(
+    {"markdown", "rst", "text", "asciidoc", "toml", "yaml", "json", "ini", "properties", "dotenv", "xml", "sql"}
+)
 
 
-def configured_signal_weights(task_query: TaskQuery, weights_override: dict | None) -> pd.Series:
-    """Raw weight per signal: defaults, then the task type's adjustment, then the user's override."""
-    weights = {**DEFAULT_WEIGHTS, **TASK_TYPE_WEIGHTS.get(task_query.task_type, {})}
+def _checked_override(weights_override: dict | None) -> dict:
     override = dict(weights_override or {})
-    unknown = sorted(set(override) - set(SIGNALS))
+    unknown = sorted(set(override) - set(KNOBS))
     if unknown:
-        raise ValueError(f"unknown signal weight(s) {unknown}; valid names: {', '.join(SIGNALS)}")
+        raise ValueError(f"unknown signal weight(s) {unknown}; valid names: {', '.join(KNOBS)}")
+    return override
+
+
+def configured_signal_weights(task_query: TaskQuery, weights_override: dict | None, weight_profile: dict | None) -> pd.Series:
+    """Raw weight per signal: profile (or defaults), then the task type's adjustment, then the user's override."""
+    profile = weight_profile or {}
+    task_types = profile.get("task_types", TASK_TYPE_WEIGHTS)
+    weights = {**DEFAULT_WEIGHTS, **profile.get("weights", {}), **task_types.get(task_query.task_type, {})}
+    override = {k: v for k, v in _checked_override(weights_override).items() if k in SIGNALS}
     bad = {k: v for k, v in override.items() if not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0}
     if bad:
         raise ValueError(f"signal weights must be non-negative numbers; got {bad}")
@@ -87,14 +105,35 @@ def signal_weights(configured_signal_weights: pd.Series, signal_frame: pd.DataFr
     return (weights / weights.sum()).rename("weight")
 
 
+def file_priors(weights_override: dict | None, weight_profile: dict | None) -> pd.Series:
+    """Role multipliers in force: profile (or defaults), then the user's override."""
+    override = {k: v for k, v in _checked_override(weights_override).items() if k in DEFAULT_PRIORS}
+    priors = {**DEFAULT_PRIORS, **(weight_profile or {}).get("priors", {}), **override}
+    return pd.Series(priors, dtype=float).clip(0.0, 1.0)
+
+
+def file_prior(kb_files: pd.DataFrame, file_priors: pd.Series) -> pd.Series:
+    """Per-file multiplier by role: 1 for source code, the test prior for tests, the non-source prior for prose/data."""
+    is_test = kb_files["is_test"].fillna(False).astype(bool).to_numpy()
+    non_source = kb_files["language"].isin(NON_SOURCE_LANGUAGES).to_numpy()
+    values = np.where(is_test, file_priors["test_file_prior"], np.where(non_source, file_priors["non_source_prior"], 1.0))
+    return pd.Series(values, index=pd.Index(kb_files["file_id"], name="file_id"), dtype=float)
+
+
 def signal_matrix(
-    kb_files: pd.DataFrame, signal_frame: pd.DataFrame, signal_weights: pd.Series, seed_files: pd.Series
+    kb_files: pd.DataFrame,
+    signal_frame: pd.DataFrame,
+    signal_weights: pd.Series,
+    seed_files: pd.Series,
+    file_prior: pd.Series,
 ) -> pd.DataFrame:
-    """Every file's signals, weighted total and seed flag (seeds' total is 1.0), sorted by total desc."""
-    totals = signal_frame[list(signal_weights.index)].mul(signal_weights, axis=1).sum(axis=1).clip(0.0, 1.0)
+    """Every file's signals, role prior, score (weighted sum x prior) and total (seeds: 1.0 x prior), best first."""
+    weighted = signal_frame[list(signal_weights.index)].mul(signal_weights, axis=1).sum(axis=1).clip(0.0, 1.0)
     seed = signal_frame.index.isin(seed_files.index)
     matrix = signal_frame.copy()
     matrix.insert(0, "path", kb_files.set_index("file_id")["path"].reindex(signal_frame.index))
-    matrix["total"] = totals.where(~seed, 1.0)
+    matrix["prior"] = file_prior.reindex(signal_frame.index).fillna(1.0)
+    matrix["score"] = weighted * matrix["prior"]
+    matrix["total"] = matrix["score"].where(~seed, matrix["prior"])  # a seed scores 1.0 times its role prior
     matrix["seed"] = seed
-    return matrix.sort_values(["total", "path"], ascending=[False, True], kind="stable")
+    return matrix.sort_values(["total", "score", "path"], ascending=[False, False, True], kind="stable")

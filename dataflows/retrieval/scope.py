@@ -85,7 +85,7 @@ def scope(
     rows = signal_matrix.loc[added_by.index].assign(added_by=added_by.to_numpy())
     rows = rows.rename(columns={"total": "total_score"})
     rows["is_test"] = kb_files.set_index("file_id")["is_test"].reindex(rows.index).fillna(False).astype(bool)
-    rows = rows.sort_values(["seed", "total_score", "path"], ascending=[False, False, True], kind="stable")
+    rows = rows.sort_values(["total_score", "seed", "score", "path"], ascending=[False, False, False, True], kind="stable")
     rows["rank"] = range(1, len(rows) + 1)
     rows.index.name = "file_id"
     return rows[SCOPE_COLUMNS]

@@ -17,7 +17,8 @@ from dataflows.retrieval.task_analysis import _path_matches
 from dataflows.text import STOP_WORDS, stem, terms
 
 MAX_FILES_PER_FILE_HINT = 5  # a bare name like `__init__.py` naming more files than this seeds none
-MAX_DEFINING_FILES = 3  # an unqualified symbol hint seeds its defining files only if there are this few
+SEED_PLAIN_NAMES = False
+MAX_DEFINING_FILES = 1  # an unqualified symbol hint seeds its defining files only if there are this few
 COMMON_TERM_SHARE = 0.5  # lexical_match drops query terms found in more than this share of files
 HOP_SCORES = {1: 1.0, 2: 0.5, 3: 0.25}
 # path_match: (keyword equals the whole component, equals a word of it, prefixes a word) x (file name, directory)
@@ -205,6 +206,8 @@ def _symbol_seeds(kb_files: pd.DataFrame, kb_symbols: pd.DataFrame, task_query: 
         modules = files["module"].reindex(cand["file_id"]).fillna("").astype(str).to_numpy()
         qualified = pd.Series(modules, index=cand.index) + "." + cand["qualified_name"].astype(str)
         resolved = cand[(qualified == hint) | qualified.str.endswith("." + hint) | (cand["qualified_name"] == hint)]
+        if "." not in hint and not SEED_PLAIN_NAMES:
+            continue
         chosen = resolved if "." in hint and not resolved.empty else cand
         defining = chosen["file_id"].unique()
         if len(defining) <= MAX_DEFINING_FILES:
