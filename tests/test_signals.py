@@ -211,9 +211,9 @@ def test_seed_files_from_specific_symbol_hints_only():
     common = signals.seed_files(files, symbols, query(symbol_hints=["get"]))
     assert common.empty
     rare = signals.seed_files(files, symbols, query(symbol_hints=["cosd"]))
-    assert list(rare.index) == [1] and rare[1] == "symbol hint 'cosd'"
-    plain = signals.seed_files(files, symbols, query(symbol_hints=["get_total_irradiance"]))
-    assert 4 not in plain.index and set(plain.index) == {0, 1}
+    assert rare.empty  # plain names compete through symbol_match, they do not seed
+    qualified = signals.seed_files(files, symbols, query(symbol_hints=["tools.cosd"]))
+    assert list(qualified.index) == [1] and qualified[1] == "symbol hint 'tools.cosd'"
 
 
 def test_symbol_lexical_match_takes_each_files_best_symbol():
