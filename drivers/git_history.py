@@ -20,12 +20,21 @@ def _git(root: Path, *args: str) -> subprocess.CompletedProcess | None:
         return None
 
 
-def git_log(root: Path, max_commits: int) -> str | None:
+def git_log(root: Path, max_commits: int, history_from: tuple[Path, str] | None = None) -> str | None:
     """Raw `git log --name-only` text of the newest max_commits commits under root; None without git/repository.
 
     Paths are relative to root (`--relative`), so indexing a subdirectory of a repository works too.
-    A repository without commits yields "" (history available, empty).
+    A repository without commits yields "" (history available, empty). `history_from=(git_dir, rev)` reads
+    the history of `rev` in another git directory instead: a tree extracted from a mirror at that commit
+    gets exactly the commits up to it (evaluation trees have no .git of their own).
     """
+    if history_from is not None:
+        git_dir, rev = history_from
+        done = _git(
+            Path(root), f"--git-dir={git_dir}", "-c", "core.quotePath=false", "log", f"-n{int(max_commits)}",
+            "--name-only", "--no-renames", f"--format={LOG_FORMAT}", rev, "--",
+        )  # fmt: skip
+        return done.stdout.decode("utf-8", errors="replace") if done is not None and done.returncode == 0 else None
     done = _git(
         Path(root), "-c", "core.quotePath=false", "log", f"-n{int(max_commits)}", "--name-only", "--no-renames",
         "--relative", f"--format={LOG_FORMAT}", "--", ".",

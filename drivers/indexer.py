@@ -1,7 +1,14 @@
-"""Index a repository: scan files and git history, run the index dataflow, return the KB frames + stats."""
+"""Index a repository: scan files and git history, run the index dataflow, return the KB frames + stats.
+
+The per-file work of changed files (`parsing.parsed_batch`) runs through Hamilton's dynamic execution:
+over a process pool (one worker per core) when at least PARALLEL_MIN_FILES files changed, in-process
+otherwise, so an incremental run over a handful of files pays no process start-up.
+"""
 
 from __future__ import annotations
 
+import concurrent.futures
+import hashlib
 import os
 import time
 from collections.abc import Callable
@@ -12,23 +19,63 @@ import pandas as pd
 os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")
 
 from hamilton import driver  # noqa: E402
+from hamilton.execution import executors  # noqa: E402
 
-from dataflows.index import discovery, edges, history, lexical_terms, metadata, parsing  # noqa: E402
+from dataflows.index import commit_terms, discovery, edges, history, lexical_terms, metadata, parsing  # noqa: E402
+from dataflows.index.parsers import language_of  # noqa: E402
 from dataflows.index.schema import TABLES  # noqa: E402
 from drivers.git_history import git_head, git_log  # noqa: E402
 from drivers.sources import scan_sources  # noqa: E402
 
-INDEX_MODULES = (discovery, parsing, edges, history, metadata, lexical_terms)
+INDEX_MODULES = (discovery, parsing, edges, history, metadata, lexical_terms, commit_terms)
 KB_OUTPUTS = [f"kb_{name}" for name in TABLES]
+PARALLEL_MIN_FILES = 2 * parsing.BATCH_FILES  # below this, process start-up and pickling cost more than they save
+_POLL_SECONDS = 0.02
 
 
-def index_driver() -> driver.Driver:
-    """The Hamilton driver over the index dataflow modules."""
-    return driver.Builder().with_modules(*INDEX_MODULES).build()
+class _WaitingFuture(executors.TaskFutureWrappingPythonFuture):
+    """A pool future whose state query blocks briefly while it runs."""
+
+    def get_state(self):
+        concurrent.futures.wait([self.future], timeout=_POLL_SECONDS)
+        return super().get_state()
+
+
+class _ProcessExecutor(executors.MultiProcessingExecutor):
+    """Hamilton's process-pool executor, except that the driver's loop waits on running tasks instead of
+    polling them non-stop (hamilton 1.90 busy-polls, which takes a whole core away from the workers)."""
+
+    def submit_task(self, task):
+        future = self.pool.submit(executors.base_execute_task, task)
+        self.active_futures.append(future)
+        return _WaitingFuture(future)
+
+
+def index_driver(workers: int = 1) -> driver.Driver:
+    """The Hamilton driver over the index dataflow modules; workers > 1 runs per-file batches in processes."""
+    remote = _ProcessExecutor(max_tasks=workers) if workers > 1 else executors.SynchronousLocalTaskExecutor()
+    return (
+        driver.Builder()
+        .with_modules(*INDEX_MODULES)
+        .enable_dynamic_execution(allow_experimental_mode=True)
+        .with_local_executor(executors.SynchronousLocalTaskExecutor())
+        .with_remote_executor(remote)
+        .build()
+    )
 
 
 def _no_progress(done: int, total: int) -> None:
     """Progress sink when the caller wants none."""
+
+
+def _n_changed(source_files: pd.DataFrame, previous_kb: dict[str, pd.DataFrame] | None) -> int:
+    """About how many files this run parses: scanned files of a known language not in the previous index
+    with the same content (only picks the executor; binary or generated files may be over-counted)."""
+    candidates = source_files[[language_of(p) is not None for p in source_files["path"]]]
+    if not previous_kb or "files" not in previous_kb or previous_kb["files"].empty:
+        return len(candidates)
+    known = set(zip(previous_kb["files"]["path"], previous_kb["files"]["hash"]))
+    return sum((p, hashlib.sha1(d).hexdigest()) not in known for p, d in zip(candidates["path"], candidates["data"]))
 
 
 def index_frames(
@@ -36,25 +83,33 @@ def index_frames(
     previous_kb: dict[str, pd.DataFrame] | None = None,
     history: int = 2000,
     max_file_bytes: int = 1_000_000,
-    count_tokens_batch: Callable[[list[str]], list[int]] | None = None,
+    count_tokens: Callable[[str], int] | None = None,
     on_progress: Callable[[int, int], None] | None = None,
     max_commit_files: int = 50,
+    count_line_tokens: Callable[[str], object] | None = None,
+    workers: int | None = None,
 ) -> tuple[dict[str, pd.DataFrame], dict]:
-    """KB tables by name (no `kb_` prefix) and run stats (index_stats + scan info + head + seconds) for root."""
+    """KB tables by name (no `kb_` prefix) and run stats (index_stats + scan info + head + seconds) for root.
+
+    workers: processes for the per-file work (default: one per core when enough files changed, else 1).
+    """
     started = time.perf_counter()
     root = Path(root)
-    if count_tokens_batch is None:
-        from drivers.tokens import count_tokens_batch
+    from drivers import tokens
+
     scan = scan_sources(root, max_file_bytes=max_file_bytes)
+    if workers is None:
+        workers = (os.cpu_count() or 1) if _n_changed(scan.frame, previous_kb) >= PARALLEL_MIN_FILES else 1
     inputs = {
         "source_files": scan.frame,
         "previous_kb": previous_kb,
         "git_log": git_log(root, history) if history > 0 else None,
-        "count_tokens_batch": count_tokens_batch,
+        "count_tokens": count_tokens or tokens.count_tokens,
+        "count_line_tokens": count_line_tokens or tokens.count_line_tokens,
         "max_commit_files": max_commit_files,
         "on_progress": on_progress or _no_progress,
     }
-    results = index_driver().execute([*KB_OUTPUTS, "index_stats"], inputs=inputs)
+    results = index_driver(workers).execute([*KB_OUTPUTS, "index_stats"], inputs=inputs)
     tables = {name: results[f"kb_{name}"] for name in TABLES}
     stats = {
         **results["index_stats"],
@@ -62,6 +117,7 @@ def index_frames(
         "oversized": list(scan.oversized),
         "unreadable": [list(u) for u in scan.unreadable],
         "head": git_head(root) if inputs["git_log"] is not None else None,
+        "workers": workers,
         "seconds": round(time.perf_counter() - started, 3),
     }
     return tables, stats

@@ -134,6 +134,10 @@ class KnowledgeBase:
         return Bm25Index.from_terms(read_tables(self.kb_dir, ["file_terms"])["file_terms"], "file_id")
 
     @cached_property
+    def commit_lexicon(self) -> Bm25Index:
+        return Bm25Index.from_terms(read_tables(self.kb_dir, ["commit_terms"])["commit_terms"], "commit")
+
+    @cached_property
     def symbol_lexicon(self) -> Bm25Index:
         return Bm25Index.from_terms(read_tables(self.kb_dir, ["symbol_terms"])["symbol_terms"], "symbol_id")
 

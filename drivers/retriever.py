@@ -58,6 +58,7 @@ def kb_inputs(kb: KnowledgeBase) -> dict:
         "kb_contents": kb.contents,
         "file_lexicon": kb.file_lexicon,
         "symbol_lexicon": kb.symbol_lexicon,
+        "commit_lexicon": kb.commit_lexicon,
     }
 
 

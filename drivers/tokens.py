@@ -36,3 +36,42 @@ def count_tokens_batch(texts: list[str]) -> list[int]:
     if enc is None:
         return [(len(t) + 3) // 4 for t in texts]
     return [len(ids) for ids in enc.encode_ordinary_batch(texts, num_threads=2)]
+
+
+@lru_cache(maxsize=1)
+def _token_byte_lengths():
+    """numpy array: utf-8 byte length of every cl100k token id (0 for unused ids)."""
+    import numpy as np
+
+    enc = _encoding()
+    lengths = np.zeros(enc.n_vocab, dtype=np.int64)
+    for token in range(enc.n_vocab):
+        try:
+            lengths[token] = len(enc.decode_single_token_bytes(token))
+        except KeyError:
+            pass
+    return lengths
+
+
+def count_line_tokens(text: str):
+    """cl100k tokens per line of text ('\\n'-separated lines; numpy int64 array, one entry per line).
+
+    The text is encoded once as a whole and each token is counted on the line holding its first byte, so
+    the entries sum exactly to count_tokens(text) and a slice of lines counts the tokens of those lines as
+    they are tokenised inside the file (a token never spans two lines except a run of blank lines' newlines,
+    counted on the line where the run starts). Without tiktoken: len(line) / 4 per line.
+    """
+    import numpy as np
+
+    data = text.encode("utf-8")
+    newlines = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
+    n_lines = len(newlines) + (0 if data.endswith(b"\n") or not data else 1)
+    enc = _encoding()
+    if enc is None:
+        ends = np.append(newlines + 1, len(data))[:n_lines]
+        starts = np.concatenate([[0], ends[:-1]]) if n_lines else ends
+        return (ends - starts + 3) // 4
+    lengths = _token_byte_lengths()[np.asarray(enc.encode_ordinary(text), dtype=np.int64)]
+    token_starts = np.cumsum(lengths) - lengths
+    line_of_token = np.searchsorted(newlines, token_starts, side="left")  # newlines before the token's first byte
+    return np.bincount(line_of_token, minlength=n_lines).astype(np.int64)

@@ -20,7 +20,7 @@ from dataflows.text import terms
 from drivers.git_history import git_log
 from drivers.indexer import index_frames
 from drivers.sources import scan_sources
-from drivers.tokens import count_tokens_batch
+from drivers.tokens import count_line_tokens, count_tokens, count_tokens_batch
 
 HAS_TREESITTER = importlib.util.find_spec("dataflows.index.parsers.treesitter") is not None
 needs_treesitter = pytest.mark.skipif(not HAS_TREESITTER, reason="tree-sitter parsers not in the checkout yet")
@@ -106,7 +106,7 @@ def make_repo(root: Path, git: bool = True) -> Path:
 @pytest.fixture(scope="module")
 def indexed(tmp_path_factory) -> tuple[dict[str, pd.DataFrame], dict]:
     repo = make_repo(tmp_path_factory.mktemp("repo"))
-    return index_frames(repo, count_tokens_batch=count_tokens_batch)
+    return index_frames(repo, count_tokens=count_tokens)
 
 
 def file_ids(tables) -> dict[str, int]:
@@ -234,7 +234,7 @@ def test_history_gives_commits_recency_churn_and_cochange(indexed):
 
 
 def test_sweeping_commits_are_left_out_of_cochange(tmp_path):
-    tables, _ = index_frames(make_repo(tmp_path), count_tokens_batch=count_tokens_batch, max_commit_files=2)
+    tables, _ = index_frames(make_repo(tmp_path), count_tokens=count_tokens, max_commit_files=2)
     ids = file_ids(tables)
     pair = tuple(sorted((ids["src/shop/models.py"], ids["src/shop/pricing.py"])))
     cochange = tables["cochange"].set_index(["file_a", "file_b"])["count"]
@@ -267,9 +267,9 @@ def _through_parquet_types(tables: dict[str, pd.DataFrame]) -> dict[str, pd.Data
 
 def test_incremental_run_parses_only_the_changed_file(tmp_path):
     repo = make_repo(tmp_path)
-    first, _ = index_frames(repo, count_tokens_batch=count_tokens_batch)
+    first, _ = index_frames(repo, count_tokens=count_tokens)
     (repo / "src/shop/util.py").write_text("def round_money(value):\n    return round(value, 2)\n\n\ndef to_cents(value):\n    return value * 100\n")
-    second, stats = index_frames(repo, previous_kb=_through_parquet_types(first), count_tokens_batch=count_tokens_batch)
+    second, stats = index_frames(repo, previous_kb=_through_parquet_types(first), count_tokens=count_tokens)
     assert stats["n_parsed"] == 1 and stats["n_reused"] == len(first["files"]) - 1
     assert file_ids(second) == file_ids(first)
     assert "to_cents" in set(second["symbols"]["name"])
@@ -281,10 +281,10 @@ def test_incremental_run_parses_only_the_changed_file(tmp_path):
 
 def test_incremental_run_drops_deleted_files_everywhere(tmp_path):
     repo = make_repo(tmp_path)
-    first, _ = index_frames(repo, count_tokens_batch=count_tokens_batch)
+    first, _ = index_frames(repo, count_tokens=count_tokens)
     gone = file_ids(first)["src/shop/pricing.py"]
     (repo / "src/shop/pricing.py").unlink()
-    second, stats = index_frames(repo, previous_kb=_through_parquet_types(first), count_tokens_batch=count_tokens_batch)
+    second, stats = index_frames(repo, previous_kb=_through_parquet_types(first), count_tokens=count_tokens)
     assert stats["n_parsed"] == 0
     assert "src/shop/pricing.py" not in set(second["files"]["path"])
     assert "price" not in set(second["symbols"]["name"])
@@ -294,7 +294,7 @@ def test_incremental_run_drops_deleted_files_everywhere(tmp_path):
 
 
 def test_directory_without_git_indexes_without_history(tmp_path):
-    tables, stats = index_frames(make_repo(tmp_path, git=False), count_tokens_batch=count_tokens_batch)
+    tables, stats = index_frames(make_repo(tmp_path, git=False), count_tokens=count_tokens)
     assert git_log(tmp_path, 10) is None
     assert stats["history_available"] is False and stats["head"] is None
     assert tables["commits"].empty and tables["cochange"].empty
@@ -354,8 +354,40 @@ def test_rust_mod_and_crate_paths_resolve_to_files():
 def test_smoke_index_the_installed_pandas_package():
     root = Path(pd.__file__).parent
     started = time.perf_counter()
-    tables, stats = index_frames(root, history=0, count_tokens_batch=count_tokens_batch)
+    tables, stats = index_frames(root, history=0, count_tokens=count_tokens)
     print(f"\nindexed pandas: {stats['n_files']} files, {stats['n_symbols']} symbols, {stats['n_edges']} edges, "
           f"{stats['n_symbol_edges']} symbol edges in {time.perf_counter() - started:.1f}s")  # fmt: skip
     assert stats["n_files"] > 500 and stats["n_symbols"] > 10_000
 
+
+
+def terms_of(tables, qualified_name: str) -> set[str]:
+    symbol_terms = tables["symbol_terms"]
+    return set(symbol_terms.loc[symbol_terms["symbol_id"] == symbol_row(tables, qualified_name)["symbol_id"], "term"])
+
+
+def test_class_terms_are_its_own_lines_and_member_names_not_member_bodies(indexed):
+    tables, _ = indexed
+    cart = terms_of(tables, "Cart")
+    assert {"cart", "base", "total", "subtot"} <= cart  # header + member names
+    assert not {"cent", "price", "convert"} & cart  # only inside Cart.total's body and comment
+    assert {"cent", "price", "convert"} <= terms_of(tables, "Cart.total")
+
+
+def test_line_token_counts_add_up_to_file_and_body_tokens(indexed):
+    tables, _ = indexed
+    text = FILES["src/shop/models.py"] + "\n\n"  # HISTORY appended two newlines
+    per_line = count_line_tokens(text)
+    assert len(per_line) == text.count("\n") and per_line.sum() == count_tokens(text)
+    files = tables["files"].set_index("path")
+    assert files.loc["src/shop/models.py", "tokens"] == per_line.sum()
+    cart = symbol_row(tables, "Cart")
+    assert cart["body_tokens"] == per_line[cart["start_line"] - 1 : cart["end_line"]].sum()
+
+
+def test_process_pool_workers_produce_the_same_tables(tmp_path, indexed):
+    tables, stats = index_frames(make_repo(tmp_path), count_tokens=count_tokens, workers=2)
+    assert stats["workers"] == 2
+    for name, frame in indexed[0].items():
+        if name not in ("commits", "commit_files", "commit_terms"):  # commit hashes differ between fixture repos
+            pd.testing.assert_frame_equal(frame, tables[name], obj=name)

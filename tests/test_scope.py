@@ -194,6 +194,8 @@ def test_stage_one_dataflow_end_to_end():
         "symbol_lexicon": Bm25Index.from_terms(pd.DataFrame(
             [(i, t, c) for i, name in enumerate(symbols["name"]) for t, c in term_counts(name).items()],
             columns=["symbol_id", "term", "tf"]), "symbol_id"),
+        "kb_commit_files": pd.DataFrame(columns=list(TABLES["commit_files"])),
+        "commit_lexicon": Bm25Index.from_terms(pd.DataFrame(columns=["commit", "term", "tf"]), "commit"),
         "scope_size": 2, "weights_override": None, "weight_profile": None,
     }
     dr = driver.Builder().with_modules(task_analysis, signals, combination, scope).build()

@@ -226,3 +226,20 @@ def test_symbol_lexical_match_takes_each_files_best_symbol():
     assert scores[1] == 1.0  # "alias join parse" matches all three terms
     assert 0 < scores[0] < 1  # best of its two symbols, not their sum
     assert scores[2] == 0.0  # no symbols
+
+
+def test_history_match_spreads_similar_past_commits_to_their_files_with_recency_decay():
+    files = kb_files("a.py", "b.py", "c.py")
+    day = 86_400
+    commits = pd.DataFrame({"commit": ["old", "new", "other"], "time": [0, 365 * day, 365 * day],
+                            "author": "x", "message": ["Fix alias join bug", "Fix alias join crash", "Docs"],
+                            "n_files": [1, 1, 1]})
+    commit_files = pd.DataFrame({"commit": ["old", "new", "other"], "path": ["a.py", "b.py", "c.py"]})
+    rows = [(c, t, n) for c, m in zip(commits["commit"], commits["message"]) for t, n in term_counts(m).items()]
+    lexicon = Bm25Index.from_terms(pd.DataFrame(rows, columns=["commit", "term", "tf"]), "commit")
+    scores = signals.history_match(files, commits, commit_files, ["alia", "join"], lexicon)
+    assert scores[1] == 1.0  # the recent similar fix
+    assert scores[0] == pytest.approx(0.5)  # as similar, a year older: half
+    assert scores[2] == 0.0
+    empty = signals.history_match(files, commits.iloc[:0], commit_files.iloc[:0], ["alia"], lexicon)
+    assert empty.eq(0).all()

@@ -73,7 +73,12 @@ def _is_generated(path: str, text: str) -> bool:
         return True
     if ".min." in name and name.endswith(_MINIFIABLE):
         return True
-    head = "\n".join(text.splitlines()[:_HEADER_LINES])
+    end = -1
+    for _ in range(_HEADER_LINES):  # the first lines hold at most _HEADER_LINES newlines: split only that prefix
+        end = text.find("\n", end + 1)
+        if end == -1:
+            break
+    head = "\n".join((text if end == -1 else text[: end + 1]).splitlines()[:_HEADER_LINES])
     if _GENERATED_MARKERS.search(head):
         return True
     if name.endswith(_MINIFIABLE) and text:

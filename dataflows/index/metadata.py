@@ -6,29 +6,38 @@ import numpy as np
 import pandas as pd
 
 from dataflows.index.parsers.models import ParsedFile
-from dataflows.index.lexical_terms import _term_counts
-from dataflows.index.parsing import _conform
+from dataflows.index.parsing import _IDENTIFIER, _conform, _identifier_terms
 
 MAX_CONCEPTS = 10
 
 
-def _concept_docs(kb_symbols: pd.DataFrame, kb_comments: pd.DataFrame) -> pd.Series:
-    """Per file_id: its identifiers (symbol names), docstrings and comments as one text."""
-    symbol_text = kb_symbols["qualified_name"].fillna("") + " " + kb_symbols["docstring"].fillna("")
-    parts = pd.concat([
-        pd.DataFrame({"file_id": kb_symbols["file_id"], "text": symbol_text}),
-        pd.DataFrame({"file_id": kb_comments["file_id"], "text": kb_comments["text"].fillna("")}),
+def _concept_term_counts(kb_symbols: pd.DataFrame, kb_comments: pd.DataFrame) -> pd.DataFrame:
+    """(file_id, term, tf) over each file's identifiers (symbol names), docstrings and comments; the same counts
+    as `_term_counts` of those texts joined, computed over all files at once (identifiers tokenised once)."""
+    texts = pd.concat([
+        pd.Series((kb_symbols["qualified_name"].fillna("") + " " + kb_symbols["docstring"].fillna("")).to_numpy(),
+                  index=kb_symbols["file_id"].to_numpy()),
+        pd.Series(kb_comments["text"].fillna("").to_numpy(), index=kb_comments["file_id"].to_numpy()),
     ])  # fmt: skip
-    return parts.groupby("file_id")["text"].agg("\n".join)
+    if texts.empty:
+        return pd.DataFrame({"file_id": pd.Series(dtype="int64"), "term": pd.Series(dtype=object), "tf": pd.Series(dtype="int64")})
+    identifiers = texts.astype(object).str.findall(_IDENTIFIER).explode().dropna()
+    occurrences = identifiers.rename_axis("file_id").reset_index(name="identifier").value_counts().reset_index(name="n")
+    vocabulary = occurrences["identifier"].unique()
+    expansion = pd.DataFrame(
+        [(identifier, term) for identifier in vocabulary for term in _identifier_terms(identifier)],
+        columns=["identifier", "term"],
+    )
+    counted = occurrences.merge(expansion, on="identifier").groupby(["file_id", "term"], sort=False)["n"].sum()
+    return counted.rename("tf").reset_index().astype({"file_id": "int64", "tf": "int64"})
 
 
 def file_concepts(kb_symbols: pd.DataFrame, kb_comments: pd.DataFrame, kb_file_terms: pd.DataFrame) -> pd.Series:
     """Up to 10 most distinctive terms per file_id (tf-idf over identifiers, docstrings, comments; files
     without any fall back to their full-text terms); ordered by score then term, so runs are reproducible."""
-    docs = _concept_docs(kb_symbols, kb_comments)
-    rows = [(fid, term, tf) for fid, text in docs.items() for term, tf in _term_counts(text).items()]
-    counted = pd.DataFrame(rows, columns=["file_id", "term", "tf"])
-    fallback = kb_file_terms[~kb_file_terms["file_id"].isin(docs.index)][["file_id", "term", "tf"]]
+    counted = _concept_term_counts(kb_symbols, kb_comments)
+    has_doc = pd.Index(pd.concat([kb_symbols["file_id"], kb_comments["file_id"]]).unique())
+    fallback = kb_file_terms[~kb_file_terms["file_id"].isin(has_doc)][["file_id", "term", "tf"]]
     tf = pd.concat([f for f in (counted, fallback) if len(f)] or [counted], ignore_index=True)
     if tf.empty:
         return pd.Series(dtype=object)
@@ -36,7 +45,9 @@ def file_concepts(kb_symbols: pd.DataFrame, kb_comments: pd.DataFrame, kb_file_t
     df = tf.groupby("term")["file_id"].transform("size")
     tf = tf.assign(score=(1.0 + np.log(tf["tf"].astype(float))) * (np.log((1.0 + n_docs) / (1.0 + df)) + 1.0))
     top = tf.sort_values(["file_id", "score", "term"], ascending=[True, False, True]).groupby("file_id").head(MAX_CONCEPTS)
-    return top.groupby("file_id", sort=True)["term"].agg(list)
+    ids, top_terms = top["file_id"].to_numpy(), top["term"].to_numpy(dtype=object)
+    starts = np.flatnonzero(np.diff(ids)) + 1
+    return pd.Series([list(chunk) for chunk in np.split(top_terms, starts)], index=ids[np.r_[0, starts]], dtype=object)
 
 
 def kb_files(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _str = pa.string()
 _i32 = pa.int32()
@@ -89,6 +89,7 @@ TABLES: dict[str, dict[str, pa.DataType]] = {
     # lexical index: term frequencies (kept for incremental rebuilds) and BM25 weights (queried)
     "file_terms": {"file_id": _i32, "term": _str, "tf": _i32},
     "symbol_terms": {"symbol_id": _i32, "term": _str, "tf": _i32},
+    "commit_terms": {"commit": _str, "term": _str, "tf": _i32},
 }
 
 # tables a request needs in memory (contents is loaded lazily, terms only for rebuilds)

@@ -26,6 +26,7 @@ DEFAULT_WEIGHTS: dict[str, float] = {
     "structural_centrality": 0.05,
     "lexical_match": 0.30,
     "symbol_lexical_match": 0.20,
+    "history_match": 0.10,
 }
 # seed 001's task-type adjustments: named weights replaced before normalisation
 TASK_TYPE_WEIGHTS: dict[str, dict[str, float]] = {
@@ -78,6 +79,7 @@ def signal_frame(
     structural_centrality: pd.Series,
     lexical_match: pd.Series,
     symbol_lexical_match: pd.Series,
+    history_match: pd.Series,
 ) -> pd.DataFrame:
     """The signal values of every file (index file_id, one column per signal)."""
     columns = {
@@ -91,6 +93,7 @@ def signal_frame(
         "structural_centrality": structural_centrality,
         "lexical_match": lexical_match,
         "symbol_lexical_match": symbol_lexical_match,
+        "history_match": history_match,
     }
     index = pd.Index(kb_files["file_id"], name="file_id")
     return pd.DataFrame({name: s.reindex(index).fillna(0.0).astype(float) for name, s in columns.items()}, index=index)

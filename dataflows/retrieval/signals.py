@@ -350,3 +350,36 @@ def symbol_lexical_match(
     owner = kb_symbols.set_index("symbol_id")["file_id"].reindex(scores.index)
     best = scores.groupby(owner.to_numpy()).max()
     return _over_files(kb_files, _normalised(best))
+
+
+HISTORY_HALF_LIFE_DAYS = 365.0  # a past fix a year older than the newest commit counts half
+HISTORY_TOP_COMMITS = 30  # only the most similar past commits spread their score
+
+
+def history_match(
+    kb_files: pd.DataFrame,
+    kb_commits: pd.DataFrame,
+    kb_commit_files: pd.DataFrame,
+    lexical_query_terms: list[str],
+    commit_lexicon: Bm25Index,
+) -> pd.Series:
+    """0-1 per file: past commits whose messages resemble the task, their BM25 spread to the files they changed.
+
+    Similar past reports/fixes point at the code that keeps breaking; recency-decayed, and a commit touching
+    many files spreads its score thinly.
+    """
+    if kb_files.empty or kb_commits.empty or not lexical_query_terms or len(commit_lexicon.doc_ids) == 0:
+        return _zeros(kb_files)
+    similar = commit_lexicon.scores(lexical_query_terms)
+    similar = similar[similar > 0].nlargest(HISTORY_TOP_COMMITS)
+    if similar.empty:
+        return _zeros(kb_files)
+    commits = kb_commits.set_index("commit").reindex(similar.index)
+    age_days = (kb_commits["time"].max() - commits["time"]).fillna(0) / 86_400
+    spread = similar * 0.5 ** (age_days / HISTORY_HALF_LIFE_DAYS) / commits["n_files"].clip(lower=1) ** 0.5
+    touched = kb_commit_files[kb_commit_files["commit"].isin(spread.index)]
+    per_path = touched.assign(weight=touched["commit"].map(spread)).groupby("path")["weight"].sum()
+    file_ids = kb_files.set_index("path")["file_id"]
+    per_file = per_path[per_path.index.isin(file_ids.index)]
+    per_file.index = file_ids.reindex(per_file.index).to_numpy()
+    return _over_files(kb_files, _normalised(per_file))
