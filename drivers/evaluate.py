@@ -72,7 +72,7 @@ def _tree_key(location: dict) -> str:
 
 def index_tree(job: dict) -> dict:
     """Materialise one tree if it comes from a mirror, and make sure it has a KB (reused when present)."""
-    from drivers.kb import default_kb_dir, index_repository
+    from drivers.kb import default_kb_dir, has_usable_kb, index_repository
     from drivers.trees import materialize_tree
 
     started = time.perf_counter()
@@ -80,8 +80,9 @@ def index_tree(job: dict) -> dict:
         if "mirror" in job:
             tree = materialize_tree(Path(job["mirror"]), job["commit"], job["repo"], Path(job["cache"]) if job.get("cache") else None)
             kb_dir = default_kb_dir(tree)
-            if not (kb_dir / "CURRENT").is_file():  # an extracted base commit never changes: index once
-                index_repository(tree, history=0)
+            if not has_usable_kb(kb_dir):  # an extracted base commit never changes: index once
+                # with the mirror's history up to the base commit (never later: no look-ahead at the fix)
+                index_repository(tree, history_from=(Path(job["mirror"]), job["commit"]))
         else:
             tree = Path(job["tree"])
             index_repository(tree)  # incremental: unchanged files are reused

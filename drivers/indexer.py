@@ -88,10 +88,12 @@ def index_frames(
     max_commit_files: int = 50,
     count_line_tokens: Callable[[str], object] | None = None,
     workers: int | None = None,
+    history_from: tuple[Path, str] | None = None,
 ) -> tuple[dict[str, pd.DataFrame], dict]:
     """KB tables by name (no `kb_` prefix) and run stats (index_stats + scan info + head + seconds) for root.
 
     workers: processes for the per-file work (default: one per core when enough files changed, else 1).
+    history_from: (git_dir, rev) to read history from another git directory (a tree extracted at rev).
     """
     started = time.perf_counter()
     root = Path(root)
@@ -103,7 +105,7 @@ def index_frames(
     inputs = {
         "source_files": scan.frame,
         "previous_kb": previous_kb,
-        "git_log": git_log(root, history) if history > 0 else None,
+        "git_log": git_log(root, history, history_from) if history > 0 else None,
         "count_tokens": count_tokens or tokens.count_tokens,
         "count_line_tokens": count_line_tokens or tokens.count_line_tokens,
         "max_commit_files": max_commit_files,
@@ -116,7 +118,7 @@ def index_frames(
         "n_ignored": scan.n_ignored,
         "oversized": list(scan.oversized),
         "unreadable": [list(u) for u in scan.unreadable],
-        "head": git_head(root) if inputs["git_log"] is not None else None,
+        "head": (history_from[1] if history_from else git_head(root)) if inputs["git_log"] is not None else None,
         "workers": workers,
         "seconds": round(time.perf_counter() - started, 3),
     }

@@ -103,6 +103,15 @@ def read_metadata(kb_dir: Path) -> dict:
     return metadata
 
 
+def has_usable_kb(kb_dir: Path) -> bool:
+    """Whether kb_dir holds a KB this version of cra can read (else it needs `cra index`)."""
+    try:
+        read_metadata(kb_dir)
+    except CraError:
+        return False
+    return True
+
+
 def read_tables(kb_dir: Path, names) -> dict[str, pd.DataFrame]:
     """Selected tables of the live version as pandas frames."""
     read_metadata(kb_dir)
@@ -172,6 +181,7 @@ def index_repository(
     history: int = 2000,
     max_file_bytes: int = 1_000_000,
     on_progress=None,
+    history_from: tuple[Path, str] | None = None,
 ) -> dict:
     """Index (or incrementally re-index) a repository into its KB; returns the run's statistics."""
     from drivers.indexer import index_frames  # the Hamilton indexer; imported late to keep `cra --help` fast
@@ -186,7 +196,8 @@ def index_repository(
         except CraError as exc:
             notes.append(f"previous KB not reused: {exc}")
     started = time.perf_counter()
-    tables, stats = index_frames(repo, previous_kb=previous, history=history, max_file_bytes=max_file_bytes, on_progress=on_progress)
+    tables, stats = index_frames(repo, previous_kb=previous, history=history, max_file_bytes=max_file_bytes,
+                                 on_progress=on_progress, history_from=history_from)
     stats = {**stats, "seconds": round(time.perf_counter() - started, 3), "notes": notes, "tokens_exact": tokens_are_exact()}
     metadata = {
         "repo_root": str(repo),

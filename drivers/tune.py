@@ -158,7 +158,7 @@ def weights_toml(params: dict[str, float], note: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     from drivers.evaluate import load_cases
     from drivers.kb import load_kb
-    from drivers.kb import default_kb_dir, index_repository
+    from drivers.kb import default_kb_dir, has_usable_kb, index_repository
     from drivers.trees import materialize_tree, mirror_git_dir
 
     parser = argparse.ArgumentParser(prog="python -m drivers.tune", description=__doc__.splitlines()[0])
@@ -180,8 +180,8 @@ def main(argv: list[str] | None = None) -> int:
             if not git_dir.is_dir():
                 return None
             tree = materialize_tree(git_dir, case["base_commit"], case["repo"])
-            if not (default_kb_dir(tree) / "CURRENT").exists():
-                index_repository(tree, history=0)
+            if not has_usable_kb(default_kb_dir(tree)):
+                index_repository(tree, history_from=(git_dir, case["base_commit"]))
             return load_kb(default_kb_dir(tree))
 
         frame = collect(cases, locate_kb)
