@@ -60,3 +60,28 @@ def test_enrich_without_server_changes_nothing(indexed, capsys):
     assert "nothing was changed" in capsys.readouterr().err
     after = read_tables(indexed / ".cra", ["files"])["files"]
     assert before["domain"].tolist() == after["domain"].tolist()
+
+
+class _FakeOllamaHints(_FakeOllama):
+    def do_POST(self):  # answers task analysis with hints naming the billing code
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self._reply({"response": json.dumps({"keywords": ["invoice", "total"], "symbol_hints": ["total_amount"]})})
+
+
+def test_llm_assist_enriches_a_vague_task_and_degrades_without_a_server(indexed, capsys, monkeypatch):
+    vague = "make it faster"
+    server = HTTPServer(("127.0.0.1", 0), _FakeOllamaHints)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("OLLAMA_HOST", f"127.0.0.1:{server.server_port}")
+    try:
+        assert main(["retrieve", vague, "--repo", str(indexed), "--llm-assist", "--format", "json"]) == 0
+    finally:
+        server.shutdown()
+    doc = json.loads(capsys.readouterr().out)
+    assert "total_amount" in doc["task"]["symbol_hints"]
+    assert doc["files"][0]["path"] == "app/billing/invoice.py"
+    monkeypatch.setenv("OLLAMA_HOST", "127.0.0.1:9")
+    assert main(["retrieve", vague, "--repo", str(indexed), "--llm-assist", "--format", "json"]) == 0
+    out = capsys.readouterr()
+    assert "no Ollama server" in out.err
+    assert any("LLM" in w for w in json.loads(out.out)["provenance"]["warnings"])
