@@ -193,12 +193,12 @@ def main(argv: list[str] | None = None) -> int:
         write_bytes_atomic(cached, sink.getvalue().to_pybytes())
     table = ablation(frame)
     print(table.to_string(float_format=lambda x: f"{x:.3f}"))
-    write_text_atomic(out / "ablation.md", table.to_markdown() if hasattr(table, "to_markdown") else table.to_string())
+    write_text_atomic(out / "ablation.txt", table.to_string(float_format=lambda x: f"{x:.3f}"))
     if args.write_weights:
         params = fit(Ranker(frame, SIGNALS), _start(SIGNALS))
         note = (f"Signal weights and role priors fitted by `python -m drivers.tune` on {frame['case_id'].nunique()} "
                 "development cases\n(coordinate ascent on mean of Acc@1, Acc@5, MRR); no task-type adjustments "
-                "(cross-validation did not support them).\nCross-validated figures: out/tune/ablation.md.")
+                "(cross-validation did not support them).\nCross-validated figures: out/tune/ablation.txt.")
         write_text_atomic(WEIGHTS_FILE, weights_toml(dict(zip(SIGNALS + PRIORS, params)), note))
         print(f"wrote {WEIGHTS_FILE}")
     return 0
