@@ -197,8 +197,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.write_weights:
         params = fit(Ranker(frame, SIGNALS), _start(SIGNALS))
         note = (f"Signal weights and role priors fitted by `python -m drivers.tune` on {frame['case_id'].nunique()} "
-                "development cases\n(coordinate ascent on mean of Acc@1, Acc@5, MRR); no task-type adjustments "
-                "(cross-validation did not support them).\nCross-validated figures: out/tune/ablation.txt.")
+                "development cases\n(coordinate ascent on mean of Acc@1, Acc@5, MRR); task-type adjustments off "
+                "(not fitted).\nCross-validated figures: out/tune/ablation.txt.")
         write_text_atomic(WEIGHTS_FILE, weights_toml(dict(zip(SIGNALS + PRIORS, params)), note))
         print(f"wrote {WEIGHTS_FILE}")
     return 0
