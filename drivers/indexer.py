@@ -8,7 +8,6 @@ otherwise, so an incremental run over a handful of files pays no process start-u
 from __future__ import annotations
 
 import concurrent.futures
-import hashlib
 import os
 import time
 from collections.abc import Callable
@@ -20,9 +19,10 @@ os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")
 
 from hamilton import driver  # noqa: E402
 from hamilton.execution import executors  # noqa: E402
+from hamilton.lifecycle import api as lifecycle  # noqa: E402
 
 from dataflows.index import commit_terms, discovery, edges, history, lexical_terms, metadata, parsing  # noqa: E402
-from dataflows.index.parsers import language_of  # noqa: E402
+from dataflows.index.discovery import _language  # noqa: E402
 from dataflows.index.schema import TABLES  # noqa: E402
 from drivers.git_history import git_head, git_log  # noqa: E402
 from drivers.sources import scan_sources  # noqa: E402
@@ -51,31 +51,51 @@ class _ProcessExecutor(executors.MultiProcessingExecutor):
         return _WaitingFuture(future)
 
 
-def index_driver(workers: int = 1) -> driver.Driver:
-    """The Hamilton driver over the index dataflow modules; workers > 1 runs per-file batches in processes."""
+class ParseProgress(lifecycle.TaskReturnHook):
+    """Calls on_progress(done, total) as batches of parsed files come back (in the driver's process, so it works
+    with the process pool too): (0, total) once the changed files are known, then after every batch."""
+
+    def __init__(self, on_progress: Callable[[int, int], None]):
+        self.on_progress, self.done, self.total = on_progress, 0, 0
+
+    def run_after_task_return(self, *, result, success: bool, **future_kwargs) -> None:
+        if not success or not isinstance(result, dict):
+            return
+        if "changed_files" in result:
+            self.total = len(result["changed_files"])
+            self.on_progress(0, self.total)
+        if "parsed_batch" in result:
+            self.done += len(result["parsed_batch"].parsed)
+            self.on_progress(self.done, self.total)
+
+
+def index_driver(workers: int = 1, on_progress: Callable[[int, int], None] | None = None) -> driver.Driver:
+    """The Hamilton driver over the index dataflow modules; workers > 1 runs per-file batches in processes;
+    on_progress(done, total) is called as batches of files are parsed."""
     remote = _ProcessExecutor(max_tasks=workers) if workers > 1 else executors.SynchronousLocalTaskExecutor()
-    return (
+    builder = (
         driver.Builder()
         .with_modules(*INDEX_MODULES)
         .enable_dynamic_execution(allow_experimental_mode=True)
         .with_local_executor(executors.SynchronousLocalTaskExecutor())
         .with_remote_executor(remote)
-        .build()
     )
-
-
-def _no_progress(done: int, total: int) -> None:
-    """Progress sink when the caller wants none."""
+    if on_progress is not None:
+        builder = builder.with_adapters(ParseProgress(on_progress))
+    return builder.build()
 
 
 def _n_changed(source_files: pd.DataFrame, previous_kb: dict[str, pd.DataFrame] | None) -> int:
-    """About how many files this run parses: scanned files of a known language not in the previous index
-    with the same content (only picks the executor; binary or generated files may be over-counted)."""
-    candidates = source_files[[language_of(p) is not None for p in source_files["path"]]]
+    """About how many files this run parses: scanned files not in the previous index with the same content,
+    of a known language (only picks the executor; binary or generated files may be over-counted)."""
     if not previous_kb or "files" not in previous_kb or previous_kb["files"].empty:
-        return len(candidates)
-    known = set(zip(previous_kb["files"]["path"], previous_kb["files"]["hash"]))
-    return sum((p, hashlib.sha1(d).hexdigest()) not in known for p, d in zip(candidates["path"], candidates["data"]))
+        changed = source_files["path"]
+    else:
+        previous = previous_kb["files"]
+        known = pd.MultiIndex.from_arrays([previous["path"].astype(object), previous["hash"].astype(object)])
+        scanned = pd.MultiIndex.from_arrays([source_files["path"].astype(object), source_files["hash"].astype(object)])
+        changed = source_files.loc[~scanned.isin(known), "path"]
+    return sum(_language(p) is not None for p in changed)
 
 
 def index_frames(
@@ -109,9 +129,8 @@ def index_frames(
         "count_tokens": count_tokens or tokens.count_tokens,
         "count_line_tokens": count_line_tokens or tokens.count_line_tokens,
         "max_commit_files": max_commit_files,
-        "on_progress": on_progress or _no_progress,
     }
-    results = index_driver(workers).execute([*KB_OUTPUTS, "index_stats"], inputs=inputs)
+    results = index_driver(workers, on_progress).execute([*KB_OUTPUTS, "index_stats"], inputs=inputs)
     tables = {name: results[f"kb_{name}"] for name in TABLES}
     stats = {
         **results["index_stats"],

@@ -13,6 +13,7 @@ import os
 import shutil
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import cached_property
@@ -24,6 +25,7 @@ import pyarrow.parquet as pq
 
 from dataflows.index.schema import REQUEST_TABLES, SCHEMA_VERSION, TABLES, arrow_schema
 from dataflows.lexical import Bm25Index
+from dataflows.retrieval import vocabulary
 from drivers.errors import CraError
 from drivers.tokens import tokens_are_exact
 
@@ -57,18 +59,26 @@ def _check_writable(kb_dir: Path) -> None:
         ) from None
 
 
+_UNIQUE_TEXT = {("contents", "text")}  # one distinct long value per row: a dictionary page only costs time
+
+
+def _write_table(staging: Path, name: str, frame: pd.DataFrame | None) -> None:
+    """One table as Parquet (snappy; no dictionary encoding for columns of unique long texts)."""
+    if frame is None:
+        frame = pd.DataFrame({c: pd.Series(dtype=object) for c in TABLES[name]})
+    table = pa.Table.from_pandas(frame[list(TABLES[name])], schema=arrow_schema(name), preserve_index=False)
+    dictionary = [c for c in TABLES[name] if (name, c) not in _UNIQUE_TEXT]
+    pq.write_table(table, staging / f"{name}.parquet", use_dictionary=dictionary)
+
+
 def write_kb(kb_dir: Path, tables: dict[str, pd.DataFrame], metadata: dict) -> Path:
     """Write all tables + metadata into a fresh version directory, then point CURRENT at it."""
     kb_dir = Path(kb_dir)
     _check_writable(kb_dir)
     staging = Path(tempfile.mkdtemp(dir=kb_dir, prefix=".tmp-"))
     try:
-        for name in TABLES:
-            frame = tables.get(name)
-            if frame is None:
-                frame = pd.DataFrame({c: pd.Series(dtype=object) for c in TABLES[name]})
-            table = pa.Table.from_pandas(frame[list(TABLES[name])], schema=arrow_schema(name), preserve_index=False)
-            pq.write_table(table, staging / f"{name}.parquet")
+        with ThreadPoolExecutor(max_workers=4) as pool:  # arrow conversion and encoding release the GIL
+            list(pool.map(lambda name: _write_table(staging, name, tables.get(name)), TABLES))
         (staging / _METADATA).write_text(json.dumps({**metadata, "schema_version": SCHEMA_VERSION}, indent=2, default=str))
         version = kb_dir / f"v-{time.strftime('%Y%m%dT%H%M%S')}-{staging.name[5:]}"
         staging.rename(version)
@@ -117,14 +127,33 @@ def read_tables(kb_dir: Path, names) -> dict[str, pd.DataFrame]:
     read_metadata(kb_dir)
     version = _live_version(Path(kb_dir))
     try:
-        return {name: pq.read_table(version / f"{name}.parquet").to_pandas() for name in names}
+        names = list(names)
+        if len(names) == 1:
+            return {names[0]: pq.read_table(version / f"{names[0]}.parquet").to_pandas()}
+        with ThreadPoolExecutor(max_workers=4) as pool:  # Parquet decoding releases the GIL
+            frames = pool.map(lambda name: pq.read_table(version / f"{name}.parquet").to_pandas(), names)
+            return dict(zip(names, frames))
+    except (OSError, pa.ArrowException) as exc:
+        raise CraError(f"The knowledge base at {kb_dir} is damaged ({exc}). Re-run `cra index REPO`.") from None
+
+
+def _read_terms(kb_dir: Path, name: str) -> pd.DataFrame:
+    """A term table with its term column read dictionary-encoded (categorical): the lexicon builds 2x faster."""
+    read_metadata(kb_dir)
+    version = _live_version(Path(kb_dir))
+    try:
+        return pq.read_table(version / f"{name}.parquet", read_dictionary=["term"]).to_pandas()
     except (OSError, pa.ArrowException) as exc:
         raise CraError(f"The knowledge base at {kb_dir} is damaged ({exc}). Re-run `cra index REPO`.") from None
 
 
 @dataclass
 class KnowledgeBase:
-    """A loaded KB: request tables in memory, lexical indexes built once, file contents on first use."""
+    """A loaded KB: request tables in memory; lexical indexes and word tables built once, on first use.
+
+    The word tables (`dataflows.retrieval.vocabulary`) hold the per-file / per-symbol string work (splitting
+    paths and names into words, stemming) so that a request only merges against them.
+    """
 
     kb_dir: Path
     metadata: dict
@@ -140,15 +169,51 @@ class KnowledgeBase:
 
     @cached_property
     def file_lexicon(self) -> Bm25Index:
-        return Bm25Index.from_terms(read_tables(self.kb_dir, ["file_terms"])["file_terms"], "file_id")
+        return Bm25Index.from_terms(_read_terms(self.kb_dir, "file_terms"), "file_id")
 
     @cached_property
     def commit_lexicon(self) -> Bm25Index:
-        return Bm25Index.from_terms(read_tables(self.kb_dir, ["commit_terms"])["commit_terms"], "commit")
+        return Bm25Index.from_terms(_read_terms(self.kb_dir, "commit_terms"), "commit")
 
     @cached_property
     def symbol_lexicon(self) -> Bm25Index:
-        return Bm25Index.from_terms(read_tables(self.kb_dir, ["symbol_terms"])["symbol_terms"], "symbol_id")
+        return Bm25Index.from_terms(_read_terms(self.kb_dir, "symbol_terms"), "symbol_id")
+
+    @cached_property
+    def path_components(self) -> vocabulary.WordIndex:
+        return vocabulary.path_component_index(self.files)
+
+    @cached_property
+    def path_words(self) -> vocabulary.WordIndex:
+        return vocabulary.path_word_index(self.path_components.rows)
+
+    @cached_property
+    def symbol_names(self) -> pd.DataFrame:
+        return vocabulary.symbol_names(self.tables["symbols"])
+
+    @cached_property
+    def symbol_name_words(self) -> vocabulary.WordIndex:
+        return vocabulary.symbol_name_word_index(self.symbol_names)
+
+    @cached_property
+    def symbol_name_codes(self) -> pd.DataFrame:
+        return vocabulary.symbol_name_codes(self.tables["symbols"], self.symbol_names)
+
+    @cached_property
+    def domain_words(self) -> pd.DataFrame:
+        return vocabulary.domain_words(self.files)
+
+    @cached_property
+    def module_words(self) -> pd.DataFrame:
+        return vocabulary.module_words(self.files)
+
+    @cached_property
+    def file_concepts(self) -> pd.DataFrame:
+        return vocabulary.file_concepts(self.files)
+
+    @cached_property
+    def concept_vocabulary(self) -> pd.DataFrame:
+        return vocabulary.concept_vocabulary(self.files)
 
 
 _LOADED: dict[tuple[str, str], KnowledgeBase] = {}
@@ -193,18 +258,21 @@ def index_repository(
     if _live_version(kb_dir) is not None:
         try:
             previous = read_tables(kb_dir, TABLES)
+            # nothing re-counted: every count is the previous KB's (tiktoken is then not loaded at all)
+            previous_exact = read_metadata(kb_dir).get("tokenizer") == "cl100k_base"
         except CraError as exc:
             notes.append(f"previous KB not reused: {exc}")
     started = time.perf_counter()
     tables, stats = index_frames(repo, previous_kb=previous, history=history, max_file_bytes=max_file_bytes,
                                  on_progress=on_progress, history_from=history_from)
-    stats = {**stats, "seconds": round(time.perf_counter() - started, 3), "notes": notes, "tokens_exact": tokens_are_exact()}
+    exact = tokens_are_exact() if stats["n_parsed"] or previous is None else previous_exact
+    stats = {**stats, "seconds": round(time.perf_counter() - started, 3), "notes": notes, "tokens_exact": exact}
     metadata = {
         "repo_root": str(repo),
         "indexed_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "head": stats.get("head"),
         "history_available": bool(stats.get("history_available")),
-        "tokenizer": "cl100k_base" if tokens_are_exact() else "len/4 estimate",
+        "tokenizer": "cl100k_base" if exact else "len/4 estimate",
         "stats": stats,
     }
     write_kb(kb_dir, tables, metadata)

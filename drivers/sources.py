@@ -5,6 +5,7 @@ This is the only place the indexer touches the file system; the index dataflow g
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +25,7 @@ ALWAYS_SKIPPED_SUFFIXES = (".egg-info", ".pyc", ".pyo")
 
 @dataclass(frozen=True)
 class SourceScan:
-    frame: pd.DataFrame  # path (posix, relative to root), data (bytes), size
+    frame: pd.DataFrame  # path (posix, relative to root), data (bytes), size, hash (sha1 hex of data)
     n_ignored: int  # files and pruned directories left out by .gitignore / info/exclude / noise rules (not .git)
     oversized: list[str] = field(default_factory=list)
     unreadable: list[tuple[str, str]] = field(default_factory=list)  # (path, error)
@@ -60,7 +61,7 @@ def _is_noise(name: str, is_dir: bool) -> bool:
 def scan_sources(root: Path, max_file_bytes: int = 1_000_000) -> SourceScan:
     """Walk root (no symlinks, .git pruned, .gitignore at every level + .git/info/exclude) and read small files."""
     root = Path(root)
-    rows: list[tuple[str, bytes, int]] = []
+    rows: list[tuple[str, bytes, int, str]] = []
     oversized: list[str] = []
     unreadable: list[tuple[str, str]] = []
     n_ignored = 0
@@ -68,18 +69,19 @@ def scan_sources(root: Path, max_file_bytes: int = 1_000_000) -> SourceScan:
     exclude = _read_spec(root / ".git" / "info" / "exclude")
     if exclude is not None:
         root_specs.append(("", exclude))
-    stack: list[tuple[Path, str, list[tuple[str, pathspec.GitIgnoreSpec]]]] = [(root, "", root_specs)]
+    stack: list[tuple[str, str, list[tuple[str, pathspec.GitIgnoreSpec]]]] = [(str(root), "", root_specs)]
     while stack:
         directory, rel_dir, inherited = stack.pop()
-        specs = inherited
-        own = _read_spec(directory / ".gitignore")
-        if own is not None:
-            specs = [*inherited, (rel_dir, own)]
         try:
             entries = sorted(os.scandir(directory), key=lambda e: e.name)
         except OSError as err:
             unreadable.append((rel_dir or ".", str(err)))
             continue
+        specs = inherited
+        if any(e.name == ".gitignore" for e in entries):  # only open the ignore file where there is one
+            own = _read_spec(Path(directory) / ".gitignore")
+            if own is not None:
+                specs = [*inherited, (rel_dir, own)]
         for entry in entries:
             rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
             if entry.is_symlink() or entry.name == ".git":
@@ -91,7 +93,7 @@ def scan_sources(root: Path, max_file_bytes: int = 1_000_000) -> SourceScan:
                 n_ignored += 1
                 continue
             if is_dir:
-                stack.append((Path(entry.path), rel, specs))
+                stack.append((entry.path, rel, specs))
                 continue
             try:
                 size = entry.stat(follow_symlinks=False).st_size
@@ -103,7 +105,7 @@ def scan_sources(root: Path, max_file_bytes: int = 1_000_000) -> SourceScan:
             except OSError as err:
                 unreadable.append((rel, str(err)))
                 continue
-            rows.append((rel, data, len(data)))
-    frame = pd.DataFrame(rows, columns=["path", "data", "size"]).sort_values("path", ignore_index=True)
+            rows.append((rel, data, len(data), hashlib.sha1(data).hexdigest()))
+    frame = pd.DataFrame(rows, columns=["path", "data", "size", "hash"]).sort_values("path", ignore_index=True)
     frame["size"] = frame["size"].astype("int64")
     return SourceScan(frame=frame, n_ignored=n_ignored, oversized=sorted(oversized), unreadable=sorted(unreadable))

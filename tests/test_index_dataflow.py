@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 from dataflows.index import edges as edges_module
-from dataflows.index import lexical_terms
+from dataflows.index import lexical_terms, parsing
 from dataflows.index.schema import TABLES, arrow_schema
 from dataflows.text import terms
 from drivers.git_history import git_log
@@ -391,3 +391,72 @@ def test_process_pool_workers_produce_the_same_tables(tmp_path, indexed):
     for name, frame in indexed[0].items():
         if name not in ("commits", "commit_files", "commit_terms"):  # commit hashes differ between fixture repos
             pd.testing.assert_frame_equal(frame, tables[name], obj=name)
+
+
+ALIASED = {
+    "pkg/__init__.py": "",
+    "pkg/util.py": "def helper():\n    return 1\n\n\ndef other():\n    return 2\n",
+    "pkg/module_alias.py": "import pkg.util as u\nimport numpy as np\n\n\ndef via_module():\n    return u.helper() + np.zeros(1)\n",
+    "pkg/name_alias.py": "from pkg.util import other as renamed\n\n\ndef via_name():\n    return renamed()\n",
+}
+
+
+def test_python_import_aliases_resolve_to_file_and_symbol_edges(tmp_path):
+    for rel, text in ALIASED.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    tables, _ = index_frames(tmp_path, count_tokens=count_tokens, history=0)
+    imports = tables["imports"]
+    assert [list(n) for n in imports["names"]] == [["pkg.util as u"], ["numpy as np"], ["other as renamed"]]
+    assert {("pkg/module_alias.py", "pkg/util.py"), ("pkg/name_alias.py", "pkg/util.py")} <= edge_paths(tables)
+    assert {("via_module", "helper", "call"), ("via_name", "other", "call")} <= symbol_edge_names(tables)
+
+
+def test_progress_is_reported_per_parsed_batch(tmp_path):
+    for n in range(2 * parsing.BATCH_FILES + 10):
+        (tmp_path / f"m{n}.py").write_text(f"def f{n}():\n    return {n}\n")
+    calls = []
+    index_frames(tmp_path, count_tokens=count_tokens, history=0, workers=1, on_progress=lambda d, t: calls.append((d, t)))
+    total = 2 * parsing.BATCH_FILES + 10
+    assert calls[0] == (0, total) and calls[-1] == (total, total)
+    assert [d for d, _ in calls] == sorted(d for d, _ in calls) and len(calls) == 4  # start + one per batch of 300
+
+
+def _edit_and_reindex(repo: Path, first: dict[str, pd.DataFrame]) -> tuple[dict[str, pd.DataFrame], dict[str, pd.DataFrame]]:
+    """(incremental tables after editing util.py and adding a caller, tables of a full index of the same tree)."""
+    (repo / "src/shop/util.py").write_text("def round_money(value):\n    return round(value, 2)\n\n\ndef to_cents(value):\n    return value * 100\n")
+    (repo / "src/shop/refund.py").write_text("from shop.util import to_cents as cents\n\n\ndef refund(value):\n    return cents(value)\n")
+    incremental, _ = index_frames(repo, previous_kb=_through_parquet_types(first), count_tokens=count_tokens)
+    full, _ = index_frames(repo, count_tokens=count_tokens)
+    return incremental, full
+
+
+def _path_terms(tables) -> set[tuple[str, str, int]]:
+    path = tables["files"].set_index("file_id")["path"]
+    terms_ = tables["file_terms"]
+    return set(zip(path.reindex(terms_["file_id"]), terms_["term"], terms_["tf"]))
+
+
+def test_incremental_run_matches_a_full_index_of_the_same_tree(tmp_path):
+    repo = make_repo(tmp_path)
+    first, _ = index_frames(repo, count_tokens=count_tokens)
+    incremental, full = _edit_and_reindex(repo, first)
+    assert symbol_edge_names(incremental) == symbol_edge_names(full)
+    assert ("refund", "to_cents", "call") in symbol_edge_names(incremental)
+    assert edge_paths(incremental) == edge_paths(full)
+    assert len(incremental["symbol_terms"]) == len(full["symbol_terms"])
+    assert _path_terms(incremental) == _path_terms(full)
+    concepts = lambda t: dict(zip(t["files"]["path"], map(list, t["files"]["concepts"])))  # noqa: E731
+    assert concepts(incremental)["src/shop/refund.py"] == concepts(full)["src/shop/refund.py"]
+    assert concepts(incremental)["src/shop/models.py"] == concepts(first)["src/shop/models.py"]  # carried over
+    contents = incremental["contents"].set_index("file_id")["text"]
+    assert contents[file_ids(incremental)["src/shop/refund.py"]].startswith("from shop.util import to_cents")
+    assert list(incremental["contents"]["file_id"]) == sorted(incremental["contents"]["file_id"])
+
+
+def test_discovery_language_matches_language_of():
+    from dataflows.index import discovery
+    from dataflows.index.parsers import language_of
+
+    paths = ["a/b.py", "Dockerfile", "x/Dockerfile.dev", "README", ".gitignore", "lib/x.d.ts", "a/.env", "m.TSX", "noext", "a.b/c"]
+    assert [discovery._language(p) for p in paths] == [language_of(p) for p in paths]

@@ -105,7 +105,7 @@ def test_python_imports_including_nested_ones():
     assert parsed("python", PYTHON).imports == [
         ParsedImport(target="os", line=1),
         ParsedImport(target="a.b", line=1),
-        ParsedImport(target="x.y", names=("a", "b"), line=2),
+        ParsedImport(target="x.y", names=("a", "b as c"), line=2),
         ParsedImport(target="", names=("m",), level=1, line=3),
         ParsedImport(target="p", names=("q",), level=2, line=4),
         ParsedImport(target="typing", names=("Sequence",), line=6),
@@ -150,6 +150,18 @@ def test_python_syntax_error_keeps_comments_and_imports():
     assert result.symbols == []
     assert result.comments == [ParsedComment(line=1, text="needed because of plugins", symbol=None)]
     assert result.imports == [ParsedImport(target="os", line=1)]
+
+
+def test_python_import_aliases_are_kept_as_name_as_alias():
+    source = "import numpy as np, os\nfrom m import f as g, h\nimport a.b as c\n"
+    expected = [
+        ParsedImport(target="numpy", names=("numpy as np",), line=1),
+        ParsedImport(target="os", line=1),
+        ParsedImport(target="m", names=("f as g", "h"), line=2),
+        ParsedImport(target="a.b", names=("a.b as c",), line=3),
+    ]
+    assert parsed("python", source).imports == expected
+    assert parsed("python", source + "def broken(:\n").imports == expected  # the regex fallback keeps them too
 
 
 TYPESCRIPT = """

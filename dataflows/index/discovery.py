@@ -1,7 +1,8 @@
 """Which scanned files are indexed and what each one is: text vs binary, generated, language, test, module.
 
 Also the incremental key: unchanged paths keep their file_id, and files whose hash did not change are
-marked `reused` so their parsed rows come from the previous KB instead of the parser.
+marked `reused`: they are not decoded, checked or parsed again; their text, facts and parsed rows come
+from the previous KB.
 """
 
 from __future__ import annotations
@@ -10,9 +11,10 @@ import hashlib
 import posixpath
 import re
 
+import numpy as np
 import pandas as pd
 
-from dataflows.index.parsers import language_of
+from dataflows.index.parsers import LANGUAGE_BY_EXTENSION, LANGUAGE_BY_FILENAME
 from dataflows.index.schema import TABLES
 
 _SNIFF_BYTES = 8192
@@ -48,22 +50,55 @@ def _decode(data: bytes) -> str | None:
         return None
 
 
-def decoded_files(source_files: pd.DataFrame) -> pd.DataFrame:
-    """Scanned files with sha1 hash and decoded text (None for binary), so later nodes never touch bytes."""
+def _language(path: str) -> str | None:
+    """`language_of` for a POSIX repository path, without building a path object (called for every scanned file)."""
+    name = path.rpartition("/")[2].lower()
+    if name in LANGUAGE_BY_FILENAME:
+        return LANGUAGE_BY_FILENAME[name]
+    if name.startswith("dockerfile."):
+        return "dockerfile"
+    return LANGUAGE_BY_EXTENSION.get(name.rsplit(".", 1)[-1] if "." in name.lstrip(".") else "")
+
+
+def _hashes(source_files: pd.DataFrame) -> list[str]:
+    """sha1 of every scanned file: the scan's `hash` column when it has one, else computed here."""
+    if "hash" in source_files:
+        return source_files["hash"].astype(str).tolist()
+    return [hashlib.sha1(d).hexdigest() for d in source_files["data"]]
+
+
+def previous_content_ids(previous_kb: dict[str, pd.DataFrame] | None) -> pd.Index:
+    """file_ids whose text the last index holds (a file can be reused only with its text)."""
+    if not previous_kb or "contents" not in previous_kb:
+        return pd.Index([], dtype="int64")
+    return pd.Index(previous_kb["contents"]["file_id"].astype("int64"))
+
+
+def decoded_files(source_files: pd.DataFrame, previous_files: pd.DataFrame, previous_content_ids: pd.Index) -> pd.DataFrame:
+    """Scanned files with sha1 hash, language and `reused` (the previous index holds this path with this
+    content); only the other files are decoded (text None when binary, and for reused rows, whose text and
+    facts come from the previous KB), so an incremental run decodes just what changed."""
+    paths = source_files["path"].astype(str).tolist()
+    hashes = _hashes(source_files)
+    prev = previous_files[previous_files["file_id"].isin(previous_content_ids)]
+    known = dict(zip(prev["path"], prev["hash"]))
+    reused = [known.get(p) == h for p, h in zip(paths, hashes)]
     data = source_files["data"].tolist()
     return pd.DataFrame(
         {
-            "path": source_files["path"].astype(str).to_numpy(),
+            "path": paths,
             "size": source_files["size"].astype("int64").to_numpy(),
-            "hash": [hashlib.sha1(d).hexdigest() for d in data],
-            "text": [_decode(d) for d in data],
+            "hash": hashes,
+            "language": [_language(p) for p in paths],
+            "reused": np.array(reused, dtype=bool),
+            "text": [None if r else _decode(d) for r, d in zip(reused, data)],
         }
     )
 
 
 def skipped_binary(decoded_files: pd.DataFrame) -> list[str]:
     """Paths left out because they are binary (reported in index_stats)."""
-    return decoded_files.loc[decoded_files["text"].isna(), "path"].tolist()
+    return decoded_files.loc[decoded_files["text"].isna() & ~decoded_files["reused"], "path"].tolist()
 
 
 def _is_generated(path: str, text: str) -> bool:
@@ -88,8 +123,9 @@ def _is_generated(path: str, text: str) -> bool:
 
 
 def skipped_generated(decoded_files: pd.DataFrame) -> list[str]:
-    """Paths left out because they are generated (lock files, `@generated`/DO NOT EDIT headers, minified)."""
-    text_rows = decoded_files[decoded_files["text"].notna()]
+    """Paths of a known language left out because they are generated (lock files, `@generated`/DO NOT EDIT
+    headers, minified); only decoded files are checked: a reused file was indexed with this very content."""
+    text_rows = decoded_files[decoded_files["text"].notna() & decoded_files["language"].notna()]
     return [p for p, t in zip(text_rows["path"], text_rows["text"]) if _is_generated(p, t)]
 
 
@@ -137,28 +173,45 @@ def _domain(path: str) -> str:
 
 def skipped_unsupported(decoded_files: pd.DataFrame) -> list[str]:
     """Text paths left out because no language we index claims them (`language_of` is None)."""
-    text_rows = decoded_files[decoded_files["text"].notna()]
-    return [p for p in text_rows["path"] if language_of(p) is None]
+    return decoded_files.loc[decoded_files["text"].notna() & decoded_files["language"].isna(), "path"].tolist()
 
 
-def file_facts(decoded_files: pd.DataFrame, skipped_generated: list[str], skipped_unsupported: list[str]) -> pd.DataFrame:
+def _n_lines(texts: list[str]) -> list[int]:
+    """Lines per text, a last line without newline included."""
+    return [t.count("\n") + (1 if t and not t.endswith("\n") else 0) for t in texts]
+
+
+def file_facts(
+    decoded_files: pd.DataFrame, skipped_generated: list[str], skipped_unsupported: list[str], previous_files: pd.DataFrame
+) -> pd.DataFrame:
     """The indexed files (text, known language, not generated) with language, is_test, module, package,
-    domain, n_lines."""
+    domain, n_lines. Reused files (text None here, see kb_contents) take their facts from the previous KB,
+    except python modules, recomputed for every file: adding or removing an __init__.py renames modules."""
     skipped = set(skipped_generated) | set(skipped_unsupported)
-    keep = decoded_files["text"].notna() & ~decoded_files["path"].isin(skipped)
+    reused = decoded_files["reused"]
+    keep = reused | (decoded_files["text"].notna() & decoded_files["language"].notna() & ~decoded_files["path"].isin(skipped))
     files = decoded_files[keep].sort_values("path", ignore_index=True)
-    paths = files["path"].tolist()
-    texts = files["text"].tolist()
-    languages = [language_of(p) for p in paths]
-    package_dirs = frozenset(posixpath.dirname(p) for p in paths if posixpath.basename(p) == "__init__.py")
-    return files.assign(
-        language=languages,
-        is_test=[_is_test(p) for p in paths],
-        module=[_module(p, lang, t, package_dirs) for p, lang, t in zip(paths, languages, texts)],
-        package=[posixpath.dirname(p) for p in paths],
-        domain=[_domain(p) for p in paths],
-        n_lines=[t.count("\n") + (1 if t and not t.endswith("\n") else 0) for t in texts],
+    fresh = files[~files["reused"]]
+    paths, languages = fresh["path"].tolist(), fresh["language"].tolist()
+    facts = pd.DataFrame(
+        {
+            "is_test": [_is_test(p) for p in paths],
+            "module": [_module(p, lang, t, frozenset()) for p, lang, t in zip(paths, languages, fresh["text"])],
+            "package": [posixpath.dirname(p) for p in paths],
+            "domain": [_domain(p) for p in paths],
+            "n_lines": _n_lines(fresh["text"].tolist()),
+        },
+        index=paths,
     )
+    columns = list(facts.columns)
+    carried = previous_files.set_index("path")[columns].reindex(files.loc[files["reused"], "path"].to_numpy())
+    facts = pd.concat([f for f in (carried, facts) if len(f)] or [facts]).reindex(files["path"].to_numpy())
+    files = files.assign(**{c: facts[c].to_numpy() for c in columns})
+    python = files["language"] == "python"
+    all_paths = files["path"].tolist()
+    package_dirs = frozenset(posixpath.dirname(p) for p in all_paths if posixpath.basename(p) == "__init__.py")
+    files.loc[python, "module"] = [_python_module(p, package_dirs) for p in files.loc[python, "path"]]
+    return files.astype({"is_test": bool, "n_lines": "int64"})
 
 
 def previous_files(previous_kb: dict[str, pd.DataFrame] | None) -> pd.DataFrame:
@@ -169,13 +222,12 @@ def previous_files(previous_kb: dict[str, pd.DataFrame] | None) -> pd.DataFrame:
 
 
 def indexed_files(file_facts: pd.DataFrame, previous_files: pd.DataFrame) -> pd.DataFrame:
-    """file_facts keyed by file_id (kept for known paths, new ids above the old maximum) plus `reused`:
-    True when the previous index holds this exact content, so it is not parsed again."""
-    prev = previous_files[["path", "file_id", "hash"]].rename(columns={"file_id": "prev_id", "hash": "prev_hash"})
+    """file_facts keyed by file_id (kept for known paths, new ids above the old maximum); `reused` (the
+    previous index holds this exact content) rows are not parsed again."""
+    prev = previous_files[["path", "file_id"]].rename(columns={"file_id": "prev_id"})
     files = file_facts.merge(prev, on="path", how="left")
     known = files["prev_id"].notna()
     start = int(previous_files["file_id"].max()) + 1 if len(previous_files) else 0
     new_ids = pd.Series(range(start, start + int((~known).sum())), index=files.index[~known])
     files["file_id"] = files["prev_id"].where(known, new_ids).astype("int64")
-    files["reused"] = known & (files["hash"] == files["prev_hash"])
-    return files.drop(columns=["prev_id", "prev_hash"])
+    return files.drop(columns=["prev_id"])

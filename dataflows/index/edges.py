@@ -1,8 +1,9 @@
 """Resolve raw imports into file -> file edges and raw references into symbol -> symbol edges.
 
-Recomputed over the whole KB on every run (unchanged files included): a changed file can make another
-file's import resolve differently. Import resolution is dict lookups per import row (index time);
-reference resolution is merges over frames.
+Import edges are recomputed over the whole KB on every run (a changed, added or deleted file can make
+another file's import resolve differently): dict lookups per import row (index time). Symbol edges are
+resolved (merges over frames) only for the references of `symbol_edge_files`; the rest are carried over.
+Python aliases are names "f as g" (`from m import f as g`) and "m as alias" (`import m as alias`).
 """
 
 from __future__ import annotations
@@ -64,6 +65,15 @@ class _Resolver:
             return None
         return next((fid for fid, pkg in found if pkg == package), found[0][0])
 
+    def _python_module_binding(self, full: str, package: str, local: str):
+        """`import full [as local]`: the module's file (or its nearest enclosing package) bound to local."""
+        dst = self._py_module(full, package)
+        prefix = full
+        while dst is None and "." in prefix:
+            prefix = prefix.rpartition(".")[0]
+            dst = self._py_module(prefix, package)
+        return [] if dst is None else [(dst, local, None)]
+
     def python(self, path: str, module: str, package: str, target: str, names: list[str], level: int):
         if level > 0:
             parts = module.split(".") if path.endswith("__init__.py") else module.split(".")[:-1]
@@ -72,13 +82,14 @@ class _Resolver:
         else:
             full = target
         if not names:
-            dst = self._py_module(full, package)
-            prefix = full
-            while dst is None and "." in prefix:
-                prefix = prefix.rpartition(".")[0]
-                dst = self._py_module(prefix, package)
-            return [] if dst is None else [(dst, full, None)]
+            return self._python_module_binding(full, package, full)
         out = []
+        if level == 0 and len(names) == 1 and " as " in names[0] and names[0].partition(" as ")[0].strip() == target:
+            # `import a.b as c` is stored as target "a.b", names ("a.b as c",); an undotted one reads the same
+            # as `from a import a as c`, so both readings are bound (they rarely both resolve)
+            out.extend(self._python_module_binding(full, package, names[0].partition(" as ")[2].strip()))
+            if "." in target:
+                return out
         for name in names:
             orig, _, alias = name.partition(" as ")
             orig, local = orig.strip(), (alias or orig).strip()
@@ -89,7 +100,7 @@ class _Resolver:
             dst = self._py_module(full, package)
             if dst is not None:
                 out.append((dst, None if orig == "*" else local, None if orig == "*" else orig))
-        return out
+        return list(dict.fromkeys(out))
 
     def javascript(self, package: str, target: str, names: list[str]):
         if not target.startswith("."):
@@ -168,10 +179,10 @@ def import_bindings(indexed_files: pd.DataFrame, kb_imports: pd.DataFrame, go_mo
     info = indexed_files.set_index("file_id")[["language", "path", "module", "package"]]
     imports = kb_imports.join(info, on="file_id", how="inner")
     rows = []
+    columns = ["file_id", "language", "path", "module", "package", "target", "names", "level"]
     for fid, lang, path, module, package, target, names, level in zip(
-        imports["file_id"], imports["language"], imports["path"], imports["module"], imports["package"],
-        imports["target"], imports["names"], imports["level"],
-    ):  # fmt: skip
+        *(imports[c].to_numpy(dtype=object) for c in columns)  # plain objects: iterating arrow strings is slow
+    ):
         names = [] if names is None else [str(n) for n in names]
         for dst, local, member in resolver.resolve(lang, path, module, package, target or "", names, int(level or 0)):
             rows.append((int(fid), int(dst), local, member))
@@ -205,50 +216,120 @@ def _enclosing_class(symbols: pd.DataFrame) -> pd.Series:
 
 def _lookup(refs: pd.DataFrame, targets: pd.DataFrame, left_on: list[str], right_on: list[str], priority: float) -> pd.DataFrame:
     """Candidate (ref row, dst symbol) pairs of one resolution rule, tagged with its priority."""
+    if refs.empty or targets.empty:  # an empty side may carry float64 keys that cannot merge with strings
+        return pd.DataFrame({"ref": [], "dst": [], "top": [], "priority": []})
     keys = {f"_k{i}": targets[c].to_numpy() for i, c in enumerate(right_on)}
     right = pd.DataFrame({**keys, "dst": targets["symbol_id"].to_numpy(), "top": targets["parent_id"].isna().to_numpy()})
     hits = refs[["ref", *left_on]].merge(right, left_on=left_on, right_on=list(keys), how="inner")
     return pd.DataFrame({"ref": hits["ref"], "dst": hits["dst"], "top": hits["top"], "priority": priority})
 
 
-def kb_symbol_edges(kb_symbols: pd.DataFrame, kb_references: pd.DataFrame, import_bindings: pd.DataFrame) -> pd.DataFrame:
-    """Symbol -> symbol edges (call/base/annotation), best candidate per reference, unresolved ones dropped.
+def symbol_edge_files(
+    indexed_files: pd.DataFrame,
+    import_bindings: pd.DataFrame,
+    kb_edges: pd.DataFrame,
+    previous_kb: dict[str, pd.DataFrame] | None,
+) -> pd.Index:
+    """file_ids whose references are resolved again this run: every file on a full index; incrementally the
+    new/changed files, files with an import bound into one of them, and unchanged files whose import edges
+    changed (a file they import was added, deleted or renamed). The other files' symbol edges are carried over."""
+    files = pd.Index(indexed_files["file_id"].astype("int64"))
+    if not previous_kb or any(t not in previous_kb for t in ("symbols", "edges", "symbol_edges")):
+        return files
+    changed = files[~indexed_files["reused"].to_numpy(dtype=bool)]
+    into_changed = import_bindings.loc[import_bindings["dst_file_id"].isin(changed), "file_id"]
+    pairs = ["src_file_id", "dst_file_id"]
+    now = kb_edges[pairs].astype("int64")
+    before = previous_kb["edges"][pairs].astype("int64")
+    differ = now.merge(before, how="outer", indicator=True)
+    moved = differ.loc[differ["_merge"] != "both", "src_file_id"]
+    dirty = pd.Index(pd.concat([pd.Series(changed, dtype="int64"), into_changed.astype("int64"), moved]).unique())
+    return files.intersection(dirty)
+
+
+def kb_symbol_edges(
+    kb_symbols: pd.DataFrame,
+    kb_references: pd.DataFrame,
+    import_bindings: pd.DataFrame,
+    symbol_edge_files: pd.Index,
+    symbol_keys: pd.DataFrame,
+    previous_kb: dict[str, pd.DataFrame] | None,
+) -> pd.DataFrame:
+    """Symbol -> symbol edges (call/base/annotation), best candidate per reference, unresolved ones dropped:
+    references of symbol_edge_files resolved now, the other files' edges carried over (ids re-keyed).
 
     Rules in order: same-file module-level name; self/this/cls.x -> member x of the enclosing class; a name
-    imported into the file (`from m import f`); `alias.f` for an imported module; `Class.x` for a class
-    defined in or imported into the file; finally a same-file nested definition of that name.
+    imported into the file (`from m import f`, `from m import f as g`); `alias.f` for an imported module
+    (`import m as alias`); `Class.x` for a class defined in or imported into the file; finally a same-file
+    nested definition of that name.
     """
-    symbols = kb_symbols[["symbol_id", "file_id", "name", "parent_id", "kind"]]
-    refs = kb_references[["file_id", "symbol_id", "name", "kind"]].reset_index(drop=True)
+    refs = kb_references[kb_references["file_id"].isin(symbol_edge_files)]
+    bindings = import_bindings[import_bindings["file_id"].isin(symbol_edge_files)]
+    resolved = _resolved_symbol_edges(kb_symbols, refs, bindings)
+    carried = _carried_symbol_edges(previous_kb, symbol_edge_files, symbol_keys)
+    edges = pd.concat([f for f in (carried, resolved) if len(f)] or [resolved], ignore_index=True)
+    edges = edges.drop_duplicates(["src_symbol_id", "dst_symbol_id", "kind"]).sort_values(["src_symbol_id", "dst_symbol_id", "kind"])
+    return _conform(edges, "symbol_edges")
+
+
+def _carried_symbol_edges(
+    previous_kb: dict[str, pd.DataFrame] | None, symbol_edge_files: pd.Index, symbol_keys: pd.DataFrame
+) -> pd.DataFrame:
+    """The previous run's symbol edges from files not resolved again, with this run's symbol ids."""
+    columns = ["src_symbol_id", "dst_symbol_id", "kind"]
+    if not previous_kb or "symbol_edges" not in previous_kb or "symbols" not in previous_kb:
+        return pd.DataFrame(columns=columns)
+    previous = previous_kb["symbol_edges"]
+    owner = previous_kb["symbols"].set_index("symbol_id")["file_id"]
+    keep = ~previous["src_symbol_id"].map(owner).isin(symbol_edge_files)
+    reused = symbol_keys[symbol_keys["old_id"] >= 0]
+    old_to_new = pd.Series(reused["symbol_id"].to_numpy(), index=reused["old_id"].to_numpy())
+    carried = pd.DataFrame({
+        "src_symbol_id": previous.loc[keep, "src_symbol_id"].map(old_to_new),
+        "dst_symbol_id": previous.loc[keep, "dst_symbol_id"].map(old_to_new),
+        "kind": previous.loc[keep, "kind"].astype(object),
+    })  # fmt: skip
+    return carried.dropna(subset=["src_symbol_id", "dst_symbol_id"]).astype({"src_symbol_id": "int64", "dst_symbol_id": "int64"})
+
+
+def _resolved_symbol_edges(kb_symbols: pd.DataFrame, references: pd.DataFrame, import_bindings: pd.DataFrame) -> pd.DataFrame:
+    """Edges of these references (import_bindings of their files), resolved against the symbols they can reach:
+    their own files' symbols, top-level symbols of the files bound by imports, members of referenced classes."""
+    refs = references[["file_id", "symbol_id", "name", "kind"]].reset_index(drop=True).astype({"name": object})
+    if refs.empty:
+        return pd.DataFrame(columns=["src_symbol_id", "dst_symbol_id", "kind"])
+    columns = ["symbol_id", "file_id", "name", "parent_id", "kind"]
     split = refs["name"].str.rpartition(".")
-    refs = refs.assign(ref=range(len(refs)), prefix=split[0] if len(refs) else [], last=split[2] if len(refs) else [])
+    refs = refs.assign(ref=range(len(refs)), prefix=split[0], last=split[2])
     plain = refs[refs["prefix"] == ""]
     dotted = refs[refs["prefix"] != ""]
+    reachable = kb_symbols["file_id"].isin(refs["file_id"]) | kb_symbols["file_id"].isin(import_bindings["dst_file_id"])
+    symbols = kb_symbols.loc[reachable, columns].astype({"name": object, "kind": object})
+    own = symbols[symbols["file_id"].isin(refs["file_id"])]
     top = symbols[symbols["parent_id"].isna()]
     modules = import_bindings[import_bindings["member"].isna() & import_bindings["local"].notna()]
     members = import_bindings[import_bindings["member"].notna()]
     imported = members.merge(top, left_on=["dst_file_id", "member"], right_on=["file_id", "name"], suffixes=("_b", ""))
     imported = imported[["file_id_b", "local", "symbol_id", "parent_id"]].rename(columns={"file_id_b": "file_id"})
     module_members = modules.merge(top, left_on="dst_file_id", right_on="file_id", suffixes=("_b", ""))
-    owner = _enclosing_class(symbols)
+    owner = _enclosing_class(own)
     self_refs = dotted[dotted["prefix"].isin(SELF_NAMES)].join(owner, on="symbol_id", how="inner")
     classes = pd.concat([
-        top[top["kind"].isin(CLASS_KINDS)][["file_id", "name", "symbol_id"]],
+        top[top["kind"].isin(CLASS_KINDS) & top["file_id"].isin(refs["file_id"])][["file_id", "name", "symbol_id"]],
         imported.rename(columns={"local": "name"})[["file_id", "name", "symbol_id"]],
-    ]).rename(columns={"name": "class_name", "symbol_id": "class_id"})  # fmt: skip
+    ]).rename(columns={"name": "class_name", "symbol_id": "class_id"}).astype({"class_name": object})  # fmt: skip
     class_refs = dotted.merge(classes, left_on=["file_id", "prefix"], right_on=["file_id", "class_name"])
-    same_file = _lookup(plain, symbols, ["file_id", "name"], ["file_id", "name"], 0)
-    same_file.loc[~same_file["top"], "priority"] = 5
+    class_members = kb_symbols.loc[kb_symbols["parent_id"].isin(class_refs["class_id"]), columns].astype({"name": object})
+    same_file = _lookup(plain, own, ["file_id", "name"], ["file_id", "name"], 0)
+    same_file.loc[~same_file["top"].astype(bool), "priority"] = 5
     candidates = pd.concat([
         same_file,
-        _lookup(self_refs, symbols, ["owner", "last"], ["parent_id", "name"], 1),
+        _lookup(self_refs, own, ["owner", "last"], ["parent_id", "name"], 1),
         _lookup(plain, imported, ["file_id", "name"], ["file_id", "local"], 2),
         _lookup(dotted, module_members, ["file_id", "prefix", "last"], ["file_id_b", "local", "name"], 3),
-        _lookup(class_refs, symbols, ["class_id", "last"], ["parent_id", "name"], 4),
+        _lookup(class_refs, class_members, ["class_id", "last"], ["parent_id", "name"], 4),
     ], ignore_index=True)  # fmt: skip
     best = candidates.sort_values(["ref", "priority", "dst"]).drop_duplicates("ref")
     edges = refs[["ref", "symbol_id", "kind"]].merge(best[["ref", "dst"]], on="ref")
     edges = edges.rename(columns={"symbol_id": "src_symbol_id", "dst": "dst_symbol_id"})
-    edges = edges[edges["src_symbol_id"] != edges["dst_symbol_id"]]
-    edges = edges.drop_duplicates(["src_symbol_id", "dst_symbol_id", "kind"]).sort_values(["src_symbol_id", "dst_symbol_id", "kind"])
-    return _conform(edges, "symbol_edges")
+    return edges.loc[edges["src_symbol_id"] != edges["dst_symbol_id"], ["src_symbol_id", "dst_symbol_id", "kind"]]

@@ -14,22 +14,33 @@ from dataflows.index.parsing import ParsedBatch, _concat, _conform, _old_to_new,
 __all__ = ["_term_counts", "kb_file_terms", "kb_symbol_terms"]
 
 
+def _append(reused: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
+    """reused rows then new rows; new terms take the reused rows' string type so the stack stays arrow-backed."""
+    if not len(reused):
+        return new
+    if not len(new):
+        return reused
+    new = new.astype({"term": reused["term"].dtype})
+    return pd.concat([reused, new], ignore_index=True)
+
+
 def kb_file_terms(
     indexed_files: pd.DataFrame, parsed_batches: list[ParsedBatch], previous_kb: dict[str, pd.DataFrame] | None
 ) -> pd.DataFrame:
-    """(file_id, term, tf) of path + text for every file: counted for new/changed files, reused otherwise."""
+    """(file_id, term, tf) of path + text for every file: counted for new/changed files, reused otherwise;
+    reused rows keep their previous (sorted) order, this run's rows follow sorted by (file_id, term)."""
     new = _concat([b.file_terms for b in parsed_batches], ["file_id", "term", "tf"])
     previous = _previous(previous_kb, "file_terms")
     reused = previous[previous["file_id"].isin(indexed_files.loc[indexed_files["reused"], "file_id"])]
-    frame = pd.concat([f for f in (reused, new) if len(f)] or [new], ignore_index=True)
-    return _conform(frame.sort_values(["file_id", "term"], kind="stable"), "file_terms")
+    return _conform(_append(reused, new.sort_values(["file_id", "term"], kind="stable")), "file_terms")
 
 
 def kb_symbol_terms(
     parsed_batches: list[ParsedBatch], symbol_keys: pd.DataFrame, previous_kb: dict[str, pd.DataFrame] | None
 ) -> pd.DataFrame:
     """(symbol_id, term, tf) of qualified name + signature + docstring + body + attached comments per symbol
-    (a class's body is its own lines plus its members' names)."""
+    (a class's body is its own lines plus its members' names); reused rows first (re-keying keeps their
+    order), then this run's rows sorted by (symbol_id, term)."""
     new = _concat([b.symbol_terms for b in parsed_batches], ["file_id", "local", "term", "tf"])
     keys = symbol_keys[symbol_keys["local"] >= 0]
     local_ids = pd.Series(keys["symbol_id"].to_numpy(), index=pd.MultiIndex.from_arrays([keys["file_id"], keys["local"]]))
@@ -38,5 +49,4 @@ def kb_symbol_terms(
     previous = _previous(previous_kb, "symbol_terms")
     reused = previous.assign(symbol_id=previous["symbol_id"].map(_old_to_new(symbol_keys)))
     reused = reused[reused["symbol_id"].notna()]
-    frame = pd.concat([f for f in (reused, new) if len(f)] or [new], ignore_index=True)
-    return _conform(frame.sort_values(["symbol_id", "term"], kind="stable"), "symbol_terms")
+    return _conform(_append(reused, new.sort_values(["symbol_id", "term"], kind="stable")), "symbol_terms")

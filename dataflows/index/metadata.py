@@ -32,17 +32,42 @@ def _concept_term_counts(kb_symbols: pd.DataFrame, kb_comments: pd.DataFrame) ->
     return counted.rename("tf").reset_index().astype({"file_id": "int64", "tf": "int64"})
 
 
-def file_concepts(kb_symbols: pd.DataFrame, kb_comments: pd.DataFrame, kb_file_terms: pd.DataFrame) -> pd.Series:
-    """Up to 10 most distinctive terms per file_id (tf-idf over identifiers, docstrings, comments; files
-    without any fall back to their full-text terms); ordered by score then term, so runs are reproducible."""
-    counted = _concept_term_counts(kb_symbols, kb_comments)
-    has_doc = pd.Index(pd.concat([kb_symbols["file_id"], kb_comments["file_id"]]).unique())
-    fallback = kb_file_terms[~kb_file_terms["file_id"].isin(has_doc)][["file_id", "term", "tf"]]
-    tf = pd.concat([f for f in (counted, fallback) if len(f)] or [counted], ignore_index=True)
+def file_concepts(
+    kb_symbols: pd.DataFrame,
+    kb_comments: pd.DataFrame,
+    kb_file_terms: pd.DataFrame,
+    indexed_files: pd.DataFrame,
+    previous_files: pd.DataFrame,
+) -> pd.Series:
+    """Up to 10 most distinctive terms per file_id: tf over the file's identifiers, docstrings and comments
+    (files without any: their full-text terms) times idf from the whole KB's document frequencies (derived
+    from kb_file_terms); ordered by score then term. Only new/changed files are scored: unchanged files carry
+    their previous concepts over (so an incremental run does not re-tokenise the KB; a full run scores all)."""
+    reused = indexed_files.loc[indexed_files["reused"], "file_id"].astype("int64").to_numpy()
+    carried = previous_files.set_index("file_id")["concepts"].reindex(reused) if len(reused) else pd.Series(dtype=object)
+    carried = carried[carried.notna()].map(list)
+    fresh = pd.Index(indexed_files["file_id"].astype("int64")).difference(carried.index)
+    scored = _scored_concepts(
+        kb_symbols[kb_symbols["file_id"].isin(fresh)],
+        kb_comments[kb_comments["file_id"].isin(fresh)],
+        kb_file_terms,
+        fresh,
+    )
+    return pd.concat([carried, scored]).sort_index() if len(carried) else scored
+
+
+def _scored_concepts(symbols: pd.DataFrame, comments: pd.DataFrame, kb_file_terms: pd.DataFrame, fresh: pd.Index) -> pd.Series:
+    """Concepts of the `fresh` files (symbols/comments already restricted to them), idf over all of kb_file_terms."""
+    counted = _concept_term_counts(symbols, comments)
+    has_doc = pd.Index(pd.concat([symbols["file_id"], comments["file_id"]]).unique())
+    fallback = kb_file_terms[kb_file_terms["file_id"].isin(fresh.difference(has_doc))][["file_id", "term", "tf"]]
+    tf = pd.concat([f for f in (counted, fallback.astype({"term": object})) if len(f)] or [counted], ignore_index=True)
     if tf.empty:
         return pd.Series(dtype=object)
-    n_docs = tf["file_id"].nunique()
-    df = tf.groupby("term")["file_id"].transform("size")
+    n_docs = kb_file_terms["file_id"].nunique()
+    in_kb = kb_file_terms["term"]
+    df = in_kb[in_kb.isin(tf["term"].unique())].astype(object).value_counts()
+    df = tf["term"].map(df).fillna(0).to_numpy(dtype=float)
     tf = tf.assign(score=(1.0 + np.log(tf["tf"].astype(float))) * (np.log((1.0 + n_docs) / (1.0 + df)) + 1.0))
     top = tf.sort_values(["file_id", "score", "term"], ascending=[True, False, True]).groupby("file_id").head(MAX_CONCEPTS)
     ids, top_terms = top["file_id"].to_numpy(), top["term"].to_numpy(dtype=object)
@@ -71,9 +96,17 @@ def kb_files(
     return _conform(files.sort_values("file_id"), "files")
 
 
-def kb_contents(indexed_files: pd.DataFrame) -> pd.DataFrame:
-    """Whole text per file_id, read lazily by requests that include the file."""
-    return _conform(indexed_files.sort_values("file_id"), "contents")
+def kb_contents(indexed_files: pd.DataFrame, previous_kb: dict[str, pd.DataFrame] | None) -> pd.DataFrame:
+    """Whole text per file_id, read lazily by requests that include the file: decoded now for new/changed
+    files, the previous KB's rows (as loaded, not converted) for reused ones."""
+    new = indexed_files.loc[~indexed_files["reused"], ["file_id", "text"]]
+    reused_ids = indexed_files.loc[indexed_files["reused"], "file_id"]
+    if not len(reused_ids):
+        return _conform(new.sort_values("file_id"), "contents")
+    previous = previous_kb["contents"]
+    reused = previous[previous["file_id"].isin(reused_ids)]
+    contents = pd.concat([reused, new.astype({"text": reused["text"].dtype})], ignore_index=True) if len(new) else reused
+    return _conform(contents.sort_values("file_id"), "contents")
 
 
 def index_stats(

@@ -147,11 +147,14 @@ def _conform(frame: pd.DataFrame, table: str) -> pd.DataFrame:
         name = str(typ)
         if name in ("int32", "int64"):
             nullable = (table, column) in _NULLABLE_INTS
-            values = values.astype(name.capitalize() if nullable else name)
+            target = name.capitalize() if nullable else name
+            values = values if values.dtype == target else values.astype(target)
         elif name == "bool":
-            values = values.astype(bool)
-        elif name == "string":
-            values = values.astype(object).where(values.notna(), None)
+            values = values if values.dtype == bool else values.astype(bool)
+        elif name == "string" and not (isinstance(values.dtype, pd.StringDtype) and not values.hasnans):
+            values = values.astype(object)  # arrow-backed strings without nulls (reused rows) stay as they are
+            if values.hasnans:
+                values = values.where(values.notna(), None)
         out[column] = values
     return out
 
@@ -184,11 +187,10 @@ def parsed_batches(parsed_batch: Collect[ParsedBatch]) -> list[ParsedBatch]:
     return list(parsed_batch)
 
 
-def parsed_files(parsed_batches: list[ParsedBatch], on_progress: Callable) -> dict[int, ParsedFile | None]:
-    """ParsedFile per file_id of every new or changed file (None where no parser knows the language)."""
-    out = {file_id: parsed for batch in parsed_batches for file_id, parsed in batch.parsed.items()}
-    on_progress(len(out), len(out))
-    return out
+def parsed_files(parsed_batches: list[ParsedBatch]) -> dict[int, ParsedFile | None]:
+    """ParsedFile per file_id of every new or changed file (None where no parser knows the language);
+    progress is reported per finished batch by the driver (drivers.indexer), not here."""
+    return {file_id: parsed for batch in parsed_batches for file_id, parsed in batch.parsed.items()}
 
 
 def new_symbol_rows(parsed_files: dict[int, ParsedFile | None], parsed_batches: list[ParsedBatch]) -> pd.DataFrame:
@@ -310,7 +312,8 @@ def kb_imports(
 def kb_references(
     parsed_files: dict[int, ParsedFile | None], symbol_keys: pd.DataFrame, previous_kb: dict[str, pd.DataFrame] | None
 ) -> pd.DataFrame:
-    """Raw identifier references (call/base/annotation) made by every symbol, keyed by the new symbol ids."""
+    """Raw identifier references (call/base/annotation) made by every symbol, keyed by the new symbol ids:
+    reused rows first in their previous order (re-keying keeps it sorted), then this run's rows by symbol."""
     rows = [
         (file_id, r.symbol, r.name, r.kind)
         for file_id, parsed in parsed_files.items()
@@ -322,21 +325,19 @@ def kb_references(
     previous = _previous(previous_kb, "references")
     reused = previous.assign(symbol_id=previous["symbol_id"].map(_old_to_new(symbol_keys)))
     reused = reused[reused["symbol_id"].notna()]
+    new = new[new["symbol_id"].notna()].sort_values(["symbol_id"], kind="stable")
     references = pd.concat([f for f in (reused, new) if len(f)] or [new], ignore_index=True)
-    references = references[references["symbol_id"].notna()]
-    return _conform(references.sort_values(["symbol_id"], kind="stable"), "references")
+    return _conform(references, "references")
 
 
 def file_parse_errors(
     indexed_files: pd.DataFrame, parsed_files: dict[int, ParsedFile | None], previous_files: pd.DataFrame
 ) -> pd.Series:
     """Parse error per file_id (None when fine): from this run's parser, or carried over for reused files."""
+    ids = indexed_files["file_id"].astype("int64").to_numpy()
     carried = previous_files.set_index("file_id")["parse_error"] if len(previous_files) else pd.Series(dtype=object)
-    errors = [
-        (parsed_files[fid].error if parsed_files[fid] is not None else None)
-        if fid in parsed_files
-        else carried.get(fid)
-        for fid in indexed_files["file_id"]
-    ]
-    series = pd.Series(errors, index=indexed_files["file_id"].to_numpy(), dtype=object)
-    return series.where(series.notna(), None)
+    errors = pd.Series(carried.reindex(ids).to_numpy(dtype=object), index=ids, dtype=object)
+    fresh = {fid: (parsed.error if parsed is not None else None) for fid, parsed in parsed_files.items()}
+    if fresh:
+        errors.loc[list(fresh)] = pd.Series(fresh, dtype=object)
+    return errors.where(errors.notna(), None)

@@ -1,5 +1,7 @@
 """Python parser on the standard library `ast`: symbols, imports, references, comments of one file.
 
+Imports keep aliases in `names`: `from m import f as g` -> names ("f as g",); `import a.b as c` -> target
+"a.b", names ("a.b as c",); a plain `import a.b` has no names.
 Comments come from a single regex pass that skips string literals (`tokenize` is ~5x slower than
 `ast.parse` itself), so they are also available when the file does not parse.
 """
@@ -86,9 +88,10 @@ class _Collector:
                 self._class(node, scope)
             elif kind is ast.Import:
                 for alias in node.names:
-                    self.imports.append(ParsedImport(target=alias.name, line=node.lineno))
+                    names = (_aliased(alias),) if alias.asname else ()
+                    self.imports.append(ParsedImport(target=alias.name, names=names, line=node.lineno))
             elif kind is ast.ImportFrom:
-                names = tuple(alias.name for alias in node.names)
+                names = tuple(_aliased(alias) for alias in node.names)
                 self.imports.append(
                     ParsedImport(target=node.module or "", names=names, level=node.level, line=node.lineno)
                 )
@@ -214,6 +217,11 @@ class _Collector:
             return self.lines[line - 1][col : end_col + 1]
         middle = self.lines[line : end_line - 1]
         return "\n".join([self.lines[line - 1][col:], *middle, self.lines[end_line - 1][: end_col + 1]])
+
+
+def _aliased(alias: ast.alias) -> str:
+    """An imported name as stored in `ParsedImport.names`: "f", or "f as g" when it is bound under an alias."""
+    return f"{alias.name} as {alias.asname}" if alias.asname else alias.name
 
 
 def _source_segment(lines: list[str], node: ast.AST) -> str:
@@ -354,17 +362,18 @@ def _line_owners(symbols: list, n_lines: int) -> list[int | None]:
 
 
 def _regex_imports(text: str) -> list[ParsedImport]:
-    """Single-line imports of a file that does not parse (best effort)."""
+    """Single-line imports of a file that does not parse (best effort), aliases kept as "f as g"."""
     out: list[ParsedImport] = []
     for match in _IMPORT_LINE.finditer(text):
         line = text.count("\n", 0, match.start()) + 1
         dots, module, names, plain = match.groups()
         if plain is not None:
-            for target in plain.split(","):
-                target = target.strip().split()[0] if target.strip() else ""
-                if target:
-                    out.append(ParsedImport(target=target, line=line))
+            for item in plain.split(","):
+                words = item.split()
+                if words:
+                    aliased = (" ".join(words[:3]),) if len(words) >= 3 and words[1] == "as" else ()
+                    out.append(ParsedImport(target=words[0], names=aliased, line=line))
         else:
-            imported = tuple(n.strip().split()[0] for n in names.split(",") if n.strip())
+            imported = tuple(" ".join(w[:3]) if len(w) >= 3 and w[1] == "as" else w[0] for w in map(str.split, names.split(",")) if w)
             out.append(ParsedImport(target=module, names=imported, level=len(dots), line=line))
     return out
