@@ -20,7 +20,7 @@ from dataflows.text import terms
 from drivers.git_history import git_log
 from drivers.indexer import index_frames
 from drivers.sources import scan_sources
-from drivers.tokens import count_line_tokens, count_tokens, count_tokens_batch
+from drivers.tokens import count_line_tokens, count_tokens
 
 HAS_TREESITTER = importlib.util.find_spec("dataflows.index.parsers.treesitter") is not None
 needs_treesitter = pytest.mark.skipif(not HAS_TREESITTER, reason="tree-sitter parsers not in the checkout yet")
@@ -174,9 +174,9 @@ def test_symbols_have_kinds_lines_parents_and_token_counts(indexed):
     assert (cart["kind"], cart["start_line"], cart["end_line"]) == ("class", 9, 15)
     assert (total["kind"], total["start_line"], total["end_line"], total["parent_id"]) == ("method", 10, 12, cart["symbol_id"])
     body = "".join(FILES["src/shop/models.py"].splitlines(keepends=True)[9:12])
-    assert total["body_tokens"] == count_tokens_batch([body])[0]
+    assert total["body_tokens"] == count_tokens(body)
     files = tables["files"].set_index("path")
-    assert files.loc["src/shop/util.py", "tokens"] == count_tokens_batch([FILES["src/shop/util.py"] + "\n"])[0]
+    assert files.loc["src/shop/util.py", "tokens"] == count_tokens(FILES["src/shop/util.py"] + "\n")
 
 
 def test_rationale_comment_is_attached_to_its_method(indexed):
