@@ -180,12 +180,16 @@ class KnowledgeBase:
         return Bm25Index.from_terms(_read_terms(self.kb_dir, "symbol_terms"), "symbol_id")
 
     @cached_property
+    def path_table(self) -> pd.DataFrame:
+        return vocabulary.path_components(self.files)
+
+    @cached_property
     def path_components(self) -> vocabulary.WordIndex:
-        return vocabulary.path_component_index(self.files)
+        return vocabulary.path_component_index(self.path_table)
 
     @cached_property
     def path_words(self) -> vocabulary.WordIndex:
-        return vocabulary.path_word_index(self.path_components.rows)
+        return vocabulary.path_word_index(self.path_table)
 
     @cached_property
     def symbol_names(self) -> pd.DataFrame:

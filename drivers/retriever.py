@@ -59,6 +59,16 @@ def kb_inputs(kb: KnowledgeBase) -> dict:
         "file_lexicon": kb.file_lexicon,
         "symbol_lexicon": kb.symbol_lexicon,
         "commit_lexicon": kb.commit_lexicon,
+        # per-KB word tables (dataflows.retrieval.vocabulary): string work done once per loaded KB
+        "kb_path_components": kb.path_components,
+        "kb_path_words": kb.path_words,
+        "kb_symbol_names": kb.symbol_names,
+        "kb_symbol_name_words": kb.symbol_name_words,
+        "kb_symbol_name_codes": kb.symbol_name_codes,
+        "kb_domain_words": kb.domain_words,
+        "kb_module_words": kb.module_words,
+        "kb_file_concepts": kb.file_concepts,
+        "kb_concept_vocabulary": kb.concept_vocabulary,
     }
 
 

@@ -19,9 +19,10 @@ import numpy as np
 import pandas as pd
 
 from dataflows.lexical import Bm25Index
+from dataflows.retrieval import vocabulary
 from dataflows.retrieval.models import FileContext, SymbolContext, TaskQuery
 from dataflows.retrieval.render import _symbol_text
-from dataflows.text import STOP_WORDS, split_identifier, stem, terms
+from dataflows.text import terms
 
 TYPE_KINDS = ("class", "interface", "enum", "type_alias")
 TYPE_EDGE_KINDS = ("annotation", "base")
@@ -49,7 +50,7 @@ _TIER_RANK = {"primary": 0, "supporting": 1, "type_context": 2, "excluded": 3}
 
 def precision_terms(task_query: TaskQuery, symbol_lexicon: Bm25Index) -> pd.Series:
     """Task keyword/hint term -> match weight: 1 when distinctive in the KB, 0.5 when many symbols share it."""
-    words = sorted({w for text in (*task_query.keywords, *task_query.symbol_hints) for w in _name_words(text)})
+    words = sorted({w for text in (*task_query.keywords, *task_query.symbol_hints) for w in vocabulary.name_words(text)})
     n_docs = len(symbol_lexicon.doc_ids)
     common_df = max(COMMON_DF_MIN, COMMON_DF_SHARE * n_docs)
     df = np.array([symbol_lexicon.document_frequency(w) for w in words], dtype=float)
@@ -73,17 +74,18 @@ def symbol_tiers(
     if not (primary.ne("") & syms["seed"] & ~syms["is_test"]).any():
         promoted = _promoted(syms, task_query.task_type) & primary.eq("")
         primary = primary.mask(promoted, f"promoted: {task_query.task_type} kind in seed file")
-    tier[primary.ne("")] = "primary"
-    reason[primary.ne("")] = primary
+    tier.loc[primary.ne("")] = "primary"
+    reason.loc[primary.ne("")] = primary
     holders = _holders_of(syms, primary.ne(""))  # a class around primary methods: its signature, not its body
-    tier[holders.index] = "supporting"
-    reason[holders.index] = holders.to_numpy()
+    tier.loc[holders.index] = "supporting"
+    reason.loc[holders.index] = holders.to_numpy()
 
     live_tests = set(syms.loc[tier.eq("primary") & syms["is_test"], "file_id"])
     allowed = ~syms["is_test"] | syms["file_id"].isin(live_tests)
     names = syms["qualified_name"]
 
-    edges = kb_symbol_edges.drop_duplicates(["src_symbol_id", "dst_symbol_id", "kind"])
+    inside = kb_symbol_edges["src_symbol_id"].isin(syms.index) & kb_symbol_edges["dst_symbol_id"].isin(syms.index)
+    edges = kb_symbol_edges[inside].drop_duplicates(["src_symbol_id", "dst_symbol_id", "kind"])  # both ends scoped
     out = edges[edges["src_symbol_id"].isin(syms.index[tier.eq("primary")]) & edges["dst_symbol_id"].isin(syms.index)]
     is_type_edge = out["kind"].isin(TYPE_EDGE_KINDS) & out["dst_symbol_id"].map(syms["kind"]).isin(TYPE_KINDS)
     calls = out[~is_type_edge].drop_duplicates("dst_symbol_id")
@@ -91,8 +93,8 @@ def symbol_tiers(
         ("used by " + calls["src_symbol_id"].map(names).astype(str)).to_numpy(), index=calls["dst_symbol_id"].to_numpy()
     ).reindex(syms.index)
     take = supporting.notna() & tier.eq("excluded") & allowed
-    tier[take] = "supporting"
-    reason[take] = supporting[take]
+    tier.loc[take] = "supporting"
+    reason.loc[take] = supporting[take]
 
     for _ in range(MAX_TYPE_HOPS):
         frontier = syms.index[tier.isin(["primary", "supporting", "type_context"])]
@@ -103,10 +105,10 @@ def symbol_tiers(
         ].drop_duplicates("dst_symbol_id")
         if hop.empty:
             break
-        tier[hop["dst_symbol_id"]] = "type_context"
-        reason[hop["dst_symbol_id"]] = ("type of " + hop["src_symbol_id"].map(names).astype(str)).to_numpy()
+        tier.loc[hop["dst_symbol_id"]] = "type_context"
+        reason.loc[hop["dst_symbol_id"]] = ("type of " + hop["src_symbol_id"].map(names).astype(str)).to_numpy()
 
-    reason[tier.eq("excluded") & syms["is_test"] & ~allowed] = "test file without a test matching the task"
+    reason.loc[tier.eq("excluded") & syms["is_test"] & ~allowed] = "test file without a test matching the task"
     frame = pd.DataFrame(
         {"symbol_id": syms.index, "file_id": syms["file_id"], "tier": tier, "reason": reason},
     )
@@ -125,20 +127,25 @@ def file_contexts(
 ) -> list[FileContext]:
     """Per contributing scoped file, in rank order: its tiered symbols at their depth, test assertions, rationale."""
     chosen = symbol_tiers[symbol_tiers["tier"] != "excluded"]
-    syms = kb_symbols.set_index("symbol_id").loc[chosen["symbol_id"]]
-    syms = syms.assign(tier=chosen["tier"].to_numpy(), reason=chosen["reason"].to_numpy())
+    position = pd.Index(kb_symbols["symbol_id"]).get_indexer(chosen["symbol_id"])
+    syms = kb_symbols.take(position).assign(tier=chosen["tier"].to_numpy(), reason=chosen["reason"].to_numpy())
+    by_file: dict[int, list[dict]] = {}
+    for record in syms.to_dict("records"):  # the chosen symbols only: tens to hundreds
+        by_file.setdefault(record["file_id"], []).append(record)
     texts = kb_contents[kb_contents["file_id"].isin(chosen["file_id"])].drop_duplicates("file_id")
     texts = dict(zip(texts["file_id"], texts["text"]))
     language = kb_files.set_index("file_id")["language"]
-    why = kb_comments[kb_comments["is_rationale"].fillna(False).astype(bool) & kb_comments["symbol_id"].isin(syms.index)]
+    why = kb_comments[kb_comments["symbol_id"].isin(chosen["symbol_id"])]
+    why = why[why["is_rationale"].fillna(False).astype(bool)]
     why = why.sort_values(["file_id", "line"]).groupby("file_id")["text"].agg(lambda t: tuple(dict.fromkeys(t)))
     ranked = scope.loc[scope.index.isin(chosen["file_id"])].sort_values("rank")
     out = []
-    for file_id, row in ranked.iterrows():
+    for file_id, row in zip(ranked.index, ranked.to_dict("records")):
         lang = str(language.get(file_id, "text") or "text")
         lines = texts.get(file_id, "").splitlines()
-        file_syms = syms[syms["file_id"] == file_id]
-        symbols = tuple(_symbol_context(int(sid), s, lines, lang, count_tokens) for sid, s in file_syms.iterrows())
+        symbols = tuple(
+            _symbol_context(int(s["symbol_id"]), s, lines, lang, count_tokens) for s in by_file.get(file_id, [])
+        )
         is_test = bool(row["is_test"])
         assertions = tuple(
             f"{s.name}: {line.strip()}"
@@ -163,21 +170,6 @@ def file_contexts(
     return out
 
 
-def _name_words(text: str) -> list[str]:
-    """Stemmed, stop-word-free words of an identifier or phrase: 'validate_login' -> ['valid', 'login']."""
-    return [
-        stem(w)
-        for ident in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text)
-        for w in split_identifier(ident)
-        if len(w) >= 2 and w not in STOP_WORDS and not w.isdigit()
-    ]
-
-
-def _norm(name: str) -> str:
-    """Identifier without case and separators, so 'RuleL031' meets 'Rule_L031'."""
-    return re.sub(r"[^a-z0-9.]", "", name.lower())
-
-
 def _scoped_symbols(scope: pd.DataFrame, kb_symbols: pd.DataFrame) -> pd.DataFrame:
     """Symbols of scoped files, indexed by symbol_id, with their file's path, rank, seed and test flags."""
     syms = kb_symbols[kb_symbols["file_id"].isin(scope.index)].set_index("symbol_id")
@@ -192,37 +184,42 @@ def _scoped_symbols(scope: pd.DataFrame, kb_symbols: pd.DataFrame) -> pd.DataFra
 
 
 def _primary_reasons(
-    syms: pd.DataFrame, task_query: TaskQuery, kb_comments: pd.DataFrame, weights: pd.Series
+    syms: pd.DataFrame,
+    task_query: TaskQuery,
+    kb_comments: pd.DataFrame,
+    weights: pd.Series,
 ) -> pd.Series:
     """Why each scoped symbol is primary ('' when it is not): hint, trace frame, name keywords, seed docstring."""
     reason = pd.Series("", index=syms.index, dtype="object")
     eligible = ~syms["is_test"] | syms["is_test_fn"]  # in test files only tests can be primary
 
-    doc_hit = _term_hits(_doc_and_comments(syms[syms["seed"] & ~syms["is_test"]], kb_comments), weights, False)
+    docs = _doc_and_comments(syms[syms["seed"] & ~syms["is_test"]], kb_comments)
+    doc_words = docs.astype(object).map(lambda t: sorted(set(terms(t or "")) - {"test"})).explode().dropna()
+    doc_hit = _term_hits(doc_words, docs.index, weights)
     ok = doc_hit["weight"] >= MATCH_WEIGHT
-    reason[doc_hit.index[ok.to_numpy()]] = "docstring/comments mention " + doc_hit.loc[ok, "words"]
+    reason.loc[doc_hit.index[ok.to_numpy()]] = "docstring/comments mention " + doc_hit.loc[ok, "words"]
 
-    name_hit = _term_hits(syms["name"], weights, True).reindex(syms.index)
+    name_hit = _term_hits(_name_terms(syms), syms.index, weights)
     coverage = name_hit["matched"] / name_hit["total"].where(name_hit["total"] > 0)
     strong = (coverage >= 1.0) | ((coverage >= NAME_COVERAGE) & (name_hit["weight"] >= 2 * MATCH_WEIGHT))
     ok = (name_hit["weight"] >= MATCH_WEIGHT) & (strong | syms["is_test_fn"])
-    reason[ok & eligible] = "name matches " + name_hit.loc[ok & eligible, "words"]
+    reason.loc[ok & eligible] = "name matches " + name_hit.loc[ok & eligible, "words"]
 
     frames = pd.Series(False, index=syms.index)
     paths = syms["path"].astype(str)
+    distinct = pd.Series(pd.unique(paths), dtype=object)  # a trace tail is compared with each scoped path once
     for frame_path, func in task_query.trace_frames:
         tail = frame_path.replace("\\", "/").lstrip("./")
-        frames |= (paths.str.endswith(tail) | pd.Series([tail.endswith(p) for p in paths], index=syms.index)) & (
-            syms["name"] == func
-        )
-    reason[frames & eligible] = "trace frame"
+        named = set(distinct[distinct.map(tail.endswith)])
+        frames |= (paths.str.endswith(tail) | paths.isin(named)) & (syms["name"] == func)
+    reason.loc[frames & eligible] = "trace frame"
 
-    hints = {_norm(h): h for h in task_query.symbol_hints}
-    by_name = syms["name"].map(_norm).map(hints)
-    by_qual = syms["qualified_name"].map(_norm).map(hints)
+    hints = {vocabulary.norm(h): h for h in task_query.symbol_hints}
+    by_name = pd.Series(vocabulary.norms(syms["name"]), index=syms.index).map(hints)
+    by_qual = pd.Series(vocabulary.norms(syms["qualified_name"]), index=syms.index).map(hints)
     hinted = by_qual.astype(object).fillna(by_name.astype(object))
     take = hinted.notna() & eligible
-    reason[take] = ("symbol hint '" + hinted[take].astype(str) + "'").to_numpy()
+    reason.loc[take] = ("symbol hint '" + hinted[take].astype(str) + "'").to_numpy()
     return reason
 
 
@@ -234,20 +231,35 @@ def _doc_and_comments(syms: pd.DataFrame, kb_comments: pd.DataFrame) -> pd.Serie
     return docs + " " + joined.reindex(syms.index).fillna("").astype(str)
 
 
-def _term_hits(texts: pd.Series, weights: pd.Series, names: bool) -> pd.DataFrame:
-    """Per text: matched task-term weight, matched/total distinct words, and the matched words quoted."""
-    tokenize = _name_words if names else terms
-    words = texts.astype(object).map(lambda t: sorted(set(tokenize(t or "")) - {"test"}))
-    long = words.explode().dropna()
-    long = long[long.astype(bool)]
+def _name_terms(syms: pd.DataFrame) -> pd.Series:
+    """The sorted distinct name words of each scoped symbol (no 'test'), one row per word, indexed by symbol_id."""
+    names = vocabulary.symbol_names(syms)
+    codes = vocabulary.symbol_name_codes(syms.reset_index(), names)["name_code"].to_numpy()
+    return vocabulary.terms_of(codes, syms.index.to_numpy(), vocabulary.symbol_name_terms(names))
+
+
+def _term_hits(words: pd.Series, index: pd.Index, weights: pd.Series) -> pd.DataFrame:
+    """Per label of `index` (words: its distinct words, one row each): matched task-term weight, matched/total
+    words, and the matched words quoted."""
+    long = words[words.astype(bool)]
     hit = long[long.isin(weights.index)]
-    out = pd.DataFrame(index=texts.index)
-    out["total"] = long.groupby(level=0).size().reindex(texts.index).fillna(0)
-    out["matched"] = hit.groupby(level=0).size().reindex(texts.index).fillna(0)
-    out["weight"] = hit.map(weights).astype(float).groupby(level=0).sum().reindex(texts.index).fillna(0.0)
-    quoted = hit.map(lambda w: f"'{w}'").groupby(level=0).agg(", ".join)
-    out["words"] = quoted.reindex(texts.index).fillna("")
+    out = pd.DataFrame(index=index)
+    out["total"] = long.groupby(level=0).size().reindex(index).fillna(0)
+    out["matched"] = hit.groupby(level=0).size().reindex(index).fillna(0)
+    out["weight"] = hit.map(weights).astype(float).groupby(level=0).sum().reindex(index).fillna(0.0)
+    out["words"] = _joined("'" + hit.astype(object) + "'").reindex(index).fillna("")
     return out
+
+
+def _joined(values: pd.Series) -> pd.Series:
+    """', '.join of the values under each index label, in their order (one string per label, labels sorted)."""
+    values = values.sort_index(kind="stable")
+    labels, texts = values.index.to_numpy(), values.to_numpy()
+    if not len(texts):
+        return pd.Series([], dtype=object)
+    starts = np.flatnonzero(np.r_[True, labels[1:] != labels[:-1]])
+    ends = np.r_[starts[1:], len(texts)]
+    return pd.Series([", ".join(texts[a:b]) for a, b in zip(starts, ends)], index=labels[starts], dtype=object)
 
 
 def _promoted(syms: pd.DataFrame, task_type: str) -> pd.Series:
@@ -272,7 +284,7 @@ def _holders_of(syms: pd.DataFrame, primary: pd.Series) -> pd.Series:
     return found[~found.index.duplicated()]
 
 
-def _symbol_context(symbol_id: int, s: pd.Series, lines: list[str], language: str, count_tokens) -> SymbolContext:
+def _symbol_context(symbol_id: int, s: dict, lines: list[str], language: str, count_tokens) -> SymbolContext:
     """A tiered symbol at its depth: primary (and small types) with source lines, others by signature."""
     start, end = int(s["start_line"]), int(s["end_line"])
     small_type = s["tier"] == "type_context" and (s.get("body_tokens") or 0) <= TYPE_BODY_MAX_TOKENS

@@ -12,8 +12,10 @@ import numpy as np
 import pandas as pd
 
 from dataflows.lexical import Bm25Index
+from dataflows.retrieval import vocabulary
 from dataflows.retrieval.models import TaskQuery
 from dataflows.retrieval.task_analysis import _path_matches
+from dataflows.retrieval.vocabulary import WordIndex
 from dataflows.text import STOP_WORDS, stem, terms
 
 MAX_FILES_PER_FILE_HINT = 5  # a bare name like `__init__.py` naming more files than this seeds none
@@ -58,69 +60,76 @@ def _saturating(hits: pd.DataFrame) -> pd.Series:
     return 1.0 - (1.0 - best).groupby(level="file_id").prod()
 
 
-def _camel_snake(names: pd.Series) -> pd.Series:
-    """Identifiers as lower-case snake_case words: 'AuthHandler' -> 'auth_handler', 'get-url' -> 'get_url'."""
-    spaced = names.astype(str).str.replace(r"([a-z0-9])([A-Z])", r"\1_\2", regex=True)
-    spaced = spaced.str.replace(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", regex=True)
-    return spaced.str.lower().str.replace(r"[^a-z0-9]+", "_", regex=True).str.strip("_")
-
-
-def _stems(words: pd.Series) -> pd.Series:
-    """Snowball stems of words, computed once per distinct word (vocabulary-sized, not file-sized)."""
-    unique = pd.unique(words.dropna())
-    table = {w: stem(w) for w in unique}
-    return words.map(table)
-
-
-def _path_components(kb_files: pd.DataFrame) -> pd.DataFrame:
-    """(file_id, component, is_name) for every directory and the extension-less file name of every path."""
-    paths = kb_files.set_index("file_id")["path"].str.replace(r"\.[^./]+$", "", regex=True)
-    comps = paths.str.split("/").explode().rename("component")
-    frame = comps.reset_index()
-    frame["is_name"] = ~frame["file_id"].duplicated(keep="last")
-    frame["whole"] = _camel_snake(frame["component"])
-    return frame[frame["whole"] != ""]
-
-
-def _word_matches(words: pd.Series, keywords: list[str], prefix: bool) -> pd.DataFrame:
-    """(entry, item, level) over the distinct words: equal to a keyword or stemming to it ("word"), or prefixed by it.
+def _word_matches(vocabulary: pd.DataFrame, keywords: list[str], prefix: bool) -> pd.DataFrame:
+    """(position, entry, item, level) over a sorted (entry, stem) vocabulary: the entry equals a keyword or stems
+    to it ("word"), or a keyword prefixes it ("prefix"); position is the entry's row in the vocabulary.
 
     Matching runs on the sorted vocabulary (isin + binary search for prefixes), not on every file or symbol.
     """
-    vocab = np.sort(pd.unique(words.dropna().astype(str)).astype(str))
-    table = pd.DataFrame({"entry": vocab, "stem": _stems(pd.Series(vocab, dtype=object)).to_numpy()})
+    entries, stems = vocabulary["entry"].to_numpy(), vocabulary["stem"].to_numpy()
     wanted = set(keywords)
-    rows = [
-        table.loc[table["entry"].isin(wanted), ["entry"]].assign(item=lambda f: f["entry"], level="word"),
-        table.loc[table["stem"].isin(wanted), ["entry", "stem"]].rename(columns={"stem": "item"}).assign(level="word"),
-    ]
+    same = np.flatnonzero(vocabulary["entry"].isin(wanted).to_numpy())
+    stemmed = np.flatnonzero(vocabulary["stem"].isin(wanted).to_numpy())
     prefixes = [kw for kw in keywords if prefix and len(kw) >= MIN_PREFIX_LEN]
-    if prefixes:
-        low = np.searchsorted(vocab, prefixes)
-        high = np.searchsorted(vocab, [kw + "\U0010ffff" for kw in prefixes])
-        positions = np.concatenate([np.arange(lo, hi) for lo, hi in zip(low, high)])
-        rows.append(pd.DataFrame({"entry": vocab[positions], "item": np.repeat(prefixes, high - low),
-                                  "level": "prefix"}))
-    return pd.concat(rows, ignore_index=True).drop_duplicates(["entry", "item"], keep="first")
+    low = np.searchsorted(entries, prefixes).astype(int)
+    high = np.searchsorted(entries, [kw + "\U0010ffff" for kw in prefixes]).astype(int)
+    positions = np.concatenate([np.arange(lo, hi) for lo, hi in zip(low, high)] + [np.array([], dtype=int)])
+    where = np.concatenate([same, stemmed, positions]).astype(int)
+    prefixed = np.repeat(np.array(prefixes, dtype=object), high - low)
+    levels = np.array(["word", "word", "prefix"], dtype=object)
+    frame = pd.DataFrame({
+        "position": where,
+        "entry": entries[where],
+        "item": np.concatenate([entries[same], stems[stemmed], prefixed]),
+        "level": np.repeat(levels, [len(same), len(stemmed), len(positions)]),
+    })
+    return frame.drop_duplicates(["entry", "item"], keep="first")
 
 
-def _keyword_path_hits(components: pd.DataFrame, keywords: list[str]) -> pd.DataFrame:
+def _matched_rows(index: WordIndex, matches: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """`columns` of the index rows whose word matched, one row per (row, match), with the match's item and level."""
+    rows, counts = vocabulary.rows_of(index, matches["position"].to_numpy())
+    picked = {c: index.rows[c].to_numpy()[rows] for c in columns}
+    return pd.DataFrame({**picked, "item": np.repeat(matches["item"].to_numpy(), counts),
+                         "level": np.repeat(matches["level"].to_numpy(), counts)})
+
+
+def _keyword_path_hits(components: WordIndex, words: WordIndex, keywords: list[str]) -> pd.DataFrame:
     """(file_id, item, score): keywords equal to, or words of, or prefixes of words of path components."""
-    words = components.assign(word=components["whole"].str.split("_")).explode("word")
-    whole = _word_matches(components["whole"], keywords, prefix=False).assign(level="whole")
+    whole = _word_matches(components.vocabulary, keywords, prefix=False).assign(level="whole")
+    parts = _word_matches(words.vocabulary, keywords, prefix=True)
     hits = pd.concat([
-        components.merge(whole, left_on="whole", right_on="entry"),
-        words.merge(_word_matches(words["word"], keywords, prefix=True), left_on="word", right_on="entry"),
+        _matched_rows(components, whole, ["file_id", "is_name"]),
+        _matched_rows(words, parts, ["file_id", "is_name"]),
     ], ignore_index=True)
-    scores = pd.Series(PATH_SCORES).rename_axis(["level", "is_name"]).rename("score").reset_index()
-    return hits.merge(scores, on=["level", "is_name"])[["file_id", "item", "score"]]
+    return hits.assign(score=_path_scores(hits["level"].to_numpy(), hits["is_name"].to_numpy(dtype=bool)))[
+        ["file_id", "item", "score"]
+    ]
 
 
-def path_match(kb_files: pd.DataFrame, task_query: TaskQuery) -> pd.Series:
-    """0-1 per file: task keywords matching its path components, file name above directory (seed 001, signal 1)."""
+def _path_scores(levels: np.ndarray, is_name: np.ndarray) -> np.ndarray:
+    """PATH_SCORES of each (level, is_name) pair."""
+    kinds = ("whole", "word", "prefix")
+    by_level = [np.where(is_name, PATH_SCORES[(kind, True)], PATH_SCORES[(kind, False)]) for kind in kinds]
+    return np.select([levels == kind for kind in kinds], by_level, default=np.nan)
+
+
+def path_match(
+    kb_files: pd.DataFrame,
+    task_query: TaskQuery,
+    kb_path_components: WordIndex | None = None,
+    kb_path_words: WordIndex | None = None,
+) -> pd.Series:
+    """0-1 per file: task keywords matching its path components, file name above directory (seed 001, signal 1).
+
+    kb_path_components / kb_path_words: the KB's path word tables (`vocabulary`), built here when not given.
+    """
     if kb_files.empty or not task_query.keywords:
         return _zeros(kb_files)
-    hits = _keyword_path_hits(_path_components(kb_files), list(task_query.keywords))
+    if kb_path_components is None or kb_path_words is None:
+        table = vocabulary.path_components(kb_files)
+        kb_path_components, kb_path_words = vocabulary.path_component_index(table), vocabulary.path_word_index(table)
+    hits = _keyword_path_hits(kb_path_components, kb_path_words, list(task_query.keywords))
     if hits.empty:
         return _zeros(kb_files)
     hits = hits.groupby(["file_id", "item"], as_index=False)["score"].max()
@@ -134,34 +143,53 @@ def _task_words(task_query: TaskQuery) -> set[str]:
     return {w for w in words if len(w) >= MIN_PREFIX_LEN and w not in STOP_WORDS}
 
 
-def _symbol_hits(symbols: pd.DataFrame, task_query: TaskQuery) -> pd.DataFrame:
+def _symbol_hits(
+    task_query: TaskQuery, names: pd.DataFrame, name_words: WordIndex, codes: pd.DataFrame
+) -> pd.DataFrame:
     """(file_id, item, score) for exact (1.0), substring (0.5) and constituent (0.3) symbol-name matches.
 
-    Names are matched once per distinct name, then joined back to the symbols that carry them.
+    Names are matched once per distinct name (`names`: name, lower; `name_words`: their words by name code), then
+    joined back through the name codes (`codes`: file_id, name_code per symbol) to the symbols that carry them.
     """
-    names = pd.Series(pd.unique(symbols["name"].dropna().astype(str)), dtype=object)
-    lower = names.str.lower()
+    lower = names["lower"]
+    positions = np.arange(len(names))
     hint_names = {h.split(".")[-1].lower(): h for h in task_query.symbol_hints}
     exact_items = {**{w: w for w in _task_words(task_query)}, **{k: k for k in task_query.keywords}, **hint_names}
-    exact = lower.isin(exact_items)
-    frames = [pd.DataFrame({"name": names[exact], "item": lower[exact].map(exact_items), "score": SYMBOL_EXACT})]
+    exact = lower.isin(exact_items).to_numpy()
+    frames = [pd.DataFrame({"code": positions[exact], "item": lower[exact].map(exact_items).to_numpy(dtype=object),
+                            "score": SYMBOL_EXACT})]
     for name, hint in hint_names.items():
         if len(name) >= 4:
-            frames.append(pd.DataFrame({"name": names[lower.str.contains(name, regex=False)], "item": hint,
-                                        "score": SYMBOL_SUBSTRING}))
-    words = pd.DataFrame({"name": names, "word": _camel_snake(names).str.split("_")}).explode("word")
-    keywords = list(task_query.keywords)
-    constituent = words.merge(_word_matches(words["word"], keywords, prefix=True), left_on="word", right_on="entry")
-    frames.append(constituent[["name", "item"]].assign(score=SYMBOL_CONSTITUENT))
+            found = lower.str.contains(name, regex=False).to_numpy(dtype=bool)
+            frames.append(pd.DataFrame({"code": positions[found], "item": hint, "score": SYMBOL_SUBSTRING}))
+    matches = _word_matches(name_words.vocabulary, list(task_query.keywords), prefix=True)
+    constituent = _matched_rows(name_words, matches, ["code"])
+    frames.append(constituent[["code", "item"]].assign(score=SYMBOL_CONSTITUENT))
     by_name = pd.concat(frames, ignore_index=True)
-    return symbols[["file_id", "name"]].merge(by_name, on="name")[["file_id", "item", "score"]]
+    carriers = codes.loc[codes["name_code"].isin(by_name["code"]), ["file_id", "name_code"]]
+    return carriers.merge(by_name, left_on="name_code", right_on="code")[["file_id", "item", "score"]]
 
 
-def symbol_match(kb_files: pd.DataFrame, kb_symbols: pd.DataFrame, task_query: TaskQuery) -> pd.Series:
-    """0-1 per file: its symbol names vs task hints/keywords, exact 1.0 / substring 0.5 / constituent 0.3 (signal 2)."""
+def symbol_match(
+    kb_files: pd.DataFrame,
+    kb_symbols: pd.DataFrame,
+    task_query: TaskQuery,
+    kb_symbol_names: pd.DataFrame | None = None,
+    kb_symbol_name_words: WordIndex | None = None,
+    kb_symbol_name_codes: pd.DataFrame | None = None,
+) -> pd.Series:
+    """0-1 per file: its symbol names vs task hints/keywords, exact 1.0 / substring 0.5 / constituent 0.3 (signal 2).
+
+    kb_symbol_names / _name_words / _name_codes: the KB's name tables (`vocabulary`), built when not given.
+    """
     if kb_files.empty or kb_symbols.empty or not (task_query.keywords or task_query.symbol_hints):
         return _zeros(kb_files)
-    hits = _symbol_hits(kb_symbols, task_query)
+    names = kb_symbol_names if kb_symbol_names is not None else vocabulary.symbol_names(kb_symbols)
+    name_words = kb_symbol_name_words
+    if name_words is None:
+        name_words = vocabulary.symbol_name_word_index(names)
+    codes = kb_symbol_name_codes if kb_symbol_name_codes is not None else vocabulary.symbol_name_codes(kb_symbols, names)
+    hits = _symbol_hits(task_query, names, name_words, codes)
     if hits.empty:
         return _zeros(kb_files)
     hits = hits.groupby(["file_id", "item"], as_index=False)["score"].max()
@@ -283,35 +311,40 @@ def _query_stems(task_query: TaskQuery) -> set[str]:
     return set(task_query.keywords) | concepts | {stem(c) for c in concepts}
 
 
-def _word_table(values: pd.Series) -> pd.DataFrame:
-    """(file_id, stem) of every word of a per-file name column (domain, module), index = file_id."""
-    words = _camel_snake(values.fillna("")).str.split("_").explode()
-    words = words[words.str.len() > 0]
-    return pd.DataFrame({"file_id": words.index, "stem": _stems(words).to_numpy()})
+def domain_match(
+    kb_files: pd.DataFrame,
+    task_query: TaskQuery,
+    kb_domain_words: pd.DataFrame | None = None,
+    kb_module_words: pd.DataFrame | None = None,
+) -> pd.Series:
+    """0-1 per file: task concepts/keywords naming its domain (0.6) and share of its module words (0.4) (signal 6).
 
-
-def domain_match(kb_files: pd.DataFrame, task_query: TaskQuery) -> pd.Series:
-    """0-1 per file: task concepts/keywords naming its domain (0.6) and share of its module words (0.4) (signal 6)."""
+    kb_domain_words / kb_module_words: (file_id, stem) word tables of the KB (`vocabulary`), built when not given.
+    """
     query = _query_stems(task_query)
     if kb_files.empty or not query:
         return _zeros(kb_files)
-    files = kb_files.set_index("file_id")
-    domain = _word_table(files["domain"])
+    index = pd.Index(kb_files["file_id"])
+    domain = kb_domain_words if kb_domain_words is not None else vocabulary.domain_words(kb_files)
+    module = kb_module_words if kb_module_words is not None else vocabulary.module_words(kb_files)
     domain_hit = domain.assign(hit=domain["stem"].isin(query)).groupby("file_id")["hit"].any().astype(float)
-    module = _word_table(files["module"])
     module_share = module.assign(hit=module["stem"].isin(query)).groupby("file_id")["hit"].mean()
-    domain_part = domain_hit.reindex(files.index, fill_value=0.0)
-    total = 0.6 * domain_part + 0.4 * module_share.reindex(files.index, fill_value=0.0)
+    domain_part = domain_hit.reindex(index, fill_value=0.0)
+    total = 0.6 * domain_part + 0.4 * module_share.reindex(index, fill_value=0.0)
     return _over_files(kb_files, total)
 
 
-def concept_overlap(kb_files: pd.DataFrame, task_query: TaskQuery) -> pd.Series:
-    """0-1 per file: share of the task's concepts found in files.concepts (Jaccard-like coverage, signal 7)."""
+def concept_overlap(
+    kb_files: pd.DataFrame, task_query: TaskQuery, kb_file_concepts: pd.DataFrame | None = None
+) -> pd.Series:
+    """0-1 per file: share of the task's concepts found in files.concepts (Jaccard-like coverage, signal 7).
+
+    kb_file_concepts: (file_id, concept) pairs of the KB (`vocabulary.file_concepts`), built when not given.
+    """
     task = {c.lower() for c in task_query.concepts}
     if kb_files.empty or not task:
         return _zeros(kb_files)
-    concepts = kb_files.set_index("file_id")["concepts"].explode().dropna().astype(str).str.lower()
-    per_file = pd.DataFrame({"file_id": concepts.index, "concept": concepts.to_numpy()}).drop_duplicates()
+    per_file = kb_file_concepts if kb_file_concepts is not None else vocabulary.file_concepts(kb_files)
     overlap = per_file.assign(hit=per_file["concept"].isin(task)).groupby("file_id")["hit"].sum() / len(task)
     return _over_files(kb_files, overlap.astype(float))
 

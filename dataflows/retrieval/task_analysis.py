@@ -14,6 +14,7 @@ from collections import Counter
 import pandas as pd
 from hamilton.function_modifiers import config
 
+from dataflows.retrieval import vocabulary
 from dataflows.retrieval.models import TaskQuery
 from dataflows.text import STOP_WORDS, stem, terms
 
@@ -180,26 +181,20 @@ def _task_type(text: str, has_trace: bool) -> str:
     return next(kind for kind in TASK_TYPE_WORDS if votes[kind] == best)
 
 
-def _concept_vocabulary(kb_files: pd.DataFrame) -> pd.Series:
-    """Every distinct concept the KB knows (files.concepts), lower-cased."""
-    if "concepts" not in kb_files or kb_files.empty:
-        return pd.Series([], dtype=object)
-    vocab = kb_files["concepts"].explode().dropna().astype(str).str.lower()
-    return pd.Series(vocab.unique(), dtype=object)
+def _concepts(text: str, keywords: list[str], concepts: pd.DataFrame) -> list[str]:
+    """KB concepts the task mentions: concept equals a task word, a keyword, or the stem of one.
 
-
-def _concepts(text: str, keywords: list[str], kb_files: pd.DataFrame) -> list[str]:
-    """KB concepts the task mentions: concept equals a task word, a keyword, or the stem of one."""
-    vocab = _concept_vocabulary(kb_files)
-    if vocab.empty:
+    concepts: the KB's (concept, stem) vocabulary (`vocabulary.concept_vocabulary`).
+    """
+    if concepts.empty:
         return []
     words = {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z0-9_]*", text)}
     stems = set(keywords) | {stem(w) for w in words}
-    hit = vocab.isin(words | set(keywords)) | vocab.map(lambda c: stem(c) if c.isalpha() else c).isin(stems)
-    return sorted(vocab[hit])
+    hit = concepts["concept"].isin(words | set(keywords)) | concepts["stem"].isin(stems)
+    return sorted(concepts.loc[hit, "concept"])
 
 
-def _query_from_text(task_text: str, kb_files: pd.DataFrame) -> TaskQuery:
+def _query_from_text(task_text: str, kb_files: pd.DataFrame, concepts: pd.DataFrame) -> TaskQuery:
     """The heuristic `TaskQuery` of a task against the KB (frames resolved, concepts grounded)."""
     frames = _in_repo_frames(_trace_frames(task_text), kb_files)
     file_hints = _file_hints(task_text)
@@ -214,14 +209,24 @@ def _query_from_text(task_text: str, kb_files: pd.DataFrame) -> TaskQuery:
         file_hints=tuple(file_hints),
         symbol_hints=tuple(symbol_hints),
         error_patterns=tuple(errors),
-        concepts=tuple(_concepts(task_text, keywords, kb_files)),
+        concepts=tuple(_concepts(task_text, keywords, concepts)),
         trace_frames=tuple(frames),
     )
 
 
-def heuristic_task_query(task_text: str, kb_files: pd.DataFrame) -> TaskQuery:
-    """The task parsed by deterministic heuristics (seed 001 step 1): what every variant starts from."""
-    return _query_from_text(task_text, kb_files)
+def _concept_table(kb_files: pd.DataFrame, kb_concept_vocabulary: pd.DataFrame | None) -> pd.DataFrame:
+    """The KB's (concept, stem) vocabulary: the one given, else built from kb_files."""
+    return kb_concept_vocabulary if kb_concept_vocabulary is not None else vocabulary.concept_vocabulary(kb_files)
+
+
+def heuristic_task_query(
+    task_text: str, kb_files: pd.DataFrame, kb_concept_vocabulary: pd.DataFrame | None = None
+) -> TaskQuery:
+    """The task parsed by deterministic heuristics (seed 001 step 1): what every variant starts from.
+
+    kb_concept_vocabulary: the KB's (concept, stem) table (`vocabulary.concept_vocabulary`), built when not given.
+    """
+    return _query_from_text(task_text, kb_files, _concept_table(kb_files, kb_concept_vocabulary))
 
 
 @config.when_not(llm_assist=True)
@@ -280,12 +285,18 @@ def _strings(value: object) -> list[str]:
 
 
 @config.when(llm_assist=True)
-def task_query__llm(heuristic_task_query: TaskQuery, llm_task_reply: dict, kb_files: pd.DataFrame) -> TaskQuery:
+def task_query__llm(
+    heuristic_task_query: TaskQuery,
+    llm_task_reply: dict,
+    kb_files: pd.DataFrame,
+    kb_concept_vocabulary: pd.DataFrame | None = None,
+) -> TaskQuery:
     """The heuristic query enriched with the LLM's fields (keywords re-tokenised, concepts grounded in the KB)."""
     fields = llm_task_reply["fields"]
     if not fields:
         return heuristic_task_query
     q = heuristic_task_query
+    concepts = _concept_table(kb_files, kb_concept_vocabulary)
     keywords = list(dict.fromkeys(list(q.keywords) + terms(" ".join(_strings(fields.get("keywords"))))))
     concept_text = " ".join(_strings(fields.get("concepts")) + _strings(fields.get("keywords")))
     task_type = fields.get("task_type")
@@ -296,7 +307,7 @@ def task_query__llm(heuristic_task_query: TaskQuery, llm_task_reply: dict, kb_fi
         file_hints=tuple(dict.fromkeys(list(q.file_hints) + _strings(fields.get("file_hints")))),
         symbol_hints=tuple(dict.fromkeys(list(q.symbol_hints) + _strings(fields.get("symbol_hints")))),
         error_patterns=tuple(dict.fromkeys(list(q.error_patterns) + _strings(fields.get("error_patterns")))),
-        concepts=tuple(sorted(set(q.concepts) | set(_concepts(concept_text, keywords, kb_files)))),
+        concepts=tuple(sorted(set(q.concepts) | set(_concepts(concept_text, keywords, concepts)))),
         trace_frames=q.trace_frames,
     )
 

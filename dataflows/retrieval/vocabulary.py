@@ -1,0 +1,199 @@
+"""Per-KB word tables of file paths, symbol names, domains and concepts: the string work matching needs, done once.
+
+Splitting names into words and stemming them is proportional to the repository, so a loaded KB does it once
+(`drivers.kb.KnowledgeBase`) and passes the frames into the retrieval DAG as `kb_*` inputs; request-time nodes
+only merge and `isin` against them. Plain helper functions, not DAG nodes; a node given no table (a test on a
+three-row frame) builds the one it needs from the KB frame with the same function, so results are the same.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from dataflows.text import _CAMEL, STOP_WORDS, split_identifier, stem
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass(frozen=True)
+class WordIndex:
+    """Rows that carry a word column, grouped by word, plus their distinct words sorted with stems.
+
+    rows[offsets[i]:offsets[i + 1]] are the rows whose word is vocabulary row i, so the rows of matched words
+    are gathered by position (`rows_of`) instead of merged on strings.
+    """
+
+    rows: pd.DataFrame
+    vocabulary: pd.DataFrame  # entry (sorted, distinct), stem
+    offsets: np.ndarray
+
+
+def camel_snake(names: pd.Series) -> pd.Series:
+    """Identifiers as lower-case snake_case words: 'AuthHandler' -> 'auth_handler', 'get-url' -> 'get_url'."""
+    spaced = names.astype(str).str.replace(r"([a-z0-9])([A-Z])", r"\1_\2", regex=True)
+    spaced = spaced.str.replace(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", regex=True)
+    return spaced.str.lower().str.replace(r"[^a-z0-9]+", "_", regex=True).str.strip("_")
+
+
+def stems(words: pd.Series) -> pd.Series:
+    """Snowball stems of words, computed once per distinct word (vocabulary-sized, not file-sized)."""
+    unique = pd.unique(words.dropna())
+    table = {w: stem(w) for w in unique}
+    return words.map(table)
+
+
+def word_index(rows: pd.DataFrame, words: pd.Series) -> WordIndex:
+    """The `rows` (one per word of `words`, aligned by position) grouped by word, with the sorted word vocabulary.
+
+    Arrow-vectorised: distinct words sorted (byte order = code point order), each word's vocabulary position by
+    hash lookup; stems are computed once per distinct word.
+    """
+    values = pa.array(words.to_numpy(dtype=object), type=pa.string(), from_pandas=True)
+    keep = pc.is_valid(values).to_numpy(zero_copy_only=False)
+    values = values.filter(pc.is_valid(values))
+    vocab = pc.unique(values)
+    vocab = vocab.take(pc.sort_indices(vocab))
+    codes = pc.index_in(values, value_set=vocab).to_numpy(zero_copy_only=False).astype(np.int64)
+    entries = np.array(vocab.to_pylist(), dtype=object)
+    table = pd.DataFrame({"entry": entries, "stem": np.array([stem(w) for w in entries], dtype=object)}, dtype=object)
+    order = np.argsort(codes, kind="stable")
+    offsets = np.searchsorted(codes[order], np.arange(len(entries) + 1))
+    return WordIndex(rows[keep].take(order).reset_index(drop=True), table, offsets)
+
+
+def split_words(values: pd.Series) -> tuple[np.ndarray, pd.Series]:
+    """Every '_'-separated word of each value: (position of its value, word), like str.split('_') then explode."""
+    lists = pc.split_pattern(pa.array(values.to_numpy(dtype=object), type=pa.string(), from_pandas=True), "_")
+    parents = pc.list_parent_indices(lists).to_numpy(zero_copy_only=False).astype(np.int64)
+    return parents, pd.Series(pc.list_flatten(lists).to_numpy(zero_copy_only=False), dtype=object)
+
+
+def rows_of(index: WordIndex, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Row numbers in `index.rows` of the words at these vocabulary positions, and how many rows each one has."""
+    low, high = index.offsets[positions], index.offsets[positions + 1]
+    counts = high - low
+    return np.repeat(low - (np.cumsum(counts) - counts), counts) + np.arange(counts.sum()), counts
+
+
+def path_components(kb_files: pd.DataFrame) -> pd.DataFrame:
+    """(file_id, component, is_name, whole) for every directory and the extension-less file name of every path."""
+    paths = kb_files.set_index("file_id")["path"].str.replace(r"\.[^./]+$", "", regex=True)
+    comps = paths.str.split("/").explode().rename("component")
+    frame = comps.reset_index()
+    frame["is_name"] = ~frame["file_id"].duplicated(keep="last")
+    frame["whole"] = camel_snake(frame["component"])
+    return frame[frame["whole"] != ""]
+
+
+def path_component_index(components: pd.DataFrame) -> WordIndex:
+    """`path_components` (file_id, is_name) grouped by their whole (snake_case) form, with its vocabulary."""
+    components = components.reset_index(drop=True)
+    return word_index(components[["file_id", "is_name"]], components["whole"])
+
+
+def path_word_index(components: pd.DataFrame) -> WordIndex:
+    """`path_components` split into their words (file_id, is_name per word) grouped by word, with the vocabulary."""
+    components = components.reset_index(drop=True)
+    parents, words = split_words(components["whole"])
+    return word_index(components[["file_id", "is_name"]].take(parents), words)
+
+
+def symbol_names(kb_symbols: pd.DataFrame) -> pd.DataFrame:
+    """The distinct symbol names (first-seen order; the row position is the name's code) and their lower case."""
+    names = pd.Series(pd.unique(kb_symbols["name"].dropna().astype(str)), dtype=object)
+    # lower-cased by Python, stored Arrow-backed so substring tests run vectorised
+    return pd.DataFrame({"name": names, "lower": names.str.lower().astype("string[pyarrow]")})
+
+
+def symbol_name_word_index(names: pd.DataFrame) -> WordIndex:
+    """Distinct symbol names split into their snake_case words (the name's code per word), grouped by word."""
+    parents, words = split_words(camel_snake(names["name"]))
+    return word_index(pd.DataFrame({"code": parents}), words)
+
+
+def name_words(text: str) -> list[str]:
+    """Stemmed, stop-word-free words of an identifier or phrase: 'validate_login' -> ['valid', 'login']."""
+    return [
+        stem(w)
+        for ident in _IDENTIFIER.findall(text)
+        for w in split_identifier(ident)
+        if len(w) >= 2 and w not in STOP_WORDS and not w.isdigit()
+    ]
+
+
+def symbol_name_terms(names: pd.DataFrame) -> pd.DataFrame:
+    """(code, term) sorted: the distinct `name_words` of each distinct name (`symbol_names`), 'test' left out.
+
+    Vectorised, and equal to `sorted(set(name_words(name)) - {'test'})` per name: the word pattern matches letters
+    and digits only, so finding it over the whole name splits identifiers exactly as `split_identifier` does
+    (digit-only words, which could differ at an identifier's start, are dropped either way).
+    """
+    words = names["name"].astype(object).str.findall(_CAMEL.pattern).explode().dropna().str.lower()
+    words = words[(words.str.len() >= 2) & ~words.isin(STOP_WORDS) & ~words.str.isdigit().astype(bool)]
+    codes = np.arange(len(names))[words.index.to_numpy(dtype=np.int64)] if len(words) else np.array([], dtype=np.int64)
+    terms = pd.DataFrame({"code": codes, "term": stems(words).to_numpy(dtype=object)})
+    return terms[terms["term"] != "test"].drop_duplicates().sort_values(["code", "term"], kind="stable", ignore_index=True)
+
+
+def terms_of(codes: np.ndarray, labels: np.ndarray, name_terms: pd.DataFrame) -> pd.Series:
+    """The terms of each label's name code (`symbol_name_terms` rows gathered), indexed by label, in label order."""
+    term_codes, terms = name_terms["code"].to_numpy(), name_terms["term"].to_numpy()
+    low, high = np.searchsorted(term_codes, codes, "left"), np.searchsorted(term_codes, codes, "right")
+    counts = high - low
+    gather = np.repeat(low - (np.cumsum(counts) - counts), counts) + np.arange(counts.sum())
+    return pd.Series(terms[gather], index=np.repeat(labels, counts), dtype=object)
+
+
+def norms(values: pd.Series) -> np.ndarray:
+    """`norm` of every value, Arrow-vectorised (lower case, then all but [a-z0-9.] removed: only ASCII remains)."""
+    values = values.astype("string[pyarrow]")
+    return values.str.lower().str.replace(r"[^a-z0-9.]", "", regex=True).astype(object).to_numpy()
+
+
+def norm(name: str) -> str:
+    """Identifier without case and separators, so 'RuleL031' meets 'Rule_L031'."""
+    return re.sub(r"[^a-z0-9.]", "", name.lower())
+
+
+def symbol_name_codes(kb_symbols: pd.DataFrame, names: pd.DataFrame) -> pd.DataFrame:
+    """(file_id, name_code) per symbol: the position of its name in `names` (-1 when it has none)."""
+    codes = pd.Index(names["name"]).get_indexer(kb_symbols["name"].astype(object))
+    return pd.DataFrame({"file_id": kb_symbols["file_id"].to_numpy(), "name_code": codes},
+                        index=pd.Index(kb_symbols["symbol_id"], name="symbol_id"))
+
+
+def file_name_words(values: pd.Series) -> pd.DataFrame:
+    """(file_id, stem) of every word of a per-file name column (domain, module) indexed by file_id."""
+    words = camel_snake(values.fillna("")).str.split("_").explode()
+    words = words[words.str.len() > 0]
+    return pd.DataFrame({"file_id": words.index, "stem": stems(words).to_numpy()})
+
+
+def domain_words(kb_files: pd.DataFrame) -> pd.DataFrame:
+    """(file_id, stem) of the words of every file's domain."""
+    return file_name_words(kb_files.set_index("file_id")["domain"])
+
+
+def module_words(kb_files: pd.DataFrame) -> pd.DataFrame:
+    """(file_id, stem) of the words of every file's module name."""
+    return file_name_words(kb_files.set_index("file_id")["module"])
+
+
+def file_concepts(kb_files: pd.DataFrame) -> pd.DataFrame:
+    """(file_id, concept) of every file's concepts, lower-cased, each pair once."""
+    concepts = kb_files.set_index("file_id")["concepts"].explode().dropna().astype(str).str.lower()
+    return pd.DataFrame({"file_id": concepts.index, "concept": concepts.to_numpy()}).drop_duplicates()
+
+
+def concept_vocabulary(kb_files: pd.DataFrame) -> pd.DataFrame:
+    """Every distinct concept the KB knows (lower-cased) and its stem (alphabetic concepts only): (concept, stem)."""
+    if "concepts" not in kb_files or kb_files.empty:
+        return pd.DataFrame({"concept": pd.Series([], dtype=object), "stem": pd.Series([], dtype=object)})
+    vocab = pd.Series(kb_files["concepts"].explode().dropna().astype(str).str.lower().unique(), dtype=object)
+    return pd.DataFrame({"concept": vocab, "stem": vocab.map(lambda c: stem(c) if c.isalpha() else c)})

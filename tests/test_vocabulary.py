@@ -1,0 +1,103 @@
+"""The per-KB word tables (dataflows.retrieval.vocabulary) give the signals exactly what per-request work gave."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from dataflows.lexical import _stable_order
+from dataflows.retrieval import signals, task_analysis, vocabulary
+from dataflows.retrieval.models import TaskQuery
+from tests.test_signals import kb_files, kb_symbols
+
+PATHS = ("src/auth/LoginHandler.py", "src/auth/__init__.py", "src/cache_store/backends.py", "docs/Caching.md",
+         "tests/test_login_handler.py")
+NAMES = ("validate_login", "LoginHandler", "HTTPServerError2", "get_URL_v2", "_cache_key", "CacheStore", "touch",
+         "parse_url", "test_login_tests", "Rule_L031", "__init__")
+
+
+def files() -> pd.DataFrame:
+    """A files table with domains, modules and concepts worth matching."""
+    return kb_files(*PATHS, domain=["auth", "auth", "cache_store", "", ""],
+                    concepts=[["login", "Auth"], ["auth"], ["caching", "backend"], ["caching"], ["login"]])
+
+
+def symbols() -> pd.DataFrame:
+    """Symbols spread over the files (the same name twice, in two files)."""
+    rows = [(i % len(PATHS), name) for i, name in enumerate(NAMES)] + [(3, "touch")]
+    return kb_symbols(*rows)
+
+
+def query() -> TaskQuery:
+    """A task touching path words, prefixes, stems, symbol hints and concepts."""
+    return TaskQuery(raw_description="Caching login handler: touch() ignores the URL timeout", task_type="bug_fix",
+                     keywords=("cach", "login", "handler", "touch", "url", "timeout", "backend", "auth"),
+                     symbol_hints=("LoginHandler", "touch", "get_URL"), concepts=("caching", "login"))
+
+
+def tables(kb_files_: pd.DataFrame, kb_symbols_: pd.DataFrame) -> dict:
+    """The word tables a loaded KB passes to the DAG (as drivers.kb.KnowledgeBase builds them)."""
+    names = vocabulary.symbol_names(kb_symbols_)
+    path_table = vocabulary.path_components(kb_files_)
+    return {
+        "kb_path_components": vocabulary.path_component_index(path_table),
+        "kb_path_words": vocabulary.path_word_index(path_table),
+        "kb_symbol_names": names,
+        "kb_symbol_name_words": vocabulary.symbol_name_word_index(names),
+        "kb_symbol_name_codes": vocabulary.symbol_name_codes(kb_symbols_, names),
+    }
+
+
+def test_signals_from_word_tables_equal_signals_built_per_request():
+    f, s, q = files(), symbols(), query()
+    t = tables(f, s)
+    path = signals.path_match(f, q, t["kb_path_components"], t["kb_path_words"])
+    assert path.max() > 0
+    pd.testing.assert_series_equal(path, signals.path_match(f, q))
+    sym = signals.symbol_match(f, s, q, t["kb_symbol_names"], t["kb_symbol_name_words"], t["kb_symbol_name_codes"])
+    assert sym.max() > 0
+    pd.testing.assert_series_equal(sym, signals.symbol_match(f, s, q))
+    domain = signals.domain_match(f, q, vocabulary.domain_words(f), vocabulary.module_words(f))
+    assert domain.max() > 0
+    pd.testing.assert_series_equal(domain, signals.domain_match(f, q))
+    concepts = signals.concept_overlap(f, q, vocabulary.file_concepts(f))
+    assert concepts.max() > 0
+    pd.testing.assert_series_equal(concepts, signals.concept_overlap(f, q))
+
+
+def test_task_concepts_from_concept_vocabulary_equal_those_built_per_request():
+    f = files()
+    text = "Caching breaks the login of auth backends"
+    grounded = task_analysis.heuristic_task_query(text, f, vocabulary.concept_vocabulary(f))
+    assert set(grounded.concepts) == {"auth", "backend", "caching", "login"}
+    assert grounded == task_analysis.heuristic_task_query(text, f)
+
+
+def test_symbol_name_terms_equal_name_words_of_every_name():
+    tricky = ["3Dfoo", "x-3Dfoo", "9ABc", "a9B", "caféBar", "HTTPServerError2", "get_URL_v2", "a.b-c/d:e", "İstanbul",
+              "test_tests", "", "_", "123", "abc123def", *NAMES]
+    frame = pd.DataFrame({"symbol_id": range(len(tricky)), "file_id": 0, "name": tricky})
+    names = vocabulary.symbol_names(frame)
+    codes = vocabulary.symbol_name_codes(frame, names)["name_code"].to_numpy()
+    got = vocabulary.terms_of(codes, frame["symbol_id"].to_numpy(), vocabulary.symbol_name_terms(names))
+    want = frame.set_index("symbol_id")["name"].map(lambda n: sorted(set(vocabulary.name_words(n)) - {"test"}))
+    want = want.explode().dropna()
+    assert list(got.index) == list(want.index) and list(got) == list(want)
+    assert list(got[frame.index[frame["name"] == "HTTPServerError2"][0]]) == ["error2", "http", "server"]
+
+
+def test_norms_match_norm_of_each_name():
+    values = pd.Series(["RuleL031", "Rule_L031", "get-URL.v2", "İx", "Kelvin\u212a"])
+    assert list(vocabulary.norms(values)) == [vocabulary.norm(v) for v in values]
+
+
+def test_word_index_groups_rows_by_sorted_word():
+    index = vocabulary.word_index(pd.DataFrame({"row": [0, 1, 2, 3]}), pd.Series(["b", "a", "b", None]))
+    assert list(index.vocabulary["entry"]) == ["a", "b"]
+    rows, counts = vocabulary.rows_of(index, np.array([1]))
+    assert sorted(index.rows["row"].to_numpy()[rows]) == [0, 2] and list(counts) == [2]
+
+
+def test_stable_order_is_a_stable_argsort_beyond_16_bits():
+    codes = np.random.default_rng(0).integers(0, 200_000, 50_000)
+    assert np.array_equal(_stable_order(codes), np.argsort(codes, kind="stable"))
