@@ -192,7 +192,7 @@ def test_stage_two_runs_as_one_hamilton_dag():
             pd.DataFrame({"file_id": [0, 1], "text": [SOURCE, TESTS]}),
             "kb_symbol_edges": pd.DataFrame({"src_symbol_id": [1], "dst_symbol_id": [0], "kind": ["call"]}),
             "kb_edges": pd.DataFrame({"src_file_id": [1], "dst_file_id": [0], "kind": ["import"]}),
-            "symbol_lexicon": lexicon, "count_tokens": count_tokens, "budget": 2000,
+            "symbol_lexicon": lexicon, "lexical_query_terms": ["pars", "header"], "count_tokens": count_tokens, "budget": 2000,
             "signal_weights": pd.Series({"lexical_match": 1.0}), "scope_warnings": [],
             "prompt_template": DEFAULT_PROMPT_TEMPLATE,
         },

@@ -304,3 +304,18 @@ def test_seed_symbols_promoted_by_kind_when_nothing_matches(task_type, expected)
     primaries = {name for name, tier in tiers.items() if tier == "primary"}
     assert expected <= primaries
     assert "UnrelatedType" not in primaries  # promotion stays inside seed files
+
+
+def test_top_ranked_file_without_a_name_match_contributes_its_best_lexical_definition():
+    from dataflows.retrieval.precision import best_lexical_symbols
+
+    query = task()
+    lexicon = symbol_lexicon({8: "UnrelatedType users ldap directory"})  # file 1's best BM25 match
+    best = best_lexical_symbols(scope(), kb_symbols(), ["ldap", "user"], lexicon)
+    assert 8 in best.index and 4 not in best.index  # one per file; the seed file's `get` does not match
+    weights = precision_terms(query, lexicon)
+    with_backfill = symbol_tiers(scope(), query, kb_symbols(), kb_comments(), kb_symbol_edges(), weights, best)
+    without = symbol_tiers(scope(), query, kb_symbols(), kb_comments(), kb_symbol_edges(), weights)
+    assert tier_of(with_backfill)["UnrelatedType"] == "primary"
+    assert tier_of(without)["UnrelatedType"] != "primary"
+    assert tier_of(with_backfill)["validate_ldap"] == tier_of(without)["validate_ldap"]  # files with a match: unchanged

@@ -41,6 +41,7 @@ MATCH_WEIGHT = 1.0  # matched-term weight a name / docstring needs
 NAME_COVERAGE = 0.5  # share of a name's words the task must mention (all of them unless two strong words match)
 TYPE_BODY_MAX_TOKENS = 160  # small type definitions (dataclasses, enums) are shown whole, bigger ones by signature
 MAX_TYPE_HOPS = 8
+LEXICAL_BACKFILL_RANK = 10  # top-ranked files without a name match still contribute their best BM25 definition
 _ASSERTION = re.compile(
     r"^\s*(assert\b|self\.assert\w*\(|(?:await\s+)?expect\(|assert_eq!|assert_ne!|assert!|debug_assert|t\.(?:Errorf|Fatalf|Error|Fatal)\(|"
     r"require\.\w+\(|(?:Assert|Assertions)\.\w+\(|assert\w+\(|pytest\.raises\()"
@@ -57,6 +58,24 @@ def precision_terms(task_query: TaskQuery, symbol_lexicon: Bm25Index) -> pd.Seri
     return pd.Series(np.where(df > common_df, COMMON_TERM_WEIGHT, 1.0), index=pd.Index(words, dtype="object"))
 
 
+def best_lexical_symbols(
+    scope: pd.DataFrame, kb_symbols: pd.DataFrame, lexical_query_terms: list[str], symbol_lexicon: Bm25Index
+) -> pd.Series:
+    """symbol_id -> reason: the best BM25-matching definition of each top-ranked non-test scoped file.
+
+    A file ranked high on its contents may define nothing whose *name* matches the task; without this its
+    code would never reach the package, however much budget is left.
+    """
+    top = scope[(scope["rank"] <= LEXICAL_BACKFILL_RANK) & ~scope["is_test"].fillna(False).astype(bool)]
+    syms = kb_symbols[kb_symbols["file_id"].isin(top.index) & kb_symbols["kind"].isin(["function", "method", "class"])]
+    if syms.empty or not lexical_query_terms or len(symbol_lexicon.doc_ids) == 0:
+        return pd.Series(dtype=object)
+    scores = symbol_lexicon.scores(lexical_query_terms).reindex(syms["symbol_id"]).fillna(0.0).to_numpy()
+    ranked = syms.assign(score=scores)
+    best = ranked[ranked["score"] > 0].sort_values(["file_id", "score"], ascending=[True, False]).drop_duplicates("file_id")
+    return pd.Series("best lexical match in a top-ranked file", index=best["symbol_id"].to_numpy(), dtype=object)
+
+
 def symbol_tiers(
     scope: pd.DataFrame,
     task_query: TaskQuery,
@@ -64,6 +83,7 @@ def symbol_tiers(
     kb_comments: pd.DataFrame,
     kb_symbol_edges: pd.DataFrame,
     precision_terms: pd.Series,
+    best_lexical_symbols: pd.Series | None = None,
 ) -> pd.DataFrame:
     """One row per scoped symbol: symbol_id, file_id, tier (primary|supporting|type_context|excluded), reason."""
     syms = _scoped_symbols(scope, kb_symbols)
@@ -74,6 +94,11 @@ def symbol_tiers(
     if not (primary.ne("") & syms["seed"] & ~syms["is_test"]).any():
         promoted = _promoted(syms, task_query.task_type) & primary.eq("")
         primary = primary.mask(promoted, f"promoted: {task_query.task_type} kind in seed file")
+    if best_lexical_symbols is not None and len(best_lexical_symbols):
+        files_with_primary = set(syms.loc[primary.ne(""), "file_id"])
+        backfill = best_lexical_symbols.reindex(syms.index)
+        backfill = backfill.notna() & ~syms["file_id"].isin(files_with_primary) & primary.eq("")
+        primary = primary.mask(backfill, best_lexical_symbols.reindex(syms.index))
     tier.loc[primary.ne("")] = "primary"
     reason.loc[primary.ne("")] = primary
     holders = _holders_of(syms, primary.ne(""))  # a class around primary methods: its signature, not its body
