@@ -16,7 +16,7 @@ class Progress:
 
     def update(self, done: int, total: int) -> None:
         now = time.monotonic()
-        if not self.enabled or (now - self._last < 0.1 and done < total):
+        if not self.enabled or total <= 0 or (now - self._last < 0.1 and done < total):
             return
         self._last = now
         self._shown = True
