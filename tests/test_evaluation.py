@@ -393,3 +393,12 @@ def test_self_cases_parse_and_point_at_existing_files():
     root = Path(__file__).parent.parent
     for files in frame["expected_files"]:
         assert all((root / f).is_file() for f in files), files
+
+
+def test_evaluate_end_to_end_ray_matches_local_when_ray_is_installed(tmp_path, monkeypatch):
+    pytest.importorskip("ray")  # the optional `ray` extra; CI installs `dev` only
+    summary_doc, frame, _ = run_fixture(tmp_path / "ray", monkeypatch, "ray")
+    check_run(summary_doc, frame)
+    local_doc, _, _ = run_fixture(tmp_path / "local", monkeypatch, "local")
+    for name in ("file_acc@10", "mrr", "package_file_recall", "symbol_recall", "bm25_mrr"):
+        assert summary_doc[name] == local_doc[name], name
