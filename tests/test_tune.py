@@ -1,0 +1,48 @@
+"""The weight fitting of `drivers.tune` on synthetic signal rows: it finds the signal that predicts the fix."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from dataflows.retrieval.combination import SIGNALS
+from drivers import tune
+from drivers.retriever import load_weights
+
+
+def synthetic_rows(n_cases: int = 24, n_files: int = 30, seed: int = 0) -> pd.DataFrame:
+    """Cases over 3 repositories where `history_match` ranks the gold file first and every other signal is noise."""
+    rng = np.random.default_rng(seed)
+    frames = []
+    for case in range(n_cases):
+        values = rng.uniform(0.0, 1.0, size=(n_files, len(SIGNALS)))
+        frame = pd.DataFrame(values, columns=list(SIGNALS))
+        gold = rng.integers(n_files)
+        frame["history_match"] = rng.uniform(0.0, 0.5, size=n_files)
+        frame.loc[gold, "history_match"] = 1.0
+        frame = frame.assign(path=[f"f{i}.py" for i in range(n_files)], seed=False, is_test=False, non_source=False,
+                             case_id=f"c{case}", repo=f"r{case % 3}", task_type="bug_fix", gold=False)
+        frame.loc[gold, "gold"] = True
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
+def test_fit_puts_the_weight_on_the_predictive_signal_and_cross_validation_confirms_it():
+    rows = synthetic_rows()
+    untuned = tune.Ranker(rows, SIGNALS).metrics(tune._start(SIGNALS))
+    params = tune.fit(tune.Ranker(rows, SIGNALS), tune._start(SIGNALS))
+    weights = dict(zip(SIGNALS, params))
+    assert max(weights, key=weights.get) == "history_match"
+    assert tune.Ranker(rows, SIGNALS).metrics(params)["acc@1"] == 1.0 > untuned["acc@1"]
+    cv = tune.cross_validated(rows, SIGNALS)  # fitted on 16 cases, scored on the other 8, three times
+    assert cv["n"] == 24 and cv["acc@1"] >= 0.9 > untuned["acc@1"]
+    assert tune.cross_validated_by_task_type(rows, SIGNALS)["acc@1"] >= 0.9
+
+
+def test_fitted_weights_file_loads_back_as_the_default_profile_format(tmp_path):
+    params = dict(zip(SIGNALS + tune.PRIORS, tune.fit(tune.Ranker(synthetic_rows(), SIGNALS), tune._start(SIGNALS))))
+    path = tmp_path / "weights.toml"
+    path.write_text(tune.weights_toml(params, "fitted on synthetic rows"))
+    loaded = load_weights(path)
+    assert set(loaded) == set(SIGNALS) | set(tune.PRIORS)
+    assert loaded["history_match"] == round(params["history_match"], 4)
