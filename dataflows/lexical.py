@@ -1,7 +1,9 @@
 """BM25 over a (doc, term, tf) frame: weights precomputed once, a query is a few array slices.
 
-Built from the KB's `file_terms` / `symbol_terms` tables when a KB is loaded; a query touches only
-the postings of its own terms, so its cost does not grow with the repository.
+Built from the KB's `file_terms` / `symbol_terms` tables at index time and persisted with the KB in the compact
+form of `Bm25Index.arrays()` (sorted vocabulary, term offsets, postings), so loading a KB only reads arrays back
+(`Bm25Index.from_arrays`). A query touches only the postings of its own terms: its cost does not grow with the
+repository.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import pandas as pd
 
 K1 = 0.9  # Lucene defaults as in the eval README's baseline
 B = 0.4
+ARRAYS = ("vocab", "starts", "doc_ids", "postings_doc", "postings_weight")  # the persisted form, in this order
 
 
 def _stable_order(codes: np.ndarray) -> np.ndarray:
@@ -25,23 +28,37 @@ def _stable_order(codes: np.ndarray) -> np.ndarray:
     return order[np.argsort((codes[order] >> 16).astype(np.uint16), kind="stable")]
 
 
-@dataclass(frozen=True)
+def _sorted_vocabulary(terms: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """(code of each row's term, distinct terms in code-point order as an object array)."""
+    codes, vocab = pd.factorize(terms, sort=True)
+    vocab = np.asarray(vocab, dtype=object)
+    if len(vocab) > 1 and not (vocab[1:] > vocab[:-1]).all():  # a categorical keeps category order: sort for lookup
+        order = np.argsort(vocab, kind="stable")
+        rank = np.empty_like(order)
+        rank[order] = np.arange(len(order))
+        codes, vocab = rank[codes], vocab[order]
+    return codes, vocab
+
+
+@dataclass(frozen=True, eq=False)
 class Bm25Index:
+    vocab: np.ndarray  # distinct terms, sorted (object array): a term is found by binary search
+    starts: np.ndarray  # postings of vocab[i] are [starts[i], starts[i + 1])
     doc_ids: np.ndarray  # the doc id (file_id / symbol_id) of each doc position
     postings_doc: np.ndarray  # doc position of each posting, grouped by term
     postings_weight: np.ndarray  # BM25 term weight (idf * saturated tf) of each posting
-    spans: dict[str, tuple[int, int]]  # term -> [start, end) into the postings arrays
 
     @classmethod
     def from_terms(cls, frame: pd.DataFrame, doc_col: str, k1: float = K1, b: float = B) -> Bm25Index:
         """Index a frame with columns (doc_col, term, tf)."""
         if frame.empty:
-            return cls(np.array([], dtype=np.int64), np.array([], dtype=np.int64), np.array([]), {})
+            return cls.from_arrays(np.array([], dtype=object), np.zeros(1, dtype=np.int64), np.array([], dtype=np.int64),
+                                   np.array([], dtype=np.int64), np.array([]))  # fmt: skip
         doc_pos, doc_ids = pd.factorize(frame[doc_col], sort=True)
         tf = frame["tf"].to_numpy(dtype=np.float64)
         doc_len = np.bincount(doc_pos, weights=tf, minlength=len(doc_ids))
         avg_len = doc_len.mean() or 1.0
-        term_codes, vocab = pd.factorize(frame["term"], sort=True)
+        term_codes, vocab = _sorted_vocabulary(frame["term"])
         df = np.bincount(term_codes, minlength=len(vocab))
         n_docs = len(doc_ids)
         idf = np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
@@ -49,14 +66,30 @@ class Bm25Index:
         weight = idf[term_codes] * tf * (k1 + 1.0) / (tf + norm)
         order = _stable_order(term_codes)
         starts = np.searchsorted(term_codes[order], np.arange(len(vocab) + 1))
-        spans = dict(zip(list(vocab), zip(starts[:-1].tolist(), starts[1:].tolist())))
-        return cls(np.asarray(doc_ids), doc_pos[order].astype(np.int64), weight[order], spans)
+        return cls.from_arrays(vocab, starts, np.asarray(doc_ids), doc_pos[order], weight[order])
+
+    @classmethod
+    def from_arrays(cls, vocab, starts, doc_ids, postings_doc, postings_weight) -> Bm25Index:
+        """The index from its persisted arrays (`arrays()`), as numpy arrays of the stored types."""
+        return cls(np.asarray(vocab, dtype=object), np.asarray(starts, dtype=np.int64), np.asarray(doc_ids),
+                   np.asarray(postings_doc, dtype=np.int32), np.asarray(postings_weight, dtype=np.float64))  # fmt: skip
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The compact persisted form: name -> array, names as in ARRAYS."""
+        return {name: getattr(self, name) for name in ARRAYS}
+
+    def _span(self, term: str) -> tuple[int, int] | None:
+        """[start, end) of the term's postings, None when the vocabulary does not have it."""
+        i = int(np.searchsorted(self.vocab, term))
+        if i >= len(self.vocab) or self.vocab[i] != term:
+            return None
+        return int(self.starts[i]), int(self.starts[i + 1])
 
     def scores(self, query_terms: Iterable[str]) -> pd.Series:
         """BM25 score of every doc for the query terms (repeated terms count, sub-linearly), indexed by doc id."""
         total = np.zeros(len(self.doc_ids))
         for term, count in Counter(query_terms).items():
-            span = self.spans.get(term)
+            span = self._span(term)
             if span is None:
                 continue
             start, end = span
@@ -65,5 +98,5 @@ class Bm25Index:
 
     def document_frequency(self, term: str) -> int:
         """How many docs contain the term (0 when unknown): lets callers drop terms that match everything."""
-        span = self.spans.get(term)
+        span = self._span(term)
         return 0 if span is None else span[1] - span[0]

@@ -2,12 +2,17 @@
 
 Layout of a KB directory (default `<repo>/.cra/`):
     CURRENT            name of the live version directory (replaced atomically, last)
-    v-<stamp>/         one Parquet file per table of `dataflows.index.schema`, plus metadata.json
+    v-<stamp>/         one Parquet file per table of `dataflows.index.schema`, plus metadata.json, plus the
+                       finished BM25 arrays of each term table (`<terms>.bm25.parquet`, see LEXICONS): derived
+                       data, so a KB without them (or of another lexicon format) is still read, by rebuilding;
+                       likewise the per-KB word tables (`words.<name>*.parquet`, see WORD_TABLES), reused only
+                       when written by the same `vocabulary` / `text` code
 A run that dies before CURRENT is replaced leaves the previous version live and intact.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -23,6 +28,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from dataflows import lexical
+from dataflows import text as text_module
 from dataflows.index.schema import REQUEST_TABLES, SCHEMA_VERSION, TABLES, arrow_schema
 from dataflows.lexical import Bm25Index
 from dataflows.retrieval import vocabulary
@@ -59,6 +66,11 @@ def _check_writable(kb_dir: Path) -> None:
         ) from None
 
 
+# term table -> its doc column: each gets a persisted BM25 index, written with the KB, read on first use
+LEXICONS = {"file_terms": "file_id", "symbol_terms": "symbol_id", "commit_terms": "commit"}
+_LEXICON_SUFFIX = ".bm25.parquet"
+_LEXICON_FORMAT = {b"cra_bm25_format": b"1", b"k1": repr(lexical.K1).encode(), b"b": repr(lexical.B).encode()}
+
 _UNIQUE_TEXT = {("contents", "text")}  # one distinct long value per row: a dictionary page only costs time
 
 
@@ -71,14 +83,141 @@ def _write_table(staging: Path, name: str, frame: pd.DataFrame | None) -> None:
     pq.write_table(table, staging / f"{name}.parquet", use_dictionary=dictionary)
 
 
+def _write_lexicon(staging: Path, terms: str, frame: pd.DataFrame) -> None:
+    """The finished BM25 arrays of one term table as a one-row Parquet table of list columns."""
+    index = Bm25Index.from_terms(frame, LEXICONS[terms])
+    columns = {}
+    for name, values in index.arrays().items():
+        flat = pa.array(values, type=pa.string()) if values.dtype == object and name == "vocab" else pa.array(values)
+        columns[name] = pa.ListArray.from_arrays(pa.array([0, len(flat)], type=pa.int32()), flat)
+    table = pa.table(columns).replace_schema_metadata(_LEXICON_FORMAT)
+    pq.write_table(table, staging / f"{terms}{_LEXICON_SUFFIX}", use_dictionary=False)
+
+
+def _read_lexicon(version: Path, terms: str) -> Bm25Index | None:
+    """The persisted BM25 index of a term table; None when absent or of another format (then rebuild)."""
+    path = version / f"{terms}{_LEXICON_SUFFIX}"
+    if not path.is_file():
+        return None
+    table = pq.read_table(path)
+    if (table.schema.metadata or {}) != _LEXICON_FORMAT or table.num_rows != 1:
+        return None
+    return Bm25Index.from_arrays(
+        *(table.column(name).combine_chunks().values.to_numpy(zero_copy_only=False) for name in lexical.ARRAYS)
+    )
+
+
+# per-KB word tables (`dataflows.retrieval.vocabulary`), built from files + symbols when the KB is written
+WORD_TABLES = ("path_components", "path_words", "symbol_names", "symbol_name_words", "symbol_name_codes",
+               "symbol_name_terms", "domain_words", "module_words", "file_concepts", "concept_vocabulary")  # fmt: skip
+_WORD_INDEXES = ("path_components", "path_words", "symbol_name_words")  # vocabulary.WordIndex, three frames each
+_WORD_INDEX_PARTS = ("rows", "vocabulary", "offsets")
+
+
+def word_tables(files: pd.DataFrame, symbols: pd.DataFrame) -> dict[str, pd.DataFrame | vocabulary.WordIndex]:
+    """Every word table of WORD_TABLES for these KB frames (what `KnowledgeBase` would compute on first use)."""
+    paths = vocabulary.path_components(files)
+    names = vocabulary.symbol_names(symbols)
+    return {
+        "path_components": vocabulary.path_component_index(paths),
+        "path_words": vocabulary.path_word_index(paths),
+        "symbol_names": names,
+        "symbol_name_words": vocabulary.symbol_name_word_index(names),
+        "symbol_name_codes": vocabulary.symbol_name_codes(symbols, names),
+        "symbol_name_terms": vocabulary.symbol_name_terms(names),
+        "domain_words": vocabulary.domain_words(files),
+        "module_words": vocabulary.module_words(files),
+        "file_concepts": vocabulary.file_concepts(files),
+        "concept_vocabulary": vocabulary.concept_vocabulary(files),
+    }
+
+
+def _words_stamp() -> bytes:
+    """Identifies the code that builds word tables: persisted ones made by other code are rebuilt, not trusted."""
+    source = b"".join(Path(m.__file__).read_bytes() for m in (vocabulary, text_module))
+    return hashlib.sha1(b"cra-words-1" + source).hexdigest().encode()
+
+
+def _dtype_spec(dtype) -> str:
+    """A dtype as a string `astype` takes back ('str' is the default string dtype, 'string[pyarrow]' the NA one)."""
+    if isinstance(dtype, pd.StringDtype):
+        return "str" if dtype.na_value is not pd.NA else f"string[{dtype.storage}]"
+    return str(dtype)
+
+
+def _word_frames(name: str, table) -> dict[str, pd.DataFrame]:
+    """File stem -> frame: a word table as frames (a WordIndex as its rows, vocabulary and offsets)."""
+    if isinstance(table, vocabulary.WordIndex):
+        return {f"{name}.{part}": (pd.DataFrame({"offset": table.offsets}) if part == "offsets" else getattr(table, part))
+                for part in _WORD_INDEX_PARTS}  # fmt: skip
+    return {name: table}
+
+
+def _write_frame(path: Path, frame: pd.DataFrame, stamp: bytes) -> None:
+    """A frame as Parquet with its exact column and index dtypes recorded, so `_read_frame` restores it equal."""
+    table = pa.Table.from_pandas(frame, preserve_index=None)  # a RangeIndex as metadata, any other as a column
+    dtypes = {"columns": {c: _dtype_spec(frame[c].dtype) for c in frame.columns}, "index": _dtype_spec(frame.index.dtype)}
+    meta = {**(table.schema.metadata or {}), b"cra_words": stamp, b"cra_dtypes": json.dumps(dtypes).encode()}
+    pq.write_table(table.replace_schema_metadata(meta), path)
+
+
+def _read_frame(path: Path, stamp: bytes) -> pd.DataFrame | None:
+    """A frame written by `_write_frame`, dtypes restored; None when written by other word-table code."""
+    table = pq.read_table(path)
+    meta = table.schema.metadata or {}
+    if meta.get(b"cra_words") != stamp:
+        return None
+    dtypes = json.loads(meta[b"cra_dtypes"])
+    frame = table.to_pandas()
+    frame = frame.astype({c: d for c, d in dtypes["columns"].items() if _dtype_spec(frame[c].dtype) != d})
+    if _dtype_spec(frame.index.dtype) != dtypes["index"]:
+        frame.index = frame.index.astype(dtypes["index"])
+    return frame
+
+
+def _write_word_tables(staging: Path, files: pd.DataFrame, symbols: pd.DataFrame) -> None:
+    """Every word table of these KB frames as `words.<name>[.<part>].parquet`, stamped with the code's hash."""
+    stamp = _words_stamp()
+    for name, table in word_tables(files, symbols).items():
+        for stem, frame in _word_frames(name, table).items():
+            _write_frame(staging / f"words.{stem}.parquet", frame, stamp)
+
+
+def _read_word_tables(version: Path) -> dict[str, pd.DataFrame | vocabulary.WordIndex]:
+    """The persisted word tables of a KB version: all of them, or {} (absent, partial or by other code)."""
+    stamp = _words_stamp()
+    wanted = [f"{n}.{part}" for n in WORD_TABLES for part in _WORD_INDEX_PARTS if n in _WORD_INDEXES]
+    wanted += [n for n in WORD_TABLES if n not in _WORD_INDEXES]
+    paths = [version / f"words.{stem}.parquet" for stem in wanted]
+    if not all(p.is_file() for p in paths):
+        return {}
+    with ThreadPoolExecutor(max_workers=4) as pool:  # Parquet decoding releases the GIL
+        frames = dict(zip(wanted, pool.map(lambda p: _read_frame(p, stamp), paths)))
+    if any(f is None for f in frames.values()):
+        return {}
+    out = {}
+    for name in WORD_TABLES:
+        if name in _WORD_INDEXES:
+            offsets = frames[f"{name}.offsets"]["offset"].to_numpy()
+            out[name] = vocabulary.WordIndex(frames[f"{name}.rows"], frames[f"{name}.vocabulary"], offsets)
+        else:
+            out[name] = frames[name]
+    return out
+
+
 def write_kb(kb_dir: Path, tables: dict[str, pd.DataFrame], metadata: dict) -> Path:
-    """Write all tables + metadata into a fresh version directory, then point CURRENT at it."""
+    """Write all tables + metadata (plus the BM25 index of each given term table and, given files and symbols, the
+    word tables) into a fresh version directory, then point CURRENT at it."""
     kb_dir = Path(kb_dir)
     _check_writable(kb_dir)
     staging = Path(tempfile.mkdtemp(dir=kb_dir, prefix=".tmp-"))
+    jobs = [lambda name=name: _write_lexicon(staging, name, tables[name]) for name in LEXICONS if tables.get(name) is not None]
+    jobs += [lambda name=name: _write_table(staging, name, tables.get(name)) for name in TABLES]
+    if tables.get("files") is not None and tables.get("symbols") is not None:
+        jobs.insert(0, lambda: _write_word_tables(staging, tables["files"], tables["symbols"]))
     try:
         with ThreadPoolExecutor(max_workers=4) as pool:  # arrow conversion and encoding release the GIL
-            list(pool.map(lambda name: _write_table(staging, name, tables.get(name)), TABLES))
+            list(pool.map(lambda job: job(), jobs))
         (staging / _METADATA).write_text(json.dumps({**metadata, "schema_version": SCHEMA_VERSION}, indent=2, default=str))
         version = kb_dir / f"v-{time.strftime('%Y%m%dT%H%M%S')}-{staging.name[5:]}"
         staging.rename(version)
@@ -167,57 +306,76 @@ class KnowledgeBase:
     def contents(self) -> pd.DataFrame:
         return read_tables(self.kb_dir, ["contents"])["contents"]
 
+    def lexicon(self, terms: str) -> Bm25Index:
+        """The BM25 index of a term table: persisted arrays when the KB has them, else built from the terms."""
+        version = _live_version(self.kb_dir)
+        try:
+            found = _read_lexicon(version, terms) if version is not None else None
+        except (OSError, pa.ArrowException) as exc:
+            raise CraError(f"The knowledge base at {self.kb_dir} is damaged ({exc}). Re-run `cra index REPO`.") from None
+        return found if found is not None else Bm25Index.from_terms(_read_terms(self.kb_dir, terms), LEXICONS[terms])
+
     @cached_property
     def file_lexicon(self) -> Bm25Index:
-        return Bm25Index.from_terms(_read_terms(self.kb_dir, "file_terms"), "file_id")
+        return self.lexicon("file_terms")
 
     @cached_property
     def commit_lexicon(self) -> Bm25Index:
-        return Bm25Index.from_terms(_read_terms(self.kb_dir, "commit_terms"), "commit")
+        return self.lexicon("commit_terms")
 
     @cached_property
     def symbol_lexicon(self) -> Bm25Index:
-        return Bm25Index.from_terms(_read_terms(self.kb_dir, "symbol_terms"), "symbol_id")
+        return self.lexicon("symbol_terms")
 
     @cached_property
-    def path_table(self) -> pd.DataFrame:
-        return vocabulary.path_components(self.files)
+    def words(self) -> dict[str, pd.DataFrame | vocabulary.WordIndex]:
+        """The per-KB word tables: as persisted with the KB, or (older KB, changed vocabulary code) built now."""
+        version = _live_version(self.kb_dir)
+        try:
+            found = _read_word_tables(version) if version is not None else {}
+        except (OSError, ValueError, KeyError, pa.ArrowException) as exc:
+            raise CraError(f"The knowledge base at {self.kb_dir} is damaged ({exc}). Re-run `cra index REPO`.") from None
+        return found or word_tables(self.files, self.tables["symbols"])
 
-    @cached_property
+    @property
     def path_components(self) -> vocabulary.WordIndex:
-        return vocabulary.path_component_index(self.path_table)
+        return self.words["path_components"]
 
-    @cached_property
+    @property
     def path_words(self) -> vocabulary.WordIndex:
-        return vocabulary.path_word_index(self.path_table)
+        return self.words["path_words"]
 
-    @cached_property
+    @property
     def symbol_names(self) -> pd.DataFrame:
-        return vocabulary.symbol_names(self.tables["symbols"])
+        return self.words["symbol_names"]
 
-    @cached_property
+    @property
     def symbol_name_words(self) -> vocabulary.WordIndex:
-        return vocabulary.symbol_name_word_index(self.symbol_names)
+        return self.words["symbol_name_words"]
 
-    @cached_property
+    @property
     def symbol_name_codes(self) -> pd.DataFrame:
-        return vocabulary.symbol_name_codes(self.tables["symbols"], self.symbol_names)
+        return self.words["symbol_name_codes"]
 
-    @cached_property
+    @property
+    def symbol_name_terms(self) -> pd.DataFrame:
+        return self.words["symbol_name_terms"]
+
+    @property
     def domain_words(self) -> pd.DataFrame:
-        return vocabulary.domain_words(self.files)
+        return self.words["domain_words"]
 
-    @cached_property
+    @property
     def module_words(self) -> pd.DataFrame:
-        return vocabulary.module_words(self.files)
+        return self.words["module_words"]
 
-    @cached_property
+    @property
     def file_concepts(self) -> pd.DataFrame:
-        return vocabulary.file_concepts(self.files)
+        return self.words["file_concepts"]
 
-    @cached_property
+    @property
     def concept_vocabulary(self) -> pd.DataFrame:
-        return vocabulary.concept_vocabulary(self.files)
+        return self.words["concept_vocabulary"]
 
 
 _LOADED: dict[tuple[str, str], KnowledgeBase] = {}

@@ -65,6 +65,7 @@ def kb_inputs(kb: KnowledgeBase) -> dict:
         "kb_symbol_names": kb.symbol_names,
         "kb_symbol_name_words": kb.symbol_name_words,
         "kb_symbol_name_codes": kb.symbol_name_codes,
+        "kb_symbol_name_terms": kb.symbol_name_terms,
         "kb_domain_words": kb.domain_words,
         "kb_module_words": kb.module_words,
         "kb_file_concepts": kb.file_concepts,

