@@ -69,9 +69,11 @@ class ParseProgress(lifecycle.TaskReturnHook):
             self.on_progress(self.done, self.total)
 
 
-def index_driver(workers: int = 1, on_progress: Callable[[int, int], None] | None = None) -> driver.Driver:
+def index_driver(
+    workers: int = 1, on_progress: Callable[[int, int], None] | None = None, adapters: tuple = ()
+) -> driver.Driver:
     """The Hamilton driver over the index dataflow modules; workers > 1 runs per-file batches in processes;
-    on_progress(done, total) is called as batches of files are parsed."""
+    on_progress(done, total) is called as batches of files are parsed; adapters are extra lifecycle hooks."""
     remote = _ProcessExecutor(max_tasks=workers) if workers > 1 else executors.SynchronousLocalTaskExecutor()
     builder = (
         driver.Builder()
@@ -80,8 +82,9 @@ def index_driver(workers: int = 1, on_progress: Callable[[int, int], None] | Non
         .with_local_executor(executors.SynchronousLocalTaskExecutor())
         .with_remote_executor(remote)
     )
-    if on_progress is not None:
-        builder = builder.with_adapters(ParseProgress(on_progress))
+    hooks = [*adapters, *([ParseProgress(on_progress)] if on_progress is not None else [])]
+    if hooks:
+        builder = builder.with_adapters(*hooks)
     return builder.build()
 
 
@@ -109,11 +112,13 @@ def index_frames(
     count_line_tokens: Callable[[str], object] | None = None,
     workers: int | None = None,
     history_from: tuple[Path, str] | None = None,
+    adapters: tuple = (),
 ) -> tuple[dict[str, pd.DataFrame], dict]:
     """KB tables by name (no `kb_` prefix) and run stats (index_stats + scan info + head + seconds) for root.
 
     workers: processes for the per-file work (default: one per core when enough files changed, else 1).
     history_from: (git_dir, rev) to read history from another git directory (a tree extracted at rev).
+    adapters: extra Hamilton lifecycle hooks (e.g. `drivers.timing.NodeTimer`).
     """
     started = time.perf_counter()
     root = Path(root)
@@ -130,7 +135,7 @@ def index_frames(
         "count_line_tokens": count_line_tokens or tokens.count_line_tokens,
         "max_commit_files": max_commit_files,
     }
-    results = index_driver(workers, on_progress).execute([*KB_OUTPUTS, "index_stats"], inputs=inputs)
+    results = index_driver(workers, on_progress, adapters).execute([*KB_OUTPUTS, "index_stats"], inputs=inputs)
     tables = {name: results[f"kb_{name}"] for name in TABLES}
     stats = {
         **results["index_stats"],

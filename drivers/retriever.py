@@ -38,8 +38,17 @@ class Retrieval:
     seconds: float
 
 
-def retrieval_driver(llm_assist: bool = False) -> driver.Driver:
-    """The retrieval DAG (all eight stage modules), configured for this request."""
+def retrieval_driver(llm_assist: bool = False, adapters: tuple = ()) -> driver.Driver:
+    """The retrieval DAG (all eight stage modules), configured for this request; built once per configuration
+    unless lifecycle adapters (e.g. `drivers.timing.NodeTimer`) are attached."""
+    if not adapters:
+        return _shared_driver(llm_assist)
+    builder = driver.Builder().with_modules(*MODULES).with_config({"llm_assist": llm_assist})
+    return builder.with_adapters(*adapters).build()
+
+
+@lru_cache(maxsize=2)
+def _shared_driver(llm_assist: bool) -> driver.Driver:
     return driver.Builder().with_modules(*MODULES).with_config({"llm_assist": llm_assist}).build()
 
 
@@ -119,8 +128,10 @@ def retrieve(
     llm_client=None,
     prompt_template: str | None = None,
     outputs: tuple[str, ...] = (),
+    adapters: tuple = (),
 ) -> Retrieval:
-    """Run the pipeline; `outputs` names extra nodes to return (e.g. "markdown_text", "symbol_tiers")."""
+    """Run the pipeline; `outputs` names extra nodes to return (e.g. "markdown_text", "symbol_tiers");
+    `adapters` are Hamilton lifecycle hooks watching the run (e.g. per-node timing)."""
     if not task_text or not task_text.strip():
         raise CraError("The task description is empty. Pass it as an argument, with --task-file F, or on stdin with `-`.")
     if budget < MIN_BUDGET:
@@ -144,6 +155,6 @@ def retrieve(
         raise CraError(f"Unknown signal weight(s) {unknown}; valid names: {', '.join(combination.KNOBS)}.")
     wanted = ["context_package", "scope", "signal_matrix", *outputs]
     started = time.perf_counter()
-    result = retrieval_driver(llm_assist).execute(list(dict.fromkeys(wanted)), inputs=inputs)
+    result = retrieval_driver(llm_assist, adapters).execute(list(dict.fromkeys(wanted)), inputs=inputs)
     seconds = time.perf_counter() - started
     return Retrieval(result["context_package"], result["scope"], result["signal_matrix"], result, seconds)

@@ -5,7 +5,8 @@ FILE_KEYS = {"path", "language", "relevance_rank", "score", "added_by", "symbols
 SYMBOL_KEYS = {"name", "qualified_name", "kind", "relevance", "signature", "body", "docstring", "start_line", "end_line", "tokens"}
 SCOPE_KEYS = {"path", "rank", "total_score", "seed", "added_by", "signals"}
 SIGNALS = {"path_match", "symbol_match", "dependency_proximity", "cochange_affinity", "recency", "domain_match",
-           "concept_overlap", "structural_centrality", "lexical_match", "symbol_lexical_match", "history_match"}
+           "concept_overlap", "structural_centrality", "lexical_match", "symbol_lexical_match", "history_match",
+           "title_match"}
 
 
 def assert_json_contract(doc: dict) -> None:

@@ -160,6 +160,17 @@ def test_lexical_match_is_bm25_divided_by_the_best_and_drops_common_terms():
     assert scores[0] == 1.0 and 0 < scores[1] < 1 and scores[2] == scores[3] == 0.0
 
 
+def test_title_match_scores_the_first_line_only():
+    files = kb_files("render.py", "parse.py", "io.py", "util.py")
+    lexicon = file_lexicon(["render widget", "parse config", "read file", "common"])
+    task = "## Widget render is blank\n\nSteps: parse config, read file\n```parse(config)```"
+    terms = signals.title_query_terms(query(raw_description=task), lexicon)
+    assert terms == ["widget", "render", "blank"]  # heading marks dropped, body ignored
+    scores = signals.title_match(files, terms, lexicon)
+    assert scores[0] == 1.0 and scores[1:].eq(0.0).all()
+    assert signals.title_query_terms(query(raw_description="  \n"), lexicon) == []
+
+
 def test_every_signal_is_zero_over_all_files_when_its_data_is_missing():
     files = kb_files("a.py", "b.py", "c.py")
     empty_edges, empty_symbols = kb_edges(), kb_symbols()
@@ -175,6 +186,7 @@ def test_every_signal_is_zero_over_all_files_when_its_data_is_missing():
         signals.concept_overlap(files, q),
         signals.structural_centrality(files, empty_edges),
         signals.lexical_match(files, [], file_lexicon(["x"])),
+        signals.title_match(files, [], file_lexicon(["x"])),
         signals.path_match(files, q),
     ]
     for series in results:

@@ -14,7 +14,7 @@ import pandas as pd
 
 from dataflows.retrieval.models import TaskQuery
 
-# seed 001's eight defaults plus lexical_match (BM25 over contents); normalised after adjustment
+# seed 001's eight defaults plus the BM25 signals (contents, symbol chunks, past commits, title); normalised after adjustment
 DEFAULT_WEIGHTS: dict[str, float] = {
     "path_match": 0.20,
     "symbol_match": 0.25,
@@ -27,6 +27,7 @@ DEFAULT_WEIGHTS: dict[str, float] = {
     "lexical_match": 0.30,
     "symbol_lexical_match": 0.20,
     "history_match": 0.10,
+    "title_match": 0.20,
 }
 # seed 001's task-type adjustments: named weights replaced before normalisation
 TASK_TYPE_WEIGHTS: dict[str, dict[str, float]] = {
@@ -80,6 +81,7 @@ def signal_frame(
     lexical_match: pd.Series,
     symbol_lexical_match: pd.Series,
     history_match: pd.Series,
+    title_match: pd.Series,
 ) -> pd.DataFrame:
     """The signal values of every file (index file_id, one column per signal)."""
     columns = {
@@ -94,6 +96,7 @@ def signal_frame(
         "lexical_match": lexical_match,
         "symbol_lexical_match": symbol_lexical_match,
         "history_match": history_match,
+        "title_match": title_match,
     }
     index = pd.Index(kb_files["file_id"], name="file_id")
     return pd.DataFrame({name: s.reindex(index).fillna(0.0).astype(float) for name, s in columns.items()}, index=index)

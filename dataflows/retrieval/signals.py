@@ -373,6 +373,25 @@ def lexical_match(kb_files: pd.DataFrame, lexical_query_terms: list[str], file_l
     return _over_files(kb_files, _normalised(file_lexicon.scores(lexical_query_terms)))
 
 
+def title_query_terms(task_query: TaskQuery, file_lexicon: Bm25Index) -> list[str]:
+    """BM25 query terms of the task's first line (markdown heading marks dropped), terms in most files dropped.
+
+    An issue's title names the broken behaviour in a few words; in the body those words are outnumbered by
+    reproduction code, logs and environment details.
+    """
+    lines = (line.strip().lstrip("#").strip() for line in task_query.raw_description.splitlines())
+    title = next((line for line in lines if line), "")
+    n_docs = len(file_lexicon.doc_ids)
+    return [t for t in terms(title) if file_lexicon.document_frequency(t) <= COMMON_TERM_SHARE * n_docs]
+
+
+def title_match(kb_files: pd.DataFrame, title_query_terms: list[str], file_lexicon: Bm25Index) -> pd.Series:
+    """0-1 per file: BM25 of the task title's terms against its contents, divided by the best file's score."""
+    if kb_files.empty or not title_query_terms or len(file_lexicon.doc_ids) == 0:
+        return _zeros(kb_files)
+    return _over_files(kb_files, _normalised(file_lexicon.scores(title_query_terms)))
+
+
 def symbol_lexical_match(
     kb_files: pd.DataFrame, kb_symbols: pd.DataFrame, lexical_query_terms: list[str], symbol_lexicon: Bm25Index
 ) -> pd.Series:

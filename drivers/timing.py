@@ -1,0 +1,130 @@
+"""What each signal costs: its index-time nodes, its lexicon load and its request-time nodes (issue 5).
+
+    python -m drivers.timing --repo PATH [--task TEXT ...]
+
+Times every Hamilton node of an index run and of requests with a lifecycle hook, then sums the nodes that
+exist for a signal. The repository must already have a KB (`cra index PATH`); the index run here is extra
+and writes nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+from hamilton.lifecycle import NodeExecutionHook
+
+# signal -> (index-time nodes, KB lexicon it loads, request-time nodes) that exist only for it
+SIGNAL_NODES: dict[str, tuple[tuple[str, ...], str | None, tuple[str, ...]]] = {
+    "path_match": ((), None, ("path_match",)),
+    "symbol_match": ((), None, ("symbol_match",)),
+    "dependency_proximity": (("kb_edges",), None, ("dependency_proximity",)),
+    "cochange_affinity": (("kb_cochange",), None, ("cochange_affinity",)),
+    "recency": ((), None, ("recency",)),
+    "domain_match": ((), None, ("domain_match",)),
+    "concept_overlap": (("file_concepts",), None, ("concept_overlap",)),
+    "structural_centrality": ((), None, ("structural_centrality",)),
+    "lexical_match": (("kb_file_terms",), "file_lexicon", ("lexical_query_terms", "lexical_match")),
+    "symbol_lexical_match": (("kb_symbol_terms",), "symbol_lexicon", ("symbol_lexical_match",)),
+    "history_match": (("kb_commit_terms",), "commit_lexicon", ("history_match",)),
+    "title_match": ((), None, ("title_query_terms", "title_match")),
+}
+
+
+class NodeTimer(NodeExecutionHook):
+    """Wall seconds per node name, summed over every run it watches."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._started: dict[str, float] = {}
+
+    def run_before_node_execution(self, *, node_name: str, **kwargs) -> None:
+        self._started[node_name] = time.perf_counter()
+
+    def run_after_node_execution(self, *, node_name: str, **kwargs) -> None:
+        elapsed = time.perf_counter() - self._started.pop(node_name, time.perf_counter())
+        self.seconds[node_name] = self.seconds.get(node_name, 0.0) + elapsed
+
+
+def index_node_seconds(repo: Path) -> dict[str, float]:
+    """Seconds per index node of a full, single-process index run of repo (git history included)."""
+    from drivers.indexer import index_frames
+
+    timer = NodeTimer()
+    index_frames(Path(repo), workers=1, adapters=(timer,))
+    return timer.seconds
+
+
+def lexicon_load_seconds(kb_dir: Path) -> dict[str, float]:
+    """Seconds to make each BM25 lexicon usable on a freshly loaded KB (first-request cost)."""
+    from drivers.kb import REQUEST_TABLES, KnowledgeBase, read_metadata, read_tables
+
+    kb = KnowledgeBase(kb_dir, read_metadata(kb_dir), read_tables(kb_dir, REQUEST_TABLES))  # not the shared cache
+    out = {}
+    for name in ("file_lexicon", "symbol_lexicon", "commit_lexicon"):
+        started = time.perf_counter()
+        getattr(kb, name)
+        out[name] = time.perf_counter() - started
+    return out
+
+
+def request_node_seconds(kb_dir: Path, tasks: list[str], repeats: int = 3) -> pd.DataFrame:
+    """Seconds per retrieval node (rows) for each warm request (columns), so medians can be taken."""
+    from drivers.kb import load_kb
+    from drivers.retriever import retrieve
+
+    kb = load_kb(kb_dir)
+    retrieve(kb, tasks[0])  # warm the KB's lazy tables
+    runs = {}
+    for r in range(repeats):
+        for i, task in enumerate(tasks):
+            timer = NodeTimer()
+            retrieve(kb, task, adapters=(timer,))
+            runs[(r, i)] = timer.seconds
+    return pd.DataFrame(runs).fillna(0.0)
+
+
+def signal_costs(repo: Path, kb_dir: Path, tasks: list[str], repeats: int = 3) -> pd.DataFrame:
+    """Per signal: index seconds, lexicon load seconds and median request milliseconds of its own nodes."""
+    index = index_node_seconds(repo)
+    load = lexicon_load_seconds(kb_dir)
+    request = request_node_seconds(kb_dir, tasks, repeats)
+    rows = {}
+    for signal, (index_nodes, lexicon, request_nodes) in SIGNAL_NODES.items():
+        per_run = request.reindex(list(request_nodes)).fillna(0.0).sum()
+        rows[signal] = {
+            "index_s": round(sum(index.get(n, 0.0) for n in index_nodes), 3),
+            "lexicon_load_s": round(load.get(lexicon, 0.0), 3) if lexicon else 0.0,
+            "request_ms_p50": round(1000 * statistics.median(per_run), 1),
+        }
+    rows["(whole request)"] = {"index_s": round(sum(index.values()), 3), "lexicon_load_s": round(sum(load.values()), 3),
+                               "request_ms_p50": round(1000 * statistics.median(request.sum()), 1)}
+    return pd.DataFrame(rows).T.rename_axis("signal")
+
+
+def main(argv: list[str] | None = None) -> int:
+    from drivers.kb import default_kb_dir, has_usable_kb
+
+    parser = argparse.ArgumentParser(prog="python -m drivers.timing", description=__doc__.splitlines()[0])
+    parser.add_argument("--repo", required=True, type=Path)
+    parser.add_argument("--kb", type=Path, help="KB directory (default: the repository's)")
+    parser.add_argument("--task", action="append", help="task text (repeatable; default: three generic tasks)")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args(argv)
+    kb_dir = args.kb or default_kb_dir(args.repo)
+    if not has_usable_kb(kb_dir):
+        print(f"error: no usable KB at {kb_dir}; run `cra index {args.repo}` first", file=sys.stderr)
+        return 2
+    tasks = args.task or ["Fix the crash when the config file is missing",
+                          "Add a timeout option to the cache backend",
+                          "Parsing an empty query raises a TypeError"]
+    print(signal_costs(args.repo, kb_dir, tasks, args.repeats).to_string())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
