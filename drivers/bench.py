@@ -121,6 +121,15 @@ def main() -> None:
     width = max(len(k) for k, _ in rows)
     for key, value in rows:
         print(f"{key:<{width}}  {value}")
+    print("\nper-signal costs (index s: its own index nodes; lexicon load s: first use; request ms: p50 of its nodes)")
+    print(_signal_costs(repo, kb).to_string())
+
+
+def _signal_costs(repo: Path, kb: Path):
+    """drivers.timing.signal_costs on the bench KB and tasks (imported late: it loads Hamilton and pandas)."""
+    from drivers.timing import signal_costs
+
+    return signal_costs(repo, kb, TASKS)
 
 
 if __name__ == "__main__":

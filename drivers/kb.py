@@ -109,7 +109,8 @@ def _read_lexicon(version: Path, terms: str) -> Bm25Index | None:
 
 # per-KB word tables (`dataflows.retrieval.vocabulary`), built from files + symbols when the KB is written
 WORD_TABLES = ("path_components", "path_words", "symbol_names", "symbol_name_words", "symbol_name_codes",
-               "symbol_name_terms", "domain_words", "module_words", "file_concepts", "concept_vocabulary")  # fmt: skip
+               "symbol_name_terms", "symbol_norms", "domain_words", "module_words", "file_concepts",
+               "concept_vocabulary")  # fmt: skip
 _WORD_INDEXES = ("path_components", "path_words", "symbol_name_words")  # vocabulary.WordIndex, three frames each
 _WORD_INDEX_PARTS = ("rows", "vocabulary", "offsets")
 
@@ -125,6 +126,7 @@ def word_tables(files: pd.DataFrame, symbols: pd.DataFrame) -> dict[str, pd.Data
         "symbol_name_words": vocabulary.symbol_name_word_index(names),
         "symbol_name_codes": vocabulary.symbol_name_codes(symbols, names),
         "symbol_name_terms": vocabulary.symbol_name_terms(names),
+        "symbol_norms": vocabulary.symbol_norms(symbols),
         "domain_words": vocabulary.domain_words(files),
         "module_words": vocabulary.module_words(files),
         "file_concepts": vocabulary.file_concepts(files),
@@ -362,6 +364,10 @@ class KnowledgeBase:
         return self.words["symbol_name_terms"]
 
     @property
+    def symbol_norms(self) -> pd.DataFrame:
+        return self.words["symbol_norms"]
+
+    @property
     def domain_words(self) -> pd.DataFrame:
         return self.words["domain_words"]
 
@@ -376,6 +382,18 @@ class KnowledgeBase:
     @property
     def concept_vocabulary(self) -> pd.DataFrame:
         return self.words["concept_vocabulary"]
+
+    @cached_property
+    def symbol_name_index(self) -> vocabulary.NameIndex:
+        """Searchable symbol names and the files carrying each (`vocabulary.name_index`), built once per loaded KB."""
+        return vocabulary.name_index(self.symbol_names, self.symbol_name_codes)
+
+    @cached_property
+    def symbol_table(self) -> vocabulary.SymbolTable:
+        """The symbols as arrays for the precision stage (`vocabulary.symbol_table`), built once per loaded KB."""
+        t = self.tables
+        return vocabulary.symbol_table(t["symbols"], t["comments"], t["symbol_edges"], self.symbol_name_codes,
+                                       self.symbol_name_terms, self.symbol_norms)  # fmt: skip
 
 
 _LOADED: dict[tuple[str, str], KnowledgeBase] = {}

@@ -79,6 +79,8 @@ def kb_inputs(kb: KnowledgeBase) -> dict:
         "kb_module_words": kb.module_words,
         "kb_file_concepts": kb.file_concepts,
         "kb_concept_vocabulary": kb.concept_vocabulary,
+        "kb_symbol_table": kb.symbol_table,
+        "kb_symbol_name_index": kb.symbol_name_index,
     }
 
 

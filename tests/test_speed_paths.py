@@ -17,7 +17,7 @@ from dataflows.lexical import Bm25Index
 from dataflows.retrieval import vocabulary
 from dataflows.retrieval.budget import budget_items, budget_plan
 from dataflows.retrieval.models import FileContext, SymbolContext, TaskQuery
-from dataflows.retrieval.precision import symbol_tiers
+from dataflows.retrieval.precision import best_lexical_symbols, file_contexts, symbol_tiers
 from drivers import kb as kb_store
 from drivers import tokens
 from drivers.kb import _live_version, index_repository, load_kb, word_tables
@@ -208,3 +208,32 @@ def test_symbol_tiers_from_the_kb_name_tables_equal_splitting_names_per_request(
                                out["precision_terms"], out["best_lexical_symbols"])  # fmt: skip
     assert (out["symbol_tiers"]["tier"] == "primary").any()
     pd.testing.assert_frame_equal(out["symbol_tiers"], per_request)
+
+
+def test_precision_nodes_from_the_kb_symbol_table_equal_those_built_per_request(indexed):
+    kb = fresh_kb(indexed)
+    nodes = ("scope", "lexical_query_terms", "symbol_tiers", "best_lexical_symbols", "file_contexts")
+    out = retrieve(kb, "LoginHandler.validate_login rejects a valid password", outputs=nodes).outputs
+    t = kb.tables
+    best = best_lexical_symbols(out["scope"], t["symbols"], out["lexical_query_terms"], kb.symbol_lexicon)
+    pd.testing.assert_series_equal(out["best_lexical_symbols"], best)
+    contexts = file_contexts(out["symbol_tiers"], out["scope"], kb.files, t["symbols"], t["comments"], kb.contents,
+                             tokens.count_tokens)  # fmt: skip
+    assert contexts and contexts == out["file_contexts"]
+
+
+def test_symbol_table_resolves_parents_edges_and_attached_comments():
+    symbols = pd.DataFrame({
+        "symbol_id": [10, 11, 12], "file_id": [1, 1, 2], "name": ["Login", "check", "test_login"],
+        "qualified_name": ["Login", "Login.check", "test_login"], "kind": ["class", "method", "function"],
+        "start_line": [1, 2, 1], "docstring": ["A login.", None, None], "parent_id": pd.array([None, 10, None], "Int32"),
+    })
+    comments = pd.DataFrame({"symbol_id": pd.array([11, None, 11], "Int32"), "text": ["why one", "file", "why two"]})
+    edges = pd.DataFrame({"src_symbol_id": [11, 11, 12, 99], "dst_symbol_id": [10, 10, 11, 10],
+                          "kind": ["call", "call", "call", "call"]})  # fmt: skip
+    table = vocabulary.symbol_table(symbols, comments, edges)
+    assert list(table.parent) == [-1, 0, -1]
+    assert list(table.doc_text) == ["A login. ", " why one why two", " "]
+    assert list(zip(table.edge_src, table.edge_dst)) == [(1, 0), (2, 1)]  # duplicates and unknown symbols dropped
+    assert list(table.is_test_fn) == [False, False, True]
+    assert list(table.name_norm) == ["login", "check", "testlogin"]

@@ -101,3 +101,44 @@ def test_word_index_groups_rows_by_sorted_word():
 def test_stable_order_is_a_stable_argsort_beyond_16_bits():
     codes = np.random.default_rng(0).integers(0, 200_000, 50_000)
     assert np.array_equal(_stable_order(codes), np.argsort(codes, kind="stable"))
+
+
+def name_index_of(kb_symbols_: pd.DataFrame) -> vocabulary.NameIndex:
+    """The name index a loaded KB passes to symbol_match."""
+    names = vocabulary.symbol_names(kb_symbols_)
+    return vocabulary.name_index(names, vocabulary.symbol_name_codes(kb_symbols_, names))
+
+
+def test_names_containing_finds_what_a_substring_scan_finds():
+    s = symbols()
+    names = vocabulary.symbol_names(s)
+    index = name_index_of(s)
+    for part in ("login", "url_v", "cache", "touch", "_", "l031", "nowhere", "validate_login"):
+        expected = np.flatnonzero(names["lower"].str.contains(part, regex=False).to_numpy(dtype=bool))
+        assert list(vocabulary.names_containing(index, part)) == list(expected), part
+    assert len(vocabulary.names_containing(index, "login")) == 3  # validate_login, LoginHandler, test_login_tests
+
+
+def test_name_index_carries_each_name_to_the_files_defining_it():
+    s = symbols()
+    names = vocabulary.symbol_names(s)
+    index = name_index_of(s)
+    touch = int(np.flatnonzero(names["name"] == "touch")[0])
+    files, counts = vocabulary.carriers_of(index, np.array([touch]))
+    assert sorted(files) == sorted(set(s.loc[s["name"] == "touch", "file_id"])) and list(counts) == [2]
+
+
+def test_best_per_pair_is_a_sorted_groupby_max():
+    keys, items, scores = np.array([3, 1, 3, 1, 3]), np.array([0, 1, 0, 1, 1]), np.array([0.3, 0.5, 1.0, 0.2, 0.4])
+    got = vocabulary.best_per_pair(keys, items, scores, 2)
+    want = pd.DataFrame({"k": keys, "i": items, "s": scores}).groupby(["k", "i"], as_index=False)["s"].max()
+    assert [list(a) for a in got] == [list(want["k"]), list(want["i"]), list(want["s"])]
+
+
+def test_symbol_match_from_the_name_index_equals_symbol_match_built_per_request():
+    f, s, q = files(), symbols(), query()
+    t = tables(f, s)
+    given = signals.symbol_match(f, s, q, t["kb_symbol_names"], t["kb_symbol_name_words"], t["kb_symbol_name_codes"],
+                                 name_index_of(s))  # fmt: skip
+    assert given.max() > 0
+    pd.testing.assert_series_equal(given, signals.symbol_match(f, s, q))

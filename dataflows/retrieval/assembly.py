@@ -85,8 +85,10 @@ def _edges_between(files: tuple[FileContext, ...], kb_edges: pd.DataFrame) -> tu
 def _scope_provenance(scope: pd.DataFrame) -> list[dict]:
     """The whole ranked scope: path, rank, total score, seed, how it was added, every signal value."""
     signals = [c for c in SIGNALS if c in scope.columns]
-    frame = scope.sort_values("rank")
-    values = frame[signals].astype(float).round(6).to_dict("records")
+    order = np.argsort(scope["rank"].to_numpy(), kind="stable")
+    values = np.round(np.column_stack([scope[s].to_numpy(dtype=float) for s in signals]), 6) if signals else None
+    rows = values[order].tolist() if signals else [[] for _ in order]
+    columns = (scope[c].to_numpy()[order].tolist() for c in ("path", "rank", "total_score", "seed", "added_by"))
     return [
         {
             "path": str(p),
@@ -94,25 +96,25 @@ def _scope_provenance(scope: pd.DataFrame) -> list[dict]:
             "total_score": round(float(t), 6),
             "seed": bool(s),
             "added_by": str(a),
-            "signals": v,
+            "signals": dict(zip(signals, v)),
         }
-        for p, r, t, s, a, v in zip(
-            frame["path"], frame["rank"], frame["total_score"], frame["seed"], frame["added_by"], values
-        )
+        for p, r, t, s, a, v in zip(*columns, rows)
     ]
 
 
 def _symbol_provenance(files: tuple[FileContext, ...], symbol_tiers: pd.DataFrame) -> list[dict]:
     """Every included symbol with its tier, depth and why it was chosen."""
-    reasons = dict(zip(symbol_tiers["symbol_id"], symbol_tiers["reason"]))
-    return [
-        {
-            "path": f.path,
-            "symbol": s.qualified_name,
-            "tier": s.relevance,
-            "depth": "body" if s.body is not None else "signature",
-            "reason": s.reason or reasons.get(s.symbol_id, ""),
-        }
-        for f in files
-        for s in f.symbols
-    ]
+    reasons = None  # the tiers' reasons, looked up only for a symbol that carries none itself
+    out = []
+    for f in files:
+        for s in f.symbols:
+            if not s.reason and reasons is None:
+                reasons = dict(zip(symbol_tiers["symbol_id"], symbol_tiers["reason"]))
+            out.append({
+                "path": f.path,
+                "symbol": s.qualified_name,
+                "tier": s.relevance,
+                "depth": "body" if s.body is not None else "signature",
+                "reason": s.reason or reasons.get(s.symbol_id, ""),
+            })
+    return out

@@ -80,7 +80,7 @@ def budget_plan(
 ) -> BudgetPlan:
     """Allocate, cut bottom-up, refill best-first and verify on the real rendering until the package fits."""
     budget = int(budget)
-    items = budget_items.reset_index(drop=True)
+    items = {c: budget_items[c].to_numpy() for c in budget_items.columns}  # tens to hundreds of rows, as arrays
     overhead = _file_overhead(file_contexts, kb_edges, count_tokens)
     plan = _Plan(items, overhead, budget)
     # the task gets its allocation (512 tokens, at most half the budget), so the floor keeps room
@@ -97,14 +97,14 @@ def budget_plan(
 
     before = measure()
     plan.correction = before - plan.raw_estimate()
-    section = items["section"].to_numpy(dtype=object)
-    tokens = plan.tokens().to_numpy()
-    demand = pd.Series({s: int(tokens[section == s].sum()) for s in SECTION_SHARES})
+    section = items["section"].astype(object)
+    tokens = plan.tokens()
+    demand = np.array([int(tokens[section == s].sum()) for s in SECTION_SHARES], dtype=float)
     available = max(0, budget - plan.correction - int(overhead.sum()))
     allocation = _flowed_allocation(demand, available)
     if before > budget:
         for name in EVICTION_ORDER:
-            section_over = plan.tokens().to_numpy()[section == name].sum() - allocation[name]
+            section_over = plan.tokens()[section == name].sum() - allocation[name]
             plan.cut(_cut_sequence(items, plan.state, (name,), floor=False), min(section_over, plan.over()))
         plan.cut(_global_sequence(items, plan.state), plan.over())
 
@@ -146,39 +146,42 @@ def budget_report(budget_plan: BudgetPlan) -> dict:
 class _Plan:
     """Mutable cut state of the budget items: full / demoted / evicted, the order of cuts, items locked out."""
 
-    def __init__(self, items: pd.DataFrame, overhead: pd.Series, budget: int):
+    def __init__(self, items: dict[str, np.ndarray], overhead: np.ndarray, budget: int):
         self.items, self.overhead, self.budget = items, overhead, budget
-        self.state = np.full(len(items), FULL)
-        self.cut_at = np.full(len(items), -1)
-        self.locked = np.zeros(len(items), dtype=bool)
+        n = len(items["file"])
+        self.state = np.full(n, FULL)
+        self.cut_at = np.full(n, -1)
+        self.locked = np.zeros(n, dtype=bool)
         self.correction = 0
         self.steps = 0
+        self.files = items["file"].astype(np.int64)
 
-    def tokens(self) -> pd.Series:
-        full, demoted = self.items["full"].to_numpy(), self.items["demoted"].to_numpy()
-        return pd.Series(np.select([self.state == FULL, self.state == DEMOTED], [full, demoted], 0), dtype="int64")
+    def tokens(self) -> np.ndarray:
+        full, demoted = self.items["full"], self.items["demoted"]
+        return np.select([self.state == FULL, self.state == DEMOTED], [full, demoted], 0).astype(np.int64)
 
     def raw_estimate(self) -> int:
-        live = self.items.loc[self.state != EVICTED, "file"].unique()
-        return int(self.tokens().sum() + self.overhead.reindex(live).sum())
+        live = np.unique(self.files[self.state != EVICTED])
+        return int(self.tokens().sum() + self.overhead[live].sum())
 
     def over(self) -> int:
         return self.raw_estimate() + self.correction - self.budget
 
-    def cut(self, actions: pd.DataFrame, need: float, lock: bool = False) -> bool:
-        """Apply cut actions in order until they save `need` tokens (emptied files save their overhead too)."""
-        if need <= 0 or actions.empty:
+    def cut(self, actions: tuple[np.ndarray, np.ndarray, np.ndarray], need: float, lock: bool = False) -> bool:
+        """Apply cut actions (item, to, saving) in order until they save `need` tokens (emptied files save their
+        overhead too)."""
+        if need <= 0 or not len(actions[0]):
             return False
-        files = self.items["file"].to_numpy()
-        live = pd.Series(files[self.state != EVICTED]).value_counts().to_dict()
+        files = self.files
+        live = np.bincount(files[self.state != EVICTED], minlength=len(self.overhead))
         saved = 0
-        for item, to, saving in zip(actions["item"], actions["to"], actions["saving"]):
+        for item, to, saving in zip(*(a.tolist() for a in actions)):
             self.state[item], self.cut_at[item], self.locked[item] = to, self.steps, self.locked[item] or lock
             self.steps += 1
             saved += saving
             if to == EVICTED:
                 live[files[item]] -= 1
-                saved += self.overhead[files[item]] if live[files[item]] == 0 else 0
+                saved += int(self.overhead[files[item]]) if live[files[item]] == 0 else 0
             if saved >= need:
                 break
         return True
@@ -186,28 +189,32 @@ class _Plan:
     def refill(self, slack: int) -> bool:
         """Bring back cut pieces best-first (section priority, then score) while they fit in `slack`."""
         items = self.items
-        order = items.assign(p=items["section"].map({s: i for i, s in enumerate(reversed(EVICTION_ORDER))}))
-        order = order[(self.state != FULL) & ~self.locked].sort_values(["p", "score", "rank", "line"], ascending=[1, 0, 1, 1])
-        live = set(items.loc[self.state != EVICTED, "file"])
+        priority = {s: i for i, s in enumerate(reversed(EVICTION_ORDER))}
+        p = np.array([priority.get(s, len(priority)) for s in items["section"].tolist()], dtype=np.int64)
+        open_ = np.flatnonzero((self.state != FULL) & ~self.locked)
+        order = open_[np.lexsort((items["line"][open_], items["rank"][open_], -items["score"][open_], p[open_]))]
+        live = set(self.files[self.state != EVICTED].tolist())
         changed = False
-        for i, row in zip(order.index, order.to_dict("records")):
-            current = (0, row["demoted"], row["full"])[[EVICTED, DEMOTED, FULL].index(self.state[i])]
-            extra = 0 if row["file"] in live else int(self.overhead[row["file"]])
-            options = [(FULL, row["full"])] + ([(DEMOTED, row["demoted"])] if row["demotable"] and self.state[i] == EVICTED else [])
+        full, demoted, demotable = items["full"].tolist(), items["demoted"].tolist(), items["demotable"].tolist()
+        for i in order.tolist():
+            file = int(self.files[i])
+            current = (0, demoted[i], full[i])[[EVICTED, DEMOTED, FULL].index(self.state[i])]
+            extra = 0 if file in live else int(self.overhead[file])
+            options = [(FULL, full[i])] + ([(DEMOTED, demoted[i])] if demotable[i] and self.state[i] == EVICTED else [])
             for to, cost in options:
                 if cost - current + extra <= slack:
                     slack -= cost - current + extra
                     self.state[i], self.cut_at[i] = to, (-1 if to == FULL else self.cut_at[i])
-                    live.add(row["file"])
+                    live.add(file)
                     changed = True
                     break
         return changed
 
 
-def _file_overhead(files: list[FileContext], kb_edges: pd.DataFrame, count_tokens) -> pd.Series:
+def _file_overhead(files: list[FileContext], kb_edges: pd.DataFrame, count_tokens) -> np.ndarray:
     """Tokens a file costs beyond its items: heading, fence, and its edges (charged to the lower-ranked end)."""
     heading = [count_tokens(f"### {f.path} (rank #{f.relevance_rank})\n```{f.language}\n\n```") + 2 for f in files]
-    overhead = pd.Series(heading, dtype="int64")
+    overhead = np.array(heading, dtype=np.int64)
     edges = _edges_between(_ordered_files(files), kb_edges)
     position = {f.path: i for i, f in enumerate(files)}
     for src, dst in edges:
@@ -222,46 +229,51 @@ def _piece(kind: str, pos: int, symbol: str | None, section: str, cost: int) -> 
             "full": cost, "demoted": cost, "demotable": False}  # fmt: skip
 
 
-def _flowed_allocation(demand: pd.Series, available: float) -> pd.Series:
-    """Section shares of the available tokens; what a section does not need flows to the others by share."""
-    shares = pd.Series(SECTION_SHARES, dtype=float)
-    demand = demand.reindex(shares.index).fillna(0).astype(float)
+def _flowed_allocation(demand: np.ndarray, available: float) -> dict[str, int]:
+    """Section shares of the available tokens (demand: per section, in SECTION_SHARES order); what a section does
+    not need flows to the others by share."""
+    shares = np.array(list(SECTION_SHARES.values()), dtype=float)
     alloc = shares * available
     for _ in range(len(shares)):
         capped = demand <= alloc
         surplus = float((alloc - demand)[capped].sum())
-        alloc = alloc.where(~capped, demand)
+        alloc = np.where(capped, demand, alloc)
         if surplus <= 0 or capped.all():
             break
         alloc[~capped] += surplus * shares[~capped] / shares[~capped].sum()
-    return alloc.round().astype("int64")
+    return dict(zip(SECTION_SHARES, np.round(alloc).astype(np.int64).tolist()))
 
 
-def _cut_sequence(items: pd.DataFrame, state: np.ndarray, sections: tuple[str, ...], floor: bool) -> pd.DataFrame:
-    """Cut actions for these sections: per section, demote bodies then evict, lowest file score first."""
-    section = items["section"].map({s: i for i, s in enumerate(sections)}).to_numpy(dtype=float)
-    live = ~np.isnan(section) & (items["floor"].to_numpy() == floor) & (state != EVICTED)
-    body = live & items["demotable"].to_numpy() & (state == FULL)
+def _cut_sequence(
+    items: dict[str, np.ndarray], state: np.ndarray, sections: tuple[str, ...], floor: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Cut actions (item, to, saving) for these sections: per section, demote bodies then evict, lowest file score
+    first."""
+    rank_of = {s: i for i, s in enumerate(sections)}
+    section = np.array([rank_of.get(s, np.nan) for s in items["section"].tolist()], dtype=float)
+    live = ~np.isnan(section) & (items["floor"].astype(bool) == floor) & (state != EVICTED)
+    body = live & items["demotable"].astype(bool) & (state == FULL)
     idx = np.concatenate([np.flatnonzero(body), np.flatnonzero(live)])
     phase = np.concatenate([np.zeros(body.sum()), np.ones(live.sum())])
-    full, demoted = items["full"].to_numpy(), items["demoted"].to_numpy()
+    full, demoted = items["full"].astype(np.int64), items["demoted"].astype(np.int64)
     saving = np.where(phase == 0, full[idx] - demoted[idx], demoted[idx])  # an evicted body was demoted first
-    keys = (-items["line"].to_numpy()[idx], -items["rank"].to_numpy()[idx], items["score"].to_numpy()[idx], phase, section[idx])
+    keys = (-items["line"][idx], -items["rank"][idx], items["score"][idx], phase, section[idx])
     order = np.lexsort(keys)
-    return pd.DataFrame({"item": idx[order], "to": np.where(phase[order] == 0, DEMOTED, EVICTED), "saving": saving[order]})
+    return idx[order], np.where(phase[order] == 0, DEMOTED, EVICTED), saving[order]
 
 
-def _global_sequence(items: pd.DataFrame, state: np.ndarray) -> pd.DataFrame:
+def _global_sequence(items: dict[str, np.ndarray], state: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every remaining cut, bottom-up by section, the floor (seed primaries) last of all."""
     rest = _cut_sequence(items, state, EVICTION_ORDER, floor=False)
     floor = _cut_sequence(items, state, ("primary", "tests"), floor=True)
-    return pd.concat([rest, floor], ignore_index=True)
+    return tuple(np.concatenate([a, b]) for a, b in zip(rest, floor))
 
 
-def _apply(files: list[FileContext], items: pd.DataFrame, state: np.ndarray) -> list[FileContext]:
+def _apply(files: list[FileContext], items: dict[str, np.ndarray], state: np.ndarray) -> list[FileContext]:
     """The file contexts with every item in its budget state (demoted: body dropped, evicted: gone)."""
     kept: dict[tuple[int, str], dict[int, tuple[int, int]]] = {}
-    for fi, kind, pos, st, demoted in zip(items["file"], items["kind"], items["pos"], state, items["demoted"]):
+    columns = [items[c].tolist() for c in ("file", "kind", "pos")] + [state.tolist(), items["demoted"].tolist()]
+    for fi, kind, pos, st, demoted in zip(*columns):
         if st != EVICTED:
             kept.setdefault((fi, kind), {})[pos] = (st, demoted)
     out = []
@@ -297,30 +309,30 @@ def _truncate(text: str, limit: int, count_tokens: Callable) -> str:
 
 def _report(items, plan, budget, before, after, allocation, available, task, truncated, count_tokens) -> dict:
     """The budget report: totals, allocation, evictions and demotions in the order they were made, warnings."""
-    state = plan.state
-    described = items.assign(state=_STATE_NAMES[state], order=plan.cut_at, tokens=plan.tokens())
-    cut = described[state != FULL].sort_values("order")
+    state, tokens = plan.state, plan.tokens()
+    cut = np.flatnonzero(state != FULL)
+    cut = cut[np.argsort(plan.cut_at[cut], kind="stable")].tolist()
+    path, kind, section, symbol = (items[c].tolist() for c in ("path", "kind", "section", "symbol"))
+    score, rank, full, demoted = (items[c].tolist() for c in ("score", "rank", "full", "demoted"))
 
-    def entry(row, extra):
-        name = row["symbol"] if isinstance(row["symbol"], str) else None
-        base = {"path": row["path"], "symbol": name, "kind": row["kind"], "section": row["section"]}
-        return base | {"score": float(row["score"]), "rank": int(row["rank"])} | extra
+    def entry(i, extra):
+        name = symbol[i] if isinstance(symbol[i], str) else None
+        base = {"path": path[i], "symbol": name, "kind": kind[i], "section": section[i]}
+        return base | {"score": float(score[i]), "rank": int(rank[i])} | extra
 
-    evicted = [entry(r, {"tokens": int(r["full"]) - 1}) for _, r in cut[cut["state"] == "evicted"].iterrows()]
-    demoted = [
-        entry(r, {"tokens_before": int(r["full"]) - 1, "tokens_after": int(r["demoted"]) - 1})
-        for _, r in cut[cut["state"] == "demoted"].iterrows()
-    ]
+    evicted = [entry(i, {"tokens": int(full[i]) - 1}) for i in cut if state[i] == EVICTED]
+    demoted_ = [entry(i, {"tokens_before": int(full[i]) - 1, "tokens_after": int(demoted[i]) - 1})
+                for i in cut if state[i] == DEMOTED]  # fmt: skip
     warnings = []
     if truncated:
         warnings.append(f"task text truncated to {count_tokens(task)} tokens to fit the budget of {budget}")
-    floor = described[described["floor"] & (state != FULL)]
-    if not floor.empty:
-        what = "; ".join(f"{r['path']}::{r['symbol']} ({'body demoted' if r['state'] == 'demoted' else 'dropped'})"
-                         for _, r in floor.iterrows())  # fmt: skip
+    floor = np.flatnonzero(items["floor"].astype(bool) & (state != FULL)).tolist()
+    if floor:
+        what = "; ".join(f"{path[i]}::{symbol[i]} ({'body demoted' if state[i] == DEMOTED else 'dropped'})"
+                         for i in floor)  # fmt: skip
         warnings.append(f"budget {budget} cannot hold the floor (task + seed primaries): {what}")
     task_tokens = count_tokens(task)
-    section, used = items["section"].to_numpy(dtype=object), described["tokens"].to_numpy()
+    sections = items["section"].astype(object)
     return {
         "budget": budget,
         "before": int(before),
@@ -329,9 +341,9 @@ def _report(items, plan, budget, before, after, allocation, available, task, tru
         | {"rendering_overhead": int(budget - task_tokens - available)}
         | {s: int(round(share * available)) for s, share in SECTION_SHARES.items()},
         "allocation_after_flow": {"task": task_tokens} | {s: int(v) for s, v in allocation.items()},
-        "used": {s: int(used[section == s].sum()) for s in SECTION_SHARES},
+        "used": {s: int(tokens[sections == s].sum()) for s in SECTION_SHARES},
         "evicted": evicted,
-        "demoted": demoted,
+        "demoted": demoted_,
         "task_truncated": bool(truncated),
         "warnings": warnings,
     }

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -59,21 +59,44 @@ def precision_terms(task_query: TaskQuery, symbol_lexicon: Bm25Index) -> pd.Seri
 
 
 def best_lexical_symbols(
-    scope: pd.DataFrame, kb_symbols: pd.DataFrame, lexical_query_terms: list[str], symbol_lexicon: Bm25Index
+    scope: pd.DataFrame,
+    kb_symbols: pd.DataFrame,
+    lexical_query_terms: list[str],
+    symbol_lexicon: Bm25Index,
+    kb_symbol_table: vocabulary.SymbolTable | None = None,
 ) -> pd.Series:
     """symbol_id -> reason: the best BM25-matching definition of each top-ranked non-test scoped file.
 
     A file ranked high on its contents may define nothing whose *name* matches the task; without this its
-    code would never reach the package, however much budget is left.
+    code would never reach the package, however much budget is left. kb_symbol_table: the KB's symbols as arrays.
     """
     top = scope[(scope["rank"] <= LEXICAL_BACKFILL_RANK) & ~scope["is_test"].fillna(False).astype(bool)]
-    syms = kb_symbols[kb_symbols["file_id"].isin(top.index) & kb_symbols["kind"].isin(["function", "method", "class"])]
-    if syms.empty or not lexical_query_terms or len(symbol_lexicon.doc_ids) == 0:
+    if kb_symbol_table is not None:
+        file_id, kind, symbol_id = kb_symbol_table.file_id, kb_symbol_table.kind, kb_symbol_table.symbol_id
+    else:
+        file_id, symbol_id = kb_symbols["file_id"].to_numpy(), kb_symbols["symbol_id"].to_numpy()
+        kind = kb_symbols["kind"].to_numpy(dtype=object)
+    rows = np.flatnonzero(np.isin(file_id, top.index.to_numpy()))
+    rows = rows[np.isin(kind[rows], ["function", "method", "class"])]
+    if not len(rows) or not lexical_query_terms or len(symbol_lexicon.doc_ids) == 0:
         return pd.Series(dtype=object)
-    scores = symbol_lexicon.scores(lexical_query_terms).reindex(syms["symbol_id"]).fillna(0.0).to_numpy()
-    ranked = syms.assign(score=scores)
-    best = ranked[ranked["score"] > 0].sort_values(["file_id", "score"], ascending=[True, False]).drop_duplicates("file_id")
-    return pd.Series("best lexical match in a top-ranked file", index=best["symbol_id"].to_numpy(), dtype=object)
+    ids = symbol_id[rows]
+    score = _scores_of(symbol_lexicon, lexical_query_terms, ids)
+    hit = np.flatnonzero(score > 0)
+    order = hit[np.lexsort((-score[hit], file_id[rows][hit]))]  # per file, best score first (ties: KB order)
+    files = file_id[rows][order]
+    best = order[np.r_[True, files[1:] != files[:-1]]] if len(order) else order
+    return pd.Series("best lexical match in a top-ranked file", index=ids[best], dtype=object)
+
+
+def _scores_of(lexicon: Bm25Index, query_terms: list[str], doc_ids: np.ndarray) -> np.ndarray:
+    """BM25 scores of these docs (0 for docs the lexicon does not have)."""
+    scores = lexicon.scores(query_terms)
+    known = lexicon.doc_ids
+    if len(known) > 1 and not (known[1:] > known[:-1]).all():
+        return scores.reindex(doc_ids).fillna(0.0).to_numpy()
+    at = np.minimum(np.searchsorted(known, doc_ids), len(known) - 1)
+    return np.where(known[at] == doc_ids, scores.to_numpy()[at], 0.0)
 
 
 def symbol_tiers(
@@ -84,70 +107,62 @@ def symbol_tiers(
     kb_symbol_edges: pd.DataFrame,
     precision_terms: pd.Series,
     best_lexical_symbols: pd.Series | None = None,
-    kb_symbol_name_codes: pd.DataFrame | None = None,
-    kb_symbol_name_terms: pd.DataFrame | None = None,
+    kb_symbol_table: vocabulary.SymbolTable | None = None,
 ) -> pd.DataFrame:
     """One row per scoped symbol: symbol_id, file_id, tier (primary|supporting|type_context|excluded), reason.
 
-    kb_symbol_name_codes / kb_symbol_name_terms (per-KB word tables) spare splitting names per request."""
-    syms = _scoped_symbols(scope, kb_symbols)
-    reason = pd.Series("", index=syms.index, dtype="object")
-    tier = pd.Series("excluded", index=syms.index, dtype="object")
-
-    codes = None if kb_symbol_name_codes is None else kb_symbol_name_codes["name_code"].reindex(syms.index)
-    if codes is not None and kb_symbol_name_terms is not None and codes.notna().all():
-        name_terms = vocabulary.terms_of(codes.to_numpy(dtype=np.int64), syms.index.to_numpy(), kb_symbol_name_terms)
-    else:
-        name_terms = _name_terms(syms)
-    primary = _primary_reasons(syms, task_query, kb_comments, precision_terms, name_terms)
-    if not (primary.ne("") & syms["seed"] & ~syms["is_test"]).any():
-        promoted = _promoted(syms, task_query.task_type) & primary.eq("")
-        primary = primary.mask(promoted, f"promoted: {task_query.task_type} kind in seed file")
+    kb_symbol_table: the KB's symbols as arrays (`vocabulary.symbol_table`), built here when not given."""
+    table = kb_symbol_table
+    if table is None:
+        table = vocabulary.symbol_table(kb_symbols, kb_comments, kb_symbol_edges)
+    s = _scoped_symbols(scope, table)
+    primary = _primary_reasons(s, table, task_query, scope, precision_terms)
+    if not ((primary != "") & s.seed & ~s.is_test).any():
+        kinds = PROMOTED_KINDS.get(task_query.task_type, ("function", "method"))
+        promoted = s.seed & ~s.is_test & np.isin(s.kind, kinds)
+        primary[promoted & (primary == "")] = f"promoted: {task_query.task_type} kind in seed file"
     if best_lexical_symbols is not None and len(best_lexical_symbols):
-        files_with_primary = set(syms.loc[primary.ne(""), "file_id"])
-        backfill = best_lexical_symbols.reindex(syms.index)
-        backfill = backfill.notna() & ~syms["file_id"].isin(files_with_primary) & primary.eq("")
-        primary = primary.mask(backfill, best_lexical_symbols.reindex(syms.index))
-    tier.loc[primary.ne("")] = "primary"
-    reason.loc[primary.ne("")] = primary
-    holders = _holders_of(syms, primary.ne(""))  # a class around primary methods: its signature, not its body
-    tier.loc[holders.index] = "supporting"
-    reason.loc[holders.index] = holders.to_numpy()
+        backfill = best_lexical_symbols.reindex(table.symbol_id[s.rows]).to_numpy(dtype=object)
+        files_with_primary = np.unique(s.file_id[primary != ""])
+        take = ~pd.isna(backfill) & ~np.isin(s.file_id, files_with_primary) & (primary == "")
+        primary[take] = backfill[take]
+    tier = np.where(primary != "", "primary", "excluded").astype(object)
+    reason = primary.copy()
+    holders, why = _holders_of(s, table, primary != "")  # a class around primary methods: its signature, not its body
+    tier[holders], reason[holders] = "supporting", why
 
-    live_tests = set(syms.loc[tier.eq("primary") & syms["is_test"], "file_id"])
-    allowed = ~syms["is_test"] | syms["file_id"].isin(live_tests)
-    names = syms["qualified_name"]
-
-    inside = kb_symbol_edges["src_symbol_id"].isin(syms.index) & kb_symbol_edges["dst_symbol_id"].isin(syms.index)
-    edges = kb_symbol_edges[inside].drop_duplicates(["src_symbol_id", "dst_symbol_id", "kind"])  # both ends scoped
-    out = edges[edges["src_symbol_id"].isin(syms.index[tier.eq("primary")]) & edges["dst_symbol_id"].isin(syms.index)]
-    is_type_edge = out["kind"].isin(TYPE_EDGE_KINDS) & out["dst_symbol_id"].map(syms["kind"]).isin(TYPE_KINDS)
-    calls = out[~is_type_edge].drop_duplicates("dst_symbol_id")
-    supporting = pd.Series(
-        ("used by " + calls["src_symbol_id"].map(names).astype(str)).to_numpy(), index=calls["dst_symbol_id"].to_numpy()
-    ).reindex(syms.index)
-    take = supporting.notna() & tier.eq("excluded") & allowed
-    tier.loc[take] = "supporting"
-    reason.loc[take] = supporting[take]
+    live_tests = np.unique(s.file_id[(tier == "primary") & s.is_test])
+    allowed = ~s.is_test | np.isin(s.file_id, live_tests)
+    src, dst = s.local[table.edge_src], s.local[table.edge_dst]
+    inside = (src >= 0) & (dst >= 0)  # both ends scoped, in KB edge order
+    src, dst, type_edge = src[inside], dst[inside], np.isin(table.edge_kind[inside], TYPE_EDGE_KINDS)
+    is_type = np.isin(s.kind, TYPE_KINDS)
+    calls = (tier[src] == "primary") & ~(type_edge & is_type[dst])
+    first = _first_of_each(dst[calls])
+    callers, callees = src[calls][first], dst[calls][first]
+    take = (tier[callees] == "excluded") & allowed[callees]
+    tier[callees[take]] = "supporting"
+    reason[callees[take]] = "used by " + s.qualified_name[callers[take]]
 
     for _ in range(MAX_TYPE_HOPS):
-        frontier = syms.index[tier.isin(["primary", "supporting", "type_context"])]
-        hop = edges[
-            edges["src_symbol_id"].isin(frontier)
-            & edges["kind"].isin(TYPE_EDGE_KINDS)
-            & edges["dst_symbol_id"].isin(syms.index[tier.eq("excluded") & allowed & syms["kind"].isin(TYPE_KINDS)])
-        ].drop_duplicates("dst_symbol_id")
-        if hop.empty:
+        frontier = tier != "excluded"
+        open_types = (tier == "excluded") & allowed & is_type
+        hop = np.flatnonzero(frontier[src] & type_edge & open_types[dst])
+        if not len(hop):
             break
-        tier.loc[hop["dst_symbol_id"]] = "type_context"
-        reason.loc[hop["dst_symbol_id"]] = ("type of " + hop["src_symbol_id"].map(names).astype(str)).to_numpy()
+        hop = hop[_first_of_each(dst[hop])]
+        tier[dst[hop]] = "type_context"
+        reason[dst[hop]] = "type of " + s.qualified_name[src[hop]]
 
-    reason.loc[tier.eq("excluded") & syms["is_test"] & ~allowed] = "test file without a test matching the task"
-    frame = pd.DataFrame(
-        {"symbol_id": syms.index, "file_id": syms["file_id"], "tier": tier, "reason": reason},
-    )
-    order = pd.DataFrame({"r": syms["rank"], "t": tier.map(_TIER_RANK), "l": syms["start_line"]})
-    return frame.loc[order.sort_values(["r", "t", "l"], kind="stable").index].reset_index(drop=True)
+    reason[(tier == "excluded") & s.is_test & ~allowed] = "test file without a test matching the task"
+    tier_rank = np.select([tier == t for t in _TIER_RANK], list(_TIER_RANK.values()))
+    order = np.lexsort((table.start_line[s.rows], tier_rank, s.rank))
+    return pd.DataFrame({
+        "symbol_id": table.symbol_id[s.rows][order],
+        "file_id": s.file_id[order],
+        "tier": pd.Series(tier[order], dtype=object),
+        "reason": pd.Series(reason[order], dtype=object),
+    })
 
 
 def file_contexts(
@@ -158,30 +173,39 @@ def file_contexts(
     kb_comments: pd.DataFrame,
     kb_contents: pd.DataFrame,
     count_tokens: Callable,
+    kb_symbol_table: vocabulary.SymbolTable | None = None,
 ) -> list[FileContext]:
-    """Per contributing scoped file, in rank order: its tiered symbols at their depth, test assertions, rationale."""
+    """Per contributing scoped file, in rank order: its tiered symbols at their depth, test assertions, rationale.
+
+    kb_symbol_table: the KB's symbols as arrays (`vocabulary.symbol_table`); only its symbol_id lookup is used."""
     chosen = symbol_tiers[symbol_tiers["tier"] != "excluded"]
-    position = pd.Index(kb_symbols["symbol_id"]).get_indexer(chosen["symbol_id"])
-    syms = kb_symbols.take(position).assign(tier=chosen["tier"].to_numpy(), reason=chosen["reason"].to_numpy())
+    rows = kb_symbol_table.rows if kb_symbol_table is not None else pd.Index(kb_symbols["symbol_id"])
+    picked = kb_symbols.take(rows.get_indexer(chosen["symbol_id"].to_numpy()))
+    columns = {c: picked[c].tolist() for c in picked.columns}  # the chosen symbols only: tens to hundreds
+    columns |= {"tier": chosen["tier"].tolist(), "reason": chosen["reason"].tolist()}
     by_file: dict[int, list[dict]] = {}
-    for record in syms.to_dict("records"):  # the chosen symbols only: tens to hundreds
+    for record in (dict(zip(columns, values)) for values in zip(*columns.values())):
         by_file.setdefault(record["file_id"], []).append(record)
-    texts = kb_contents[kb_contents["file_id"].isin(chosen["file_id"])].drop_duplicates("file_id")
-    texts = dict(zip(texts["file_id"], texts["text"]))
-    contributing = kb_files[kb_files["file_id"].isin(chosen["file_id"])]
-    language = dict(zip(contributing["file_id"], contributing["language"]))
-    why = kb_comments[kb_comments["symbol_id"].isin(chosen["symbol_id"])]
-    why = why[why["is_rationale"].fillna(False).astype(bool)]
-    why = why.sort_values(["file_id", "line"]).groupby("file_id")["text"].agg(lambda t: tuple(dict.fromkeys(t)))
-    ranked = scope.loc[scope.index.isin(chosen["file_id"])].sort_values("rank")
+    chosen_files = chosen["file_id"].unique()
+    texts = kb_contents[kb_contents["file_id"].isin(chosen_files)].drop_duplicates("file_id")
+    texts = dict(zip(texts["file_id"].tolist(), texts["text"].tolist()))
+    contributing = kb_files[kb_files["file_id"].isin(chosen_files)]
+    language = dict(zip(contributing["file_id"].tolist(), contributing["language"].tolist()))
+    why = kb_comments[kb_comments["symbol_id"].isin(chosen["symbol_id"].to_numpy())]
+    why = why[why["is_rationale"].fillna(False).astype(bool)].sort_values(["file_id", "line"])
+    rationale: dict[int, dict[str, None]] = {}
+    for file_id, text in zip(why["file_id"].tolist(), why["text"].tolist()):
+        rationale.setdefault(file_id, {})[text] = None  # each text once, first position kept
+    ranked = scope.loc[scope.index.isin(chosen_files)].sort_values("rank")
     out = []
-    for file_id, row in zip(ranked.index, ranked.to_dict("records")):
+    ranked_columns = (ranked[c].tolist() for c in ("path", "rank", "total_score", "added_by", "is_test"))
+    for file_id, path, rank, total_score, added_by, is_test in zip(ranked.index.tolist(), *ranked_columns):
         lang = str(language.get(file_id, "text") or "text")
-        lines = texts.get(file_id, "").splitlines()
-        symbols = tuple(
-            _symbol_context(int(s["symbol_id"]), s, lines, lang, count_tokens) for s in by_file.get(file_id, [])
-        )
-        is_test = bool(row["is_test"])
+        records = by_file.get(file_id, [])
+        with_body = any(s["tier"] in ("primary", "type_context") for s in records)  # others show signatures only
+        lines = texts.get(file_id, "").splitlines() if with_body else []
+        symbols = tuple(_symbol_context(int(s["symbol_id"]), s, lines, lang, count_tokens) for s in records)
+        is_test = bool(is_test)
         assertions = tuple(  # only test files carry assertions
             f"{s.name}: {line.strip()}"
             for s in (symbols if is_test else ())
@@ -192,133 +216,136 @@ def file_contexts(
         out.append(
             FileContext(
                 file_id=int(file_id),
-                path=str(row["path"]),
+                path=str(path),
                 language=lang,
-                relevance_rank=int(row["rank"]),
-                score=float(row["total_score"]),
-                added_by=str(row["added_by"]),
+                relevance_rank=int(rank),
+                score=float(total_score),
+                added_by=str(added_by),
                 symbols=symbols,
-                rationale_comments=tuple(why.get(file_id, ())),
+                rationale_comments=tuple(rationale.get(file_id, ())),
                 test_assertions=assertions if is_test else None,
             )
         )
     return out
 
 
-def _scoped_symbols(scope: pd.DataFrame, kb_symbols: pd.DataFrame) -> pd.DataFrame:
-    """Symbols of scoped files, indexed by symbol_id, with their file's path, rank, seed and test flags."""
-    syms = kb_symbols[kb_symbols["file_id"].isin(scope.index)].set_index("symbol_id")
-    per_file = scope.reindex(syms["file_id"])
-    return syms.assign(
-        path=per_file["path"].to_numpy(),
-        rank=per_file["rank"].to_numpy(),
-        seed=per_file["seed"].fillna(False).astype(bool).to_numpy(),
-        is_test=per_file["is_test"].fillna(False).astype(bool).to_numpy(),
-        is_test_fn=syms["kind"].isin(["function", "method"]) & syms["name"].astype(str).str.lower().str.contains("test"),
-    )
+@dataclass(frozen=True)
+class _Scoped:
+    """The symbols of the scoped files (KB rows, in KB order) with their file's rank, seed and test flags."""
+
+    rows: np.ndarray  # row of each scoped symbol in the SymbolTable
+    local: np.ndarray  # per KB row: its position among the scoped symbols, -1 when not scoped
+    at: np.ndarray  # per scoped symbol: its file's row in scope
+    file_id: np.ndarray
+    rank: np.ndarray
+    seed: np.ndarray
+    is_test: np.ndarray
+    kind: np.ndarray
+    name: np.ndarray
+    qualified_name: np.ndarray
+
+
+def _scoped_symbols(scope: pd.DataFrame, table: vocabulary.SymbolTable) -> _Scoped:
+    """The symbols of scoped files as positions into the KB's symbol table, with their file's scope columns."""
+    rows = np.flatnonzero(np.isin(table.file_id, scope.index.to_numpy()))
+    local = np.full(len(table.symbol_id), -1, dtype=np.int64)
+    local[rows] = np.arange(len(rows))
+    at = scope.index.get_indexer(table.file_id[rows])
+    flag = lambda column: scope[column].fillna(False).astype(bool).to_numpy()[at]  # noqa: E731
+    return _Scoped(rows, local, at, table.file_id[rows], scope["rank"].to_numpy()[at], flag("seed"), flag("is_test"),
+                   table.kind[rows], table.name[rows], table.qualified_name[rows])  # fmt: skip
 
 
 def _primary_reasons(
-    syms: pd.DataFrame,
-    task_query: TaskQuery,
-    kb_comments: pd.DataFrame,
-    weights: pd.Series,
-    name_terms: pd.Series,
-) -> pd.Series:
-    """Why each scoped symbol is primary ('' when it is not): hint, trace frame, name keywords, seed docstring.
-    name_terms: `_name_terms(syms)`."""
-    reason = pd.Series("", index=syms.index, dtype="object")
-    eligible = ~syms["is_test"] | syms["is_test_fn"]  # in test files only tests can be primary
+    s: _Scoped, table: vocabulary.SymbolTable, task_query: TaskQuery, scope: pd.DataFrame, weights: pd.Series
+) -> np.ndarray:
+    """Why each scoped symbol is primary ('' when it is not): seed docstring, name keywords, trace frame, hint
+    (a later reason wins)."""
+    reason = np.full(len(s.rows), "", dtype=object)
+    is_test_fn = table.is_test_fn[s.rows]
+    eligible = ~s.is_test | is_test_fn  # in test files only tests can be primary
+    weight_of = {str(w): float(v) for w, v in weights.items()}
+    for i in np.flatnonzero(s.seed & ~s.is_test):  # seed files' symbols only: tens to hundreds
+        words = sorted((set(terms(table.doc_text[s.rows[i]])) - {"test"}) & weight_of.keys())
+        if sum(weight_of[w] for w in words) >= MATCH_WEIGHT:
+            reason[i] = "docstring/comments mention " + ", ".join(f"'{w}'" for w in words)
 
-    docs = _doc_and_comments(syms[syms["seed"] & ~syms["is_test"]], kb_comments)
-    doc_words = docs.astype(object).map(lambda t: sorted(set(terms(t or "")) - {"test"})).explode().dropna()
-    doc_hit = _term_hits(doc_words, docs.index, weights)
-    ok = doc_hit["weight"] >= MATCH_WEIGHT
-    reason.loc[doc_hit.index[ok.to_numpy()]] = "docstring/comments mention " + doc_hit.loc[ok, "words"]
+    hit, matched, weight = _name_term_hits(table, weight_of)
+    code = table.name_code[s.rows]
+    named = code >= 0
+    code = np.where(named, code, 0)
+    total = np.where(named, table.name_term_total[code], 0)
+    matched, weight = np.where(named, matched[code], 0), np.where(named, weight[code], 0.0)
+    coverage = np.divide(matched, total, out=np.full(len(code), np.nan), where=total > 0)
+    strong = (coverage >= 1.0) | ((coverage >= NAME_COVERAGE) & (weight >= 2 * MATCH_WEIGHT))
+    take = (weight >= MATCH_WEIGHT) & (strong | is_test_fn) & eligible
+    words = _matched_words(table, np.unique(code[take]), hit)
+    reason[take] = ["name matches " + words[c] for c in code[take]]
 
-    name_hit = _term_hits(name_terms, syms.index, weights)
-    coverage = name_hit["matched"] / name_hit["total"].where(name_hit["total"] > 0)
-    strong = (coverage >= 1.0) | ((coverage >= NAME_COVERAGE) & (name_hit["weight"] >= 2 * MATCH_WEIGHT))
-    ok = (name_hit["weight"] >= MATCH_WEIGHT) & (strong | syms["is_test_fn"])
-    reason.loc[ok & eligible] = "name matches " + name_hit.loc[ok & eligible, "words"]
-
-    frames = pd.Series(False, index=syms.index)
-    paths = syms["path"].astype(str)
-    distinct = pd.Series(pd.unique(paths), dtype=object)  # a trace tail is compared with each scoped path once
     for frame_path, func in task_query.trace_frames:
         tail = frame_path.replace("\\", "/").lstrip("./")
-        named = set(distinct[distinct.map(tail.endswith)])
-        frames |= (paths.str.endswith(tail) | paths.isin(named)) & (syms["name"] == func)
-    reason.loc[frames & eligible] = "trace frame"
+        in_file = scope["path"].astype(str).str.endswith(tail).to_numpy(dtype=bool)[s.at]
+        reason[in_file & (s.name == func) & eligible] = "trace frame"
 
-    hints = {vocabulary.norm(h): h for h in task_query.symbol_hints}
-    by_name = pd.Series(vocabulary.norms(syms["name"]), index=syms.index).map(hints)
-    by_qual = pd.Series(vocabulary.norms(syms["qualified_name"]), index=syms.index).map(hints)
-    hinted = by_qual.astype(object).fillna(by_name.astype(object))
-    take = hinted.notna() & eligible
-    reason.loc[take] = ("symbol hint '" + hinted[take].astype(str) + "'").to_numpy()
+    hinted = np.full(len(s.rows), None, dtype=object)
+    by_name = np.full(len(s.rows), None, dtype=object)
+    for key, hint in {vocabulary.norm(h): h for h in task_query.symbol_hints}.items():
+        hinted[table.qualified_norm[s.rows] == key] = hint
+        by_name[table.name_norm[s.rows] == key] = hint
+    hinted = np.where(pd.isna(hinted), by_name, hinted)
+    take = ~pd.isna(hinted) & eligible
+    reason[take] = ["symbol hint '" + h + "'" for h in hinted[take]]
     return reason
 
 
-def _doc_and_comments(syms: pd.DataFrame, kb_comments: pd.DataFrame) -> pd.Series:
-    """Docstring plus attached comments of each symbol, as one text (seed files only, so this stays small)."""
-    comments = kb_comments[kb_comments["symbol_id"].isin(syms.index)]
-    joined = comments["text"].astype(str).groupby(comments["symbol_id"]).agg(" ".join).astype(object)
-    docs = syms["docstring"].astype(object).fillna("").astype(str)
-    return docs + " " + joined.reindex(syms.index).fillna("").astype(str)
+def _name_term_hits(table: vocabulary.SymbolTable, weight_of: dict[str, float]) -> tuple[np.ndarray, ...]:
+    """Per name-term row: whether it is a task term; per name code: how many of its terms are, their weight."""
+    vocab = table.term_vocabulary
+    term_weight = np.zeros(len(vocab))
+    at = np.searchsorted(vocab, list(weight_of)) if len(vocab) else np.zeros(len(weight_of), dtype=np.int64)
+    for position, (word, value) in zip(at, weight_of.items()):
+        if position < len(vocab) and vocab[position] == word:
+            term_weight[position] = value
+    row_weight = term_weight[table.name_term_id]
+    hit = row_weight > 0
+    n_names = len(table.name_term_total)
+    matched = np.bincount(table.name_term_code[hit], minlength=n_names)
+    return hit, matched, np.bincount(table.name_term_code, weights=row_weight, minlength=n_names)
 
 
-def _name_terms(syms: pd.DataFrame) -> pd.Series:
-    """The sorted distinct name words of each scoped symbol (no 'test'), one row per word, indexed by symbol_id."""
-    names = vocabulary.symbol_names(syms)
-    codes = vocabulary.symbol_name_codes(syms.reset_index(), names)["name_code"].to_numpy()
-    return vocabulary.terms_of(codes, syms.index.to_numpy(), vocabulary.symbol_name_terms(names))
-
-
-def _term_hits(words: pd.Series, index: pd.Index, weights: pd.Series) -> pd.DataFrame:
-    """Per label of `index` (words: its distinct words, one row each): matched task-term weight, matched/total
-    words, and the matched words quoted."""
-    long = words[words.astype(bool)]
-    hit = long[long.isin(weights.index)]
-    out = pd.DataFrame(index=index)
-    out["total"] = long.groupby(level=0).size().reindex(index).fillna(0)
-    out["matched"] = hit.groupby(level=0).size().reindex(index).fillna(0)
-    out["weight"] = hit.map(weights).astype(float).groupby(level=0).sum().reindex(index).fillna(0.0)
-    out["words"] = _joined("'" + hit.astype(object) + "'").reindex(index).fillna("")
+def _matched_words(table: vocabulary.SymbolTable, codes: np.ndarray, hit: np.ndarray) -> dict[int, str]:
+    """Name code -> its matched terms quoted and joined ("'valid', 'login'"), in the name's term order."""
+    low = np.searchsorted(table.name_term_code, codes, "left")
+    high = np.searchsorted(table.name_term_code, codes, "right")
+    out = {}
+    for code, a, b in zip(codes.tolist(), low, high):  # the matched names only
+        ids = table.name_term_id[a:b][hit[a:b]]
+        out[code] = ", ".join(f"'{t}'" for t in table.term_vocabulary[ids])
     return out
 
 
-def _joined(values: pd.Series) -> pd.Series:
-    """', '.join of the values under each index label, in their order (one string per label, labels sorted)."""
-    values = values.sort_index(kind="stable")
-    labels, texts = values.index.to_numpy(), values.to_numpy()
-    if not len(texts):
-        return pd.Series([], dtype=object)
-    starts = np.flatnonzero(np.r_[True, labels[1:] != labels[:-1]])
-    ends = np.r_[starts[1:], len(texts)]
-    return pd.Series([", ".join(texts[a:b]) for a, b in zip(starts, ends)], index=labels[starts], dtype=object)
+def _first_of_each(values: np.ndarray) -> np.ndarray:
+    """Positions of the first occurrence of each distinct value, in order (drop_duplicates, keep='first')."""
+    _, first = np.unique(values, return_index=True)
+    return np.sort(first)
 
 
-def _promoted(syms: pd.DataFrame, task_type: str) -> pd.Series:
-    """Seed-file (non-test) symbols of the kind the task type calls for (seed step 4.2)."""
-    kinds = PROMOTED_KINDS.get(task_type, ("function", "method"))
-    return syms["seed"] & ~syms["is_test"] & syms["kind"].isin(kinds)
-
-
-def _holders_of(syms: pd.DataFrame, primary: pd.Series) -> pd.Series:
-    """Enclosing symbols (at any depth) of primary symbols -> 'contains primary X' (shown by signature only)."""
-    found = pd.Series(dtype="object")
-    child = syms.loc[primary, "qualified_name"]
-    ancestor = syms.loc[primary, "parent_id"]
+def _holders_of(s: _Scoped, table: vocabulary.SymbolTable, primary: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Enclosing scoped symbols (at any depth) of primary symbols, and 'contains primary X' for each."""
+    child = s.qualified_name[primary]
+    ancestor = table.parent[s.rows[primary]]  # KB rows, -1: none
+    found, why = [np.array([], dtype=np.int64)], [np.array([], dtype=object)]
     for _ in range(MAX_TYPE_HOPS):
-        known = ancestor.notna() & ancestor.isin(syms.index)
+        position = np.where(ancestor >= 0, s.local[ancestor], -1)
+        known = position >= 0
         if not known.any():
             break
-        step = pd.Series(("contains primary " + child[known]).to_numpy(), index=ancestor[known].astype("int64").to_numpy())
-        found = pd.concat([found, step])
-        ancestor = ancestor[known].astype("int64").map(syms["parent_id"])
-        child = child[known]
-    return found[~found.index.duplicated()]
+        found.append(position[known])
+        why.append("contains primary " + child[known])
+        ancestor, child = table.parent[ancestor[known]], child[known]
+    found, why = np.concatenate(found), np.concatenate(why)
+    first = _first_of_each(found)
+    return found[first], why[first]
 
 
 def _symbol_context(symbol_id: int, s: dict, lines: list[str], language: str, count_tokens) -> SymbolContext:
@@ -327,7 +354,7 @@ def _symbol_context(symbol_id: int, s: dict, lines: list[str], language: str, co
     small_type = s["tier"] == "type_context" and (s.get("body_tokens") or 0) <= TYPE_BODY_MAX_TOKENS
     body = "\n".join(lines[start - 1 : end]) if (s["tier"] == "primary" or small_type) and lines else None
     doc = s["docstring"] if isinstance(s["docstring"], str) else None
-    sc = SymbolContext(
+    fields = dict(
         symbol_id=symbol_id,
         file_id=int(s["file_id"]),
         name=str(s["name"]),
@@ -339,12 +366,7 @@ def _symbol_context(symbol_id: int, s: dict, lines: list[str], language: str, co
         docstring=doc,
         start_line=start,
         end_line=end,
-        tokens=0,
         reason=str(s["reason"]),
     )
-    return _with_tokens(sc, language, count_tokens)
-
-
-def _with_tokens(sc: SymbolContext, language: str, count_tokens) -> SymbolContext:
-    """The symbol with `tokens` set to what its rendering costs."""
-    return replace(sc, tokens=int(count_tokens(_symbol_text(sc, language))))
+    rendered = _symbol_text(SymbolContext(**fields, tokens=0), language)
+    return SymbolContext(**fields, tokens=int(count_tokens(rendered)))  # what its rendering costs

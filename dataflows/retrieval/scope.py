@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from dataflows.retrieval.combination import SIGNALS
@@ -18,31 +19,35 @@ PRIOR_SIGNALS = ("recency", "structural_centrality")
 
 def _matching(signal_matrix: pd.DataFrame) -> pd.Series:
     """Per file: a positive total and some task-dependent signal above zero (not only recency/centrality)."""
-    task_signals = [s for s in SIGNALS if s not in PRIOR_SIGNALS]
-    return (signal_matrix["total"] > 0) & signal_matrix[task_signals].gt(0).any(axis=1)
+    some = np.zeros(len(signal_matrix), dtype=bool)
+    for signal in (s for s in SIGNALS if s not in PRIOR_SIGNALS):
+        some |= signal_matrix[signal].to_numpy() > 0
+    return pd.Series((signal_matrix["total"].to_numpy() > 0) & some, index=signal_matrix.index)
 
 
-def _nothing_matched(signal_matrix: pd.DataFrame) -> bool:
-    """True when there is no seed and no file matches the task."""
-    return not signal_matrix["seed"].any() and not _matching(signal_matrix).any()
+def _nothing_matched(signal_matrix: pd.DataFrame, matching: pd.Series | None = None) -> bool:
+    """True when there is no seed and no file matches the task (matching: `_matching(signal_matrix)`, if known)."""
+    matching = _matching(signal_matrix) if matching is None else matching
+    return not signal_matrix["seed"].any() and not matching.any()
 
 
-def _scored(signal_matrix: pd.DataFrame, scope_size: int) -> pd.Index:
+def _scored(signal_matrix: pd.DataFrame, scope_size: int, matching: pd.Series | None = None) -> pd.Index:
     """Non-seed matching files, best total first, filling the scope up to scope_size together with the seeds."""
-    room = max(scope_size - int(signal_matrix["seed"].sum()), 0)
-    candidates = signal_matrix[~signal_matrix["seed"] & _matching(signal_matrix)]
-    return candidates.index[:room]
+    matching = _matching(signal_matrix) if matching is None else matching
+    seed = signal_matrix["seed"].to_numpy(dtype=bool)
+    room = max(scope_size - int(seed.sum()), 0)
+    return signal_matrix.index[np.flatnonzero(~seed & matching.to_numpy(dtype=bool))[:room]]
 
 
 def _dependency_neighbours(seeds: pd.Index, kb_edges: pd.DataFrame, kb_files: pd.DataFrame) -> pd.Index:
-    """Non-test files importing or imported by a seed (1 hop)."""
+    """Non-test files importing or imported by a seed (1 hop), ascending."""
     if kb_edges.empty or seeds.empty:
         return pd.Index([], dtype="int64")
-    out_of = kb_edges.loc[kb_edges["src_file_id"].isin(seeds), "dst_file_id"]
-    into = kb_edges.loc[kb_edges["dst_file_id"].isin(seeds), "src_file_id"]
-    neighbours = pd.Index(pd.concat([out_of, into]).unique())
-    tests = pd.Index(kb_files.loc[kb_files["is_test"].fillna(False).astype(bool), "file_id"])
-    return neighbours.difference(tests)
+    src, dst = kb_edges["src_file_id"].to_numpy(), kb_edges["dst_file_id"].to_numpy()
+    seed_ids = seeds.to_numpy()
+    neighbours = np.concatenate([dst[np.isin(src, seed_ids)], src[np.isin(dst, seed_ids)]])
+    tests = kb_files["file_id"].to_numpy()[kb_files["is_test"].fillna(False).astype(bool).to_numpy()]
+    return pd.Index(np.setdiff1d(neighbours, tests))
 
 
 def _cochange_partners(seeds: pd.Index, kb_cochange: pd.DataFrame) -> pd.Index:
@@ -70,13 +75,14 @@ def scope(
     scope_size: int,
 ) -> pd.DataFrame:
     """The ranked files retrieval works on: seeds, top scope_size by score, then deps/cochange of seeds."""
-    seeds = signal_matrix.index[signal_matrix["seed"]]
-    if _nothing_matched(signal_matrix):
+    seeds = signal_matrix.index[signal_matrix["seed"].to_numpy(dtype=bool)]
+    matching = _matching(signal_matrix)
+    if _nothing_matched(signal_matrix, matching):
         labelled = [pd.Series("score", index=_most_central(signal_matrix))]
     else:
         labelled = [
             pd.Series("seed", index=seeds),
-            pd.Series("score", index=_scored(signal_matrix, scope_size)),
+            pd.Series("score", index=_scored(signal_matrix, scope_size, matching)),
             pd.Series("deps", index=_dependency_neighbours(seeds, kb_edges, kb_files)),
             pd.Series("cochange", index=_cochange_partners(seeds, kb_cochange)),
         ]
@@ -84,7 +90,9 @@ def scope(
     added_by = added_by[~added_by.index.duplicated(keep="first") & added_by.index.isin(signal_matrix.index)]
     rows = signal_matrix.loc[added_by.index].assign(added_by=added_by.to_numpy())
     rows = rows.rename(columns={"total": "total_score"})
-    rows["is_test"] = kb_files.set_index("file_id")["is_test"].reindex(rows.index).fillna(False).astype(bool)
+    at = pd.Index(kb_files["file_id"]).get_indexer(rows.index)
+    is_test = kb_files["is_test"].fillna(False).astype(bool).to_numpy()
+    rows["is_test"] = np.where(at >= 0, is_test[at] if len(is_test) else False, False)
     rows = rows.sort_values(["total_score", "seed", "score", "path"], ascending=[False, False, False, True], kind="stable")
     rows["rank"] = range(1, len(rows) + 1)
     rows.index.name = "file_id"

@@ -77,34 +77,34 @@ def _word_matches(vocabulary: pd.DataFrame, keywords: list[str], prefix: bool) -
     where = np.concatenate([same, stemmed, positions]).astype(int)
     prefixed = np.repeat(np.array(prefixes, dtype=object), high - low)
     levels = np.array(["word", "word", "prefix"], dtype=object)
-    frame = pd.DataFrame({
-        "position": where,
-        "entry": entries[where],
-        "item": np.concatenate([entries[same], stems[stemmed], prefixed]),
-        "level": np.repeat(levels, [len(same), len(stemmed), len(positions)]),
+    items = np.concatenate([entries[same], stems[stemmed], prefixed]).astype(object)
+    item_codes, _ = pd.factorize(items)
+    _, first = np.unique(where * (len(items) + 1) + item_codes, return_index=True)  # an (entry, item) pair once
+    keep = np.sort(first)
+    return pd.DataFrame({
+        "position": where[keep],
+        "entry": entries[where[keep]],
+        "item": items[keep],
+        "level": np.repeat(levels, [len(same), len(stemmed), len(positions)])[keep],
     })
-    return frame.drop_duplicates(["entry", "item"], keep="first")
-
-
-def _matched_rows(index: WordIndex, matches: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
-    """`columns` of the index rows whose word matched, one row per (row, match), with the match's item and level."""
-    rows, counts = vocabulary.rows_of(index, matches["position"].to_numpy())
-    picked = {c: index.rows[c].to_numpy()[rows] for c in columns}
-    return pd.DataFrame({**picked, "item": np.repeat(matches["item"].to_numpy(), counts),
-                         "level": np.repeat(matches["level"].to_numpy(), counts)})
 
 
 def _keyword_path_hits(components: WordIndex, words: WordIndex, keywords: list[str]) -> pd.DataFrame:
-    """(file_id, item, score): keywords equal to, or words of, or prefixes of words of path components."""
+    """(file_id, item, score) per file and item with its best score, sorted: keywords equal to, or words of, or
+    prefixes of words of path components."""
     whole = _word_matches(components.vocabulary, keywords, prefix=False).assign(level="whole")
-    parts = _word_matches(words.vocabulary, keywords, prefix=True)
-    hits = pd.concat([
-        _matched_rows(components, whole, ["file_id", "is_name"]),
-        _matched_rows(words, parts, ["file_id", "is_name"]),
-    ], ignore_index=True)
-    return hits.assign(score=_path_scores(hits["level"].to_numpy(), hits["is_name"].to_numpy(dtype=bool)))[
-        ["file_id", "item", "score"]
-    ]
+    found = []
+    for index, matches in ((components, whole), (words, _word_matches(words.vocabulary, keywords, prefix=True))):
+        rows, counts = vocabulary.rows_of(index, matches["position"].to_numpy())
+        levels = np.repeat(matches["level"].to_numpy(dtype=object), counts)
+        found.append((index.rows["file_id"].to_numpy()[rows], np.repeat(matches["item"].to_numpy(dtype=object), counts),
+                      _path_scores(levels, index.rows["is_name"].to_numpy(dtype=bool)[rows])))  # fmt: skip
+    items, item_names = pd.factorize(np.concatenate([i for _, i, _ in found]).astype(object), sort=True)
+    file_ids = np.concatenate([f for f, _, _ in found])
+    best = vocabulary.best_per_pair(file_ids.astype(np.int64), items, np.concatenate([s for _, _, s in found]),
+                                    len(item_names))  # fmt: skip
+    item_names = np.asarray(item_names, dtype=object)
+    return pd.DataFrame({"file_id": best[0].astype(file_ids.dtype), "item": item_names[best[1]], "score": best[2]})
 
 
 def _path_scores(levels: np.ndarray, is_name: np.ndarray) -> np.ndarray:
@@ -132,7 +132,6 @@ def path_match(
     hits = _keyword_path_hits(kb_path_components, kb_path_words, list(task_query.keywords))
     if hits.empty:
         return _zeros(kb_files)
-    hits = hits.groupby(["file_id", "item"], as_index=False)["score"].max()
     hits["score"] = hits["score"] * _distinctive(hits)
     return _over_files(kb_files, _saturating(hits))
 
@@ -144,30 +143,36 @@ def _task_words(task_query: TaskQuery) -> set[str]:
 
 
 def _symbol_hits(
-    task_query: TaskQuery, names: pd.DataFrame, name_words: WordIndex, codes: pd.DataFrame
+    task_query: TaskQuery, names: pd.DataFrame, name_words: WordIndex, index: vocabulary.NameIndex
 ) -> pd.DataFrame:
-    """(file_id, item, score) for exact (1.0), substring (0.5) and constituent (0.3) symbol-name matches.
+    """(file_id, item, score) per file and item with its best score, sorted: exact (1.0), substring (0.5) and
+    constituent (0.3) symbol-name matches.
 
     Names are matched once per distinct name (`names`: name, lower; `name_words`: their words by name code), then
-    joined back through the name codes (`codes`: file_id, name_code per symbol) to the symbols that carry them.
+    spread through the name index (`index`: the files carrying each name code) to the files.
     """
     lower = names["lower"]
-    positions = np.arange(len(names))
     hint_names = {h.split(".")[-1].lower(): h for h in task_query.symbol_hints}
     exact_items = {**{w: w for w in _task_words(task_query)}, **{k: k for k in task_query.keywords}, **hint_names}
     exact = lower.isin(exact_items).to_numpy()
-    frames = [pd.DataFrame({"code": positions[exact], "item": lower[exact].map(exact_items).to_numpy(dtype=object),
-                            "score": SYMBOL_EXACT})]
+    found = [(np.flatnonzero(exact), lower[exact].map(exact_items).to_numpy(dtype=object), SYMBOL_EXACT)]
     for name, hint in hint_names.items():
         if len(name) >= 4:
-            found = lower.str.contains(name, regex=False).to_numpy(dtype=bool)
-            frames.append(pd.DataFrame({"code": positions[found], "item": hint, "score": SYMBOL_SUBSTRING}))
+            codes = vocabulary.names_containing(index, name)
+            found.append((codes, np.full(len(codes), hint, dtype=object), SYMBOL_SUBSTRING))
     matches = _word_matches(name_words.vocabulary, list(task_query.keywords), prefix=True)
-    constituent = _matched_rows(name_words, matches, ["code"])
-    frames.append(constituent[["code", "item"]].assign(score=SYMBOL_CONSTITUENT))
-    by_name = pd.concat(frames, ignore_index=True)
-    carriers = codes.loc[codes["name_code"].isin(by_name["code"]), ["file_id", "name_code"]]
-    return carriers.merge(by_name, left_on="name_code", right_on="code")[["file_id", "item", "score"]]
+    rows, counts = vocabulary.rows_of(name_words, matches["position"].to_numpy())
+    found.append((name_words.rows["code"].to_numpy()[rows], np.repeat(matches["item"].to_numpy(dtype=object), counts),
+                  SYMBOL_CONSTITUENT))  # fmt: skip
+    codes = np.concatenate([c for c, _, _ in found]).astype(np.int64)
+    items, item_names = pd.factorize(np.concatenate([i for _, i, _ in found]).astype(object), sort=True)
+    scores = np.concatenate([np.full(len(c), s) for c, _, s in found])
+    codes, items, scores = vocabulary.best_per_pair(codes, items, scores, len(item_names))  # once per name
+    files, counts = vocabulary.carriers_of(index, codes)
+    file_id, items, scores = vocabulary.best_per_pair(files.astype(np.int64), np.repeat(items, counts),
+                                                      np.repeat(scores, counts), len(item_names))  # fmt: skip
+    item_names = np.asarray(item_names, dtype=object)
+    return pd.DataFrame({"file_id": file_id.astype(index.files.dtype), "item": item_names[items], "score": scores})
 
 
 def symbol_match(
@@ -177,10 +182,12 @@ def symbol_match(
     kb_symbol_names: pd.DataFrame | None = None,
     kb_symbol_name_words: WordIndex | None = None,
     kb_symbol_name_codes: pd.DataFrame | None = None,
+    kb_symbol_name_index: vocabulary.NameIndex | None = None,
 ) -> pd.Series:
     """0-1 per file: its symbol names vs task hints/keywords, exact 1.0 / substring 0.5 / constituent 0.3 (signal 2).
 
-    kb_symbol_names / _name_words / _name_codes: the KB's name tables (`vocabulary`), built when not given.
+    kb_symbol_names / _name_words / _name_codes / _name_index: the KB's name tables (`vocabulary`), built when not
+    given.
     """
     if kb_files.empty or kb_symbols.empty or not (task_query.keywords or task_query.symbol_hints):
         return _zeros(kb_files)
@@ -188,11 +195,13 @@ def symbol_match(
     name_words = kb_symbol_name_words
     if name_words is None:
         name_words = vocabulary.symbol_name_word_index(names)
-    codes = kb_symbol_name_codes if kb_symbol_name_codes is not None else vocabulary.symbol_name_codes(kb_symbols, names)
-    hits = _symbol_hits(task_query, names, name_words, codes)
+    index = kb_symbol_name_index
+    if index is None:
+        codes = kb_symbol_name_codes if kb_symbol_name_codes is not None else vocabulary.symbol_name_codes(kb_symbols, names)
+        index = vocabulary.name_index(names, codes)
+    hits = _symbol_hits(task_query, names, name_words, index)
     if hits.empty:
         return _zeros(kb_files)
-    hits = hits.groupby(["file_id", "item"], as_index=False)["score"].max()
     hits["score"] = hits["score"] * _distinctive(hits)
     return _over_files(kb_files, _saturating(hits))
 

@@ -197,3 +197,155 @@ def concept_vocabulary(kb_files: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame({"concept": pd.Series([], dtype=object), "stem": pd.Series([], dtype=object)})
     vocab = pd.Series(kb_files["concepts"].explode().dropna().astype(str).str.lower().unique(), dtype=object)
     return pd.DataFrame({"concept": vocab, "stem": vocab.map(lambda c: stem(c) if c.isalpha() else c)})
+
+
+@dataclass(frozen=True, eq=False)
+class SymbolTable:
+    """The symbols of a KB as numpy arrays (one entry per kb_symbols row) for the precision stage's request path.
+
+    Strings converted, names normalised and split into terms, docstrings joined with their comments, parents and
+    symbol edges resolved to row numbers: done once per loaded KB, so `symbol_tiers` gathers by position.
+    """
+
+    symbol_id: np.ndarray  # kb_symbols["symbol_id"], its own dtype
+    file_id: np.ndarray  # kb_symbols["file_id"], its own dtype
+    rows: pd.Index  # symbol_id -> row (its hash table is built once)
+    name: np.ndarray  # object
+    qualified_name: np.ndarray  # object
+    kind: np.ndarray  # object
+    start_line: np.ndarray
+    parent: np.ndarray  # row of the parent symbol, -1 when none (or not in the KB)
+    is_test_fn: np.ndarray  # a function / method with 'test' in its name
+    name_norm: np.ndarray  # `norm` of the name (None when there is no name)
+    qualified_norm: np.ndarray  # `norm` of the qualified name (None when there is none)
+    doc_text: np.ndarray  # docstring + " " + its attached comments, joined by " "
+    name_code: np.ndarray  # row of the name in `symbol_names` (-1: no name)
+    name_term_code: np.ndarray  # `symbol_name_terms`: name code of each (code, term) row, sorted by code
+    name_term_id: np.ndarray  # ... and its term's position in `term_vocabulary`
+    term_vocabulary: np.ndarray  # distinct name terms, sorted (object)
+    name_term_total: np.ndarray  # per name code: how many (non-empty) terms it has
+    edge_src: np.ndarray  # distinct (src, dst, kind) symbol edges between KB symbols, as rows, in KB order
+    edge_dst: np.ndarray
+    edge_kind: np.ndarray  # object
+
+
+def symbol_norms(kb_symbols: pd.DataFrame) -> pd.DataFrame:
+    """(name, qualified) per symbol row: the `norm` of its name and of its qualified name (NA when it has none)."""
+    return pd.DataFrame({"name": norms(kb_symbols["name"]), "qualified": norms(kb_symbols["qualified_name"])},
+                        dtype="string[pyarrow]")  # fmt: skip
+
+
+def _joined_comments(kb_comments: pd.DataFrame) -> pd.Series:
+    """symbol_id -> the texts of its attached comments, in table order, joined by " "."""
+    comments = kb_comments[kb_comments["symbol_id"].notna()]
+    ids = comments["symbol_id"].to_numpy(dtype=np.int64)
+    order = np.argsort(ids, kind="stable")
+    ids, texts = ids[order], comments["text"].astype(str).to_numpy(dtype=object)[order]
+    starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]]) if len(ids) else np.array([], dtype=np.int64)
+    ends = np.r_[starts[1:], len(ids)].astype(np.int64)
+    joined = [" ".join(texts[a:b]) for a, b in zip(starts, ends)]  # once per loaded KB, per commented symbol
+    return pd.Series(joined, index=ids[starts], dtype=object)
+
+
+def symbol_table(
+    kb_symbols: pd.DataFrame,
+    kb_comments: pd.DataFrame,
+    kb_symbol_edges: pd.DataFrame,
+    name_codes: pd.DataFrame | None = None,
+    name_terms: pd.DataFrame | None = None,
+    name_norms: pd.DataFrame | None = None,
+) -> SymbolTable:
+    """The `SymbolTable` of these KB frames; name_codes / name_terms / name_norms: the KB's `symbol_name_codes`,
+    `symbol_name_terms` and `symbol_norms` word tables when at hand (else built here)."""
+    if name_codes is None or name_terms is None:
+        names = symbol_names(kb_symbols)
+        name_codes, name_terms = symbol_name_codes(kb_symbols, names), symbol_name_terms(names)
+    name_norms = symbol_norms(kb_symbols) if name_norms is None else name_norms
+    symbol_id = kb_symbols["symbol_id"].to_numpy()
+    rows = pd.Index(symbol_id)
+    name = kb_symbols["name"].to_numpy(dtype=object)
+    kind = kb_symbols["kind"].to_numpy(dtype=object)
+    parent_ids = kb_symbols["parent_id"].astype("Float64").fillna(-1).to_numpy(dtype=np.int64)
+    parent = np.where(parent_ids >= 0, rows.get_indexer(parent_ids), -1)
+    is_fn = kb_symbols["kind"].isin(["function", "method"])
+    is_test_fn = (is_fn & kb_symbols["name"].astype(str).str.lower().str.contains("test")).to_numpy(dtype=bool)
+    joined = _joined_comments(kb_comments)
+    docs = kb_symbols["docstring"].astype(object).fillna("").astype(str).to_numpy(dtype=object)
+    attached = joined.reindex(symbol_id.astype(np.int64)).fillna("").astype(str).to_numpy(dtype=object)
+    codes = name_codes["name_code"].reindex(pd.Index(symbol_id, name="symbol_id")).fillna(-1).to_numpy(dtype=np.int64)
+    term_id, vocab = pd.factorize(name_terms["term"].to_numpy(dtype=object), sort=True)
+    term_code = name_terms["code"].to_numpy(dtype=np.int64)
+    n_names = max(int(codes.max(initial=-1)), int(term_code.max(initial=-1))) + 1
+    edges = kb_symbol_edges.drop_duplicates(["src_symbol_id", "dst_symbol_id", "kind"])
+    src, dst = rows.get_indexer(edges["src_symbol_id"]), rows.get_indexer(edges["dst_symbol_id"])
+    known = (src >= 0) & (dst >= 0)
+    return SymbolTable(
+        symbol_id=symbol_id,
+        file_id=kb_symbols["file_id"].to_numpy(),
+        rows=rows,
+        name=name,
+        qualified_name=kb_symbols["qualified_name"].astype(object).fillna("").to_numpy(dtype=object),
+        kind=kind,
+        start_line=kb_symbols["start_line"].to_numpy(),
+        parent=parent.astype(np.int64),
+        is_test_fn=is_test_fn,
+        name_norm=name_norms["name"].to_numpy(dtype=object, na_value=None),
+        qualified_norm=name_norms["qualified"].to_numpy(dtype=object, na_value=None),
+        doc_text=(docs + " " + attached).astype(object),
+        name_code=codes,
+        name_term_code=term_code,
+        name_term_id=term_id.astype(np.int64),
+        term_vocabulary=np.asarray(vocab, dtype=object),
+        name_term_total=np.bincount(term_code[np.asarray(vocab, dtype=object)[term_id] != ""], minlength=n_names),
+        edge_src=src[known].astype(np.int64),
+        edge_dst=dst[known].astype(np.int64),
+        edge_kind=edges["kind"].to_numpy(dtype=object)[known],
+    )
+
+
+_NAME_SEPARATOR = "\0"
+
+
+@dataclass(frozen=True, eq=False)
+class NameIndex:
+    """The distinct symbol names as one searchable text, and the files that carry each name (by name code)."""
+
+    text: str  # the lower-cased names (`symbol_names`), in code order, each followed by _NAME_SEPARATOR
+    starts: np.ndarray  # where each name starts in text
+    files: np.ndarray  # file_id of every distinct (name code, file) pair, grouped by code
+    offsets: np.ndarray  # files[offsets[c]:offsets[c + 1]] carry name code c
+
+
+def name_index(names: pd.DataFrame, codes: pd.DataFrame) -> NameIndex:
+    """The `NameIndex` of `symbol_names` and `symbol_name_codes`."""
+    lower = names["lower"].astype(object).tolist()
+    lengths = np.fromiter(map(len, lower), dtype=np.int64, count=len(lower)) + len(_NAME_SEPARATOR)
+    pairs = codes.loc[codes["name_code"] >= 0, ["name_code", "file_id"]].drop_duplicates()
+    pairs = pairs.sort_values(["name_code", "file_id"], kind="stable")
+    offsets = np.searchsorted(pairs["name_code"].to_numpy(), np.arange(len(names) + 1))
+    return NameIndex(text="".join(f"{n}{_NAME_SEPARATOR}" for n in lower), starts=np.cumsum(lengths) - lengths,
+                     files=pairs["file_id"].to_numpy(), offsets=offsets)  # fmt: skip
+
+
+def names_containing(index: NameIndex, part: str) -> np.ndarray:
+    """Codes (ascending) of the names that contain `part` (like `names["lower"].str.contains(part)`)."""
+    if not part or _NAME_SEPARATOR in part:
+        raise ValueError(f"cannot search names for {part!r}")
+    found = [m.start() for m in re.finditer(re.escape(part), index.text)]
+    return np.unique(np.searchsorted(index.starts, np.array(found, dtype=np.int64), "right") - 1)
+
+
+def carriers_of(index: NameIndex, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The files carrying each of these name codes, and how many files each code has (to repeat its rows)."""
+    low, high = index.offsets[codes], index.offsets[codes + 1]
+    counts = high - low
+    gather = np.repeat(low - (np.cumsum(counts) - counts), counts) + np.arange(counts.sum())
+    return index.files[gather], counts
+
+
+def best_per_pair(keys: np.ndarray, items: np.ndarray, scores: np.ndarray, n_items: int) -> tuple[np.ndarray, ...]:
+    """(key, item, best score) per distinct (key, item) pair, sorted by key then item (a groupby max, in numpy)."""
+    pair = keys * max(n_items, 1) + items
+    order = np.lexsort((-scores, pair))
+    first = order[np.r_[True, pair[order][1:] != pair[order][:-1]]] if len(order) else order
+    return keys[first], items[first], scores[first]
