@@ -8,6 +8,7 @@ import pandas as pd
 from dataflows.lexical import _stable_order
 from dataflows.retrieval import signals, task_analysis, vocabulary
 from dataflows.retrieval.models import TaskQuery
+from drivers.kb import word_tables
 from tests.test_signals import kb_files, kb_symbols
 
 PATHS = ("src/auth/LoginHandler.py", "src/auth/__init__.py", "src/cache_store/backends.py", "docs/Caching.md",
@@ -36,16 +37,8 @@ def query() -> TaskQuery:
 
 
 def tables(kb_files_: pd.DataFrame, kb_symbols_: pd.DataFrame) -> dict:
-    """The word tables a loaded KB passes to the DAG (as drivers.kb.KnowledgeBase builds them)."""
-    names = vocabulary.symbol_names(kb_symbols_)
-    path_table = vocabulary.path_components(kb_files_)
-    return {
-        "kb_path_components": vocabulary.path_component_index(path_table),
-        "kb_path_words": vocabulary.path_word_index(path_table),
-        "kb_symbol_names": names,
-        "kb_symbol_name_words": vocabulary.symbol_name_word_index(names),
-        "kb_symbol_name_codes": vocabulary.symbol_name_codes(kb_symbols_, names),
-    }
+    """The word tables a loaded KB passes to the DAG (`drivers.kb.word_tables`, named as DAG inputs)."""
+    return {f"kb_{name}": table for name, table in word_tables(kb_files_, kb_symbols_).items()}
 
 
 def test_signals_from_word_tables_equal_signals_built_per_request():
