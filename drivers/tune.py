@@ -5,13 +5,15 @@
 1. For every case: materialise and index its tree (cached), run the retrieval DAG up to `signal_matrix`,
    keep each file's signal values and whether the real fix touched it (`out/tune/signals.parquet`).
 2. Fit non-negative weights of the weighted sum by coordinate ascent on mean(Acc@1, Acc@5, MRR).
-3. Report leave-one-repository-out figures (fit on the other repositories, score the held-out one), an
-   ablation over signal sets, and write the weights fitted on all cases to `data/weights.toml`.
+3. Report leave-one-repository-out figures (fit on the other repositories, score the held-out one): an
+   ablation over signal sets, per-task-type weights and two standard learners (`ablation.txt`, `.parquet`,
+   `.png`); with --write-weights, write the weights fitted on all cases to `data/weights.toml`.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 from pathlib import Path
 
@@ -240,6 +242,32 @@ def weights_toml(params: dict[str, float], note: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _parquet_bytes(frame: pd.DataFrame) -> bytes:
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer, index=False)
+    return buffer.getvalue()
+
+
+def _plot_ablation(table: pd.DataFrame, path: Path) -> None:
+    """A bar chart of the ablation (Acc@1/@5/@10, MRR per configuration), when matplotlib is installed."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    metrics = table[["acc@1", "acc@5", "acc@10", "mrr"]].astype(float)
+    ax = metrics.iloc[::-1].plot.barh(figsize=(9, 0.45 * len(metrics) + 1.5), width=0.8)
+    ax.set_xlim(0, 1)
+    ax.set_title(f"Leave-one-repository-out ablation ({int(table['n'].iloc[0])} cases)")
+    buffer = io.BytesIO()
+    ax.figure.tight_layout()
+    ax.figure.savefig(buffer, format="png", dpi=100)
+    plt.close(ax.figure)
+    write_bytes_atomic(path, buffer.getvalue())
+
+
 def main(argv: list[str] | None = None) -> int:
     from drivers.evaluate import load_cases
     from drivers.kb import load_kb
@@ -270,15 +298,12 @@ def main(argv: list[str] | None = None) -> int:
             return load_kb(default_kb_dir(tree))
 
         frame = collect(cases, locate_kb)
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        sink = pa.BufferOutputStream()
-        pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), sink)
-        write_bytes_atomic(cached, sink.getvalue().to_pybytes())
+        write_bytes_atomic(cached, _parquet_bytes(frame))
     table = ablation(frame)
     print(table.to_string(float_format=lambda x: f"{x:.3f}"))
     write_text_atomic(out / "ablation.txt", table.to_string(float_format=lambda x: f"{x:.3f}"))
+    write_bytes_atomic(out / "ablation.parquet", _parquet_bytes(table.rename_axis("configuration").reset_index()))
+    _plot_ablation(table, out / "ablation.png")
     if args.write_weights:
         params = fit(Ranker(frame, SIGNALS), _start(SIGNALS))
         note = (f"Signal weights and role priors fitted by `python -m drivers.tune` on {frame['case_id'].nunique()} "

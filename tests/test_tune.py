@@ -46,3 +46,12 @@ def test_fitted_weights_file_loads_back_as_the_default_profile_format(tmp_path):
     loaded = load_weights(path)
     assert set(loaded) == set(SIGNALS) | set(tune.PRIORS)
     assert loaded["history_match"] == round(params["history_match"], 4)
+
+
+def test_reused_signal_rows_give_the_ablation_as_text_parquet_and_plot(tmp_path):
+    synthetic_rows(n_cases=6, n_files=8).to_parquet(tmp_path / "signals.parquet", index=False)
+    assert tune.main(["--cases", "unused.jsonl", "--mirror", "unused", "--out", str(tmp_path), "--reuse"]) == 0
+    table = pd.read_parquet(tmp_path / "ablation.parquet")
+    assert "all signals, learned (LORO CV)" in set(table["configuration"])
+    assert table["n"].eq(6).all() and table["acc@5"].between(0, 1).all()
+    assert "acc@5" in (tmp_path / "ablation.txt").read_text() and (tmp_path / "ablation.png").stat().st_size > 0
