@@ -53,6 +53,14 @@ def test_enrich_overwrites_domain_and_concepts(indexed, capsys):
     assert list(files.loc["app/auth/handler.py", "concepts"]) == ["login", "tokens"]
     assert files.loc["app/billing/invoice.py", "domain"] != "security"  # malformed answer: left as it was
 
+    handler = indexed / "app" / "auth" / "handler.py"
+    handler.write_text(handler.read_text() + "\n\ndef logout():\n    return None\n")
+    assert main(["index", str(indexed)]) == 0  # labels of unchanged files survive; a changed file is re-derived
+    files = read_tables(indexed / ".cra", ["files"])["files"].set_index("path")
+    enriched = files[files["domain"] == "security"].index
+    assert len(enriched) >= 1 and "app/auth/handler.py" not in enriched
+    assert all(list(files.loc[p, "concepts"]) == ["login", "tokens"] for p in enriched)
+
 
 def test_enrich_without_server_changes_nothing(indexed, capsys):
     before = read_tables(indexed / ".cra", ["files"])["files"]

@@ -81,12 +81,19 @@ def kb_files(
     file_parse_errors: pd.Series,
     file_concepts: pd.Series,
     file_history: pd.DataFrame,
+    previous_files: pd.DataFrame,
 ) -> pd.DataFrame:
-    """One row per indexed file with everything retrieval scores on (see schema.TABLES['files'])."""
+    """One row per indexed file with everything retrieval scores on (see schema.TABLES['files']).
+
+    Unchanged files keep their previous domain, as they keep their concepts: labels from `cra enrich` survive a
+    re-index until the file changes (a path-derived domain is the same either way)."""
     ids = indexed_files["file_id"].to_numpy()
     history = file_history.reindex(indexed_files["path"].to_numpy())
     concepts = file_concepts.reindex(ids)
+    previous_domain = previous_files.set_index("file_id")["domain"].reindex(ids).to_numpy(dtype=object)
+    keep = indexed_files["reused"].fillna(False).astype(bool).to_numpy() & pd.notna(previous_domain)
     files = indexed_files.assign(
+        domain=np.where(keep, previous_domain, indexed_files["domain"].to_numpy(dtype=object)),
         tokens=file_tokens.reindex(ids).to_numpy(),
         parse_error=file_parse_errors.reindex(ids).to_numpy(),
         concepts=[list(c) if isinstance(c, list) else [] for c in concepts],
