@@ -43,13 +43,16 @@ def retrieval_driver(llm_assist: bool = False, adapters: tuple = ()) -> driver.D
     unless lifecycle adapters (e.g. `drivers.timing.NodeTimer`) are attached."""
     if not adapters:
         return _shared_driver(llm_assist)
-    builder = driver.Builder().with_modules(*MODULES).with_config({"llm_assist": llm_assist})
-    return builder.with_adapters(*adapters).build()
+    return _builder(llm_assist).with_adapters(*adapters).build()
 
 
 @lru_cache(maxsize=2)
 def _shared_driver(llm_assist: bool) -> driver.Driver:
-    return driver.Builder().with_modules(*MODULES).with_config({"llm_assist": llm_assist}).build()
+    return _builder(llm_assist).build()
+
+
+def _builder(llm_assist: bool) -> driver.Builder:
+    return driver.Builder().with_modules(*MODULES).with_config({"llm_assist": llm_assist})
 
 
 def kb_inputs(kb: KnowledgeBase) -> dict:
@@ -74,7 +77,6 @@ def kb_inputs(kb: KnowledgeBase) -> dict:
         "kb_symbol_names": kb.symbol_names,
         "kb_symbol_name_words": kb.symbol_name_words,
         "kb_symbol_name_codes": kb.symbol_name_codes,
-        "kb_symbol_name_terms": kb.symbol_name_terms,
         "kb_domain_words": kb.domain_words,
         "kb_module_words": kb.module_words,
         "kb_file_concepts": kb.file_concepts,

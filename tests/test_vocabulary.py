@@ -66,13 +66,22 @@ def test_task_concepts_from_concept_vocabulary_equal_those_built_per_request():
     assert grounded == task_analysis.heuristic_task_query(text, f)
 
 
+def terms_of(codes: np.ndarray, labels: np.ndarray, name_terms: pd.DataFrame) -> pd.Series:
+    """The terms of each label's name code (`symbol_name_terms` rows gathered), indexed by label, in label order."""
+    term_codes, terms = name_terms["code"].to_numpy(), name_terms["term"].to_numpy()
+    low, high = np.searchsorted(term_codes, codes, "left"), np.searchsorted(term_codes, codes, "right")
+    counts = high - low
+    gather = np.repeat(low - (np.cumsum(counts) - counts), counts) + np.arange(counts.sum())
+    return pd.Series(terms[gather], index=np.repeat(labels, counts), dtype=object)
+
+
 def test_symbol_name_terms_equal_name_words_of_every_name():
     tricky = ["3Dfoo", "x-3Dfoo", "9ABc", "a9B", "caféBar", "HTTPServerError2", "get_URL_v2", "a.b-c/d:e", "İstanbul",
               "test_tests", "", "_", "123", "abc123def", *NAMES]
     frame = pd.DataFrame({"symbol_id": range(len(tricky)), "file_id": 0, "name": tricky})
     names = vocabulary.symbol_names(frame)
     codes = vocabulary.symbol_name_codes(frame, names)["name_code"].to_numpy()
-    got = vocabulary.terms_of(codes, frame["symbol_id"].to_numpy(), vocabulary.symbol_name_terms(names))
+    got = terms_of(codes, frame["symbol_id"].to_numpy(), vocabulary.symbol_name_terms(names))
     want = frame.set_index("symbol_id")["name"].map(lambda n: sorted(set(vocabulary.name_words(n)) - {"test"}))
     want = want.explode().dropna()
     assert list(got.index) == list(want.index) and list(got) == list(want)

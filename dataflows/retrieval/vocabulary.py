@@ -141,15 +141,6 @@ def symbol_name_terms(names: pd.DataFrame) -> pd.DataFrame:
     return terms[terms["term"] != "test"].drop_duplicates().sort_values(["code", "term"], kind="stable", ignore_index=True)
 
 
-def terms_of(codes: np.ndarray, labels: np.ndarray, name_terms: pd.DataFrame) -> pd.Series:
-    """The terms of each label's name code (`symbol_name_terms` rows gathered), indexed by label, in label order."""
-    term_codes, terms = name_terms["code"].to_numpy(), name_terms["term"].to_numpy()
-    low, high = np.searchsorted(term_codes, codes, "left"), np.searchsorted(term_codes, codes, "right")
-    counts = high - low
-    gather = np.repeat(low - (np.cumsum(counts) - counts), counts) + np.arange(counts.sum())
-    return pd.Series(terms[gather], index=np.repeat(labels, counts), dtype=object)
-
-
 def norms(values: pd.Series) -> np.ndarray:
     """`norm` of every value, Arrow-vectorised (lower case, then all but [a-z0-9.] removed: only ASCII remains)."""
     values = values.astype("string[pyarrow]")
