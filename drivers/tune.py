@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import io
 import sys
+from contextlib import suppress
 from pathlib import Path
 
 import numpy as np
@@ -180,7 +181,7 @@ def learner_comparison(frame: pd.DataFrame) -> dict[str, dict[str, float]]:
     data = frame[frame.groupby("case_id")["gold"].transform("any")].sort_values("case_id", kind="stable")
     x, y = data[features].astype(float), data["gold"].astype(int)
     learners = {}
-    try:
+    with suppress(ImportError):  # extra `tune` not installed: no LightGBM row
         import lightgbm
 
         def lambdarank(tr):
@@ -188,16 +189,12 @@ def learner_comparison(frame: pd.DataFrame) -> dict[str, dict[str, float]]:
                                         min_child_samples=20, verbose=-1)
             return model.fit(x[tr], y[tr], group=data[tr].groupby("case_id", sort=True).size().to_numpy()).predict
         learners["LightGBM lambdarank (LORO CV)"] = lambdarank
-    except ImportError:
-        pass
-    try:
+    with suppress(ImportError):  # nor a logistic-regression row
         from sklearn.linear_model import LogisticRegression
 
         def logistic(tr):
             return LogisticRegression(max_iter=2000, class_weight="balanced").fit(x[tr], y[tr]).decision_function
         learners["logistic regression (LORO CV)"] = logistic
-    except ImportError:
-        pass
     rows = {}
     for name, learner in learners.items():
         score = pd.Series(0.0, index=data.index)
