@@ -16,7 +16,7 @@ def signal_table(signal_matrix: pd.DataFrame, weights: dict, top: int = 20) -> s
 
 def tier_table(symbol_tiers: pd.DataFrame) -> str:
     """Symbols per tier over the scoped files (before the budget)."""
-    counts = symbol_tiers["tier"].value_counts().reindex(["primary", "supporting", "type_context", "excluded"], fill_value=0)
+    counts = symbol_tiers["tier"].value_counts().reindex(["primary", "supporting", "type_context", "outline", "excluded"], fill_value=0)
     return "symbols per tier: " + ", ".join(f"{tier} {n}" for tier, n in counts.items())
 
 

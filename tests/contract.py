@@ -23,7 +23,7 @@ def assert_json_contract(doc: dict) -> None:
         assert f["test_assertions"] is None or isinstance(f["test_assertions"], list)
         for s in f["symbols"]:
             assert set(s) >= SYMBOL_KEYS, set(s)
-            assert s["relevance"] in {"primary", "supporting", "type_context"}
+            assert s["relevance"] in {"primary", "supporting", "type_context", "outline"}
         paths.add(f["path"])
     for edge in doc["dependency_edges"]:
         assert len(edge) == 2 and edge[0] in paths and edge[1] in paths, edge

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import cache
 
 import pandas as pd
@@ -196,10 +197,49 @@ def test_unused_allocation_flows_to_other_sections(budget):
 
 def test_report_names_allocation_and_totals():
     report, package, _ = run(8192)
-    sections = {"task", "primary", "tests", "supporting", "type_context", "rationale"}
+    sections = {"task", "primary", "tests", "supporting", "type_context", "rationale", "outline"}
     allocation = dict(report["allocation"])
     assert allocation.pop("task_cap") == 512
     assert set(allocation) == sections | {"rendering_overhead"}
     assert sum(allocation.values()) <= 8192 + len(sections)  # rounding only
     assert report["before"] > 8192 >= report["after"] == package.token_count
     assert all({"path", "section", "tokens", "score"} <= set(e) for e in report["evicted"])
+
+
+def outlined_files() -> list[FileContext]:
+    """The fixture with each source file's outline: four more definitions by signature."""
+    out = []
+    for f in files():
+        if f.test_assertions is None:
+            extra = tuple(symbol(f.file_id, 10 * f.file_id + 5 + k, f"other_{f.file_id}_{k}", "outline", None,
+                                 f"def other_{f.file_id}_{k}(self, value: int) -> int:", 100 + 10 * k) for k in range(4))  # fmt: skip
+            f = replace(f, symbols=f.symbols + extra)
+        out.append(f)
+    return out
+
+
+def outlined_plan(budget: int):
+    fs = outlined_files()
+    return budget_plan(fs, budget_items(fs, count_tokens), query(), budget, count_tokens, kb_edges())
+
+
+def test_outlines_fill_what_the_other_sections_leave():
+    whole = outlined_plan(100000)
+    assert sum(s.relevance == "outline" for f in whole.files for s in f.symbols) == 4 * N_FILES
+    without_outlines, _, _ = run(100000)
+    budget = without_outlines["before"] + 200  # room for the package and a few outline lines, not all 120
+    plan = outlined_plan(budget)
+    cut = plan.report["evicted"] + plan.report["demoted"]
+    assert cut and {e["section"] for e in cut} == {"outline"}  # nothing else gives way to an outline
+    kept = [s for f in plan.files for s in f.symbols if s.relevance == "outline"]
+    assert kept, "leftover room is filled with outline lines"
+    assert plan.report["after"] <= budget
+
+
+def test_outlines_are_cut_first_and_filled_best_file_first():
+    plan = outlined_plan(8192)
+    evicted = [e["section"] for e in plan.report["evicted"]]
+    assert evicted[: evicted.count("outline")] == ["outline"] * evicted.count("outline")
+    kept_ranks = [f.relevance_rank for f in plan.files if any(s.relevance == "outline" for s in f.symbols)]
+    cut_ranks = [e["rank"] for e in plan.report["evicted"] if e["section"] == "outline"]
+    assert not kept_ranks or max(kept_ranks) <= min(cut_ranks)

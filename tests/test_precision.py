@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from dataflows.lexical import Bm25Index
+from dataflows.retrieval import precision
 from dataflows.retrieval.models import TaskQuery
 from dataflows.retrieval.precision import file_contexts, precision_terms, symbol_tiers
 from dataflows.text import term_counts
@@ -209,7 +210,7 @@ def contexts_for(query: TaskQuery) -> list:
 def test_tiers_cover_every_scoped_symbol_once():
     tiers = tiers_for(task())
     assert sorted(tiers["symbol_id"]) == list(range(len(SYMBOLS)))
-    assert set(tiers["tier"]) <= {"primary", "supporting", "type_context", "excluded"}
+    assert set(tiers["tier"]) <= {"primary", "supporting", "type_context", "outline", "excluded"}
 
 
 def test_hinted_symbol_in_seed_file_is_primary():
@@ -224,11 +225,11 @@ def test_keyword_match_in_non_seed_scoped_file_is_primary():
 
 def test_stop_word_and_common_names_do_not_become_primary():
     tiers = tier_of(tiers_for(task()))
-    assert tiers["get"] == "excluded"
+    assert tiers["get"] == "outline"  # in the top-ranked file: by signature only
     crowded = {100 + i: f"logout helper {i}" for i in range(10)}  # 'logout' now in 11 of 25 symbols: common
     query = task(keywords=("logout",), symbol_hints=())
     common = tier_of(tiers_for(query, symbol_lexicon(crowded), seed_file=2))
-    assert common["logout"] == "excluded"
+    assert common["logout"] == "outline"
     rare = tier_of(tiers_for(query, seed_file=2))
     assert rare["logout"] == "primary"
 
@@ -244,14 +245,23 @@ def test_types_referenced_transitively_are_type_context():
     assert tiers["LoginRequest"] == "type_context"
     assert tiers["AuthResult"] == "type_context"
     assert tiers["Credentials"] == "type_context"  # base of LoginRequest
-    assert tiers["UnrelatedType"] == "excluded"
+    assert tiers["UnrelatedType"] == "outline"
 
 
-def test_unrelated_symbols_are_excluded_and_never_leak_into_file_contexts():
+def test_unrelated_symbols_enter_file_contexts_only_as_outline_signatures():
     tiers = tier_of(tiers_for(task()))
-    assert tiers["logout"] == "excluded"
-    included = {s.name for f in contexts_for(task()) for s in f.symbols}
-    assert not included & {"logout", "get", "UnrelatedType", "test_logout"}
+    assert tiers["logout"] == "outline"
+    included = {s.name: s for f in contexts_for(task()) for s in f.symbols}
+    for name in ("logout", "get", "UnrelatedType"):
+        assert included[name].relevance == "outline" and included[name].body is None
+    assert "test_logout" not in included  # test files are never outlined
+
+
+def test_only_the_top_ranked_files_are_outlined(monkeypatch):
+    monkeypatch.setattr(precision, "OUTLINE_RANK", 2)  # handler.py (rank 1), ldap.py (2); types.py is rank 3
+    tiers = tier_of(tiers_for(task()))
+    assert tiers["get"] == "outline" and tiers["UnrelatedType"] == "excluded"
+    assert "UnrelatedType" not in {s.name for f in contexts_for(task()) for s in f.symbols}
 
 
 def test_test_file_contributes_only_through_a_matching_test():

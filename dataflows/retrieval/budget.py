@@ -2,7 +2,8 @@
 
 Plan: the task gets up to 512 tokens (at most half the budget); the rest is shared 60% primary, 10% tests, 15%
 supporting, 10% type context, 5% rationale, and a section needing less than its share passes the surplus on.
-When the package is too big, sections are cut bottom-up (rationale, type context, supporting, tests, primary)
+Outlines (signatures of the top files' other definitions) have no share: they get what the others leave.
+When the package is too big, sections are cut bottom-up (outline, rationale, type context, supporting, tests, primary)
 down to their share, within a section lowest file score first, bodies demoted to signatures before anything is
 evicted. The floor (task + primaries of seed files) goes last. Freed room is refilled best-first, and the real
 markdown is measured with `count_tokens` until it fits: `token_count <= budget` holds by construction.
@@ -21,8 +22,9 @@ from dataflows.retrieval.models import FileContext, TaskQuery
 from dataflows.retrieval.render import _assertion_bullet, _markdown, _symbol_text
 
 TASK_ALLOCATION = 512
-SECTION_SHARES = {"primary": 0.60, "tests": 0.10, "supporting": 0.15, "type_context": 0.10, "rationale": 0.05}
-EVICTION_ORDER = ("rationale", "type_context", "supporting", "tests", "primary")
+SECTION_SHARES = {"primary": 0.60, "tests": 0.10, "supporting": 0.15, "type_context": 0.10, "rationale": 0.05,
+                  "outline": 0.0}
+EVICTION_ORDER = ("outline", "rationale", "type_context", "supporting", "tests", "primary")
 REFILL_ROUNDS = 3
 FULL, DEMOTED, EVICTED = 0, 1, 2
 _STATE_NAMES = np.array(["full", "demoted", "evicted"])
@@ -240,7 +242,8 @@ def _flowed_allocation(demand: np.ndarray, available: float) -> dict[str, int]:
         alloc = np.where(capped, demand, alloc)
         if surplus <= 0 or capped.all():
             break
-        alloc[~capped] += surplus * shares[~capped] / shares[~capped].sum()
+        weights = shares[~capped] if shares[~capped].sum() > 0 else np.ones(int((~capped).sum()))  # outline: the rest
+        alloc[~capped] += surplus * weights / weights.sum()
     return dict(zip(SECTION_SHARES, np.round(alloc).astype(np.int64).tolist()))
 
 

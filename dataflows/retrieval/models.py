@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-TIERS = ("primary", "supporting", "type_context")
+TIERS = ("primary", "supporting", "type_context", "outline")
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class SymbolContext:
     name: str
     qualified_name: str
     kind: str
-    relevance: str  # primary|supporting|type_context
+    relevance: str  # primary|supporting|type_context|outline
     signature: str
     body: str | None  # full source lines; None once demoted to signature-only
     docstring: str | None

@@ -5,6 +5,8 @@ primary       name matches a symbol hint / trace frame / distinctive task keywor
 supporting    used by a primary (kb_symbol_edges: calls, imports, same-file calls), or the class around a primary
 type_context  class / interface / enum / type alias a primary or supporting symbol names as annotation or base,
               followed transitively
+outline       any other definition of a top-ranked source file, by signature: the file's map, so the reader sees
+              what else is there; the budget fills it last from what the tiers above leave unused
 excluded      everything else; and every symbol of a test file that has no test matching the task
 Only scoped symbols are classified; bodies are sliced from kb_contents for the files that contribute something.
 """
@@ -42,11 +44,13 @@ NAME_COVERAGE = 0.5  # share of a name's words the task must mention (all of the
 TYPE_BODY_MAX_TOKENS = 160  # small type definitions (dataclasses, enums) are shown whole, bigger ones by signature
 MAX_TYPE_HOPS = 8
 LEXICAL_BACKFILL_RANK = 10  # top-ranked files without a name match still contribute their best BM25 definition
+OUTLINE_RANK = 5  # the top source files are outlined: their remaining definitions by signature
+OUTLINE_KINDS = ("class", "interface", "enum", "type_alias", "function", "method")
 _ASSERTION = re.compile(
     r"^\s*(assert\b|self\.assert\w*\(|(?:await\s+)?expect\(|assert_eq!|assert_ne!|assert!|debug_assert|t\.(?:Errorf|Fatalf|Error|Fatal)\(|"
     r"require\.\w+\(|(?:Assert|Assertions)\.\w+\(|assert\w+\(|pytest\.raises\()"
 )
-_TIER_RANK = {"primary": 0, "supporting": 1, "type_context": 2, "excluded": 3}
+_TIER_RANK = {"primary": 0, "supporting": 1, "type_context": 2, "outline": 3, "excluded": 4}
 
 
 def precision_terms(task_query: TaskQuery, symbol_lexicon: Bm25Index) -> pd.Series:
@@ -109,7 +113,7 @@ def symbol_tiers(
     best_lexical_symbols: pd.Series | None = None,
     kb_symbol_table: vocabulary.SymbolTable | None = None,
 ) -> pd.DataFrame:
-    """One row per scoped symbol: symbol_id, file_id, tier (primary|supporting|type_context|excluded), reason.
+    """One row per scoped symbol: symbol_id, file_id, tier (primary|supporting|type_context|outline|excluded), reason.
 
     kb_symbol_table: the KB's symbols as arrays (`vocabulary.symbol_table`), built here when not given."""
     table = kb_symbol_table
@@ -155,6 +159,8 @@ def symbol_tiers(
         reason[dst[hop]] = "type of " + s.qualified_name[src[hop]]
 
     reason[(tier == "excluded") & s.is_test & ~allowed] = "test file without a test matching the task"
+    outline = (tier == "excluded") & ~s.is_test & (s.rank <= OUTLINE_RANK) & np.isin(s.kind, OUTLINE_KINDS)
+    tier[outline], reason[outline] = "outline", f"outline of a top-{OUTLINE_RANK} file"
     tier_rank = np.select([tier == t for t in _TIER_RANK], list(_TIER_RANK.values()))
     order = np.lexsort((table.start_line[s.rows], tier_rank, s.rank))
     return pd.DataFrame({
@@ -191,7 +197,8 @@ def file_contexts(
     texts = dict(zip(texts["file_id"].tolist(), texts["text"].tolist()))
     contributing = kb_files[kb_files["file_id"].isin(chosen_files)]
     language = dict(zip(contributing["file_id"].tolist(), contributing["language"].tolist()))
-    why = kb_comments[kb_comments["symbol_id"].isin(chosen["symbol_id"].to_numpy())]
+    explained = chosen.loc[chosen["tier"] != "outline", "symbol_id"].to_numpy()  # outlines carry no rationale
+    why = kb_comments[kb_comments["symbol_id"].isin(explained)]
     why = why[why["is_rationale"].fillna(False).astype(bool)].sort_values(["file_id", "line"])
     rationale: dict[int, dict[str, None]] = {}
     for file_id, text in zip(why["file_id"].tolist(), why["text"].tolist()):

@@ -32,7 +32,7 @@ Make the smallest change that completes the task, keep the expectations above pa
 
 _PLACEHOLDER = re.compile(r"\{(task|context|types|tests)\}")
 _HASH_COMMENT = frozenset({"python", "ruby", "shell", "bash", "toml", "yaml", "perl", "r", "elixir", "text", "markdown"})
-_TIER_ORDER = {"primary": 0, "supporting": 1, "type_context": 2}
+_TIER_ORDER = {"primary": 0, "supporting": 1, "type_context": 2, "outline": 3}
 _NONE = "(none)"
 
 
