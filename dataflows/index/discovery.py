@@ -32,7 +32,9 @@ _MINIFIABLE = (".js", ".mjs", ".cjs", ".css")
 _MINIFIED_LINE = 1000  # a js/css line this long (or an average over 300) means minified output
 TEST_DIRS = frozenset({"tests", "test", "__tests__", "testing"})
 _TEST_NAME = re.compile(
-    r"^(test_.*\.py|.*_test\.py|.*_test\.go|.*\.test\.[jt]sx?|.*\.spec\.[^.]+|conftest\.py|.*Tests?\.java)$"
+    r"^(test_.*\.py|.*_test\.py|.*_test\.go|.*\.test\.[jt]sx?|.*\.spec\.[^.]+|conftest\.py|.*Tests?\.java"
+    r"|test_.*\.(?:c|cc|cpp|cxx)|.*_test\.(?:c|cc|cpp|cxx|rb)|.*_unittest\.(?:cc|cpp)|.*_spec\.rb"
+    r"|.*Tests?\.(?:php|cs))$"
 )
 # leading directories that hold code but are not part of its name; stripped before taking the domain
 CONTAINER_DIRS = frozenset({"src", "lib", "libs", "pkg", "packages", "source", "app", "apps", "main", "java"})

@@ -4,6 +4,9 @@ Import edges are recomputed over the whole KB on every run (a changed, added or 
 another file's import resolve differently): dict lookups per import row (index time). Symbol edges are
 resolved (merges over frames) only for the references of `symbol_edge_files`; the rest are carried over.
 Python aliases are names "f as g" (`from m import f as g`) and "m as alias" (`import m as alias`).
+C / C++ `#include "x.h"`, Ruby `require` and PHP `require_once` resolve next to the importing file, then (unless
+explicitly relative: level 1) by path suffix anywhere; C# `using` and PHP `use` resolve through the namespace-qualified
+names of the top-level symbols the files declare.
 """
 
 from __future__ import annotations
@@ -24,6 +27,9 @@ CLASS_KINDS = ("class", "interface", "enum")
 _MAX_NESTING = 8
 _GO_MODULE = re.compile(r"^\s*module\s+(\S+)", re.MULTILINE)
 _BINDING_COLUMNS = ["file_id", "dst_file_id", "local", "member"]
+PATH_LANGUAGES = frozenset({"c", "cpp", "ruby", "php"})  # imports that name files
+NAMESPACE_LANGUAGES = frozenset({"csharp", "php"})  # imports that name namespaces / namespaced classes
+MAX_NAMESPACE_FILES = 10  # a `using` of a wider namespace is no evidence of depending on any one of its files
 
 
 def go_modules(decoded_files: pd.DataFrame) -> dict[str, str]:
@@ -40,9 +46,15 @@ def go_modules(decoded_files: pd.DataFrame) -> dict[str, str]:
 class _Resolver:
     """Lookup tables over the indexed files; `resolve` maps one import row to (dst_file_id, local, member)s."""
 
-    def __init__(self, files: pd.DataFrame, go_modules: dict[str, str]):
+    def __init__(self, files: pd.DataFrame, go_modules: dict[str, str], symbols: pd.DataFrame | None = None):
         self.by_path = dict(zip(files["path"], files["file_id"]))
         self.go_modules = go_modules
+        self.by_suffix: dict[str, list[str]] = defaultdict(list)
+        for path in files.loc[files["language"].isin(PATH_LANGUAGES), "path"]:
+            parts = path.split("/")
+            for k in range(len(parts)):
+                self.by_suffix["/".join(parts[k:])].append(path)
+        self.namespaced_symbols, self.namespace_files = _namespaces(files, symbols)
         self.py_modules: dict[str, list[tuple[int, str]]] = defaultdict(list)
         self.java_modules: dict[str, int] = {}
         self.java_packages: dict[str, list[int]] = defaultdict(list)
@@ -158,6 +170,43 @@ class _Resolver:
                     return [(self.by_path[candidate], None, None)]
         return []
 
+    def file_path(self, path: str, target: str, level: int, extensions: tuple[str, ...]):
+        """A path import: next to the importer, then (level 0) the file ending in that path closest to the importer."""
+        directory = posixpath.dirname(path)
+        near = posixpath.normpath(posixpath.join(directory, target))
+        for candidate in (near, *(near + e for e in extensions)):
+            if candidate in self.by_path:
+                return [(self.by_path[candidate], None, None)]
+        if level:
+            return []
+        tail = "/".join(p for p in target.split("/") if p not in ("", ".", ".."))
+        for key in (tail, *(tail + e for e in extensions)):
+            found = self.by_suffix.get(key)
+            if found:
+                best = max(found, key=lambda c: (len(posixpath.commonpath([directory, posixpath.dirname(c)])), -len(c)))
+                return [(self.by_path[best], None, None)]
+        return []
+
+    def namespaced(self, target: str, names: list[str]):
+        """C# `using A.B;` / `using static A.B.C;` / `using X = A.B.C;`, PHP `use A\\B\\C [as D];`: the files
+        declaring that class (bound to its local name), or the files of a namespace when it is a narrow one."""
+        if not names or names == ["*"]:
+            wanted = [(target, None)]
+        else:
+            pairs = [(orig.strip(), alias.strip()) for orig, _, alias in (n.partition(" as ") for n in names)]
+            wanted = [(f"{target}.{orig}" if target else orig, alias or orig) for orig, alias in pairs]
+        out = []
+        for full, local in wanted:
+            declared = self.namespaced_symbols.get(full)
+            if declared:
+                member = full.rpartition(".")[2]
+                out.extend((dst, local or member, member) for dst in declared)
+                continue
+            files = self.namespace_files.get(full, [])
+            if len(files) <= MAX_NAMESPACE_FILES:
+                out.extend((dst, None, None) for dst in files)
+        return list(dict.fromkeys(out))
+
     def resolve(self, lang, path, module, package, target, names, level):
         """(dst_file_id, local name bound in the importer or None, member of dst or None) per resolved target."""
         if lang == "python":
@@ -170,12 +219,44 @@ class _Resolver:
             return self.java(target, names)
         if lang == "rust":
             return self.rust(path, target)
+        if lang in ("c", "cpp"):
+            return self.file_path(path, target, level, ())
+        if lang == "ruby":
+            return self.file_path(path, target, level, (".rb",))
+        if lang == "php" and (level or target.endswith((".php", ".inc"))):
+            return self.file_path(path, target, level, ())
+        if lang in NAMESPACE_LANGUAGES:
+            return self.namespaced(target, names)
         return []
 
 
-def import_bindings(indexed_files: pd.DataFrame, kb_imports: pd.DataFrame, go_modules: dict[str, str]) -> pd.DataFrame:
-    """Every import resolved inside the repository: (file_id, dst_file_id, local, member), member None for modules."""
-    resolver = _Resolver(indexed_files, go_modules)
+def _namespaces(files: pd.DataFrame, symbols: pd.DataFrame | None) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
+    """C# / PHP top-level symbols: qualified name ("App.Models.User") -> declaring files, namespace -> files."""
+    if symbols is None or symbols.empty:
+        return {}, {}
+    ns_files = files.loc[files["language"].isin(NAMESPACE_LANGUAGES), "file_id"]
+    top = symbols[symbols["parent_id"].isna() & symbols["file_id"].isin(ns_files)]
+    qualified = top["qualified_name"].astype(object).to_numpy()
+    file_ids = top["file_id"].astype("int64").to_numpy()
+    by_name: dict[str, list[int]] = defaultdict(list)
+    by_namespace: dict[str, list[int]] = defaultdict(list)
+    for name, fid in zip(qualified, file_ids.tolist()):
+        by_name[name].append(fid)
+        namespace = name.rpartition(".")[0]
+        if namespace and fid not in by_namespace[namespace][-1:]:
+            by_namespace[namespace].append(fid)
+    return dict(by_name), {k: list(dict.fromkeys(v)) for k, v in by_namespace.items()}
+
+
+def import_bindings(
+    indexed_files: pd.DataFrame,
+    kb_imports: pd.DataFrame,
+    go_modules: dict[str, str],
+    kb_symbols: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """Every import resolved inside the repository: (file_id, dst_file_id, local, member), member None for modules
+    (kb_symbols: the namespaced names C# `using` / PHP `use` resolve through)."""
+    resolver = _Resolver(indexed_files, go_modules, kb_symbols)
     info = indexed_files.set_index("file_id")[["language", "path", "module", "package"]]
     imports = kb_imports.join(info, on="file_id", how="inner")
     rows = []

@@ -1,7 +1,7 @@
 """Language detection and parsing of one source file into `ParsedFile` records (helper library, not a Hamilton module).
 
 `language_of(path)` names the language of a text source we index (None = skip the file);
-`parse_source(language, text)` returns symbols/imports/references/comments for the seven parsed
+`parse_source(language, text)` returns symbols/imports/references/comments for the twelve parsed
 languages and None for text-only ones. It never raises: failures become `ParsedFile(error=...)`.
 """
 
@@ -11,11 +11,15 @@ from pathlib import PurePosixPath
 
 from dataflows.index.parsers.models import ParsedFile
 
-PARSED_LANGUAGES = frozenset({"python", "javascript", "typescript", "tsx", "go", "java", "rust"})
+PARSED_LANGUAGES = frozenset(
+    {"python", "javascript", "typescript", "tsx", "go", "java", "rust", "c", "cpp", "csharp", "ruby", "php"}
+)
 
 LANGUAGE_BY_EXTENSION: dict[str, str] = {
     # parsed
     "py": "python", "pyi": "python",
+    "c": "c", "h": "c", "cc": "cpp", "cpp": "cpp", "cxx": "cpp", "hpp": "cpp", "hh": "cpp", "hxx": "cpp",
+    "cs": "csharp", "rb": "ruby", "php": "php",
     "js": "javascript", "jsx": "javascript", "mjs": "javascript", "cjs": "javascript",
     "ts": "typescript", "mts": "typescript", "cts": "typescript",
     "tsx": "tsx",
@@ -29,8 +33,7 @@ LANGUAGE_BY_EXTENSION: dict[str, str] = {
     "cfg": "ini", "ini": "ini", "conf": "ini", "properties": "properties", "env": "dotenv",
     "xml": "xml", "gradle": "gradle", "lock": "text",
     "sh": "shell", "bash": "shell", "zsh": "shell", "fish": "shell", "ps1": "powershell", "bat": "batch",
-    "c": "c", "h": "c", "cc": "cpp", "cpp": "cpp", "cxx": "cpp", "hpp": "cpp", "hh": "cpp", "hxx": "cpp",
-    "rb": "ruby", "php": "php", "cs": "csharp", "kt": "kotlin", "kts": "kotlin", "swift": "swift",
+    "kt": "kotlin", "kts": "kotlin", "swift": "swift",
     "scala": "scala", "sc": "scala", "clj": "clojure", "ex": "elixir", "exs": "elixir", "erl": "erlang",
     "hs": "haskell", "ml": "ocaml", "lua": "lua", "pl": "perl", "pm": "perl", "r": "r", "jl": "julia",
     "dart": "dart", "m": "objective-c", "mm": "objective-c", "zig": "zig", "nim": "nim", "v": "v",
