@@ -41,7 +41,8 @@ def index_summary(stats: dict) -> str:
     ]
     errors = stats.get("parse_errors") or []
     if errors:
-        lines.append(f"  parse errors in {len(errors)} files (indexed without symbols): " + "; ".join(f"{p}: {e}" for p, e in errors[:3]))
+        first = "; ".join(f"{p}: {e}" for p, e in errors[:3])
+        lines.append(f"  parse errors in {len(errors)} files (indexed with what parsed; Python ones without symbols): {first}")
     for note in stats.get("notes", []):
         lines.append(f"  note: {note}")
     if not stats.get("tokens_exact", True):

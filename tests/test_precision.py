@@ -329,3 +329,12 @@ def test_top_ranked_file_without_a_name_match_contributes_its_best_lexical_defin
     assert tier_of(with_backfill)["UnrelatedType"] == "primary"
     assert tier_of(without)["UnrelatedType"] != "primary"
     assert tier_of(with_backfill)["validate_ldap"] == tier_of(without)["validate_ldap"]  # files with a match: unchanged
+
+
+def test_a_dotted_hint_names_a_more_qualified_symbol():
+    symbols = kb_symbols()
+    symbols.loc[symbols["name"] == "validate_login", "qualified_name"] = "App.Auth.LoginHandler.validate_login"
+    query = task(symbol_hints=("LoginHandler.validate_login",))
+    tiers = symbol_tiers(scope(), query, symbols, kb_comments(), kb_symbol_edges(), precision_terms(query, symbol_lexicon()))
+    reasons = dict(zip(symbols.set_index("symbol_id").loc[tiers["symbol_id"], "name"], tiers["reason"]))
+    assert reasons["validate_login"] == "symbol hint 'LoginHandler.validate_login'"

@@ -296,8 +296,11 @@ def _primary_reasons(
 
     hinted = np.full(len(s.rows), None, dtype=object)
     by_name = np.full(len(s.rows), None, dtype=object)
+    qualified = pd.Series(table.qualified_norm[s.rows], dtype=object)
     for key, hint in {vocabulary.norm(h): h for h in task_query.symbol_hints}.items():
-        hinted[table.qualified_norm[s.rows] == key] = hint
+        # `User.save` names `App.Models.User.save` too: namespaces and outer classes qualify beyond the hint
+        tail = qualified.str.endswith("." + key, na=False).to_numpy(dtype=bool) if "." in key else False
+        hinted[(table.qualified_norm[s.rows] == key) | tail] = hint
         by_name[table.name_norm[s.rows] == key] = hint
     hinted = np.where(pd.isna(hinted), by_name, hinted)
     take = ~pd.isna(hinted) & eligible
