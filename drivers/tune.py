@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dataflows.retrieval.combination import DEFAULT_PRIORS, DEFAULT_WEIGHTS, NON_SOURCE_LANGUAGES, SIGNALS
+from dataflows.retrieval.combination import DEFAULT_PRIORS, DEFAULT_WEIGHTS, SIGNALS, _non_source
 from drivers.output import write_bytes_atomic, write_text_atomic
 
 WEIGHTS_FILE = Path(__file__).resolve().parent.parent / "data" / "weights.toml"
@@ -42,7 +42,7 @@ def case_signal_rows(case: dict, kb) -> pd.DataFrame:
     files = kb.files.set_index("file_id").reindex(matrix.index)
     frame = matrix[["path", *SIGNALS, "seed"]].assign(
         is_test=files["is_test"].fillna(False).astype(bool).to_numpy(),
-        non_source=files["language"].isin(NON_SOURCE_LANGUAGES).to_numpy(),
+        non_source=_non_source(files),
         case_id=case["case_id"], repo=case["repo"], task_type=out["task_query"].task_type,
     )
     return frame.assign(gold=frame["path"].isin(set(case["expected_files"])))

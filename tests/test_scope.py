@@ -205,3 +205,13 @@ def test_stage_one_dataflow_end_to_end():
     assert 3 not in s.index  # README matches nothing
     assert out["signal_weights"]["recency"] == 0.0 and out["signal_weights"].sum() == pytest.approx(1.0)
     assert out["scope_warnings"] == []
+
+
+def test_code_under_examples_docs_or_vendored_dirs_gets_the_non_source_prior():
+    paths = ("src/a.py", "examples/demo.py", "include/lib/fmt/bundled/os.h", "docs/conf.py", "src/vendor/x.js",
+             "src/exampleness.py", "third_party/zlib/inflate.c")
+    files = kb_files(*paths)
+    files["is_test"] = False
+    files["language"] = ["python", "python", "cpp", "python", "javascript", "python", "c"]
+    prior = combination.file_prior(files, combination.file_priors(None, {"priors": {"non_source_prior": 0.25}}))
+    assert prior.tolist() == [1.0, 0.25, 0.25, 0.25, 0.25, 1.0, 0.25]

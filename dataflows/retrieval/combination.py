@@ -3,7 +3,8 @@
 Weights: profile (`data/weights.toml`, fitted by `drivers.tune`; else the seed's defaults) -> task-type
 adjustment -> user override -> signals that are zero for every file get 0 -> renormalised to sum 1.
 A file's score is its weighted sum times its role prior (source code 1, tests and docs/data less: the
-files a fix edits are source files); seeds score 1.0 (times that prior: a README named in an issue
+files a fix edits are source files; code under examples/, docs/, benchmarks/ or vendored directories counts as
+non-source too); seeds score 1.0 (times that prior: a README named in an issue
 template is kept in scope without outranking code) and are ordered among themselves by score.
 """
 
@@ -42,6 +43,12 @@ KNOBS: tuple[str, ...] = SIGNALS + tuple(DEFAULT_PRIORS)
 # languages whose files are prose, configuration or data rather than code
 NON_SOURCE_LANGUAGES = frozenset(
     {"markdown", "rst", "text", "asciidoc", "toml", "yaml", "json", "ini", "properties", "dotenv", "xml", "sql"}
+)
+# directories of code that ships beside the project rather than being it: a fix rarely edits them (none of the
+# 172 gold files of the development cases is under one), yet their words match issues (bundled copies, examples)
+PERIPHERAL_DIRS = (
+    r"(?:^|/)(?:examples?|samples?|demos?|benchmarks?|bench|docs?|vendor|vendored|third_party|thirdparty|3rdparty|"
+    r"external|bundled|node_modules)/"
 )
 
 
@@ -119,9 +126,10 @@ def file_priors(weights_override: dict | None, weight_profile: dict | None) -> p
 
 
 def file_prior(kb_files: pd.DataFrame, file_priors: pd.Series) -> pd.Series:
-    """Per-file multiplier by role: 1 for source code, the test prior for tests, the non-source prior for prose/data."""
+    """Per-file multiplier by role: 1 for source code, the test prior for tests, the non-source prior for prose/data
+    and peripheral code."""
     is_test = kb_files["is_test"].fillna(False).astype(bool).to_numpy()
-    non_source = kb_files["language"].isin(NON_SOURCE_LANGUAGES).to_numpy()
+    non_source = _non_source(kb_files)
     values = np.where(is_test, file_priors["test_file_prior"], np.where(non_source, file_priors["non_source_prior"], 1.0))
     return pd.Series(values, index=pd.Index(kb_files["file_id"], name="file_id"), dtype=float)
 
@@ -143,3 +151,9 @@ def signal_matrix(
     matrix["total"] = matrix["score"].where(~seed, matrix["prior"])  # a seed scores 1.0 times its role prior
     matrix["seed"] = seed
     return matrix.sort_values(["total", "score", "path"], ascending=[False, False, True], kind="stable")
+
+
+def _non_source(kb_files: pd.DataFrame) -> np.ndarray:
+    """Prose/config/data files, and any file under a peripheral directory (examples, docs, vendored code)."""
+    peripheral = kb_files["path"].astype(str).str.contains(PERIPHERAL_DIRS, case=False, regex=True).to_numpy(dtype=bool)
+    return kb_files["language"].isin(NON_SOURCE_LANGUAGES).to_numpy() | peripheral
