@@ -26,6 +26,7 @@ SECTION_SHARES = {"primary": 0.60, "tests": 0.10, "supporting": 0.15, "type_cont
                   "outline": 0.0}
 EVICTION_ORDER = ("outline", "rationale", "type_context", "supporting", "tests", "primary")
 REFILL_ROUNDS = 3
+REFILL_MIN_SLACK = 0.005  # a refill round re-renders the package: not worth it for under 0.5% of the budget
 FULL, DEMOTED, EVICTED = 0, 1, 2
 _STATE_NAMES = np.array(["full", "demoted", "evicted"])
 _TRUNCATION_MARK = " […]"
@@ -116,13 +117,14 @@ def budget_plan(
         real = measure()
         plan.correction = real - plan.raw_estimate()
         if real > budget:
-            if not plan.cut(_global_sequence(items, plan.state), real - budget, lock=True):
+            margin = int(REFILL_MIN_SLACK * budget) // 2  # estimates run a little low: one cut, not several
+            if not plan.cut(_global_sequence(items, plan.state), real - budget + margin, lock=True):
                 if not task:
                     break  # nothing left but section headers: a budget below a handful of tokens
                 task = _truncate(task, count_tokens(task) - (real - budget) - 1, count_tokens)
                 truncated = True
             continue
-        if rounds >= REFILL_ROUNDS or not plan.refill(budget - real):
+        if rounds >= REFILL_ROUNDS or budget - real < REFILL_MIN_SLACK * budget or not plan.refill(budget - real):
             break
         rounds += 1
 
