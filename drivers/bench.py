@@ -93,10 +93,13 @@ def main() -> None:
     files = full[0]["files"]
     full_s = statistics.median(r["seconds"] for r in full)
     touched = repo / "django" / "utils" / "text.py"
-    incremental = []
-    for i in range(3):
-        touched.write_text(touched.read_text() + f"\n# bench touch {i}\n")
-        incremental.append(_run_child("index", repo, kb))
+    original, incremental = touched.read_text(), []
+    try:
+        for i in range(3):
+            touched.write_text(original + f"\n# bench touch {i}\n")
+            incremental.append(_run_child("index", repo, kb))
+    finally:
+        touched.write_text(original)  # the cached source stays as downloaded (the KB now lags it by one edit)
     inc_s = statistics.median(r["seconds"] for r in incremental)
     request = [_run_child("retrieve", repo, kb) for _ in range(3)]
     cold = []
@@ -108,9 +111,9 @@ def main() -> None:
     rows = [
         ("files indexed", f"{files}"),
         ("symbols", f"{full[0]['symbols']}"),
-        ("full index, median of 3 (s)", f"{full_s:.2f}  (target <= 30)"),
+        ("full index incl. writing the KB, median of 3 (s)", f"{full_s:.2f}  (target <= 30)"),
         ("files/s", f"{files / full_s:.0f}"),
-        ("incremental re-index after touching 1 file, median of 3 (s)", f"{inc_s:.2f}  (target <= 2; parsed {incremental[-1]['parsed']} file)"),
+        ("incremental re-index after touching 1 file (read KB, index, write KB), median of 3 (s)", f"{inc_s:.2f}  (target <= 2; parsed {incremental[-1]['parsed']} file)"),
         ("KB size on disk (MB)", f"{_dir_mb(kb):.1f}"),
         ("peak RSS, full index (MB)", f"{max(r['rss_mb'] for r in full):.0f}  (target <= 1024)"),
         ("first request in a process incl. KB load (s)", f"{statistics.median(r['first_s'] for r in request):.2f}"),

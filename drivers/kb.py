@@ -21,9 +21,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from functools import cached_property
+from functools import cache, cached_property
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -115,23 +116,41 @@ _WORD_INDEXES = ("path_components", "path_words", "symbol_name_words")  # vocabu
 _WORD_INDEX_PARTS = ("rows", "vocabulary", "offsets")
 
 
-def word_tables(files: pd.DataFrame, symbols: pd.DataFrame) -> dict[str, pd.DataFrame | vocabulary.WordIndex]:
-    """Every word table of WORD_TABLES for these KB frames (what `KnowledgeBase` would compute on first use)."""
-    paths = vocabulary.path_components(files)
-    names = vocabulary.symbol_names(symbols)
-    return {
-        "path_components": vocabulary.path_component_index(paths),
-        "path_words": vocabulary.path_word_index(paths),
+# what each word table is built from (frame, columns): a table whose inputs did not change is reused as it was
+_WORD_INPUTS = {
+    "path_components": (("files", "file_id"), ("files", "path")),
+    "path_words": (("files", "file_id"), ("files", "path")),
+    "symbol_names": (("symbols", "name"),),
+    "symbol_name_words": (("symbols", "name"),),
+    "symbol_name_codes": (("symbols", "symbol_id"), ("symbols", "file_id"), ("symbols", "name")),
+    "symbol_name_terms": (("symbols", "name"),),
+    "symbol_norms": (("symbols", "name"), ("symbols", "qualified_name")),
+    "domain_words": (("files", "file_id"), ("files", "domain")),
+    "module_words": (("files", "file_id"), ("files", "module")),
+    "file_concepts": (("files", "file_id"), ("files", "concepts")),
+    "concept_vocabulary": (("files", "concepts"),),
+}
+
+
+def word_tables(files: pd.DataFrame, symbols: pd.DataFrame,
+                wanted: tuple[str, ...] = WORD_TABLES) -> dict[str, pd.DataFrame | vocabulary.WordIndex]:
+    """The word tables named in `wanted` for these KB frames (what `KnowledgeBase` would compute on first use)."""
+    paths = cache(lambda: vocabulary.path_components(files))
+    names = cache(lambda: vocabulary.symbol_names(symbols))
+    build = {
+        "path_components": lambda: vocabulary.path_component_index(paths()),
+        "path_words": lambda: vocabulary.path_word_index(paths()),
         "symbol_names": names,
-        "symbol_name_words": vocabulary.symbol_name_word_index(names),
-        "symbol_name_codes": vocabulary.symbol_name_codes(symbols, names),
-        "symbol_name_terms": vocabulary.symbol_name_terms(names),
-        "symbol_norms": vocabulary.symbol_norms(symbols),
-        "domain_words": vocabulary.domain_words(files),
-        "module_words": vocabulary.module_words(files),
-        "file_concepts": vocabulary.file_concepts(files),
-        "concept_vocabulary": vocabulary.concept_vocabulary(files),
+        "symbol_name_words": lambda: vocabulary.symbol_name_word_index(names()),
+        "symbol_name_codes": lambda: vocabulary.symbol_name_codes(symbols, names()),
+        "symbol_name_terms": lambda: vocabulary.symbol_name_terms(names()),
+        "symbol_norms": lambda: vocabulary.symbol_norms(symbols),
+        "domain_words": lambda: vocabulary.domain_words(files),
+        "module_words": lambda: vocabulary.module_words(files),
+        "file_concepts": lambda: vocabulary.file_concepts(files),
+        "concept_vocabulary": lambda: vocabulary.concept_vocabulary(files),
     }
+    return {name: build[name]() for name in wanted}
 
 
 def _words_stamp() -> bytes:
@@ -177,10 +196,57 @@ def _read_frame(path: Path, stamp: bytes) -> pd.DataFrame | None:
     return frame
 
 
-def _write_word_tables(staging: Path, files: pd.DataFrame, symbols: pd.DataFrame) -> None:
-    """Every word table of these KB frames as `words.<name>[.<part>].parquet`, stamped with the code's hash."""
+def _word_input_digests(files: pd.DataFrame, symbols: pd.DataFrame) -> dict[str, str]:
+    """Per word table: a hash of the building code and of its input columns (row order included)."""
+    frames, stamp = {"files": files, "symbols": symbols}, _words_stamp()
+
+    @cache
+    def column(frame: str, name: str) -> bytes:
+        values = frames[frame][name] if name in frames[frame] else pd.Series([], dtype=object)
+        if name == "concepts":  # lists (built) or arrays (read back): hashed as joined text either way
+            values = values.map(lambda v: "\x1f".join(map(str, v)) if isinstance(v, (list, tuple, np.ndarray)) else "")
+        return pd.util.hash_pandas_object(values, index=False).to_numpy().tobytes()
+
+    return {table: hashlib.sha1(b"".join([stamp, *(f.encode() + c.encode() + column(f, c) for f, c in inputs)])).hexdigest()
+            for table, inputs in _WORD_INPUTS.items()}  # fmt: skip
+
+
+def _word_table_stems(name: str) -> list[str]:
+    """The file stems of one persisted word table (a WordIndex is three files)."""
+    return [f"{name}.{part}" for part in _WORD_INDEX_PARTS] if name in _WORD_INDEXES else [name]
+
+
+def _reused_word_tables(staging: Path, previous: Path | None, digests: dict[str, str]) -> set[str]:
+    """Hard-link into staging the previous version's word tables that were built from the same inputs by the same
+    code (on most re-indexes names and paths did not change); the names of those linked."""
+    try:
+        before = json.loads((previous / _METADATA).read_text()).get("word_inputs") if previous else None
+    except (OSError, ValueError):
+        return set()
+    if not isinstance(before, dict):  # an older KB: everything is built
+        return set()
+    linked = set()
+    for name, digest in digests.items():
+        if before.get(name) != digest:
+            continue
+        try:
+            for stem in _word_table_stems(name):
+                os.link(previous / f"words.{stem}.parquet", staging / f"words.{stem}.parquet")
+        except OSError:
+            for stem in _word_table_stems(name):
+                (staging / f"words.{stem}.parquet").unlink(missing_ok=True)
+            continue
+        linked.add(name)
+    return linked
+
+
+def _write_word_tables(staging: Path, files: pd.DataFrame, symbols: pd.DataFrame, previous: Path | None,
+                       digests: dict[str, str]) -> None:
+    """Every word table of these KB frames as `words.<name>[.<part>].parquet`, stamped with the code's hash;
+    those whose inputs are unchanged are linked from the previous version instead of built."""
+    reused = _reused_word_tables(staging, previous, digests)
     stamp = _words_stamp()
-    for name, table in word_tables(files, symbols).items():
+    for name, table in word_tables(files, symbols, tuple(n for n in WORD_TABLES if n not in reused)).items():
         for stem, frame in _word_frames(name, table).items():
             _write_frame(staging / f"words.{stem}.parquet", frame, stamp)
 
@@ -188,8 +254,7 @@ def _write_word_tables(staging: Path, files: pd.DataFrame, symbols: pd.DataFrame
 def _read_word_tables(version: Path) -> dict[str, pd.DataFrame | vocabulary.WordIndex]:
     """The persisted word tables of a KB version: all of them, or {} (absent, partial or by other code)."""
     stamp = _words_stamp()
-    wanted = [f"{n}.{part}" for n in WORD_TABLES for part in _WORD_INDEX_PARTS if n in _WORD_INDEXES]
-    wanted += [n for n in WORD_TABLES if n not in _WORD_INDEXES]
+    wanted = [stem for name in WORD_TABLES for stem in _word_table_stems(name)]
     paths = [version / f"words.{stem}.parquet" for stem in wanted]
     if not all(p.is_file() for p in paths):
         return {}
@@ -216,7 +281,10 @@ def write_kb(kb_dir: Path, tables: dict[str, pd.DataFrame], metadata: dict) -> P
     jobs = [lambda name=name: _write_lexicon(staging, name, tables[name]) for name in LEXICONS if tables.get(name) is not None]
     jobs += [lambda name=name: _write_table(staging, name, tables.get(name)) for name in TABLES]
     if tables.get("files") is not None and tables.get("symbols") is not None:
-        jobs.insert(0, lambda: _write_word_tables(staging, tables["files"], tables["symbols"]))
+        digests = _word_input_digests(tables["files"], tables["symbols"])
+        metadata = {**metadata, "word_inputs": digests}
+        previous = _live_version(kb_dir)
+        jobs.insert(0, lambda: _write_word_tables(staging, tables["files"], tables["symbols"], previous, digests))
     try:
         with ThreadPoolExecutor(max_workers=4) as pool:  # arrow conversion and encoding release the GIL
             list(pool.map(lambda job: job(), jobs))
@@ -434,6 +502,7 @@ def index_repository(
     repo = _check_repo(Path(repo))
     kb_dir = Path(kb_dir) if kb_dir else default_kb_dir(repo)
     _check_writable(kb_dir)
+    started = time.perf_counter()  # the whole run: reading the previous KB, indexing, writing the new one
     previous, notes = None, []
     if _live_version(kb_dir) is not None:
         try:
@@ -442,7 +511,6 @@ def index_repository(
             previous_exact = read_metadata(kb_dir).get("tokenizer") == "cl100k_base"
         except CraError as exc:
             notes.append(f"previous KB not reused: {exc}")
-    started = time.perf_counter()
     tables, stats = index_frames(repo, previous_kb=previous, history=history, max_file_bytes=max_file_bytes,
                                  on_progress=on_progress, history_from=history_from)
     exact = tokens_are_exact() if stats["n_parsed"] or previous is None else previous_exact
@@ -456,5 +524,6 @@ def index_repository(
         "stats": stats,
     }
     write_kb(kb_dir, tables, metadata)
+    stats["seconds"] = round(time.perf_counter() - started, 3)
     stats["kb_dir"] = str(kb_dir)
     return stats

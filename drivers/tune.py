@@ -154,6 +154,16 @@ def cross_validated(frame: pd.DataFrame, signals: tuple[str, ...]) -> dict[str, 
     return _pooled(parts)
 
 
+def in_sample(frame: pd.DataFrame, signals: tuple[str, ...], per_repository: bool = False) -> dict[str, float]:
+    """Figures of weights fitted on the very cases they score: all cases at once, or each repository on itself.
+
+    Not an estimate of quality: an upper bound on what a weighted sum of these signals can reach on these cases
+    (per repository: even with the weights chosen after seeing that repository's answers).
+    """
+    groups = [g for _, g in frame.groupby("repo")] if per_repository else [frame]
+    return _pooled([Ranker(g, signals).metrics(fit(Ranker(g, signals), _start(signals))) for g in groups])
+
+
 MIN_TASK_TYPE_CASES = 15  # fewer training cases of a type than this: that type uses the shared weights
 
 
@@ -227,6 +237,9 @@ def ablation(frame: pd.DataFrame) -> pd.DataFrame:
     if "task_type" in frame:
         rows["all signals, learned per task type (LORO CV)"] = {**cross_validated_by_task_type(frame, SIGNALS), "fitted": "CV"}
     rows.update({name: {**m, "fitted": "CV"} for name, m in learner_comparison(frame).items()})
+    rows["all signals, fitted on all cases (in-sample)"] = {**in_sample(frame, SIGNALS), "fitted": "in-sample"}
+    rows["all signals, fitted per repository on itself (in-sample)"] = {
+        **in_sample(frame, SIGNALS, per_repository=True), "fitted": "in-sample"}
     return pd.DataFrame(rows).T[["acc@1", "acc@5", "acc@10", "mrr", "n", "fitted"]]
 
 

@@ -120,6 +120,30 @@ def test_word_tables_written_by_other_code_are_recomputed(indexed, monkeypatch):
     assert_same_word_table(kb.symbol_name_words, word_tables(kb.files, kb.tables["symbols"])["symbol_name_words"])
 
 
+def test_reindex_links_the_word_tables_whose_inputs_did_not_change_and_rebuilds_the_rest(tmp_path):
+    root = make_repo(tmp_path / "repo", git=False)
+    index_repository(root, history=0)
+
+    def inode(name):
+        return (_live_version(root / ".cra") / f"words.{name}.parquet").stat().st_ino
+
+    before = {name: inode(name) for name in ("symbol_names", "path_components.rows", "symbol_norms")}
+    handler = root / "app" / "auth" / "handler.py"
+    handler.write_text(handler.read_text() + "\n# a body-only edit: no name or path changes\n")
+    index_repository(root, history=0)
+    assert {name: inode(name) for name in before} == before  # hard links of the previous version's files
+    handler.write_text(handler.read_text() + "\ndef brand_new_helper():\n    return 1\n")
+    index_repository(root, history=0)
+    assert inode("symbol_names") != before["symbol_names"] and inode("symbol_norms") != before["symbol_norms"]
+    assert inode("path_components.rows") == before["path_components.rows"]
+    kb = fresh_kb(root)
+    persisted = kb_store._read_word_tables(_live_version(root / ".cra"))
+    computed = word_tables(kb.files, kb.tables["symbols"])
+    assert "brand_new_helper" in set(persisted["symbol_names"]["name"])
+    for name in kb_store.WORD_TABLES:
+        assert_same_word_table(persisted[name], computed[name])
+
+
 def test_retrieval_is_the_same_without_any_persisted_speed_data(indexed, tmp_path):
     task = "validate_login fails for LDAP users with a wrong password"
     with_speed = retrieve(fresh_kb(indexed), task, budget=2000, outputs=("json_text",)).outputs["json_text"]

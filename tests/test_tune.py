@@ -39,6 +39,15 @@ def test_fit_puts_the_weight_on_the_predictive_signal_and_cross_validation_confi
     assert tune.cross_validated_by_task_type(rows, SIGNALS)["acc@1"] >= 0.9
 
 
+def test_per_repository_in_sample_fit_bounds_what_one_shared_weighting_can_reach():
+    rows = synthetic_rows(n_cases=18)
+    other = rows["repo"] == "r1"  # in this repository title_match marks the fix and history_match is noise
+    rows.loc[other, ["history_match", "title_match"]] = rows.loc[other, ["title_match", "history_match"]].to_numpy()
+    per_repository = tune.in_sample(rows, SIGNALS, per_repository=True)
+    assert per_repository["acc@1"] == 1.0 and per_repository["n"] == 18
+    assert tune.cross_validated(rows, SIGNALS)["acc@1"] <= tune.in_sample(rows, SIGNALS)["acc@1"] < 1.0
+
+
 def test_fitted_weights_file_loads_back_as_the_default_profile_format(tmp_path):
     params = dict(zip(SIGNALS + tune.PRIORS, tune.fit(tune.Ranker(synthetic_rows(), SIGNALS), tune._start(SIGNALS))))
     path = tmp_path / "weights.toml"
