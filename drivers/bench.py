@@ -103,7 +103,7 @@ def main() -> None:
     inc_s = statistics.median(r["seconds"] for r in incremental)
     request = [_run_child("retrieve", repo, kb) for _ in range(3)]
     cold = []
-    for task in TASKS[:3]:
+    for task in TASKS[:3] * 3:  # nine processes: one slow start on this noisy machine should not set the figure
         t0 = time.perf_counter()
         subprocess.run([str(Path(sys.executable).with_name("cra")), "retrieve", task, "--repo", str(repo), "--kb", str(kb)],
                        check=True, capture_output=True)
@@ -118,7 +118,7 @@ def main() -> None:
         ("peak RSS, full index (MB)", f"{max(r['rss_mb'] for r in full):.0f}  (target <= 1024)"),
         ("first request in a process incl. KB load (s)", f"{statistics.median(r['first_s'] for r in request):.2f}"),
         ("warm request p50 (ms)", f"{1000 * statistics.median(r['warm_p50_s'] for r in request):.0f}  (target <= 300)"),
-        ("cold CLI `cra retrieve`, median of 3 (s)", f"{statistics.median(cold):.2f}  (target <= 2.5)"),
+        ("cold CLI `cra retrieve`, median of 9 (s)", f"{statistics.median(cold):.2f}  (target <= 2.5)"),
         ("peak RSS, retrieval process (MB)", f"{max(r['rss_mb'] for r in request):.0f}  (target <= 1024)"),
     ]
     width = max(len(k) for k, _ in rows)
