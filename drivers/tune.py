@@ -270,7 +270,7 @@ def _plot_ablation(table: pd.DataFrame, path: Path) -> None:
     metrics = table[["acc@1", "acc@5", "acc@10", "mrr"]].astype(float)
     ax = metrics.iloc[::-1].plot.barh(figsize=(9, 0.45 * len(metrics) + 1.5), width=0.8)
     ax.set_xlim(0, 1)
-    ax.set_title(f"Leave-one-repository-out ablation ({int(table['n'].iloc[0])} cases)")
+    ax.set_title(f"File ranking ablation ({int(table['n'].iloc[0])} cases): untuned, LORO CV, in-sample bounds")
     buffer = io.BytesIO()
     ax.figure.tight_layout()
     ax.figure.savefig(buffer, format="png", dpi=100)
