@@ -6,7 +6,6 @@ Each measurement runs in a fresh child process so its peak RSS is its own. Not p
 from __future__ import annotations
 
 import json
-import os
 import resource
 import shutil
 import statistics
@@ -16,8 +15,10 @@ import tarfile
 import time
 from pathlib import Path
 
+from drivers.home import cache_root
+
 DJANGO = "django==5.1.4"
-CACHE = Path(os.environ.get("CRA_CACHE", Path.home() / ".cache" / "cra")) / "bench"
+CACHE = cache_root() / "bench"
 TASKS = [
     "QuerySet.bulk_create() crashes with a TypeError when update_conflicts=True and unique_fields contains a db_column name",
     "The admin changelist ignores list_select_related when the ordering uses a related field",

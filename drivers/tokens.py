@@ -18,6 +18,8 @@ from contextlib import suppress
 from functools import lru_cache
 from pathlib import Path
 
+from drivers.home import cache_root
+
 FALLBACK_NOTE = "tiktoken cl100k unavailable: token counts are estimated as len(text) / 4"
 CACHED_TEXT_CHARS = 20_000  # texts up to this long have their count remembered (symbols, headings, ...)
 CACHED_TEXTS = 16_384
@@ -34,7 +36,7 @@ def _ranks_cache(expected_hash: str | None) -> Path | None:
     """Where the checked ranks of this rank file are kept in marshal form (4x faster to load than to parse)."""
     if not expected_hash:
         return None
-    root = Path(os.environ.get("CRA_CACHE") or Path.home() / ".cache" / "cra")
+    root = cache_root()
     return root / f"bpe-{expected_hash[:16]}-py{sys.version_info[0]}{sys.version_info[1]}.marshal"
 
 

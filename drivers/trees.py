@@ -6,23 +6,18 @@ its final place and renamed in one step, so a tree directory that exists is alwa
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
 from drivers.errors import CraError
-
-
-def cache_dir() -> Path:
-    """Root of cra's caches: $CRA_CACHE, else ~/.cache/cra."""
-    return Path(os.environ.get("CRA_CACHE") or Path.home() / ".cache" / "cra")
+from drivers.home import cache_root
 
 
 def trees_dir() -> Path:
     """Where materialised trees live: <cache>/trees/<owner>+<name>@<commit>/."""
-    return cache_dir() / "trees"
+    return cache_root() / "trees"
 
 
 def repo_key(repo: str) -> str:
