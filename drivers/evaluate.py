@@ -52,7 +52,7 @@ def load_cases(path: Path) -> pd.DataFrame:
 
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a byte-order mark (Windows editors) is not JSON
     except FileNotFoundError:
         raise CraError(f"Case file {path} does not exist. Pass --cases FILE (e.g. data/eval/self.jsonl).") from None
     except (OSError, UnicodeDecodeError) as exc:

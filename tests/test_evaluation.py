@@ -169,7 +169,7 @@ def test_missing_case_file_is_a_user_error(tmp_path):
 def test_malformed_jsonl_names_the_line(tmp_path):
     path = tmp_path / "cases.jsonl"
     path.write_text('{"task": "a", "expected_files": []}\n{"task": "b", "expected_files": [}\n')
-    with pytest.raises(CraError, match=r"cases.jsonl: malformed JSON on line 2"):
+    with pytest.raises(CraError, match=r"cases.jsonl: malformed JSON at line 2, column 34"):
         evaluate.load_cases(path)
 
 

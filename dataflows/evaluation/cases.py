@@ -35,24 +35,26 @@ def _expected_fields_text() -> str:
     return "; ".join(f"{name}: {', '.join(fields)}" for name, fields in FORMAT_FIELDS.items())
 
 
-def _json_records(case_text: str, source: str) -> list:
-    stripped = case_text.strip()
-    if not stripped:
-        raise CaseFormatError(f"{source} is empty: write a JSON list of cases or one JSON case per line.")
-    if stripped.startswith("["):
+_LAYOUTS = "one JSON case object, a JSON list of them, or one object per line (JSONL)"
+_WHITESPACE = re.compile(r"[ \t\r\n]*")  # what JSON allows between values
+
+
+def _json_values(case_text: str, source: str) -> list:
+    """Every JSON value in the text, in order: one object or list in any layout, or JSONL (blank lines allowed)."""
+    decoder, values, position = json.JSONDecoder(), [], 0
+    while (position := _WHITESPACE.match(case_text, position).end()) < len(case_text):
         try:
-            return json.loads(stripped)
+            value, position = decoder.raw_decode(case_text, position)
         except json.JSONDecodeError as exc:
-            raise CaseFormatError(f"{source}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}.") from None
-    records = []
-    for lineno, line in enumerate(case_text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise CaseFormatError(f"{source}: malformed JSON on line {lineno} (column {exc.colno}): {exc.msg}.") from None
-    return records
+            raise CaseFormatError(
+                f"{source}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}. Write {_LAYOUTS}."
+            ) from None
+        except (ValueError, RecursionError) as exc:  # e.g. an integer of 5,000 digits, lists nested 100,000 deep
+            raise CaseFormatError(f"{source}: unreadable JSON ({exc or type(exc).__name__}). Write {_LAYOUTS}.") from None
+        values.append(value)
+    if not values:
+        raise CaseFormatError(f"{source} is empty: write {_LAYOUTS}.")
+    return values
 
 
 def case_format(record: dict) -> str | None:
@@ -66,20 +68,46 @@ def case_format(record: dict) -> str | None:
 
 
 def case_records(case_text: str, case_source: str = "case file") -> list[dict]:
-    """The records of a case file (JSON list or JSONL), each checked to be in a known format."""
-    records = _json_records(case_text, case_source)
-    if isinstance(records, dict):
-        records = [records]
-    if not isinstance(records, list):
-        raise CaseFormatError(f"{case_source}: expected a JSON list of case objects, got {type(records).__name__}.")
+    """The records of a case file (JSON in any layout, or JSONL), each checked to be in a known format."""
+    values = _json_values(case_text, case_source)
+    records = values[0] if len(values) == 1 and isinstance(values[0], list) else values
     for i, record in enumerate(records):
+        if not isinstance(record, dict):
+            raise CaseFormatError(f"{case_source}: case #{i + 1} is a JSON {_json_type(record)}, not an object. Write {_LAYOUTS}.")
         if case_format(record) is None:
-            found = sorted(record) if isinstance(record, dict) else type(record).__name__
             raise CaseFormatError(
-                f"{case_source}: case #{i + 1} is in no known format (fields found: {found}). "
+                f"{case_source}: case #{i + 1} is in no known format (fields found: {sorted(record)}). "
                 f"Each case needs the fields of one format — {_expected_fields_text()}."
             )
+        if wrong := _wrong_field(record):
+            raise CaseFormatError(f"{case_source}: case #{i + 1}: {wrong}. Fix that field.")
     return records
+
+
+def _is_strings(value) -> bool:
+    return isinstance(value, str) or isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+_FIELD_KINDS = {  # field: (what it must be, test); a field its format does not require may also be null
+    **dict.fromkeys(("task", "problem_statement", "repo", "base_commit", "patch", "repo_path"), ("a string", lambda v: isinstance(v, str))),
+    **dict.fromkeys(("id", "instance_id"), ("a string or a number", lambda v: isinstance(v, (str, int, float)))),
+    **dict.fromkeys(("expected_files", "expected_symbols", "gold_files", "gold_functions"), ("a list of strings", _is_strings)),
+}
+
+
+def _wrong_field(record: dict) -> str | None:
+    required = FORMAT_FIELDS[case_format(record)]
+    for field, (kind, fits) in _FIELD_KINDS.items():
+        if field not in record or record[field] is None and field not in required:
+            continue
+        if not fits(record[field]):
+            return f"field {field!r} must be {kind}, not {_json_type(record[field])}"
+    return None
+
+
+def _json_type(value) -> str:
+    names = {dict: "object", list: "list", str: "string", bool: "boolean", int: "number", float: "number"}
+    return "null" if value is None else names.get(type(value), type(value).__name__)
 
 
 def _str_list(value) -> list[str]:
