@@ -1,0 +1,121 @@
+"""Compare two knowledge bases table for table: the check that a refactoring left the index output unchanged.
+
+    python tests/kb_compare.py index REPO KB [--scan FILE]   # index REPO into KB with the code on PYTHONPATH
+    python tests/kb_compare.py compare KB_A KB_B              # every Parquet table frame-for-frame; exit 1 on a difference
+
+`index --scan FILE` reads the files git tracks in REPO, pickles them into FILE the first time and feeds the pickled
+scan on later runs, so two runs of different code index exactly the same files (a change in how the tree is walked
+or .gitignore is read stays out of the comparison). Only wall-clock fields of the metadata (index time stamp, seconds) are ignored.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+WALL_CLOCK = {"indexed_at", "seconds"}
+
+
+def _live(kb_dir: Path) -> Path:
+    """The live version directory of a KB (the one CURRENT names)."""
+    return Path(kb_dir) / (Path(kb_dir) / "CURRENT").read_text().strip()
+
+
+def _sorted(frame: pd.DataFrame) -> pd.DataFrame:
+    """The frame in a canonical row order: sorted by every column whose values sort (the key is among them)."""
+    keys = [c for c in frame.columns if frame[c].map(lambda v: isinstance(v, (str, int, float, bool, bytes))).all()]
+    return frame.sort_values(keys, kind="stable", ignore_index=True) if keys and len(frame) else frame.reset_index(drop=True)
+
+
+def _without_clock(value):
+    """Metadata with its wall-clock fields taken out, at any depth."""
+    if isinstance(value, dict):
+        return {k: _without_clock(v) for k, v in value.items() if k not in WALL_CLOCK}
+    if isinstance(value, list):
+        return [_without_clock(v) for v in value]
+    return value
+
+
+def compare_kbs(kb_a: Path, kb_b: Path) -> tuple[list[str], list[str]]:
+    """(tables compared, differences) between the live versions of two KBs; no differences means equal output."""
+    a, b = _live(kb_a), _live(kb_b)
+    names_a = {p.relative_to(a).as_posix() for p in a.rglob("*.parquet")}
+    names_b = {p.relative_to(b).as_posix() for p in b.rglob("*.parquet")}
+    differences = [f"{name}: only in {kb_a}" for name in sorted(names_a - names_b)]
+    differences += [f"{name}: only in {kb_b}" for name in sorted(names_b - names_a)]
+    compared = sorted(names_a & names_b)
+    for name in compared:
+        fa, fb = pd.read_parquet(a / name), pd.read_parquet(b / name)
+        if list(fa.columns) != list(fb.columns) or list(fa.dtypes.astype(str)) != list(fb.dtypes.astype(str)):
+            differences.append(f"{name}: columns or dtypes differ")
+        elif not _sorted(fa).equals(_sorted(fb)):
+            differences.append(f"{name}: {len(fa)} vs {len(fb)} rows, values differ")
+    meta_a, meta_b = (_without_clock(json.loads((v / "metadata.json").read_text())) for v in (a, b))
+    for key in sorted(set(meta_a) | set(meta_b)):
+        if meta_a.get(key) != meta_b.get(key):
+            differences.append(f"metadata.json: {key} differs")
+    return compared, differences
+
+
+def _tracked_scan(repo: Path):
+    """The files git tracks in repo (regular files up to 1 MB), as the source scan `cra index` would make."""
+    from drivers.sources import SourceScan
+
+    listed = subprocess.run(["git", "-C", str(repo), "ls-files", "-z"], capture_output=True, check=True).stdout
+    rows = []
+    for rel in sorted(p for p in listed.decode().split("\0") if p):
+        path = repo / rel
+        if path.is_file() and not path.is_symlink() and path.stat().st_size <= 1_000_000:
+            data = path.read_bytes()
+            rows.append((rel, data, len(data), hashlib.sha1(data).hexdigest()))
+    frame = pd.DataFrame(rows, columns=["path", "data", "size", "hash"])
+    frame["size"] = frame["size"].astype("int64")
+    return SourceScan(frame=frame, n_ignored=0)
+
+
+def _index(repo: Path, kb_dir: Path, scan_file: Path | None) -> None:
+    """Index repo into kb_dir as `cra index` does (without its progress bar), the scan read from (or first written
+    to) scan_file."""
+    from drivers import indexer, kb
+
+    if scan_file is not None:
+        if scan_file.exists():
+            scan = pickle.loads(scan_file.read_bytes())
+        else:
+            scan = _tracked_scan(repo)
+            scan_file.write_bytes(pickle.dumps(scan))
+        indexer.scan_sources = lambda root, max_file_bytes=1_000_000: scan
+    index_repository = getattr(indexer, "index_repository", None) or kb.index_repository
+    stats = index_repository(repo, kb_dir)
+    print(f"{repo}: {stats['n_files']} files, {stats['n_symbols']} symbols, {stats['workers']} workers")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    index = sub.add_parser("index")
+    index.add_argument("repo", type=Path)
+    index.add_argument("kb", type=Path)
+    index.add_argument("--scan", type=Path)
+    compare = sub.add_parser("compare")
+    compare.add_argument("kb_a", type=Path)
+    compare.add_argument("kb_b", type=Path)
+    args = parser.parse_args(argv)
+    if args.command == "index":
+        _index(args.repo, args.kb, args.scan)
+        return 0
+    compared, differences = compare_kbs(args.kb_a, args.kb_b)
+    print(f"{len(compared)} tables compared: {', '.join(compared)}")
+    print("\n".join(differences) if differences else "no differences")
+    return 1 if differences else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
