@@ -10,8 +10,8 @@ import Stemmer
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# split "HTTPServerError2" -> HTTP, Server, Error2 ; "parse_url" is split on "_" by _IDENT handling
-_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9]*|[0-9]+")
+# the words of one identifier chunk: "HTTPServerError2" -> HTTP, Server, Error2 ; "parse_url" is split on "_" by _IDENT handling
+CAMEL_WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9]*|[0-9]+")
 
 STOP_WORDS = frozenset(
     """
@@ -35,7 +35,7 @@ def split_identifier(identifier: str) -> list[str]:
     """Lower-cased constituent words of a CamelCase / snake_case / dotted identifier."""
     parts: list[str] = []
     for chunk in re.split(r"[_.\-/:]+", identifier):
-        parts.extend(p.lower() for p in _CAMEL.findall(chunk))
+        parts.extend(p.lower() for p in CAMEL_WORDS.findall(chunk))
     return parts
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from dataflows.retrieval.models import TIER_ORDER
+
 
 def signal_table(signal_matrix: pd.DataFrame, weights: dict, top: int = 20) -> str:
     """Top files with each signal's raw value and the weighted total."""
@@ -16,7 +18,7 @@ def signal_table(signal_matrix: pd.DataFrame, weights: dict, top: int = 20) -> s
 
 def tier_table(symbol_tiers: pd.DataFrame) -> str:
     """Symbols per tier over the scoped files (before the budget)."""
-    counts = symbol_tiers["tier"].value_counts().reindex(["primary", "supporting", "type_context", "outline", "excluded"], fill_value=0)
+    counts = symbol_tiers["tier"].value_counts().reindex(list(TIER_ORDER), fill_value=0)
     return "symbols per tier: " + ", ".join(f"{tier} {n}" for tier, n in counts.items())
 
 

@@ -17,9 +17,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from dataflows.retrieval.assembly import _edges_between, _ordered_files
 from dataflows.retrieval.models import FileContext, TaskQuery
-from dataflows.retrieval.render import _assertion_bullet, _markdown, _symbol_text
+from dataflows.retrieval.markdown import assertion_bullet, edges_between, ordered_files, package_markdown, symbol_text
 
 TASK_ALLOCATION = 512
 SECTION_SHARES = {"primary": 0.60, "tests": 0.10, "supporting": 0.15, "type_context": 0.10, "rationale": 0.05,
@@ -49,7 +48,7 @@ def budget_items(file_contexts: list[FileContext], count_tokens: Callable) -> pd
         base = {"file": fi, "file_id": f.file_id, "path": f.path, "score": f.score, "rank": f.relevance_rank}
         for pos, s in enumerate(f.symbols):
             demotable = s.body is not None
-            signature = count_tokens(_symbol_text(replace(s, body=None), f.language)) if demotable else s.tokens
+            signature = count_tokens(symbol_text(replace(s, body=None), f.language)) if demotable else s.tokens
             rows.append(
                 base
                 | {
@@ -65,7 +64,7 @@ def budget_items(file_contexts: list[FileContext], count_tokens: Callable) -> pd
                 }
             )
         for pos, a in enumerate(f.test_assertions or ()):
-            cost = count_tokens(_assertion_bullet(a)) + 1
+            cost = count_tokens(assertion_bullet(a)) + 1
             rows.append(base | _piece("assertion", pos, a.partition(": ")[0], "tests", cost))
         for pos, c in enumerate(f.rationale_comments):
             rows.append(base | _piece("rationale", pos, None, "rationale", count_tokens(f"- {c}") + 1))
@@ -94,8 +93,8 @@ def budget_plan(
     def measure() -> int:
         key = (plan.state.tobytes(), task)
         if key not in measured:
-            files = _ordered_files(_apply(file_contexts, items, plan.state))
-            measured[key] = count_tokens(_markdown(task, files, _edges_between(files, kb_edges)))
+            files = ordered_files(_apply(file_contexts, items, plan.state))
+            measured[key] = count_tokens(package_markdown(task, files, edges_between(files, kb_edges)))
         return measured[key]
 
     before = measure()
@@ -219,7 +218,7 @@ def _file_overhead(files: list[FileContext], kb_edges: pd.DataFrame, count_token
     """Tokens a file costs beyond its items: heading, fence, and its edges (charged to the lower-ranked end)."""
     heading = [count_tokens(f"### {f.path} (rank #{f.relevance_rank})\n```{f.language}\n\n```") + 2 for f in files]
     overhead = np.array(heading, dtype=np.int64)
-    edges = _edges_between(_ordered_files(files), kb_edges)
+    edges = edges_between(ordered_files(files), kb_edges)
     position = {f.path: i for i, f in enumerate(files)}
     for src, dst in edges:
         later = max(position[src], position[dst], key=lambda i: (files[i].relevance_rank, i))

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-TIERS = ("primary", "supporting", "type_context", "outline")
+TIERS = ("primary", "supporting", "type_context", "outline")  # the tiers a package carries, most relevant first
+# every tier precision assigns, in the one order precision, assembly, render and the -v report use
+TIER_ORDER = {tier: i for i, tier in enumerate((*TIERS, "excluded"))}
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,8 @@ import pandas as pd
 
 from dataflows.lexical import Bm25Index
 from dataflows.retrieval import vocabulary
-from dataflows.retrieval.models import FileContext, SymbolContext, TaskQuery
-from dataflows.retrieval.render import _symbol_text
+from dataflows.retrieval.models import TIER_ORDER, FileContext, SymbolContext, TaskQuery
+from dataflows.retrieval.markdown import symbol_text
 from dataflows.text import terms
 
 TYPE_KINDS = ("class", "interface", "enum", "type_alias")
@@ -50,7 +50,6 @@ _ASSERTION = re.compile(
     r"^\s*(assert\b|self\.assert\w*\(|(?:await\s+)?expect\(|assert_eq!|assert_ne!|assert!|debug_assert|t\.(?:Errorf|Fatalf|Error|Fatal)\(|"
     r"require\.\w+\(|(?:Assert|Assertions)\.\w+\(|assert\w+\(|pytest\.raises\()"
 )
-_TIER_RANK = {"primary": 0, "supporting": 1, "type_context": 2, "outline": 3, "excluded": 4}
 
 
 def precision_terms(task_query: TaskQuery, symbol_lexicon: Bm25Index) -> pd.Series:
@@ -161,7 +160,7 @@ def symbol_tiers(
     reason[(tier == "excluded") & s.is_test & ~allowed] = "test file without a test matching the task"
     outline = (tier == "excluded") & ~s.is_test & (s.rank <= OUTLINE_RANK) & np.isin(s.kind, OUTLINE_KINDS)
     tier[outline], reason[outline] = "outline", f"outline of a top-{OUTLINE_RANK} file"
-    tier_rank = np.select([tier == t for t in _TIER_RANK], list(_TIER_RANK.values()))
+    tier_rank = np.select([tier == t for t in TIER_ORDER], list(TIER_ORDER.values()))
     order = np.lexsort((table.start_line[s.rows], tier_rank, s.rank))
     return pd.DataFrame({
         "symbol_id": table.symbol_id[s.rows][order],
@@ -378,5 +377,5 @@ def _symbol_context(symbol_id: int, s: dict, lines: list[str], language: str, co
         end_line=end,
         reason=str(s["reason"]),
     )
-    rendered = _symbol_text(SymbolContext(**fields, tokens=0), language)
+    rendered = symbol_text(SymbolContext(**fields, tokens=0), language)
     return SymbolContext(**fields, tokens=int(count_tokens(rendered)))  # what its rendering costs

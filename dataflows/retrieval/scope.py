@@ -8,7 +8,7 @@ import pandas as pd
 from dataflows.retrieval.combination import SIGNALS
 from dataflows.retrieval.models import TaskQuery
 from dataflows.retrieval.signals import MAX_FILES_PER_FILE_HINT
-from dataflows.retrieval.task_analysis import _path_matches
+from dataflows.retrieval.hints import path_matches
 
 MIN_COCHANGE = 3  # co-change partners of a seed join the scope from this many shared commits
 FALLBACK_SIZE = 10  # files scoped when nothing matches: the most imported ones
@@ -105,7 +105,7 @@ def scope_warnings(
     """What the user should know about this scope: LLM fallback, unmatched or ambiguous file hints, no matches."""
     warnings = list(task_analysis_warnings)
     for hint in task_query.file_hints:
-        count = int(_path_matches(kb_files["path"], hint).sum()) if not kb_files.empty else 0
+        count = int(path_matches(kb_files["path"], hint).sum()) if not kb_files.empty else 0
         if count == 0:
             warnings.append(f"file hint '{hint}' matches no indexed file")
         elif count > MAX_FILES_PER_FILE_HINT:

@@ -14,7 +14,7 @@ import pandas as pd
 from dataflows.lexical import Bm25Index
 from dataflows.retrieval import vocabulary
 from dataflows.retrieval.models import TaskQuery
-from dataflows.retrieval.task_analysis import _path_matches
+from dataflows.retrieval.hints import path_matches
 from dataflows.retrieval.vocabulary import WordIndex
 from dataflows.text import STOP_WORDS, stem, terms
 
@@ -210,7 +210,7 @@ def _file_hint_seeds(kb_files: pd.DataFrame, task_query: TaskQuery) -> list[pd.S
     """Files named by a file hint (at most MAX_FILES_PER_FILE_HINT per hint), with the reason."""
     out = []
     for hint in task_query.file_hints:
-        named = kb_files.loc[_path_matches(kb_files["path"], hint), "file_id"]
+        named = kb_files.loc[path_matches(kb_files["path"], hint), "file_id"]
         if 0 < len(named) <= MAX_FILES_PER_FILE_HINT:
             out.append(pd.Series(f"file hint '{hint}'", index=named.to_numpy()))
     return out
@@ -220,7 +220,7 @@ def _trace_seeds(kb_files: pd.DataFrame, task_query: TaskQuery) -> list[pd.Serie
     """Files of in-repository stack-trace frames."""
     out = []
     for path, function in task_query.trace_frames:
-        named = kb_files.loc[_path_matches(kb_files["path"], path), "file_id"]
+        named = kb_files.loc[path_matches(kb_files["path"], path), "file_id"]
         where = f" in {function}" if function else ""
         out.append(pd.Series(f"trace frame '{path.rsplit('/', 1)[-1]}{where}'", index=named.to_numpy()))
     return out

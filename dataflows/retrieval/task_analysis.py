@@ -15,6 +15,7 @@ import pandas as pd
 from hamilton.function_modifiers import config
 
 from dataflows.retrieval import vocabulary
+from dataflows.retrieval.hints import path_matches
 from dataflows.retrieval.models import TaskQuery
 from dataflows.text import STOP_WORDS, stem, terms
 
@@ -92,30 +93,11 @@ def _trace_frames(text: str) -> list[tuple[str, str]]:
     return list(dict.fromkeys((p.replace("\\", "/"), f) for p, f in frames))
 
 
-def _path_matches(paths: pd.Series, hint: str) -> pd.Series:
-    """Which indexed paths a hint names: glob match, or suffix match on path-component boundaries either way.
-
-    A longer hint (an absolute trace path) matches an indexed path of 2+ components that it ends with.
-    """
-    hint = hint.replace("\\", "/").lstrip("./") if not hint.startswith("*") else hint
-    if any(c in hint for c in "*?["):
-        pattern = re.escape(hint).replace(r"\*", "[^/]*").replace(r"\?", "[^/]")
-        return paths.str.fullmatch(rf"(?:.*/)?{pattern}", case=False)
-    lower = paths.str.lower()
-    hint_lower = hint.lower()
-    named = (lower == hint_lower) | lower.str.endswith("/" + hint_lower)
-    # suffixes of the hint (2+ components) that could be indexed paths: a handful per hint, not a file loop
-    parts = hint_lower.split("/")
-    suffixes = {"/".join(parts[i:]) for i in range(1, len(parts) - 1)}
-    contained = lower.isin(suffixes)
-    return named | contained
-
-
 def _in_repo_frames(frames: list[tuple[str, str]], kb_files: pd.DataFrame) -> list[tuple[str, str]]:
     """The frames whose path names an indexed file."""
     if kb_files.empty:
         return []
-    return [(p, f) for p, f in frames if _path_matches(kb_files["path"], p).any()]
+    return [(p, f) for p, f in frames if path_matches(kb_files["path"], p).any()]
 
 
 def _looks_like_identifier(name: str) -> bool:

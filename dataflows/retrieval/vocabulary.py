@@ -16,7 +16,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dataflows.text import _CAMEL, STOP_WORDS, split_identifier, stem
+from dataflows.text import CAMEL_WORDS, STOP_WORDS, split_identifier, stem
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -134,7 +134,7 @@ def symbol_name_terms(names: pd.DataFrame) -> pd.DataFrame:
     and digits only, so finding it over the whole name splits identifiers exactly as `split_identifier` does
     (digit-only words, which could differ at an identifier's start, are dropped either way).
     """
-    words = names["name"].astype(object).str.findall(_CAMEL.pattern).explode().dropna().str.lower()
+    words = names["name"].astype(object).str.findall(CAMEL_WORDS.pattern).explode().dropna().str.lower()
     words = words[(words.str.len() >= 2) & ~words.isin(STOP_WORDS) & ~words.str.isdigit().astype(bool)]
     codes = np.arange(len(names))[words.index.to_numpy(dtype=np.int64)] if len(words) else np.array([], dtype=np.int64)
     terms = pd.DataFrame({"code": codes, "term": stems(words).to_numpy(dtype=object)})

@@ -1,0 +1,155 @@
+"""The package's markdown, shared by rendering and the budget (helpers, not Hamilton nodes).
+
+`package_markdown` is what `render.markdown_text` prints and what the budget stage measures, so the token count
+the budget enforces is the token count of exactly this text. `ordered_files` / `edges_between` fix the order of
+files, symbols and dependency edges in it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterable
+
+import numpy as np
+import pandas as pd
+
+from dataflows.retrieval.models import TIER_ORDER, FileContext, SymbolContext
+
+_HASH_COMMENT = frozenset({"python", "ruby", "shell", "bash", "toml", "yaml", "perl", "r", "elixir", "text", "markdown"})
+
+
+def package_markdown(task_text: str, files: Iterable[FileContext], edges: Iterable[tuple[str, str]]) -> str:
+    """The whole markdown document; empty sections are left out so they cost no tokens."""
+    parts = sections(tuple(files), tuple(edges))
+    document = [f"## Task\n{task_text}"]
+    for title, key in (
+        ("Primary Context", "context"),
+        ("Type Context", "types"),
+        ("Test Expectations", "tests"),
+        ("Dependency Map", "dependency_map"),
+    ):
+        if parts[key]:
+            document.append(f"## {title}\n{parts[key]}")
+    return "\n\n".join(document) + "\n"
+
+
+def sections(files: tuple[FileContext, ...], edges: tuple[tuple[str, str], ...]) -> dict[str, str]:
+    """Section bodies: code of non-test files, their type context, test files, and the dependency map lines."""
+    depends: dict[str, list[str]] = {}
+    for src, dst in edges:
+        depends.setdefault(src, []).append(dst)
+    context, types, tests = [], [], []
+    for f in files:
+        if f.test_assertions is not None:
+            tests.append(_test_block(f))
+            continue
+        main = [s for s in f.symbols if s.relevance != "type_context"]
+        kinds = [s for s in f.symbols if s.relevance == "type_context"]
+        notes = _file_notes(f, depends.get(f.path, ()))
+        if main:
+            context.append(_code_block(f, main, "") + notes)
+        if kinds:
+            types.append(_code_block(f, kinds, ", type context") + ("" if main else notes))
+        if not main and not kinds and notes:
+            context.append(f"### {f.path} (rank #{f.relevance_rank})" + notes)
+    return {
+        "context": "\n\n".join(context),
+        "types": "\n\n".join(types),
+        "tests": "\n\n".join(b for b in tests if b),
+        "dependency_map": "\n".join(f"{src} → {dst}" for src, dst in edges),
+    }
+
+
+def symbol_text(symbol: SymbolContext, language: str) -> str:
+    """One symbol as it appears in a code block: its source lines, or signature under a one-line doc summary."""
+    if symbol.body is not None:
+        return symbol.body.rstrip()
+    summary = _summary(symbol.docstring)
+    head = f"{_comment_marker(language)} {summary}\n" if summary else ""
+    return head + symbol.signature.rstrip()
+
+
+def _summary(docstring: str | None) -> str:
+    """First non-empty line of a docstring ('' when none)."""
+    for line in (docstring or "").splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def _comment_marker(language: str) -> str:
+    """Line-comment marker of a language, for doc summaries above signatures."""
+    return "#" if language in _HASH_COMMENT else "//"
+
+
+def _fence(text: str) -> str:
+    """A code fence longer than any backtick run inside the text, so embedded fences cannot close it."""
+    runs = [len(r) for r in re.findall(r"`{3,}", text)]
+    return "`" * max(3, max(runs, default=0) + 1)
+
+
+def _code_block(f: FileContext, symbols: list[SymbolContext], suffix: str) -> str:
+    """A file heading and one fenced code block with the given symbols in package order."""
+    code = "\n\n".join(symbol_text(s, f.language) for s in symbols)
+    fence = _fence(code)
+    return f"### {f.path} (rank #{f.relevance_rank}{suffix})\n{fence}{f.language}\n{code}\n{fence}"
+
+
+def _file_notes(f: FileContext, depends_on: Iterable[str]) -> str:
+    """'Depends on' line and the rationale comments not already visible inside a rendered body."""
+    notes = ""
+    targets = list(depends_on)
+    if targets:
+        notes += "\n**Depends on**: " + ", ".join(f"`{t}`" for t in targets)
+    bodies = "\n".join(s.body for s in f.symbols if s.body)
+    why = [c for c in f.rationale_comments if c not in bodies]
+    if why:
+        notes += "\n**Why**:\n" + "\n".join(f"- {c}" for c in why)
+    return notes
+
+
+def _test_block(f: FileContext) -> str:
+    """A test file: its matching tests as code, then the assertions of tests whose body is not shown."""
+    shown = {s.name for s in f.symbols if s.body is not None}
+    block = _code_block(f, list(f.symbols), "") if f.symbols else f"### {f.path} (rank #{f.relevance_rank})"
+    bullets = [assertion_bullet(a) for a in f.test_assertions or () if a.partition(": ")[0] not in shown]
+    return block + ("\n" + "\n".join(bullets) if bullets else "")
+
+
+def assertion_bullet(assertion: str) -> str:
+    """'test_name: assert x' -> '- `test_name`: asserts `assert x`' as in the seed's Test Expectations."""
+    name, _, line = assertion.partition(": ")
+    return f"- `{name}`: asserts `{line}`"
+
+
+def ordered_files(files: Iterable[FileContext]) -> tuple[FileContext, ...]:
+    """Files by rank, symbols primary -> supporting -> type_context then line, each symbol once (in its own file)."""
+    files = sorted(files, key=lambda f: (f.relevance_rank, f.path))
+    home = {s.symbol_id for f in files for s in f.symbols if s.file_id == f.file_id}
+    seen: set[int] = set()
+    out = []
+    for f in files:
+        keep = []
+        for s in sorted(f.symbols, key=lambda s: (TIER_ORDER.get(s.relevance, len(TIER_ORDER)), s.start_line, s.symbol_id)):
+            if s.symbol_id in seen or (s.file_id != f.file_id and s.symbol_id in home):
+                continue
+            seen.add(s.symbol_id)
+            keep.append(s)
+        if keep or f.test_assertions:
+            out.append(dataclasses.replace(f, symbols=tuple(keep)))
+    return tuple(out)
+
+
+def edges_between(files: tuple[FileContext, ...], kb_edges: pd.DataFrame) -> tuple[tuple[str, str], ...]:
+    """Import edges whose both ends are among `files`, as path pairs, self-loops and duplicates dropped."""
+    ids = np.fromiter((f.file_id for f in files), dtype=np.int64, count=len(files))
+    src, dst = kb_edges["src_file_id"].to_numpy(dtype=np.int64), kb_edges["dst_file_id"].to_numpy(dtype=np.int64)
+    keep = np.flatnonzero(np.isin(src, ids) & np.isin(dst, ids) & (src != dst))
+    if not len(keep):
+        return ()
+    rank = {file_id: i for i, file_id in enumerate(ids.tolist())}
+    path = {f.file_id: f.path for f in files}
+    pairs = dict.fromkeys(zip(src[keep].tolist(), dst[keep].tolist()))  # distinct, first occurrence kept
+    ordered = sorted(pairs, key=lambda e: (rank[e[0]], rank[e[1]]))
+    return tuple((path[s], path[d]) for s, d in ordered)
