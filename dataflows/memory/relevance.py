@@ -1,0 +1,162 @@
+"""How relevant each memory is to the current context (seed 003's RelevanceScorer, one node per factor).
+
+Inputs: `memories` (one row per memory: content, scope, category, confidence, timestamp), the context (`project`,
+`language`, `task`, `task_text`) and `now`. Every factor is a 0-1 Series over the memories' index;
+`relevance_factors` joins them so a notebook can look at every column, `relevance_score` weighs them.
+
+Weights: the seed's scope 0.5, recency 0.2, confidence 0.2, task 0.1. When a task text is given, those four keep
+80% of the weight and `lexical_relevance` (BM25 of the task text against each memory) takes 20%: a memory about
+the thing being edited then outranks an equally scoped, equally fresh one about something else, while a lexical
+hit alone (1.0 x 0.2) cannot lift a memory from another scope over a matching one by more than it is worth.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import numpy as np
+import pandas as pd
+
+from dataflows.lexical import Bm25Index
+from dataflows.text import terms
+
+SEED_WEIGHTS = {"scope_match": 0.5, "recency": 0.2, "confidence": 0.2, "task_match": 0.1}
+LEXICAL_SHARE = 0.2  # of the whole score, when a task text is given
+AGE_STEPS = (7, 30, 90, 180)  # days: recency 1.0 below 7, 0.8 below 30, 0.6 below 90, 0.4 below 180, else 0.2
+AGE_VALUES = (1.0, 0.8, 0.6, 0.4)
+OLD_AGE = 0.2
+UNKNOWN_AGE = 0.5
+NO_TASK, OTHER_TASK = 0.5, 0.3  # task_match when the context names no task / another task
+ABOUT_THE_TASK = 0.5  # lexical_relevance from which the reason says "about the task"
+
+
+def scope_parts(memories: pd.DataFrame) -> pd.DataFrame:
+    """Per memory: kind (universal|language|project|task|other), language, project and task, parsed from its scope."""
+    p = memories["scope"].astype(str).str.split(":", n=3, expand=True).reindex(columns=range(4))
+    is_project = p[0].eq("project") & p[1].notna()
+    is_task = is_project & p[2].eq("task") & p[3].notna()
+    kind = np.select([p[0].eq("universal"), p[0].eq("language") & p[1].notna(), is_task, is_project],
+                     ["universal", "language", "task", "project"], "other")  # fmt: skip
+    return pd.DataFrame({
+        "kind": kind,
+        "language": p[1].where(p[0].eq("language")),
+        "project": p[1].where(is_project),
+        "task": p[3].where(is_task),
+    }, index=memories.index).astype(object)  # fmt: skip
+
+
+def _same(column: pd.Series, value: str | None) -> pd.Series:
+    """Per memory: whether the column equals the context's value (never, when the context has none)."""
+    return column.eq(value) if value else pd.Series(False, index=column.index)
+
+
+def scope_match(scope_parts: pd.DataFrame, project: str | None, language: str | None, task: str | None) -> pd.Series:
+    """0-1 per memory: how closely its scope fits the context (the seed's table: own task 1.0, own language 1.0,
+    own project 0.9, universal 0.8, same project's other task 0.7, other language 0.3, other project 0.2)."""
+    kind, same_project = scope_parts["kind"], _same(scope_parts["project"], project)
+    values = np.select(
+        [kind.eq("universal"), kind.eq("language") & _same(scope_parts["language"], language), kind.eq("language"),
+         kind.isin(["project", "task"]) & ~same_project, kind.eq("project"),
+         kind.eq("task") & _same(scope_parts["task"], task), kind.eq("task")],
+        [0.8, 1.0, 0.3, 0.2, 0.9, 1.0, 0.7], 0.5,
+    )  # fmt: skip
+    return pd.Series(values, index=scope_parts.index, dtype=float)
+
+
+def memory_age_days(memories: pd.DataFrame, now: datetime) -> pd.Series:
+    """Days from each memory's timestamp to `now` (NaN when it does not parse; naive times are taken as UTC)."""
+    stamps = pd.to_datetime(memories["timestamp"], errors="coerce", utc=True, format="ISO8601")
+    moment = pd.Timestamp(now)
+    moment = moment.tz_localize("UTC") if moment.tzinfo is None else moment.tz_convert("UTC")
+    return ((moment - stamps).dt.total_seconds() / 86_400.0).astype(float)
+
+
+def recency(memory_age_days: pd.Series) -> pd.Series:
+    """0-1 per memory: the seed's decay by whole days of age (1.0 under a week ... 0.2 from half a year; 0.5 unknown)."""
+    days = np.floor(memory_age_days.to_numpy(dtype=float))
+    with np.errstate(invalid="ignore"):
+        values = np.select([days < step for step in AGE_STEPS], AGE_VALUES, OLD_AGE)
+    return pd.Series(np.where(np.isnan(days), UNKNOWN_AGE, values), index=memory_age_days.index)
+
+
+def confidence(memories: pd.DataFrame) -> pd.Series:
+    """0-1 per memory: how sure whoever stored it was (1.0 when not said, as in the seed)."""
+    return pd.to_numeric(memories["confidence"], errors="coerce").fillna(1.0).clip(0.0, 1.0).astype(float)
+
+
+def task_match(scope_parts: pd.DataFrame, task: str | None) -> pd.Series:
+    """0-1 per memory: 1.0 for a rule of the context's task, 0.3 otherwise, 0.5 for all when no task is given."""
+    if not task:
+        return pd.Series(NO_TASK, index=scope_parts.index)
+    return pd.Series(np.where(scope_parts["task"].eq(task), 1.0, OTHER_TASK), index=scope_parts.index)
+
+
+def task_text_terms(task_text: str | None) -> list[str]:
+    """Index terms of the task text (empty without one): the query of `lexical_relevance`."""
+    return terms(task_text or "")
+
+
+def lexical_relevance(memories: pd.DataFrame, task_text_terms: list[str]) -> pd.Series:
+    """0-1 per memory: BM25 of the task text against its content, divided by the best memory's (0 without text)."""
+    zeros = pd.Series(0.0, index=memories.index)
+    if not task_text_terms or memories.empty:
+        return zeros
+    words = memories["content"].map(terms).explode().dropna()
+    if words.empty:
+        return zeros
+    postings = pd.DataFrame({"memory": words.index, "term": words.to_numpy()})
+    postings = postings.groupby(["memory", "term"]).size().rename("tf").reset_index()
+    scores = Bm25Index.from_terms(postings, "memory").scores(task_text_terms).reindex(memories.index, fill_value=0.0)
+    best = scores.max()
+    return scores / best if best > 0 else zeros
+
+
+def relevance_factors(
+    scope_match: pd.Series, recency: pd.Series, confidence: pd.Series, task_match: pd.Series, lexical_relevance: pd.Series
+) -> pd.DataFrame:
+    """One row per memory, one column per factor: what `relevance_score` weighs, in one place to look at."""
+    return pd.DataFrame({"scope_match": scope_match, "recency": recency, "confidence": confidence,
+                         "task_match": task_match, "lexical_relevance": lexical_relevance})  # fmt: skip
+
+
+def relevance_weights(task_text_terms: list[str]) -> pd.Series:
+    """Weight per factor: the seed's 0.5/0.2/0.2/0.1; with a task text those take 80% and lexical_relevance 20%."""
+    weights = pd.Series({**SEED_WEIGHTS, "lexical_relevance": 0.0})
+    if task_text_terms:
+        weights = weights * (1.0 - LEXICAL_SHARE)
+        weights["lexical_relevance"] = LEXICAL_SHARE
+    return weights
+
+
+def relevance_score(relevance_factors: pd.DataFrame, relevance_weights: pd.Series) -> pd.Series:
+    """0-1 per memory: the weighted sum of its factors."""
+    return (relevance_factors[relevance_weights.index] * relevance_weights).sum(axis=1).clip(0.0, 1.0)
+
+
+def relevance_reason(
+    scope_parts: pd.DataFrame,
+    memory_age_days: pd.Series,
+    confidence: pd.Series,
+    lexical_relevance: pd.Series,
+    project: str | None,
+    language: str | None,
+    task: str | None,
+) -> pd.Series:
+    """Per memory, why it matched (the seed's explain: universal / lang:L / project / task:T, recent / old,
+    high-conf; plus "about the task" for a strong lexical match; "default" when nothing stands out)."""
+    kind, same_project = scope_parts["kind"], _same(scope_parts["project"], project)
+    scope = np.select(
+        [kind.eq("universal"), kind.eq("language") & _same(scope_parts["language"], language),
+         kind.eq("task") & same_project & _same(scope_parts["task"], task), kind.isin(["project", "task"]) & same_project],
+        ["universal", "lang:" + scope_parts["language"].fillna(""), "task:" + scope_parts["task"].fillna(""), "project"],
+        "",
+    )  # fmt: skip
+    days = np.floor(memory_age_days)
+    parts = [
+        pd.Series(scope, index=scope_parts.index, dtype=object),
+        pd.Series(np.select([days < AGE_STEPS[0], days > AGE_STEPS[2]], ["recent", "old"], ""), index=days.index),
+        pd.Series(np.where(confidence >= 0.8, "high-conf", ""), index=confidence.index),
+        pd.Series(np.where(lexical_relevance >= ABOUT_THE_TASK, "about the task", ""), index=lexical_relevance.index),
+    ]
+    joined = parts[0].str.cat(parts[1:], sep=", ").str.replace(r"(, )+", ", ", regex=True).str.strip(", ")
+    return joined.where(joined.ne(""), "default").astype(object)
