@@ -156,6 +156,12 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser("evaluate", help="measure retrieval quality over a case file")
         evaluate.add_arguments(p)
         p.set_defaults(run=evaluate.run)
+
+    from drivers import memory_cli
+
+    p = sub.add_parser("memory", help="keep and query scoped memories (preferences, corrections, decisions, rules)")
+    memory_cli.add_arguments(p)
+    p.set_defaults(run=memory_cli.run)
     return parser
 
 
