@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
-import pathspec
+
+from drivers.gitignore import IgnoreRules, is_ignored, parse_ignore_file
 
 # directories that are never source, whatever .gitignore says
 ALWAYS_SKIPPED_DIRS = frozenset(
@@ -31,24 +34,27 @@ class SourceScan:
     unreadable: list[tuple[str, str]] = field(default_factory=list)  # (path, error)
 
 
-def _read_spec(path: Path) -> pathspec.GitIgnoreSpec | None:
-    """The ignore rules in one .gitignore-style file, None when absent or empty."""
+def _read_rules(path: Path, base: str) -> IgnoreRules | None:
+    """The compiled rules of one ignore file (a regular file, not a symlink, as git reads it); None when absent or empty."""
     try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        if not path.is_file() or path.is_symlink():
+            return None
+        data = path.read_bytes()
     except OSError:
         return None
-    spec = pathspec.GitIgnoreSpec.from_lines(lines)
-    return spec if spec.patterns else None
+    return parse_ignore_file(data, os.fsencode(base))
 
 
-def _is_ignored(rel: str, is_dir: bool, specs: list[tuple[str, pathspec.GitIgnoreSpec]]) -> bool:
-    """Git semantics across levels: the deepest ignore file with a matching rule decides."""
-    for base, spec in reversed(specs):
-        local = rel[len(base) + 1 :] if base else rel
-        result = spec.check_file(local + "/" if is_dir else local)
-        if result.include is not None:
-            return bool(result.include)
-    return False
+def _tracked_files(root: Path) -> list[str]:
+    """Paths git tracks in root's work tree (ignore rules never apply to them); empty without git or a work tree."""
+    if not (root / ".git").exists():
+        return []
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}  # a hook's GIT_DIR must not redirect us
+    try:
+        done = subprocess.run(["git", "-C", str(root), "ls-files", "-z"], capture_output=True, check=False, env=env)
+    except OSError:
+        return []
+    return [os.fsdecode(p) for p in done.stdout.split(b"\0") if p] if done.returncode == 0 else []
 
 
 def _is_noise(name: str, is_dir: bool) -> bool:
@@ -58,54 +64,74 @@ def _is_noise(name: str, is_dir: bool) -> bool:
     return name.endswith(ALWAYS_SKIPPED_SUFFIXES)
 
 
+def _noise_path(rel: str) -> bool:
+    """Does a relative path lie in a noise directory or name a noise file?"""
+    *dirs, name = rel.split("/")
+    return _is_noise(name, False) or any(_is_noise(d, True) or d == ".git" for d in dirs)
+
+
+def _is_regular_file(path: Path) -> bool:
+    """A regular file, not a symlink (what the walk reads)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
 def scan_sources(root: Path, max_file_bytes: int = 1_000_000) -> SourceScan:
-    """Walk root (no symlinks, .git pruned, .gitignore at every level + .git/info/exclude) and read small files."""
+    """Read root's small source files, choosing them as git does (`git ls-files -co --exclude-standard`).
+
+    The walk skips symlinks and noise, and prunes every directory that the ignore files of its ancestors
+    (.git/info/exclude, then each .gitignore from the root down) exclude once all their patterns have been
+    applied, so `*` then `!*/` keeps every directory and nothing under an excluded one comes back. Files that
+    git tracks are kept whatever the rules say. A tree without .git honours its .gitignore files the same way.
+    """
     root = Path(root)
-    rows: list[tuple[str, bytes, int, str]] = []
-    oversized: list[str] = []
+    found: dict[str, str] = {}  # relative path -> path to open
     unreadable: list[tuple[str, str]] = []
     n_ignored = 0
-    root_specs: list[tuple[str, pathspec.GitIgnoreSpec]] = []
-    exclude = _read_spec(root / ".git" / "info" / "exclude")
-    if exclude is not None:
-        root_specs.append(("", exclude))
-    stack: list[tuple[str, str, list[tuple[str, pathspec.GitIgnoreSpec]]]] = [(str(root), "", root_specs)]
+    exclude = _read_rules(root / ".git" / "info" / "exclude", "")
+    stack: list[tuple[str, str, tuple[IgnoreRules, ...]]] = [(str(root), "", (exclude,) if exclude else ())]
     while stack:
-        directory, rel_dir, inherited = stack.pop()
+        directory, rel_dir, rules = stack.pop()
         try:
-            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+            entries = list(os.scandir(directory))
         except OSError as err:
             unreadable.append((rel_dir or ".", str(err)))
             continue
-        specs = inherited
         if any(e.name == ".gitignore" for e in entries):  # only open the ignore file where there is one
-            own = _read_spec(Path(directory) / ".gitignore")
+            own = _read_rules(Path(directory) / ".gitignore", rel_dir)
             if own is not None:
-                specs = [*inherited, (rel_dir, own)]
+                rules = (*rules, own)
         for entry in entries:
-            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
-            if entry.is_symlink() or entry.name == ".git":
+            if entry.name == ".git" or entry.is_symlink():
                 continue
             is_dir = entry.is_dir(follow_symlinks=False)
             if not is_dir and not entry.is_file(follow_symlinks=False):
                 continue
-            if _is_noise(entry.name, is_dir) or _is_ignored(rel, is_dir, specs):
+            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            if _is_noise(entry.name, is_dir) or (rules and is_ignored(os.fsencode(rel), is_dir, rules)):
                 n_ignored += 1
-                continue
-            if is_dir:
-                stack.append((entry.path, rel, specs))
-                continue
-            try:
-                size = entry.stat(follow_symlinks=False).st_size
-                if size > max_file_bytes:
+            elif is_dir:
+                stack.append((entry.path, rel, rules))
+            else:
+                found[rel] = entry.path
+    for rel in _tracked_files(root):
+        if rel not in found and not _noise_path(rel) and _is_regular_file(root / rel):
+            found[rel] = str(root / rel)
+    rows: list[tuple[str, bytes, int, str]] = []
+    oversized: list[str] = []
+    for rel, path in found.items():
+        try:
+            with open(path, "rb") as fh:
+                if os.fstat(fh.fileno()).st_size > max_file_bytes:
                     oversized.append(rel)
                     continue
-                with open(entry.path, "rb") as fh:
-                    data = fh.read()
-            except OSError as err:
-                unreadable.append((rel, str(err)))
-                continue
-            rows.append((rel, data, len(data), hashlib.sha1(data).hexdigest()))
+                data = fh.read()
+        except OSError as err:
+            unreadable.append((rel, str(err)))
+            continue
+        rows.append((rel, data, len(data), hashlib.sha1(data).hexdigest()))
     frame = pd.DataFrame(rows, columns=["path", "data", "size", "hash"]).sort_values("path", ignore_index=True)
     frame["size"] = frame["size"].astype("int64")
     return SourceScan(frame=frame, n_ignored=n_ignored, oversized=sorted(oversized), unreadable=sorted(unreadable))
