@@ -20,6 +20,9 @@ import pandas as pd
 from dataflows.lexical import Bm25Index
 from dataflows.text import terms
 
+# The seed's table gives the context's language 1.0, above its project (0.9), yet its own scenario 6 and priority
+# list rank task > project > language > universal ("language 0.8-1.0"): 0.85 keeps both.
+OWN_LANGUAGE = 0.85
 SEED_WEIGHTS = {"scope_match": 0.5, "recency": 0.2, "confidence": 0.2, "task_match": 0.1}
 LEXICAL_SHARE = 0.2  # of the whole score, when a task text is given
 AGE_STEPS = (7, 30, 90, 180)  # days: recency 1.0 below 7, 0.8 below 30, 0.6 below 90, 0.4 below 180, else 0.2
@@ -51,14 +54,14 @@ def _same(column: pd.Series, value: str | None) -> pd.Series:
 
 
 def scope_match(scope_parts: pd.DataFrame, project: str | None, language: str | None, task: str | None) -> pd.Series:
-    """0-1 per memory: how closely its scope fits the context (the seed's table: own task 1.0, own language 1.0,
-    own project 0.9, universal 0.8, same project's other task 0.7, other language 0.3, other project 0.2)."""
+    """0-1 per memory: how closely its scope fits the context (the seed's table: own task 1.0, own project 0.9,
+    own language 0.85, universal 0.8, same project's other task 0.7, other language 0.3, other project 0.2)."""
     kind, same_project = scope_parts["kind"], _same(scope_parts["project"], project)
     values = np.select(
         [kind.eq("universal"), kind.eq("language") & _same(scope_parts["language"], language), kind.eq("language"),
          kind.isin(["project", "task"]) & ~same_project, kind.eq("project"),
          kind.eq("task") & _same(scope_parts["task"], task), kind.eq("task")],
-        [0.8, 1.0, 0.3, 0.2, 0.9, 1.0, 0.7], 0.5,
+        [0.8, OWN_LANGUAGE, 0.3, 0.2, 0.9, 1.0, 0.7], 0.5,
     )  # fmt: skip
     return pd.Series(values, index=scope_parts.index, dtype=float)
 
