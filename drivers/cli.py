@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import sys
+import traceback
 from pathlib import Path
 
 from drivers.errors import CraError
@@ -14,11 +17,23 @@ def _index(args) -> int:
     from drivers.kb import index_repository
     from drivers.progress import Progress
 
-    progress = Progress("parsing", enabled=args.verbose)
-    stats = index_repository(Path(args.path), Path(args.kb) if args.kb else None, history=args.history,
-                             max_file_bytes=args.max_file_bytes, on_progress=progress.update)
-    progress.close()
+    if args.workers is not None and args.workers < 1:
+        raise CraError(f"--workers must be at least 1 (got {args.workers}).")
+    progress = Progress("parsing", unit="files") if args.verbose else None
+
+    def waiting() -> None:
+        print("cra: another `cra index` is writing this knowledge base; waiting for it to finish", file=sys.stderr)
+
+    try:
+        stats = index_repository(Path(args.path), Path(args.kb) if args.kb else None, history=args.history,
+                                 max_file_bytes=args.max_file_bytes, workers=args.workers, on_wait=waiting,
+                                 on_progress=progress.update if progress else None)
+    finally:
+        if progress:
+            progress.close()
     print(index_summary(stats))
+    for warning in stats.get("warnings", []):
+        print(f"warning: {warning}", file=sys.stderr)
     return 0
 
 
@@ -33,7 +48,8 @@ def index_summary(stats: dict) -> str:
         skip_parts.append(f"{len(stats['unreadable'])} unreadable")
     lines = [
         f"indexed {stats.get('n_files', 0)} files ({langs or 'none'}) into {stats.get('kb_dir')}",
-        f"  parsed {stats.get('n_parsed', 0)}, reused {stats.get('n_reused', 0)} unchanged; "
+        f"  parsed {stats.get('n_parsed', 0)}" + (f" in {stats['workers']} processes" if stats.get("workers", 1) > 1 else "")
+        + f", reused {stats.get('n_reused', 0)} unchanged; "
         f"{stats.get('n_symbols', 0)} symbols, {stats.get('n_edges', 0)} import edges, "
         f"{stats.get('n_symbol_edges', 0)} symbol edges",
         "  history: " + (f"{stats.get('n_commits', 0)} commits" if stats.get("history_available") else "not a git repository, indexed without history"),
@@ -120,6 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kb", help="KB directory (default PATH/.cra)")
     p.add_argument("--history", type=int, default=2000, help="commits of git history to read (default 2000)")
     p.add_argument("--max-file-bytes", type=int, default=1_000_000, help="skip larger files (default 1 MB)")
+    p.add_argument("--workers", type=int, help="processes for parsing (default: one per core when 600+ files changed)")
     p.add_argument("-v", "--verbose", action="store_true", help="show progress")
     p.set_defaults(run=_index)
 
@@ -162,16 +179,30 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("memory", help="keep and query scoped memories (preferences, corrections, decisions, rules)")
     memory_cli.add_arguments(p)
     p.set_defaults(run=memory_cli.run)
+
+    from drivers import escalation_cli
+
+    escalation_cli.add_commands(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    logging.getLogger("hamilton").addHandler(logging.NullHandler())  # failures reach the user as one CraError line
     try:
         return args.run(args)
     except CraError as exc:
+        if os.environ.get("CRA_DEBUG"):
+            traceback.print_exc()
         print(f"cra: error: {exc}", file=sys.stderr)
         return 2
+    except Exception as exc:  # a bug in cra, not the user's doing: one line, the traceback on request
+        if os.environ.get("CRA_DEBUG"):
+            traceback.print_exc()
+        message = str(exc).splitlines()[0] if str(exc) else "(no message)"
+        print(f"cra: internal error: {type(exc).__name__}: {message}. This is a bug in cra; "
+              "run again with CRA_DEBUG=1 and report the traceback it prints.", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("cra: interrupted; nothing was changed", file=sys.stderr)
         return 130

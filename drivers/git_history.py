@@ -55,3 +55,11 @@ def git_head(root: Path) -> str | None:
     if done is None or done.returncode != 0:
         return None
     return done.stdout.decode().strip() or None
+
+
+def git_tracked(root: Path) -> list[str] | None:
+    """Paths (relative to root) of the files git tracks under root; None outside a git work tree."""
+    done = _git(Path(root), "-c", "core.quotePath=false", "ls-files", "-z")
+    if done is None or done.returncode != 0:
+        return None
+    return [p for p in done.stdout.decode("utf-8", errors="replace").split("\0") if p]

@@ -21,13 +21,14 @@ from hamilton import driver  # noqa: E402
 from hamilton.execution import executors  # noqa: E402
 from hamilton.lifecycle import api as lifecycle  # noqa: E402
 
-from dataflows.index import commit_terms, discovery, edges, history, lexical_terms, metadata, parsing  # noqa: E402
-from dataflows.index.discovery import _language  # noqa: E402
+from dataflows.index import commit_terms, discovery, edges, health, history, lexical_terms, metadata, parsing  # noqa: E402
+from dataflows.index.parsers import language_of as _language  # noqa: E402
 from dataflows.index.schema import TABLES  # noqa: E402
-from drivers.git_history import git_head, git_log  # noqa: E402
+from drivers.errors import CraError  # noqa: E402
+from drivers.git_history import git_head, git_log, git_tracked  # noqa: E402
 from drivers.sources import scan_sources  # noqa: E402
 
-INDEX_MODULES = (discovery, parsing, edges, history, metadata, lexical_terms, commit_terms)
+INDEX_MODULES = (discovery, parsing, edges, history, metadata, lexical_terms, commit_terms, health)
 KB_OUTPUTS = [f"kb_{name}" for name in TABLES]
 PARALLEL_MIN_FILES = 2 * parsing.BATCH_FILES  # below this, process start-up and pickling cost more than they save
 _POLL_SECONDS = 0.02
@@ -51,6 +52,18 @@ class _ProcessExecutor(executors.MultiProcessingExecutor):
         return _WaitingFuture(future)
 
 
+class IndexFailed(CraError):
+    """The index dataflow failed (a node raised, or a worker process died); nothing was written."""
+
+    def __init__(self, cause: BaseException, workers: int):
+        where = f"with {workers} worker processes" if workers > 1 else "in one process"
+        retry = " Retry with --workers 1 to index in one process." if workers > 1 else ""
+        super().__init__(
+            f"Indexing failed {where}: {type(cause).__name__}: {str(cause).splitlines()[0] if str(cause) else '(no message)'}. "
+            f"The previous knowledge base, if any, is unchanged.{retry} Set CRA_DEBUG=1 to see the traceback."
+        )
+
+
 class ParseProgress(lifecycle.TaskReturnHook):
     """Calls on_progress(done, total) as batches of parsed files come back (in the driver's process, so it works
     with the process pool too): (0, total) once the changed files are known, then after every batch."""
@@ -58,8 +71,13 @@ class ParseProgress(lifecycle.TaskReturnHook):
     def __init__(self, on_progress: Callable[[int, int], None]):
         self.on_progress, self.done, self.total = on_progress, 0, 0
 
+    def __getstate__(self) -> dict:
+        """The copy that travels with each task to a worker process stays inert: the callback (which may hold a
+        stream or a lock) is never pickled, and task-return hooks only run in the driver's process anyway."""
+        return {**self.__dict__, "on_progress": None}
+
     def run_after_task_return(self, *, result, success: bool, **future_kwargs) -> None:
-        if not success or not isinstance(result, dict):
+        if self.on_progress is None or not success or not isinstance(result, dict):
             return
         if "changed_files" in result:
             self.total = len(result["changed_files"])
@@ -134,8 +152,15 @@ def index_frames(
         "count_tokens": count_tokens or tokens.count_tokens,
         "count_line_tokens": count_line_tokens or tokens.count_line_tokens,
         "max_commit_files": max_commit_files,
+        "tracked_paths": None if history_from else git_tracked(root),
+        "history_limit": history,
     }
-    results = index_driver(workers, on_progress, adapters).execute([*KB_OUTPUTS, "index_stats"], inputs=inputs)
+    try:
+        results = index_driver(workers, on_progress, adapters).execute([*KB_OUTPUTS, "index_stats", "index_warnings"], inputs=inputs)
+    except CraError:
+        raise
+    except Exception as exc:  # a worker died or a node failed: one line that names it, the previous KB stays live
+        raise IndexFailed(exc, workers) from exc
     tables = {name: results[f"kb_{name}"] for name in TABLES}
     stats = {
         **results["index_stats"],
@@ -143,6 +168,7 @@ def index_frames(
         "oversized": list(scan.oversized),
         "unreadable": [list(u) for u in scan.unreadable],
         "head": (history_from[1] if history_from else git_head(root)) if inputs["git_log"] is not None else None,
+        "warnings": results["index_warnings"],
         "workers": workers,
         "seconds": round(time.perf_counter() - started, 3),
     }

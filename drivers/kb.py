@@ -35,11 +35,13 @@ from dataflows.index.schema import REQUEST_TABLES, SCHEMA_VERSION, TABLES, arrow
 from dataflows.lexical import Bm25Index
 from dataflows.retrieval import vocabulary
 from drivers.errors import CraError
+from drivers.locks import exclusive_lock
 from drivers.tokens import tokens_are_exact
 
 KB_DIRNAME = ".cra"
 _CURRENT = "CURRENT"
 _METADATA = "metadata.json"
+_LOCK = ".index.lock"  # held by the one index run writing this KB
 
 
 def default_kb_dir(repo: Path) -> Path:
@@ -77,7 +79,7 @@ _UNIQUE_TEXT = {("contents", "text")}  # one distinct long value per row: a dict
 
 def _write_table(staging: Path, name: str, frame: pd.DataFrame | None) -> None:
     """One table as Parquet (snappy; no dictionary encoding for columns of unique long texts)."""
-    if frame is None:
+    if frame is None or frame.empty:  # typed by the schema, whatever an empty frame's columns were inferred as
         frame = pd.DataFrame({c: pd.Series(dtype=object) for c in TABLES[name]})
     table = pa.Table.from_pandas(frame[list(TABLES[name])], schema=arrow_schema(name), preserve_index=False)
     dictionary = [c for c in TABLES[name] if (name, c) not in _UNIQUE_TEXT]
@@ -495,13 +497,23 @@ def index_repository(
     max_file_bytes: int = 1_000_000,
     on_progress=None,
     history_from: tuple[Path, str] | None = None,
+    workers: int | None = None,
+    on_wait=None,
 ) -> dict:
-    """Index (or incrementally re-index) a repository into its KB; returns the run's statistics."""
-    from drivers.indexer import index_frames  # the Hamilton indexer; imported late to keep `cra --help` fast
+    """Index (or incrementally re-index) a repository into its KB; returns the run's statistics.
 
+    One index run per KB at a time: a second run waits for the first (on_wait() is called once if it has to),
+    then re-indexes incrementally from what the first wrote."""
     repo = _check_repo(Path(repo))
     kb_dir = Path(kb_dir) if kb_dir else default_kb_dir(repo)
     _check_writable(kb_dir)
+    with exclusive_lock(index_lock_path(kb_dir), on_wait=on_wait):
+        return _index_locked(repo, kb_dir, history, max_file_bytes, on_progress, history_from, workers)
+
+
+def _index_locked(repo: Path, kb_dir: Path, history, max_file_bytes, on_progress, history_from, workers) -> dict:
+    from drivers.indexer import index_frames  # the Hamilton indexer; imported late to keep `cra --help` fast
+
     started = time.perf_counter()  # the whole run: reading the previous KB, indexing, writing the new one
     previous, notes = None, []
     if _live_version(kb_dir) is not None:
@@ -512,7 +524,7 @@ def index_repository(
         except CraError as exc:
             notes.append(f"previous KB not reused: {exc}")
     tables, stats = index_frames(repo, previous_kb=previous, history=history, max_file_bytes=max_file_bytes,
-                                 on_progress=on_progress, history_from=history_from)
+                                 on_progress=on_progress, history_from=history_from, workers=workers)
     exact = tokens_are_exact() if stats["n_parsed"] or previous is None else previous_exact
     stats = {**stats, "seconds": round(time.perf_counter() - started, 3), "notes": notes, "tokens_exact": exact}
     metadata = {
@@ -527,3 +539,8 @@ def index_repository(
     stats["seconds"] = round(time.perf_counter() - started, 3)
     stats["kb_dir"] = str(kb_dir)
     return stats
+
+
+def index_lock_path(kb_dir: Path) -> Path:
+    """The lock file that one `cra index` run holds while it writes kb_dir (a second run waits on it)."""
+    return Path(kb_dir) / _LOCK

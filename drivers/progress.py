@@ -1,4 +1,4 @@
-"""Progress on stderr for long work (indexing, evaluation): one self-overwriting line, throttled."""
+"""Progress on stderr for long work (indexing, evaluation): one self-overwriting line, throttled, with a rate and an ETA."""
 
 from __future__ import annotations
 
@@ -9,10 +9,20 @@ import time
 class Progress:
     """Callable as on_progress(done, total); prints at most ~10 times a second, only when enabled."""
 
-    def __init__(self, label: str, enabled: bool = True, stream=sys.stderr):
-        self.label, self.enabled, self.stream = label, enabled, stream
+    def __init__(self, label: str, enabled: bool = True, stream=sys.stderr, unit: str = ""):
+        self.label, self.enabled, self.stream, self.unit = label, enabled, stream, unit
+        self._started = time.monotonic()
         self._last = 0.0
         self._shown = False
+
+    def line(self, done: int, total: int, now: float) -> str:
+        """`label: done/total unit (rate/s, ~ETA left)`: the rate and ETA once there is something to measure."""
+        text = f"{self.label}: {done}/{total}" + (f" {self.unit}" if self.unit else "")
+        elapsed = now - self._started
+        if done > 0 and elapsed > 0.5:
+            rate = done / elapsed
+            text += f" ({rate:,.0f}/s" + (f", ~{(total - done) / rate:,.0f} s left)" if done < total else ")")
+        return text
 
     def update(self, done: int, total: int) -> None:
         now = time.monotonic()
@@ -20,7 +30,7 @@ class Progress:
             return
         self._last = now
         self._shown = True
-        self.stream.write(f"\r{self.label}: {done}/{total}")
+        self.stream.write("\r" + self.line(done, total, now).ljust(60))
         self.stream.flush()
 
     def close(self) -> None:

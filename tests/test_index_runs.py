@@ -1,0 +1,102 @@
+"""How `cra index` behaves around the run itself: one writer per KB, worker failures as one line, and the warnings
+that say when an index does not reflect its tree."""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from drivers.cli import main
+from drivers.errors import CraError
+from drivers.indexer import ParseProgress, index_frames
+from drivers.kb import index_lock_path, load_kb
+from drivers.locks import exclusive_lock
+from tests.fixture_repo import make_repo
+
+CRA = Path(sys.executable).with_name("cra")
+
+
+def test_a_second_index_waits_for_the_first_and_both_leave_a_working_kb(tmp_path):
+    repo = make_repo(tmp_path / "repo")
+    assert main(["index", str(repo)]) == 0
+    with exclusive_lock(index_lock_path(repo / ".cra")):  # another index run is writing
+        second = subprocess.Popen([str(CRA), "index", str(repo)], stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        line = second.stderr.readline()
+        assert "waiting" in line and second.poll() is None  # it says so and waits instead of racing the writer
+    out, err = second.communicate(timeout=120)
+    assert second.returncode == 0, err
+    assert "Traceback" not in err and "indexed" in out
+    assert not load_kb(repo / ".cra").tables["files"].empty
+
+
+def test_concurrent_index_runs_of_one_repository_all_succeed(tmp_path):
+    repo = make_repo(tmp_path / "repo")
+    runs = [subprocess.Popen([str(CRA), "index", str(repo)], stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            for _ in range(3)]
+    for run in runs:
+        out, err = run.communicate(timeout=180)
+        assert run.returncode == 0 and "Traceback" not in err, err
+    assert sorted(p.name for p in (repo / ".cra").iterdir() if p.name.startswith(("v-", ".tmp-"))).__len__() == 1
+
+
+class _HoldsAStream:
+    """A lifecycle adapter that cannot be pickled, as the CLI's progress printer once was."""
+
+    def __init__(self):
+        self.stream = sys.stderr
+
+
+def test_progress_callback_never_travels_to_worker_processes():
+    lock = threading.Lock()
+    calls = []
+    hook = ParseProgress(lambda done, total: (lock, calls.append((done, total))))
+    copy = pickle.loads(pickle.dumps(hook))  # what a worker receives: inert, and picklable despite the lock
+    copy.run_after_task_return(result={"changed_files": [1, 2]}, success=True)
+    hook.run_after_task_return(result={"changed_files": [1, 2]}, success=True)
+    assert calls == [(0, 2)]
+
+
+def test_a_failing_worker_run_is_one_line_naming_the_cause(tmp_path):
+    from hamilton.lifecycle import api
+
+    class Unpicklable(api.TaskReturnHook, _HoldsAStream):
+        def run_after_task_return(self, **kwargs):
+            pass
+
+    repo = make_repo(tmp_path / "repo")
+    with pytest.raises(CraError) as err:
+        index_frames(repo, history=0, workers=2, adapters=(Unpicklable(),))
+    message = str(err.value)
+    assert "\n" not in message and "pickle" in message and "--workers 1" in message
+
+
+def test_workers_must_be_positive(tmp_path, capsys):
+    assert main(["index", str(make_repo(tmp_path / "repo")), "--workers", "0"]) == 2
+    assert "--workers must be at least 1" in capsys.readouterr().err
+
+
+def test_index_warns_when_tracked_sources_are_left_out(tmp_path, capsys):
+    repo = tmp_path / "repo"
+    (repo / "svc").mkdir(parents=True)
+    for i in range(25):
+        (repo / "svc" / f"handler{i}.go").write_text("package svc\n\n" + f"func Handle{i}() int {{ return {i} }}\n" * 60)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run(["git", "-C", str(repo), "add", "."], check=True)
+    subprocess.run(["git", "-C", str(repo), "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "go"], check=True)
+    assert main(["index", str(repo), "--max-file-bytes", "1000"]) == 0
+    err = capsys.readouterr().err
+    assert "25 of 25 go files tracked by git are not in the index" in err
+    assert "nothing was indexed" in err
+
+
+def test_index_of_a_tree_without_history_says_which_signals_are_off(tmp_path, capsys):
+    (tmp_path / "tree").mkdir()
+    (tmp_path / "tree" / "app.py").write_text("def main():\n    return 1\n")
+    assert main(["index", str(tmp_path / "tree")]) == 0
+    err = capsys.readouterr().err
+    assert "no git history (not a git repository)" in err and "co-change" in err
