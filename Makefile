@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 CRA := $(VENV)/bin/cra
 TASK ?= The BM25 score of a query term that is repeated should count sub-linearly; fix Bm25Index.scores in the lexical index
 
-.PHONY: setup run test bench eval clean
+.PHONY: setup run test test-fast bench eval clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,9 @@ run: setup
 
 test: setup
 	$(PY) -m pytest -q
+
+test-fast: setup  # while developing: everything but the end-to-end runs on real-sized code
+	$(PY) -m pytest -q -m "not slow"
 
 bench: setup
 	$(PY) -m drivers.bench
