@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dataflows.memory.models import MemoryQuery
 from drivers.memory import memory_context_for, memory_driver, query_memories
@@ -205,3 +207,25 @@ def test_memory_context_for_small_budget_and_empty_store(tmp_path, store):
     assert markdown == "" and provenance["tokens"] == 0
     markdown, provenance = memory_context_for(store, "hydra", "go", None, 20, NOW)
     assert 0 < count_tokens(markdown) <= 20 and len(provenance["memories"]) >= 1
+
+
+SCOPES = ["universal", "language:go", "project:hydra", "project:hydra:task:coding"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(items=st.lists(st.tuples(st.sampled_from(SCOPES), st.text(min_size=1, max_size=400)), max_size=30),
+       budget=st.integers(0, 600))  # fmt: skip
+def test_budget_is_never_exceeded(items, budget):
+    frame = pd.DataFrame({"content": [c for _, c in items], "scope": [s for s, _ in items], "category": "c",
+                          "confidence": 0.9, "timestamp": _ago(3)}, columns=["content", "scope", "category", "confidence", "timestamp"])  # fmt: skip
+    out = memory_driver().execute(["retrieval_result", "memory_context", "memory_tokens", "budgeted_memories"], inputs={
+        "memories": frame, "project": "hydra", "language": "go", "task": "coding", "task_text": "fix the go code",
+        "now": NOW, "memory_query": MemoryQuery(max_results=1000), "budget": budget, "memory_budget": budget,
+        "count_tokens": count_tokens})  # fmt: skip
+    result, section = out["retrieval_result"], out["memory_context"]
+    assert result.total_found == len(items)
+    assert result.token_estimate <= budget
+    assert count_tokens(section.markdown) == section.tokens <= budget
+    # greedy fill: a memory left out would not have fitted into what the returned ones leave
+    left_out = out["memory_tokens"].drop(out["budgeted_memories"].index)
+    assert (left_out > budget - result.token_estimate).all()
