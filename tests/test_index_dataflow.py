@@ -14,7 +14,8 @@ import pyarrow as pa
 import pytest
 
 from dataflows.index import edges as edges_module
-from dataflows.index import lexical_terms, parsing
+from dataflows.index import parsing
+from dataflows.index.code_terms import code_term_counts
 from dataflows.index.schema import TABLES, arrow_schema
 from dataflows.text import terms
 from drivers.git_history import git_log
@@ -255,9 +256,9 @@ def test_concepts_and_terms_describe_each_file(indexed):
     assert {"cent", "subtot"} & total_terms and "price" in total_terms  # body + attached comment
 
 
-def test_term_counts_match_the_shared_tokenizer():
+def test_code_term_counts_match_the_shared_tokenizer():
     for text in FILES.values():
-        assert lexical_terms._term_counts(text) == Counter(terms(text))
+        assert list(code_term_counts(text).items()) == list(Counter(terms(text)).items())  # counts and order
 
 
 def _through_parquet_types(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
@@ -454,9 +455,15 @@ def test_incremental_run_matches_a_full_index_of_the_same_tree(tmp_path):
     assert list(incremental["contents"]["file_id"]) == sorted(incremental["contents"]["file_id"])
 
 
-def test_discovery_language_matches_language_of():
+def test_discovery_names_the_language_of_every_scanned_path():
     from dataflows.index import discovery
-    from dataflows.index.parsers import language_of
 
-    paths = ["a/b.py", "Dockerfile", "x/Dockerfile.dev", "README", ".gitignore", "lib/x.d.ts", "a/.env", "m.TSX", "noext", "a.b/c"]
-    assert [discovery._language(p) for p in paths] == [language_of(p) for p in paths]
+    languages = {
+        "a/b.py": "python", "Dockerfile": "dockerfile", "x/Dockerfile.dev": "dockerfile", "README": "text",
+        ".gitignore": "text", "lib/x.d.ts": "typescript", "a/.env": None, "app.env": "dotenv", "m.TSX": "tsx", "noext": None,
+        "a.b/c": None, "win\\dir\\main.go": "go",
+    }  # fmt: skip
+    source_files = pd.DataFrame({"path": list(languages), "data": [b"x = 1\n"] * len(languages)}).assign(size=6)
+    previous = discovery.previous_files(None)
+    decoded = discovery.decoded_files(source_files, previous, discovery.previous_content_ids(None))
+    assert {p: lang if isinstance(lang, str) else None for p, lang in zip(decoded["path"], decoded["language"])} == languages

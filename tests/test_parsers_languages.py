@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from dataflows.index import discovery
 from dataflows.index import edges as edges_module
-from dataflows.index.discovery import _is_test
 from dataflows.index.parsers import PARSED_LANGUAGES, language_of, parse_source
 from dataflows.index.parsers.models import ParsedComment, ParsedFile, ParsedImport
 from drivers.indexer import index_frames
@@ -368,8 +368,12 @@ def test_new_languages_are_parsed_and_their_test_files_recognised():
     ]  # fmt: skip
     tests = ["test_util.c", "src/util_test.cc", "spec/user_spec.rb", "lib/user_test.rb", "app/UserTest.php",
              "Shop/CartTests.cs", "Shop/CartTest.cs"]  # fmt: skip
-    assert all(_is_test(p) for p in tests)
-    assert not any(_is_test(p) for p in ("src/util.c", "lib/latest.rb", "app/Contest.php", "Shop/Cart.cs"))
+    others = ["src/util.c", "lib/latest.rb", "app/Contest.php", "Shop/Cart.cs"]
+    source_files = pd.DataFrame({"path": tests + others, "data": [b"x\n"] * len(tests + others)}).assign(size=2)
+    previous = discovery.previous_files(None)
+    decoded = discovery.decoded_files(source_files, previous, discovery.previous_content_ids(None))
+    facts = discovery.file_facts(decoded, [], [], previous)
+    assert dict(zip(facts["path"], facts["is_test"])) == {**dict.fromkeys(tests, True), **dict.fromkeys(others, False)}
 
 
 def _bindings(files: list[tuple[str, str]], imports: list[tuple], symbols: list[tuple[str, str]] = ()) -> set:

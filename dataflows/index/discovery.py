@@ -14,7 +14,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from dataflows.index.parsers import LANGUAGE_BY_EXTENSION, LANGUAGE_BY_FILENAME
+from dataflows.index.parsers import language_of
 from dataflows.index.schema import TABLES
 
 _SNIFF_BYTES = 8192
@@ -52,16 +52,6 @@ def _decode(data: bytes) -> str | None:
         return None
 
 
-def _language(path: str) -> str | None:
-    """`language_of` for a POSIX repository path, without building a path object (called for every scanned file)."""
-    name = path.rpartition("/")[2].lower()
-    if name in LANGUAGE_BY_FILENAME:
-        return LANGUAGE_BY_FILENAME[name]
-    if name.startswith("dockerfile."):
-        return "dockerfile"
-    return LANGUAGE_BY_EXTENSION.get(name.rsplit(".", 1)[-1] if "." in name.lstrip(".") else "")
-
-
 def _hashes(source_files: pd.DataFrame) -> list[str]:
     """sha1 of every scanned file: the scan's `hash` column when it has one, else computed here."""
     if "hash" in source_files:
@@ -91,11 +81,11 @@ def decoded_files(source_files: pd.DataFrame, previous_files: pd.DataFrame, prev
             "path": paths,
             "size": source_files["size"].astype("int64").to_numpy(),
             "hash": hashes,
-            "language": [_language(p) for p in paths],
+            "language": [language_of(p) for p in paths],
             "reused": np.array(reused, dtype=bool),
             "text": [None if r else _decode(d) for r, d in zip(reused, data)],
         }
-    )
+    ).astype({"path": "str", "hash": "str"})  # typed even when the tree has nothing to index
 
 
 def skipped_binary(decoded_files: pd.DataFrame) -> list[str]:

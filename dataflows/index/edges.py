@@ -18,7 +18,7 @@ from collections import defaultdict
 import numpy as np
 import pandas as pd
 
-from dataflows.index.parsing import _conform
+from dataflows.index.frames import conform
 
 JS_LANGUAGES = frozenset({"javascript", "typescript", "tsx", "jsx"})
 JS_EXTENSIONS = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".d.ts")
@@ -274,7 +274,7 @@ def kb_edges(import_bindings: pd.DataFrame) -> pd.DataFrame:
     """File -> file import edges inside the repository (kind "import"), deduplicated, no self-edges."""
     edges = import_bindings.rename(columns={"file_id": "src_file_id"})[["src_file_id", "dst_file_id"]]
     edges = edges[edges["src_file_id"] != edges["dst_file_id"]].drop_duplicates().sort_values(["src_file_id", "dst_file_id"])
-    return _conform(edges.assign(kind="import"), "edges")
+    return conform(edges.assign(kind="import"), "edges")
 
 
 def _enclosing_class(symbols: pd.DataFrame) -> pd.Series:
@@ -350,7 +350,7 @@ def kb_symbol_edges(
     carried = _carried_symbol_edges(previous_kb, symbol_edge_files, symbol_keys)
     edges = pd.concat([f for f in (carried, resolved) if len(f)] or [resolved], ignore_index=True)
     edges = edges.drop_duplicates(["src_symbol_id", "dst_symbol_id", "kind"]).sort_values(["src_symbol_id", "dst_symbol_id", "kind"])
-    return _conform(edges, "symbol_edges")
+    return conform(edges, "symbol_edges")
 
 
 def _carried_symbol_edges(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from dataflows.index.parsing import _conform
+from dataflows.index.frames import conform
 
 RECORD_SEP = "\x1e"
 FIELD_SEP = "\x1f"
@@ -36,13 +36,13 @@ def _parse_records(git_log: str) -> tuple[list[tuple], list[tuple[str, str]]]:
 def kb_commits(git_log: str | None) -> pd.DataFrame:
     """One row per commit (newest first): hash, unix time, author, full message, number of files touched."""
     rows, _ = _parse_records(git_log or "")
-    return _conform(pd.DataFrame(rows, columns=["commit", "time", "author", "message", "n_files"]), "commits")
+    return conform(pd.DataFrame(rows, columns=["commit", "time", "author", "message", "n_files"]), "commits")
 
 
 def kb_commit_files(git_log: str | None) -> pd.DataFrame:
     """(commit, path) for every file a commit touched, paths relative to the indexed root."""
     _, rows = _parse_records(git_log or "")
-    return _conform(pd.DataFrame(rows, columns=["commit", "path"]), "commit_files")
+    return conform(pd.DataFrame(rows, columns=["commit", "path"]), "commit_files")
 
 
 def file_history(kb_commits: pd.DataFrame, kb_commit_files: pd.DataFrame) -> pd.DataFrame:
@@ -62,4 +62,4 @@ def kb_cochange(
     pairs = pairs[pairs["file_id_a"] < pairs["file_id_b"]]
     counts = pairs.groupby(["file_id_a", "file_id_b"]).size().reset_index(name="count")
     counts = counts.rename(columns={"file_id_a": "file_a", "file_id_b": "file_b"})
-    return _conform(counts.sort_values(["file_a", "file_b"]), "cochange")
+    return conform(counts.sort_values(["file_a", "file_b"]), "cochange")

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from dataflows.index.parsing import ParsedBatch, _concat, _conform, _old_to_new, _previous, _term_counts
-
-__all__ = ["_term_counts", "kb_file_terms", "kb_symbol_terms"]
+from dataflows.index.frames import conform, old_to_new_symbol_ids, previous_table, stacked
+from dataflows.index.parsing import ParsedBatch
 
 
 def _append(reused: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
@@ -29,10 +28,10 @@ def kb_file_terms(
 ) -> pd.DataFrame:
     """(file_id, term, tf) of path + text for every file: counted for new/changed files, reused otherwise;
     reused rows keep their previous (sorted) order, this run's rows follow sorted by (file_id, term)."""
-    new = _concat([b.file_terms for b in parsed_batches], ["file_id", "term", "tf"])
-    previous = _previous(previous_kb, "file_terms")
+    new = stacked([b.file_terms for b in parsed_batches], ["file_id", "term", "tf"])
+    previous = previous_table(previous_kb, "file_terms")
     reused = previous[previous["file_id"].isin(indexed_files.loc[indexed_files["reused"], "file_id"])]
-    return _conform(_append(reused, new.sort_values(["file_id", "term"], kind="stable")), "file_terms")
+    return conform(_append(reused, new.sort_values(["file_id", "term"], kind="stable")), "file_terms")
 
 
 def kb_symbol_terms(
@@ -41,12 +40,12 @@ def kb_symbol_terms(
     """(symbol_id, term, tf) of qualified name + signature + docstring + body + attached comments per symbol
     (a class's body is its own lines plus its members' names); reused rows first (re-keying keeps their
     order), then this run's rows sorted by (symbol_id, term)."""
-    new = _concat([b.symbol_terms for b in parsed_batches], ["file_id", "local", "term", "tf"])
+    new = stacked([b.symbol_terms for b in parsed_batches], ["file_id", "local", "term", "tf"])
     keys = symbol_keys[symbol_keys["local"] >= 0]
     local_ids = pd.Series(keys["symbol_id"].to_numpy(), index=pd.MultiIndex.from_arrays([keys["file_id"], keys["local"]]))
     ids = local_ids.reindex(pd.MultiIndex.from_arrays([new["file_id"].astype("int64"), new["local"].astype("int64")]))
     new = pd.DataFrame({"symbol_id": ids.to_numpy(), "term": new["term"].to_numpy(), "tf": new["tf"].to_numpy()})
-    previous = _previous(previous_kb, "symbol_terms")
-    reused = previous.assign(symbol_id=previous["symbol_id"].map(_old_to_new(symbol_keys)))
+    previous = previous_table(previous_kb, "symbol_terms")
+    reused = previous.assign(symbol_id=previous["symbol_id"].map(old_to_new_symbol_ids(symbol_keys)))
     reused = reused[reused["symbol_id"].notna()]
-    return _conform(_append(reused, new.sort_values(["symbol_id", "term"], kind="stable")), "symbol_terms")
+    return conform(_append(reused, new.sort_values(["symbol_id", "term"], kind="stable")), "symbol_terms")

@@ -6,14 +6,15 @@ import numpy as np
 import pandas as pd
 
 from dataflows.index.parsers.models import ParsedFile
-from dataflows.index.parsing import _IDENTIFIER, _conform, _identifier_terms
+from dataflows.index.code_terms import IDENTIFIER, identifier_terms
+from dataflows.index.frames import conform
 
 MAX_CONCEPTS = 10
 
 
 def _concept_term_counts(kb_symbols: pd.DataFrame, kb_comments: pd.DataFrame) -> pd.DataFrame:
     """(file_id, term, tf) over each file's identifiers (symbol names), docstrings and comments; the same counts
-    as `_term_counts` of those texts joined, computed over all files at once (identifiers tokenised once)."""
+    as `code_term_counts` of those texts joined, computed over all files at once (identifiers tokenised once)."""
     texts = pd.concat([
         pd.Series((kb_symbols["qualified_name"].fillna("") + " " + kb_symbols["docstring"].fillna("")).to_numpy(),
                   index=kb_symbols["file_id"].to_numpy()),
@@ -21,11 +22,11 @@ def _concept_term_counts(kb_symbols: pd.DataFrame, kb_comments: pd.DataFrame) ->
     ])  # fmt: skip
     if texts.empty:
         return pd.DataFrame({"file_id": pd.Series(dtype="int64"), "term": pd.Series(dtype=object), "tf": pd.Series(dtype="int64")})
-    identifiers = texts.astype(object).str.findall(_IDENTIFIER).explode().dropna()
+    identifiers = texts.astype(object).str.findall(IDENTIFIER).explode().dropna()
     occurrences = identifiers.rename_axis("file_id").reset_index(name="identifier").value_counts().reset_index(name="n")
     vocabulary = occurrences["identifier"].unique()
     expansion = pd.DataFrame(
-        [(identifier, term) for identifier in vocabulary for term in _identifier_terms(identifier)],
+        [(identifier, term) for identifier in vocabulary for term in identifier_terms(identifier)],
         columns=["identifier", "term"],
     )
     counted = occurrences.merge(expansion, on="identifier").groupby(["file_id", "term"], sort=False)["n"].sum()
@@ -100,7 +101,7 @@ def kb_files(
         last_commit_time=history["last_commit_time"].astype("Int64").to_numpy(),
         commit_count=history["commit_count"].fillna(0).astype("int32").to_numpy(),
     )
-    return _conform(files.sort_values("file_id"), "files")
+    return conform(files.sort_values("file_id"), "files")
 
 
 def kb_contents(indexed_files: pd.DataFrame, previous_kb: dict[str, pd.DataFrame] | None) -> pd.DataFrame:
@@ -109,11 +110,11 @@ def kb_contents(indexed_files: pd.DataFrame, previous_kb: dict[str, pd.DataFrame
     new = indexed_files.loc[~indexed_files["reused"], ["file_id", "text"]]
     reused_ids = indexed_files.loc[indexed_files["reused"], "file_id"]
     if not len(reused_ids):
-        return _conform(new.sort_values("file_id"), "contents")
+        return conform(new.sort_values("file_id"), "contents")
     previous = previous_kb["contents"]
     reused = previous[previous["file_id"].isin(reused_ids)]
     contents = pd.concat([reused, new.astype({"text": reused["text"].dtype})], ignore_index=True) if len(new) else reused
-    return _conform(contents.sort_values("file_id"), "contents")
+    return conform(contents.sort_values("file_id"), "contents")
 
 
 def index_stats(

@@ -13,26 +13,22 @@ cover plus the members' names, so a class does not repeat (and re-tokenise) its 
 
 from __future__ import annotations
 
-import re
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 import pandas as pd
 from hamilton.htypes import Collect, Parallelizable
 
+from dataflows.index.code_terms import code_term_counts
+from dataflows.index.frames import conform, old_to_new_symbol_ids, previous_table, stacked
 from dataflows.index.parsers import parse_source
 from dataflows.index.parsers.comments import is_rationale
 from dataflows.index.parsers.models import ParsedFile, ParsedSymbol
-from dataflows.index.schema import TABLES
-from dataflows.text import terms
 
 BATCH_FILES = 300  # files per parallel task: large enough to amortise pickling, small enough to balance 2+ cores
 CONTAINER_KINDS = frozenset({"class", "interface", "enum"})
 _SYMBOL_TOKEN_COLUMNS = ["file_id", "local", "signature_tokens", "body_tokens", "docstring_tokens"]
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -44,27 +40,6 @@ class ParsedBatch:
     symbol_tokens: pd.DataFrame  # _SYMBOL_TOKEN_COLUMNS
     file_terms: pd.DataFrame  # file_id, term, tf
     symbol_terms: pd.DataFrame  # file_id, local, term, tf
-
-
-@lru_cache(maxsize=500_000)
-def _identifier_terms(identifier: str) -> tuple[str, ...]:
-    """`terms` of one identifier, cached: code repeats the same identifiers thousands of times."""
-    return tuple(terms(identifier))
-
-
-def _term_counts(text: str) -> Counter:
-    """Same counts as Counter(terms(text)) (terms works identifier by identifier), ~4x faster on code."""
-    counts: Counter = Counter()
-    for identifier, n in Counter(_IDENTIFIER.findall(text)).items():
-        for term in _identifier_terms(identifier):
-            counts[term] += n
-    return counts
-
-
-def _concat(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
-    """Frames stacked (empty ones dropped), or an empty frame with these columns."""
-    frames = [f for f in frames if len(f)]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
 
 
 def _parse(language: str, text: str) -> ParsedFile | None:
@@ -118,7 +93,7 @@ def _parse_batch(files: pd.DataFrame, count_tokens: Callable, count_line_tokens:
             first, last = min(max(s.start_line - 1, 0), n_lines), min(max(s.end_line, 0), n_lines)
             body = int(line_tokens[max(last, first)] - line_tokens[first])
             symbol_tokens.append((file_id, local, tokens_of(s.signature), body, tokens_of(s.docstring or "")))
-        counts = _term_counts(path + "\n" + text)
+        counts = code_term_counts(path + "\n" + text)
         file_terms.extend((file_id, term, tf) for term, tf in counts.items())
         comments: dict[int, list[str]] = {}
         for c in result.comments if result is not None else ():
@@ -126,7 +101,7 @@ def _parse_batch(files: pd.DataFrame, count_tokens: Callable, count_line_tokens:
                 comments.setdefault(c.symbol, []).append(c.text)
         for local, (s, body) in enumerate(zip(symbols, _symbol_bodies(text.split("\n"), symbols))):
             doc = "\n".join([s.qualified_name, s.signature, s.docstring or "", body, *comments.get(local, ())])
-            symbol_terms.extend((file_id, local, term, tf) for term, tf in _term_counts(doc).items())
+            symbol_terms.extend((file_id, local, term, tf) for term, tf in code_term_counts(doc).items())
     return ParsedBatch(
         parsed=parsed,
         file_tokens=pd.Series(file_tokens, dtype="int64"),
@@ -134,36 +109,6 @@ def _parse_batch(files: pd.DataFrame, count_tokens: Callable, count_line_tokens:
         file_terms=pd.DataFrame(file_terms, columns=["file_id", "term", "tf"]),
         symbol_terms=pd.DataFrame(symbol_terms, columns=["file_id", "local", "term", "tf"]),
     )
-
-
-_NULLABLE_INTS = {("symbols", "parent_id"), ("comments", "symbol_id"), ("files", "last_commit_time")}
-
-
-def _conform(frame: pd.DataFrame, table: str) -> pd.DataFrame:
-    """Exactly the schema's columns in order, ints as int32/int64 (nullable ones as Int32/Int64), index reset."""
-    out = pd.DataFrame(index=range(len(frame)))
-    for column, typ in TABLES[table].items():
-        values = frame[column].reset_index(drop=True) if column in frame else pd.Series([None] * len(frame))
-        name = str(typ)
-        if name in ("int32", "int64"):
-            nullable = (table, column) in _NULLABLE_INTS
-            target = name.capitalize() if nullable else name
-            values = values if values.dtype == target else values.astype(target)
-        elif name == "bool":
-            values = values if values.dtype == bool else values.astype(bool)
-        elif name == "string" and not (isinstance(values.dtype, pd.StringDtype) and not values.hasnans):
-            values = values.astype(object)  # arrow-backed strings without nulls (reused rows) stay as they are
-            if values.hasnans:
-                values = values.where(values.notna(), None)
-        out[column] = values
-    return out
-
-
-def _previous(previous_kb: dict[str, pd.DataFrame] | None, table: str) -> pd.DataFrame:
-    """One table of the last index, or an empty frame with the schema's columns."""
-    if previous_kb and table in previous_kb:
-        return previous_kb[table]
-    return _conform(pd.DataFrame(columns=list(TABLES[table])), table)
 
 
 def changed_files(indexed_files: pd.DataFrame) -> pd.DataFrame:
@@ -205,13 +150,13 @@ def new_symbol_rows(parsed_files: dict[int, ParsedFile | None], parsed_batches: 
     columns = ["file_id", "local", "name", "qualified_name", "kind", "start_line", "end_line", "signature",
                "docstring", "decorators", "parent_local"]  # fmt: skip
     symbols = pd.DataFrame(rows, columns=columns)
-    tokens = _concat([b.symbol_tokens for b in parsed_batches], _SYMBOL_TOKEN_COLUMNS)
+    tokens = stacked([b.symbol_tokens for b in parsed_batches], _SYMBOL_TOKEN_COLUMNS)
     return symbols.merge(tokens, on=["file_id", "local"], how="left")
 
 
 def reused_symbol_rows(indexed_files: pd.DataFrame, previous_kb: dict[str, pd.DataFrame] | None) -> pd.DataFrame:
     """The previous index's symbols of files whose content did not change."""
-    previous = _previous(previous_kb, "symbols")
+    previous = previous_table(previous_kb, "symbols")
     return previous[previous["file_id"].isin(indexed_files.loc[indexed_files["reused"], "file_id"])]
 
 
@@ -228,12 +173,6 @@ def symbol_keys(reused_symbol_rows: pd.DataFrame, new_symbol_rows: pd.DataFrame)
     keys = pd.concat([reused, new], ignore_index=True).sort_values(["file_id", "order"], ignore_index=True)
     keys["symbol_id"] = np.arange(len(keys), dtype="int64")
     return keys.drop(columns="order")
-
-
-def _old_to_new(symbol_keys: pd.DataFrame) -> pd.Series:
-    """new symbol_id by previous symbol_id (reused files)."""
-    reused = symbol_keys[symbol_keys["old_id"] >= 0]
-    return pd.Series(reused["symbol_id"].to_numpy(), index=reused["old_id"].to_numpy())
 
 
 def _local_to_new(symbol_keys: pd.DataFrame, file_ids: pd.Series, locals_: pd.Series) -> pd.Series:
@@ -254,7 +193,7 @@ def file_tokens(indexed_files: pd.DataFrame, previous_files: pd.DataFrame, parse
 
 def kb_symbols(reused_symbol_rows: pd.DataFrame, new_symbol_rows: pd.DataFrame, symbol_keys: pd.DataFrame) -> pd.DataFrame:
     """Every definition in the KB (reused rows re-keyed, parsed rows with token counts), ordered by symbol_id."""
-    old_to_new = _old_to_new(symbol_keys)
+    old_to_new = old_to_new_symbol_ids(symbol_keys)
     reused = reused_symbol_rows.assign(
         symbol_id=reused_symbol_rows["symbol_id"].map(old_to_new),
         parent_id=reused_symbol_rows["parent_id"].map(old_to_new),
@@ -266,7 +205,7 @@ def kb_symbols(reused_symbol_rows: pd.DataFrame, new_symbol_rows: pd.DataFrame, 
     )
     frames = [f for f in (reused, new) if len(f)]
     symbols = pd.concat(frames, ignore_index=True) if frames else new
-    return _conform(symbols.sort_values("symbol_id"), "symbols")
+    return conform(symbols.sort_values("symbol_id"), "symbols")
 
 
 def kb_comments(
@@ -284,11 +223,11 @@ def kb_comments(
     ]
     new = pd.DataFrame(rows, columns=["file_id", "local", "line", "text", "is_rationale"])
     new["symbol_id"] = _local_to_new(symbol_keys, new["file_id"], new["local"]) if len(new) else pd.Series(dtype="Int64")
-    previous = _previous(previous_kb, "comments")
+    previous = previous_table(previous_kb, "comments")
     reused = previous[previous["file_id"].isin(indexed_files.loc[indexed_files["reused"], "file_id"])]
-    reused = reused.assign(symbol_id=reused["symbol_id"].map(_old_to_new(symbol_keys)))
+    reused = reused.assign(symbol_id=reused["symbol_id"].map(old_to_new_symbol_ids(symbol_keys)))
     comments = pd.concat([f for f in (reused, new) if len(f)] or [new], ignore_index=True)
-    return _conform(comments.sort_values(["file_id", "line"], kind="stable"), "comments")
+    return conform(comments.sort_values(["file_id", "line"], kind="stable"), "comments")
 
 
 def kb_imports(
@@ -302,11 +241,11 @@ def kb_imports(
         for i in parsed.imports
     ]
     new = pd.DataFrame(rows, columns=["file_id", "target", "names", "level", "line"])
-    previous = _previous(previous_kb, "imports")
+    previous = previous_table(previous_kb, "imports")
     reused = previous[previous["file_id"].isin(indexed_files.loc[indexed_files["reused"], "file_id"])]
     reused = reused.assign(names=reused["names"].map(list))
     imports = pd.concat([f for f in (reused, new) if len(f)] or [new], ignore_index=True)
-    return _conform(imports.sort_values(["file_id", "line"], kind="stable"), "imports")
+    return conform(imports.sort_values(["file_id", "line"], kind="stable"), "imports")
 
 
 def kb_references(
@@ -322,12 +261,12 @@ def kb_references(
     ]
     new = pd.DataFrame(rows, columns=["file_id", "local", "name", "kind"])
     new["symbol_id"] = _local_to_new(symbol_keys, new["file_id"], new["local"]) if len(new) else pd.Series(dtype="Int64")
-    previous = _previous(previous_kb, "references")
-    reused = previous.assign(symbol_id=previous["symbol_id"].map(_old_to_new(symbol_keys)))
+    previous = previous_table(previous_kb, "references")
+    reused = previous.assign(symbol_id=previous["symbol_id"].map(old_to_new_symbol_ids(symbol_keys)))
     reused = reused[reused["symbol_id"].notna()]
     new = new[new["symbol_id"].notna()].sort_values(["symbol_id"], kind="stable")
     references = pd.concat([f for f in (reused, new) if len(f)] or [new], ignore_index=True)
-    return _conform(references, "references")
+    return conform(references, "references")
 
 
 def file_parse_errors(

@@ -7,8 +7,6 @@ languages and None for text-only ones. It never raises: failures become `ParsedF
 
 from __future__ import annotations
 
-from pathlib import PurePosixPath
-
 from dataflows.index.parsers.models import ParsedFile
 
 PARSED_LANGUAGES = frozenset(
@@ -51,14 +49,14 @@ LANGUAGE_BY_FILENAME: dict[str, str] = {
 
 
 def language_of(path: str) -> str | None:
-    """Language of a repository path by file name / extension; None when it is not a text source we index."""
-    name = PurePosixPath(path.replace("\\", "/")).name.lower()
+    """Language of a repository path by file name / extension; None when it is not a text source we index
+    (string operations only, no path object: the indexer calls it for every scanned file)."""
+    name = path.rpartition("/")[2].rpartition("\\")[2].lower()
     if name in LANGUAGE_BY_FILENAME:
         return LANGUAGE_BY_FILENAME[name]
     if name.startswith("dockerfile."):
         return "dockerfile"
-    suffix = name.rsplit(".", 1)[-1] if "." in name.lstrip(".") else ""
-    return LANGUAGE_BY_EXTENSION.get(suffix)
+    return LANGUAGE_BY_EXTENSION.get(name.rsplit(".", 1)[-1] if "." in name.lstrip(".") else "")
 
 
 def parse_source(language: str, text: str) -> ParsedFile | None:
