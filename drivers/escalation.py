@@ -108,6 +108,14 @@ def _task(conn, task_id: str) -> dict:
     return task
 
 
+def categorise(messages: list[str], user_table: dict | None = None) -> list[str]:
+    """The error category of each message (data/error_categories.toml, a user's table's rules first)."""
+    attempts = pd.DataFrame({"task_id": "", "attempt_number": range(len(messages)), "error_message": messages,
+                             "error_type": None})  # fmt: skip
+    out = escalation_driver().execute(["attempt_categories"], inputs=_inputs(attempts, user_table or {}))
+    return out["attempt_categories"].tolist()
+
+
 def record_attempt(db_path: Path | None, task_id: str, error: str, agent: str = "agent", title: str | None = None,
                    max_retries: int | None = None, context: str | None = None, user_table: dict | None = None,
                    now: str | None = None) -> AttemptOutcome:  # fmt: skip
@@ -120,10 +128,8 @@ def record_attempt(db_path: Path | None, task_id: str, error: str, agent: str = 
         raise CraError(f"--max-retries must be at least 1 (got {max_retries}).")
     user_table = {} if user_table is None else user_table
     now = now or _now()
-    new = pd.DataFrame([{"task_id": task_id, "attempt_number": 0, "timestamp": now, "error_message": error,
-                         "agent_id": agent, "error_type": None, "context_snapshot": context}])  # fmt: skip
-    dr = escalation_driver()
-    error_type = dr.execute(["attempt_categories"], inputs=_inputs(new, user_table))["attempt_categories"].iloc[0]
+    new = {"task_id": task_id, "timestamp": now, "error_message": error, "agent_id": agent, "context_snapshot": context}
+    error_type = categorise([error], user_table)[0]
     with store.open_store(db_path) as conn, store.transaction(conn):
         task = store.get_task(conn, task_id)
         if task is None:
@@ -134,7 +140,7 @@ def record_attempt(db_path: Path | None, task_id: str, error: str, agent: str = 
                 f"; give guidance first: cra guide {task_id} --hint TEXT" if task["status"] == "escalated"
                 else "; record attempts only for unfinished tasks"))  # fmt: skip
         limit = max_retries or task["max_retries"]
-        number = store.add_attempt(conn, {**new.iloc[0].to_dict(), "error_type": error_type})
+        number = store.add_attempt(conn, {**new, "error_type": error_type})
         retries = task["retry_count"] + 1
         status = "escalated" if retries >= limit else "failed"
         fields = {"title": title} if title else {}
