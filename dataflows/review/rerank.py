@@ -1,0 +1,74 @@
+"""After vector search: keep findings within the distance threshold, re-rank them by language, render the section.
+
+Input `candidate_findings`: the store's nearest findings (columns finding_text, severity, category, file_path,
+outcome, repo, distance = cosine distance of the finding's embedding to the query's). The threshold applies to the
+original distance (the seed's contract): re-ranking only reorders what already passed. The multipliers are mild
+(0.85 / 1.15), so language breaks near-ties but never lifts a far same-language finding over a close cross-language
+one (a reorder needs the distances within a factor 1.15 / 0.85 = 1.35 of each other); unknown languages stay 1.0.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from dataflows.review.models import FindingsRecall, RecalledFinding, RerankConfig
+
+DEFAULT_MAX_CONTEXT_CHARS = 2_000
+SECTION_HEADING = "## Similar Prior Findings (Learning Context)"
+SECTION_INTRO = ("These findings from earlier reviews resemble this change. Use them as context; judge every issue "
+                 "in this diff on its own merits.")  # fmt: skip
+FIELDS = ("finding_text", "severity", "category", "file_path", "outcome", "repo")
+
+
+def thresholded_findings(candidate_findings: pd.DataFrame, distance_threshold: float) -> pd.DataFrame:
+    """The candidates whose original distance is within the threshold (the seed's contract: before any re-rank)."""
+    distance = pd.to_numeric(candidate_findings.get("distance", pd.Series(dtype=float)), errors="coerce")
+    return candidate_findings[distance.le(distance_threshold).to_numpy()]
+
+
+def rerank_by_language(
+    thresholded_findings: pd.DataFrame,
+    finding_languages: pd.Series,
+    pr_languages: tuple[str, ...],
+    rerank_config: RerankConfig = RerankConfig(),
+) -> pd.DataFrame:
+    """The findings with `language_match` and `adjusted_distance` (distance x boost, x penalty, or x 1 when the
+    finding's language is unknown), sorted by adjusted then original distance."""
+    language = finding_languages.reindex(thresholded_findings.index)
+    known = language.notna().to_numpy()
+    match = known & language.isin(set(pr_languages)).to_numpy()
+    factor = np.where(match, rerank_config.same_language_boost, np.where(known, rerank_config.cross_language_penalty, 1.0))
+    out = thresholded_findings.assign(
+        language_match=match, adjusted_distance=thresholded_findings["distance"].to_numpy(dtype=float) * factor
+    )
+    return out.sort_values(["adjusted_distance", "distance"], kind="stable")
+
+
+def recalled_findings(rerank_by_language: pd.DataFrame) -> tuple[RecalledFinding, ...]:
+    """The re-ranked findings as typed records, best first."""
+    frame = rerank_by_language
+    text = frame.reindex(columns=list(FIELDS)).fillna("").astype(str).itertuples(index=False, name=None)
+    numbers = zip(frame["distance"].astype(float), frame["adjusted_distance"].astype(float), frame["language_match"])
+    return tuple(RecalledFinding(*fields, distance=d, adjusted_distance=a, language_match=bool(m))
+                 for fields, (d, a, m) in zip(text, numbers))  # fmt: skip
+
+
+def findings_section(recalled_findings: tuple[RecalledFinding, ...], max_context_chars: int = DEFAULT_MAX_CONTEXT_CHARS) -> str:
+    """The prompt section of prior findings (as the seed's buildRetrievalContextSection), whole lines within the
+    character budget; empty when there is nothing to show."""
+    lines, used = [], len(SECTION_HEADING) + len(SECTION_INTRO) + 4
+    for f in recalled_findings:
+        where = f" `{f.file_path}`" if f.file_path else ""
+        text = " ".join(f.finding_text.split())
+        line = f"- [{f.severity}/{f.category}]{where}: {text} (outcome: {f.outcome}; {f.repo})"
+        if used + len(line) + 1 > max_context_chars:
+            break
+        lines.append(line)
+        used += len(line) + 1
+    return f"{SECTION_HEADING}\n\n{SECTION_INTRO}\n\n" + "\n".join(lines) + "\n" if lines else ""
+
+
+def findings_recall(retrieval_query: str, recalled_findings: tuple[RecalledFinding, ...], findings_section: str) -> FindingsRecall:
+    """The recall's result: query, findings best first, prompt section."""
+    return FindingsRecall(query=retrieval_query, findings=recalled_findings, section=findings_section)
