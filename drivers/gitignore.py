@@ -32,22 +32,38 @@ _POSIX_CLASSES = {  # git's ctype is ASCII-only (sane_ctype), whatever the local
 
 
 @dataclass(frozen=True)
+class _Alternatives:
+    """Patterns of one kind in one regex, last pattern first: group i says (line order, negated) of its pattern."""
+
+    regex: re.Pattern[bytes]
+    groups: tuple[tuple[int, bool], ...]
+
+    def last_match(self, subject: bytes) -> tuple[int, bool] | None:
+        """(line order, negated) of the last pattern that matches subject, None when none does."""
+        match = self.regex.fullmatch(subject)
+        return None if match is None else self.groups[match.lastindex - 1]
+
+
+@dataclass(frozen=True)
 class IgnoreRules:
-    """The patterns of one ignore file, compiled: `base` is its directory relative to the root (b"" at the top)."""
+    """The patterns of one ignore file, compiled: `base` is its directory relative to the root (b"" at the top).
+
+    Patterns without a slash match a name at any depth and run on the last path component; the others run
+    on the path below `base`. Directory-only patterns (trailing `/`) are left out of the file matchers.
+    """
 
     base: bytes
-    files: re.Pattern[bytes] | None  # every pattern but the directory-only ones, last pattern first
-    dirs: re.Pattern[bytes] | None  # every pattern, last pattern first
-    file_negated: tuple[bool, ...]  # per group of `files`: does that pattern re-include (`!`)?
-    dir_negated: tuple[bool, ...]
+    file_names: _Alternatives | None
+    file_paths: _Alternatives | None
+    dir_names: _Alternatives | None
+    dir_paths: _Alternatives | None
 
 
 def parse_ignore_file(data: bytes, base: bytes = b"") -> IgnoreRules | None:
     """The rules of one .gitignore / info/exclude file found in directory `base`; None when it has no pattern."""
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
-    files: list[tuple[bytes, bool]] = []
-    dirs: list[tuple[bytes, bool]] = []
+    patterns: list[tuple[int, bytes, bool, bool, bool]] = []  # (order, regex, negated, dir-only, name-only)
     for line in data.split(b"\n"):
         if not line or line.startswith(b"#"):
             continue
@@ -55,17 +71,19 @@ def parse_ignore_file(data: bytes, base: bytes = b"") -> IgnoreRules | None:
         if line.endswith(b"\r"):
             line = line[:-1]
         parsed = _parse_pattern(_trim_trailing_spaces(line))
-        if parsed is None:
-            continue
-        regex, negated, dir_only = parsed
-        dirs.append((regex, negated))
-        if not dir_only:
-            files.append((regex, negated))
-    if not dirs:
+        if parsed is not None:
+            patterns.append((len(patterns), *parsed))
+    if not patterns:
         return None
-    file_rx, file_negated = _combine(files)
-    dir_rx, dir_negated = _combine(dirs)
-    return IgnoreRules(base=base, files=file_rx, dirs=dir_rx, file_negated=file_negated, dir_negated=dir_negated)
+
+    def alternatives(dirs: bool, names: bool) -> _Alternatives | None:
+        chosen = [(order, rx, neg) for order, rx, neg, dir_only, name in patterns[::-1] if name == names and (dirs or not dir_only)]
+        if not chosen:
+            return None
+        regex = re.compile(b"|".join(b"(" + rx + b")" for _, rx, _ in chosen), re.DOTALL)
+        return _Alternatives(regex, tuple((order, neg) for order, _, neg in chosen))
+
+    return IgnoreRules(base, alternatives(False, True), alternatives(False, False), alternatives(True, True), alternatives(True, False))
 
 
 def is_ignored(rel: bytes, is_dir: bool, stack: Sequence[IgnoreRules]) -> bool:
@@ -76,24 +94,17 @@ def is_ignored(rel: bytes, is_dir: bool, stack: Sequence[IgnoreRules]) -> bool:
     and inside a file the last matching pattern does; a negated pattern re-includes. Parent directories are
     not checked here: a walk must not descend into a directory that is ignored.
     """
+    name = rel[rel.rfind(b"/") + 1 :]
     for rules in reversed(stack):
-        regex = rules.dirs if is_dir else rules.files
-        if regex is None:
-            continue
-        match = regex.fullmatch(rel[len(rules.base) + 1 :] if rules.base else rel)
-        if match is not None:
-            negated = rules.dir_negated if is_dir else rules.file_negated
-            return not negated[match.lastindex - 1]
+        names, paths = (rules.dir_names, rules.dir_paths) if is_dir else (rules.file_names, rules.file_paths)
+        hit = names.last_match(name) if names is not None else None
+        if paths is not None:
+            path_hit = paths.last_match(rel[len(rules.base) + 1 :] if rules.base else rel)
+            if path_hit is not None and (hit is None or path_hit[0] > hit[0]):
+                hit = path_hit
+        if hit is not None:
+            return not hit[1]
     return False
-
-
-def _combine(patterns: list[tuple[bytes, bool]]) -> tuple[re.Pattern[bytes] | None, tuple[bool, ...]]:
-    """One regex whose group i is the i-th pattern counted from the last (git tries the last one first)."""
-    if not patterns:
-        return None, ()
-    ordered = patterns[::-1]
-    regex = re.compile(b"|".join(b"(" + rx + b")" for rx, _ in ordered), re.DOTALL)
-    return regex, tuple(negated for _, negated in ordered)
 
 
 def _trim_trailing_spaces(line: bytes) -> bytes:
@@ -118,8 +129,12 @@ def _trim_trailing_spaces(line: bytes) -> bytes:
     return line if last_space is None else line[:last_space]
 
 
-def _parse_pattern(line: bytes) -> tuple[bytes, bool, bool] | None:
-    """(regex over the path relative to the file's directory, negated, directory-only); None if it never matches."""
+def _parse_pattern(line: bytes) -> tuple[bytes, bool, bool, bool] | None:
+    """(regex, negated, directory-only, name-only); None if it never matches.
+
+    A name-only pattern (no slash but a trailing one, or `**/` then no slash) matches the last path component at any depth; any
+    other matches the path relative to the ignore file's directory.
+    """
     negated = line.startswith(b"!")
     if negated:
         line = line[1:]
@@ -130,12 +145,15 @@ def _parse_pattern(line: bytes) -> tuple[bytes, bool, bool] | None:
         return None
     if b"/" not in line:  # no slash: matches the name at any depth below the file's directory
         body = _translate(line, anchored_at=-1)
-        return None if body is None else (b"(?:.*/)?" + body, negated, dir_only)
+        return None if body is None else (body, negated, dir_only, True)
     if line.startswith(b"/"):
         line = line[1:]
+    if line.startswith(b"**/") and b"/" not in line[3:]:  # `**/name` is `name` at any depth: match it on names
+        body = _translate(line[3:], anchored_at=-1)
+        return None if body is None else (body, negated, dir_only, True)
     prefix = next((i for i, c in enumerate(line) if c in _GLOB_SPECIAL), len(line))
     body = _translate(line, anchored_at=prefix)
-    return None if body is None else (body, negated, dir_only)
+    return None if body is None else (body, negated, dir_only, False)
 
 
 def _translate(pattern: bytes, anchored_at: int) -> bytes | None:
