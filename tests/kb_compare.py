@@ -58,10 +58,20 @@ def compare_kbs(kb_a: Path, kb_b: Path) -> tuple[list[str], list[str]]:
         elif not _sorted(fa).equals(_sorted(fb)):
             differences.append(f"{name}: {len(fa)} vs {len(fb)} rows, values differ")
     meta_a, meta_b = (_without_clock(json.loads((v / "metadata.json").read_text())) for v in (a, b))
-    for key in sorted(set(meta_a) | set(meta_b)):
-        if meta_a.get(key) != meta_b.get(key):
-            differences.append(f"metadata.json: {key} differs")
+    differences += [f"metadata.json: {key} differs" for key in _differing_keys(meta_a, meta_b)]
     return compared, differences
+
+
+def _differing_keys(a: dict, b: dict, prefix: str = "") -> list[str]:
+    """Dotted keys whose values differ between two metadata dicts (down to the first non-dict level)."""
+    out = []
+    for key in sorted(set(a) | set(b)):
+        va, vb = a.get(key), b.get(key)
+        if isinstance(va, dict) and isinstance(vb, dict):
+            out += _differing_keys(va, vb, f"{prefix}{key}.")
+        elif va != vb:
+            out.append(f"{prefix}{key} ({str(va)[:40]} vs {str(vb)[:40]})")
+    return out
 
 
 def _tracked_scan(repo: Path):

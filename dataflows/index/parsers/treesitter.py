@@ -1,6 +1,7 @@
 """JS / TS / TSX / Go / Java / Rust / C / C++ / C# / Ruby / PHP parser on tree-sitter 0.26 and the grammar wheels.
 
-One walk over the syntax tree per file; a per-language `_Spec` (built in the `ts_<language>.py` modules) says
+One walk over the syntax tree per file; a per-language `Spec` (built in the `ts_<language>.py` modules, listed in
+`ts_languages.py`) says
 which node types declare symbols (and of which kind), which are calls, comments, imports, base clauses and
 namespaces (C++ / C# / PHP namespaces qualify the names declared in them: `ns.Class.method`).
 """
@@ -9,8 +10,6 @@ from __future__ import annotations
 
 import re
 import threading
-from typing import Callable
-
 from tree_sitter import Language, Node, Parser
 
 from dataflows.index.parsers.models import (
@@ -20,15 +19,8 @@ from dataflows.index.parsers.models import (
     ParsedReference,
     ParsedSymbol,
 )
-from dataflows.index.parsers.ts_c import c_spec, cpp_spec
-from dataflows.index.parsers.ts_common import _WS, _Decl, _Spec
-from dataflows.index.parsers.ts_csharp import csharp_spec
-from dataflows.index.parsers.ts_go import go_spec
-from dataflows.index.parsers.ts_java import java_spec
-from dataflows.index.parsers.ts_javascript import js_spec
-from dataflows.index.parsers.ts_php import php_spec
-from dataflows.index.parsers.ts_ruby import ruby_spec
-from dataflows.index.parsers.ts_rust import _rust_impl_type, rust_spec
+from dataflows.index.parsers.ts_common import WHITESPACE, Decl, Spec
+from dataflows.index.parsers.ts_languages import SPEC_FACTORIES
 
 _TYPE_NAMES = frozenset({"type_identifier", "nested_type_identifier", "qualified_type", "scoped_type_identifier"})
 # type names here are declarations or constructor calls, not annotations
@@ -102,7 +94,7 @@ def parse_treesitter(language: str, text: str) -> ParsedFile:
     if language == "c" and any(marker in source for marker in _CPP_MARKERS):
         language = "cpp"
     tree = _parser(language).parse(source)
-    walker = _Walker(_SPEC_FACTORIES[language](source), source)
+    walker = _Walker(SPEC_FACTORIES[language](source), source)
     walker.walk(tree.root_node)
     walker.resolve_receivers()
     error = None
@@ -121,7 +113,7 @@ _CPP_MARKERS = (b"namespace ", b"template", b"::", b"public:", b"private:")
 
 
 class _Walker:
-    def __init__(self, spec: _Spec, source: bytes):
+    def __init__(self, spec: Spec, source: bytes):
         self.spec = spec
         self.source = source
         self.symbols: list[ParsedSymbol] = []
@@ -130,11 +122,14 @@ class _Walker:
         self._comments: list[tuple[int, str]] = []
         self._seen: set[tuple[int, str, str]] = set()
         self._receivers: list[tuple[int, str]] = []  # (symbol, receiver type) for Go methods
-        self._impl_bases: list[tuple[str, str]] = []  # (type, trait) for Rust `impl Trait for Type`
+        self._type_bases: list[tuple[str, str]] = []  # (type, base) declared outside the type: Rust `impl Trait for Type`
         self._file_namespace: str | None = None  # C# `namespace A.B;` / PHP `namespace A\B;` (statement form)
 
     def text(self, node: Node) -> str:
         return self.source[node.start_byte : node.end_byte].decode("utf-8", errors="replace")
+
+    def add_type_base(self, type_name: str, base: str) -> None:
+        self._type_bases.append((type_name, base))
 
     def walk(self, root: Node) -> None:
         stack: list[tuple[Node, int | None, str | None, str | None]] = [(root, None, None, None)]
@@ -156,10 +151,10 @@ class _Walker:
             if decl is not None:
                 scope = self._add(decl, scope, qualifier, namespace or self._file_namespace)
                 own_name = node.child_by_field_name("name")
-                if decl.kind in ("class", "interface", "enum") or node.type == "impl_item":
+                if decl.kind in ("class", "interface", "enum") or kind in self.spec.qualifier_types:
                     qualifier = None
-            elif kind == "impl_item":  # Rust: methods inside are "Type.method"
-                qualifier = _rust_impl_type(node, self)
+            elif kind in self.spec.qualifier_types:  # Rust `impl`: methods inside are "Type.method"
+                qualifier = self.spec.qualifier(node, self)
             self.imports.extend(self.spec.imports(node))
             if scope is not None:
                 self._references(node, scope, decl)
@@ -168,20 +163,20 @@ class _Walker:
                 if own_name is not None and child.id == own_name.id:
                     continue
                 if scope is not None and child.type in _TYPE_NAMES:
-                    name = _WS.sub("", self.text(child))
+                    name = WHITESPACE.sub("", self.text(child))
                     if node.type not in _NOT_ANNOTATIONS and name not in self.spec.builtin_types:
                         kind_of_ref = "base" if node.type in self.spec.bound_types else "annotation"
                         self._ref(scope, name, kind_of_ref)
                     continue
                 stack.append((child, scope, qualifier, namespace))
 
-    def _references(self, node: Node, scope: int, decl: _Decl | None) -> None:
+    def _references(self, node: Node, scope: int, decl: Decl | None) -> None:
         name = self.spec.calls(node)
         if name:
             self._ref(scope, name, "call")
         if decl is not None:
             for base in decl.bases:
-                self._ref(scope, base if isinstance(base, str) else _WS.sub("", self.text(base)), "base")
+                self._ref(scope, base if isinstance(base, str) else WHITESPACE.sub("", self.text(base)), "base")
         if node.type in self.spec.mixin_types:
             for base in self.spec.mixins(node):
                 self._ref(scope, base, "base")
@@ -192,7 +187,7 @@ class _Walker:
             self._seen.add(key)
             self.references.append(ParsedReference(symbol=symbol, name=name, kind=kind))
 
-    def _add(self, decl: _Decl, scope: int | None, qualifier: str | None, namespace: str | None = None) -> int:
+    def _add(self, decl: Decl, scope: int | None, qualifier: str | None, namespace: str | None = None) -> int:
         outer = self.symbols[scope].qualified_name if scope is not None else namespace
         if decl.qualifier:
             prefix = f"{outer}.{decl.qualifier}" if outer else decl.qualifier
@@ -229,9 +224,9 @@ class _Walker:
             owner = by_qualified.get(receiver, by_name.get(receiver.rpartition(".")[2]))
             if owner is not None and owner != idx and self.symbols[idx].parent is None:
                 self.symbols[idx] = _replace_parent(self.symbols[idx], owner)
-        for type_name, trait in self._impl_bases:
+        for type_name, base in self._type_bases:
             if type_name in by_name:
-                self._ref(by_name[type_name], trait, "base")
+                self._ref(by_name[type_name], base, "base")
 
     def comments(self) -> list[ParsedComment]:
         owner = _line_owners(self.symbols, max((s.end_line for s in self.symbols), default=0))
@@ -330,7 +325,7 @@ def _docstring(start: Node, walker: _Walker) -> str | None:
     return text or None
 
 
-def _signature(decl: _Decl, walker: _Walker) -> str:
+def _signature(decl: Decl, walker: _Walker) -> str:
     """Declaration source up to (not including) its body, whitespace-collapsed; first line if bodiless."""
     start = decl.outer
     for child in decl.outer.children:  # skip decorators / annotations / JSDoc-like leading children
@@ -347,19 +342,5 @@ def _signature(decl: _Decl, walker: _Walker) -> str:
         raw = walker.source[start.start_byte : decl.body.start_byte]
     else:
         raw = walker.source[start.start_byte : decl.outer.end_byte].split(b"\n", 1)[0]
-    return _WS.sub(" ", raw.decode("utf-8", errors="replace")).strip().rstrip("{;").strip()
+    return WHITESPACE.sub(" ", raw.decode("utf-8", errors="replace")).strip().rstrip("{;").strip()
 
-
-_SPEC_FACTORIES: dict[str, Callable[[bytes], _Spec]] = {
-    "javascript": js_spec,
-    "typescript": js_spec,
-    "tsx": js_spec,
-    "go": go_spec,
-    "java": java_spec,
-    "rust": rust_spec,
-    "c": c_spec,
-    "cpp": cpp_spec,
-    "csharp": csharp_spec,
-    "ruby": ruby_spec,
-    "php": php_spec,
-}

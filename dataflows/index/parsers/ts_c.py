@@ -3,15 +3,20 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 from tree_sitter import Node
 
 from dataflows.index.parsers.models import ParsedImport
-from dataflows.index.parsers.ts_common import _CONSTANT_NAME, _WS, _Decl, _dotted_callee, _spec, _string_value
-
-if TYPE_CHECKING:
-    from dataflows.index.parsers.treesitter import _Walker
+from dataflows.index.parsers.ts_common import (
+    CONSTANT_NAME,
+    WHITESPACE,
+    Decl,
+    Walker,
+    dotted_callee,
+    make_spec,
+    string_value,
+)
 
 
 _C_RECORDS = {"struct_specifier": "class", "union_specifier": "class", "class_specifier": "class", "enum_specifier": "enum"}
@@ -23,7 +28,7 @@ _C_CALLEE_PARTS = frozenset(
 )
 
 
-def _c_declare(node: Node, walker: _Walker) -> _Decl | None:
+def _c_declare(node: Node, walker: Walker) -> Decl | None:
     kind = node.type
     if kind == "function_definition":
         if _c_is_macro_class(node):
@@ -39,18 +44,18 @@ def _c_declare(node: Node, walker: _Walker) -> _Decl | None:
         alias, type_node = node.child_by_field_name("declarator"), node.child_by_field_name("type")
         has_body = type_node is not None and type_node.child_by_field_name("body") is not None
         if alias is not None and alias.type == "type_identifier" and not has_body:
-            return _Decl(walker.text(alias), "type_alias", node, None)
+            return Decl(walker.text(alias), "type_alias", node, None)
         return None
     if kind == "alias_declaration":  # C++ `using Id = int;`
         name = node.child_by_field_name("name")
-        return _Decl(walker.text(name), "type_alias", _c_outer(node), None) if name is not None else None
+        return Decl(walker.text(name), "type_alias", _c_outer(node), None) if name is not None else None
     if kind == "preproc_function_def":  # bugs often live in macros
         name = node.child_by_field_name("name")
-        return _Decl(walker.text(name), "function", node, node.child_by_field_name("value")) if name else None
+        return Decl(walker.text(name), "function", node, node.child_by_field_name("value")) if name else None
     if kind == "preproc_def" and node.child_by_field_name("value") is not None:
         name = node.child_by_field_name("name")
-        if name is not None and _CONSTANT_NAME.match(walker.text(name)):
-            return _Decl(walker.text(name), "constant", node, None)
+        if name is not None and CONSTANT_NAME.match(walker.text(name)):
+            return Decl(walker.text(name), "constant", node, None)
     return None
 
 
@@ -66,7 +71,7 @@ def _c_is_macro_class(node: Node) -> bool:
     )
 
 
-def _c_macro_class(node: Node, walker: _Walker) -> _Decl:
+def _c_macro_class(node: Node, walker: Walker) -> Decl:
     bases = [
         b
         for error in node.children
@@ -76,7 +81,7 @@ def _c_macro_class(node: Node, walker: _Walker) -> _Decl:
     ]
     bases = [b.child_by_field_name("name") or b if b.type == "template_type" else b for b in bases]
     name = walker.text(node.child_by_field_name("declarator"))
-    return _Decl(name, _C_RECORDS[node.child_by_field_name("type").type], _c_outer(node), node.child_by_field_name("body"), bases=bases)
+    return Decl(name, _C_RECORDS[node.child_by_field_name("type").type], _c_outer(node), node.child_by_field_name("body"), bases=bases)
 
 
 def _c_in_function_body(node: Node) -> bool:
@@ -90,7 +95,7 @@ def _c_in_function_body(node: Node) -> bool:
     return False
 
 
-def _c_is_static(node: Node, walker: _Walker) -> bool:
+def _c_is_static(node: Node, walker: Walker) -> bool:
     return any(c.type == "storage_class_specifier" and walker.text(c) == "static" for c in node.children)
 
 
@@ -101,7 +106,7 @@ def _c_outer(node: Node) -> Node:
     return node
 
 
-def _c_function(node: Node, body: Node | None, walker: _Walker) -> _Decl | None:
+def _c_function(node: Node, body: Node | None, walker: Walker) -> Decl | None:
     """A function definition or prototype: `int f(void)`, `Class::method`, `ns::Class::method` (qualifier)."""
     name_node = _c_function_name(node.child_by_field_name("declarator"))
     if name_node is None:
@@ -117,7 +122,7 @@ def _c_function(node: Node, body: Node | None, walker: _Walker) -> _Decl | None:
         return None
     if name_node.type == "template_function":
         name_node = name_node.child_by_field_name("name") or name_node
-    return _Decl(walker.text(name_node), "function", _c_outer(node), body, qualifier=".".join(qualifier) or None)
+    return Decl(walker.text(name_node), "function", _c_outer(node), body, qualifier=".".join(qualifier) or None)
 
 
 def _c_function_name(declarator: Node | None) -> Node | None:
@@ -135,7 +140,7 @@ def _c_function_name(declarator: Node | None) -> Node | None:
     return None
 
 
-def _c_record(node: Node, walker: _Walker) -> _Decl | None:
+def _c_record(node: Node, walker: Walker) -> Decl | None:
     """struct / union / class / enum with a body; `typedef struct {..} Name` is named by the typedef."""
     body = node.child_by_field_name("body")
     if body is None:
@@ -153,18 +158,18 @@ def _c_record(node: Node, walker: _Walker) -> _Decl | None:
     if parent is not None and parent.type == "type_definition":
         alias = parent.child_by_field_name("declarator")
         if alias is not None and alias.type == "type_identifier":
-            return _Decl(walker.text(alias), kind, parent, body, bases=[b for b in bases if b is not None])
+            return Decl(walker.text(alias), kind, parent, body, bases=[b for b in bases if b is not None])
     if name is None:
         return None
     text = walker.text(name).replace("::", ".")
-    return _Decl(text.rpartition(".")[2], kind, _c_outer(node), body, bases=[b for b in bases if b is not None])
+    return Decl(text.rpartition(".")[2], kind, _c_outer(node), body, bases=[b for b in bases if b is not None])
 
 
 def _cpp_namespace(node: Node) -> tuple[str | None, bool]:
     name = node.child_by_field_name("name")
     if name is None:  # anonymous namespace
         return None, True
-    return _WS.sub("", name.text.decode("utf-8", errors="replace")).replace("::", "."), True
+    return WHITESPACE.sub("", name.text.decode("utf-8", errors="replace")).replace("::", "."), True
 
 
 def _make_c_calls(source_of: Callable[[], bytes]):
@@ -173,12 +178,12 @@ def _make_c_calls(source_of: Callable[[], bytes]):
             callee = node.child_by_field_name("function")
             if callee is not None and callee.type == "template_function":
                 callee = callee.child_by_field_name("name")
-            name = _dotted_callee(callee, source_of(), _C_CALLEE_PARTS)
+            name = dotted_callee(callee, source_of(), _C_CALLEE_PARTS)
         elif node.type == "new_expression":
             type_node = node.child_by_field_name("type")
             if type_node is not None and type_node.type == "template_type":
                 type_node = type_node.child_by_field_name("name")
-            name = _dotted_callee(type_node, source_of(), _C_CALLEE_PARTS | {"type_identifier"})
+            name = dotted_callee(type_node, source_of(), _C_CALLEE_PARTS | {"type_identifier"})
         else:
             return None
         return name.replace("->", ".").replace("::", ".") if name else None
@@ -193,7 +198,7 @@ def _c_imports(node: Node, source: bytes) -> list[ParsedImport]:
     path = node.child_by_field_name("path")
     if path is None or path.type != "string_literal":
         return []
-    return [ParsedImport(target=_string_value(path, source), line=node.start_point[0] + 1)]
+    return [ParsedImport(target=string_value(path, source), line=node.start_point[0] + 1)]
 
 
 def _is_any_comment(raw: str) -> bool:
@@ -201,9 +206,9 @@ def _is_any_comment(raw: str) -> bool:
     return True
 
 
-# spec factory (file source bytes -> _Spec) for C, then C++
-c_spec = _spec(_c_declare, _make_c_calls, _c_imports, {"comment"}, _is_any_comment)
-cpp_spec = _spec(
+# spec factory (file source bytes -> Spec) for C, then C++
+c_spec = make_spec(_c_declare, _make_c_calls, _c_imports, {"comment"}, _is_any_comment)
+cpp_spec = make_spec(
     _c_declare,
     _make_c_calls,
     _c_imports,

@@ -1,25 +1,37 @@
-"""What the tree-sitter walker and the per-language modules share: `_Decl`, `_Spec`, the spec builder and
-small node helpers (kept apart from `treesitter.py` so the language modules do not import it back)."""
+"""What the tree-sitter walker and the per-language modules share: `Decl`, `Spec`, `make_spec`, the `Walker`
+interface a language module may use, and small node helpers. The language modules import this module, never
+`treesitter.py` (which finds their specs in the registry `ts_languages.py`): no import cycle."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import Callable, Protocol
 
 from tree_sitter import Node
 
 from dataflows.index.parsers.models import ParsedImport
 
-if TYPE_CHECKING:
-    from dataflows.index.parsers.treesitter import _Walker
+CONSTANT_NAME = re.compile(r"^_*[A-Z][A-Z0-9_]*$")
+WHITESPACE = re.compile(r"\s+")
 
-_CONSTANT_NAME = re.compile(r"^_*[A-Z][A-Z0-9_]*$")
-_WS = re.compile(r"\s+")
+
+class Walker(Protocol):
+    """What a language module may ask of the walk over one file (implemented in `treesitter.py`)."""
+
+    source: bytes
+
+    def text(self, node: Node) -> str:
+        """The source text of a node."""
+        ...
+
+    def add_type_base(self, type_name: str, base: str) -> None:
+        """Record base as a base of type_name, declared outside the type (Rust `impl Trait for Type`)."""
+        ...
 
 
 @dataclass
-class _Decl:
+class Decl:
     """What a declaring node contributes: name, kind, the node whose lines it spans, its body."""
 
     name: str
@@ -31,8 +43,10 @@ class _Decl:
 
 
 @dataclass(frozen=True)
-class _Spec:
-    declare: Callable[[Node, "_Walker"], _Decl | None]
+class Spec:
+    """One language's rules for the walker, bound to the source of one file (see `make_spec`)."""
+
+    declare: Callable[[Node, Walker], Decl | None]
     calls: Callable[[Node], str | None]
     imports: Callable[[Node], list[ParsedImport]]
     comment_types: frozenset[str]
@@ -43,16 +57,19 @@ class _Spec:
     namespace: Callable[[Node], tuple[str | None, bool]] = lambda node: (None, False)  # (dotted name, is block)
     mixin_types: frozenset[str] = frozenset()  # node types that may add bases to the enclosing class
     mixins: Callable[[Node], list[str]] = lambda node: []  # Ruby `include M`, PHP `use Trait;`
+    qualifier_types: frozenset[str] = frozenset()  # node types whose members are qualified by a type (Rust `impl`)
+    qualifier: Callable[[Node, Walker], str | None] = lambda node, walker: None  # the name of that type
 
 
-def _string_value(node: Node | None, walker_source: bytes) -> str | None:
+def string_value(node: Node | None, walker_source: bytes) -> str | None:
+    """The text of a string literal node without its quotes; None for no node."""
     if node is None:
         return None
     raw = walker_source[node.start_byte : node.end_byte].decode("utf-8", errors="replace")
     return raw.strip("\"'`")
 
 
-def _dotted_callee(node: Node | None, source: bytes, parts: frozenset[str]) -> str | None:
+def dotted_callee(node: Node | None, source: bytes, parts: frozenset[str]) -> str | None:
     """Text of a callee made only of identifiers / this / property access; None for anything else."""
     if node is None:
         return None
@@ -62,10 +79,11 @@ def _dotted_callee(node: Node | None, source: bytes, parts: frozenset[str]) -> s
         if current.type not in parts:
             return None
         stack.extend(current.named_children)
-    return _WS.sub("", source[node.start_byte : node.end_byte].decode("utf-8", errors="replace"))
+    return WHITESPACE.sub("", source[node.start_byte : node.end_byte].decode("utf-8", errors="replace"))
 
 
-def _descendants(node: Node):
+def descendants(node: Node):
+    """The node and every node below it, in source order."""
     stack = [node]
     while stack:
         current = stack.pop()
@@ -73,7 +91,7 @@ def _descendants(node: Node):
         stack.extend(reversed(current.children))
 
 
-def _spec(
+def make_spec(
     declare,
     make_calls,
     imports,
@@ -81,10 +99,12 @@ def _spec(
     doc_comment,
     bound_types: frozenset[str] = frozenset(),
     builtin_types: frozenset[str] = frozenset(),
-    **namespaces_and_mixins,
-) -> Callable[[bytes], _Spec]:
-    def bind(source: bytes) -> _Spec:
-        return _Spec(
+    **namespaces_mixins_and_qualifiers,
+) -> Callable[[bytes], Spec]:
+    """A language's spec factory: given one file's source, the `Spec` whose call and import readers read it."""
+
+    def bind(source: bytes) -> Spec:
+        return Spec(
             declare=declare,
             calls=make_calls(lambda: source),
             imports=lambda node: imports(node, source),
@@ -92,11 +112,12 @@ def _spec(
             doc_comment=doc_comment,
             bound_types=bound_types,
             builtin_types=builtin_types,
-            **namespaces_and_mixins,
+            **namespaces_mixins_and_qualifiers,
         )
 
     return bind
 
 
-def _is_jsdoc(raw: str) -> bool:
+def is_jsdoc(raw: str) -> bool:
+    """Whether a comment is a JSDoc / Javadoc / PHPDoc block (`/** ... */`): a doc comment."""
     return raw.startswith("/**")

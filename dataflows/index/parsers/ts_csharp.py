@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 from tree_sitter import Node
 
 from dataflows.index.parsers.models import ParsedImport
-from dataflows.index.parsers.ts_common import _WS, _Decl, _dotted_callee, _spec
-
-if TYPE_CHECKING:
-    from dataflows.index.parsers.treesitter import _Walker
+from dataflows.index.parsers.ts_common import WHITESPACE, Decl, Walker, dotted_callee, make_spec
 
 
 _CS_KINDS = {
@@ -31,7 +28,7 @@ _CS_BASE_TYPES = frozenset({"identifier", "qualified_name", "generic_name"})
 _CS_CALLEE_PARTS = frozenset({"identifier", "member_access_expression", "this", "base"})
 
 
-def _cs_declare(node: Node, walker: _Walker) -> _Decl | None:
+def _cs_declare(node: Node, walker: Walker) -> Decl | None:
     kind = _CS_KINDS.get(node.type)
     name = node.child_by_field_name("name")
     if kind is not None and name is not None:
@@ -43,18 +40,18 @@ def _cs_declare(node: Node, walker: _Walker) -> _Decl | None:
             if b.type in _CS_BASE_TYPES
         ]
         body = node.child_by_field_name("body") or node.child_by_field_name("accessors")
-        return _Decl(walker.text(name), kind, node, body, bases=bases)
+        return Decl(walker.text(name), kind, node, body, bases=bases)
     if node.type == "variable_declarator" and name is not None:
         field = node.parent.parent if node.parent is not None else None
         if field is not None and field.type == "field_declaration":
             if any(c.type == "modifier" and walker.text(c) == "const" for c in field.children):
-                return _Decl(walker.text(name), "constant", field if field.named_child_count <= 4 else node, None)
+                return Decl(walker.text(name), "constant", field if field.named_child_count <= 4 else node, None)
     return None
 
 
 def _cs_namespace(node: Node) -> tuple[str | None, bool]:
     name = node.child_by_field_name("name")
-    text = _WS.sub("", name.text.decode("utf-8", errors="replace")) if name is not None else None
+    text = WHITESPACE.sub("", name.text.decode("utf-8", errors="replace")) if name is not None else None
     return text, node.type == "namespace_declaration"
 
 
@@ -64,12 +61,12 @@ def _make_cs_calls(source_of: Callable[[], bytes]):
             callee = node.child_by_field_name("function")
             if callee is not None and callee.type == "generic_name" and callee.named_child_count:
                 callee = callee.named_children[0]
-            return _dotted_callee(callee, source_of(), _CS_CALLEE_PARTS)
+            return dotted_callee(callee, source_of(), _CS_CALLEE_PARTS)
         if node.type == "object_creation_expression":
             type_node = node.child_by_field_name("type")
             if type_node is not None and type_node.type == "generic_name" and type_node.named_child_count:
                 type_node = type_node.named_children[0]
-            return _dotted_callee(type_node, source_of(), frozenset({"identifier", "qualified_name"}))
+            return dotted_callee(type_node, source_of(), frozenset({"identifier", "qualified_name"}))
         return None
 
     return calls
@@ -83,7 +80,7 @@ def _cs_imports(node: Node, source: bytes) -> list[ParsedImport]:
     if target is None:
         return []
     line = node.start_point[0] + 1
-    dotted = _WS.sub("", source[target.start_byte : target.end_byte].decode("utf-8", errors="replace"))
+    dotted = WHITESPACE.sub("", source[target.start_byte : target.end_byte].decode("utf-8", errors="replace"))
     alias = node.child_by_field_name("name")
     if alias is not None and alias.id != target.id:
         prefix, _, last = dotted.rpartition(".")
@@ -98,8 +95,8 @@ def _is_csharp_doc(raw: str) -> bool:
     return raw.startswith("///") or raw.startswith("/**")
 
 
-# spec factory (file source bytes -> _Spec) for C#
-csharp_spec = _spec(
+# spec factory (file source bytes -> Spec) for C#
+csharp_spec = make_spec(
     _cs_declare,
     _make_cs_calls,
     _cs_imports,

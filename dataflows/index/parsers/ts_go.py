@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 from tree_sitter import Node
 
 from dataflows.index.parsers.models import ParsedImport
-from dataflows.index.parsers.ts_common import _CONSTANT_NAME, _Decl, _descendants, _dotted_callee, _spec, _string_value
-
-if TYPE_CHECKING:
-    from dataflows.index.parsers.treesitter import _Walker
+from dataflows.index.parsers.ts_common import (
+    CONSTANT_NAME,
+    Decl,
+    Walker,
+    descendants,
+    dotted_callee,
+    make_spec,
+    string_value,
+)
 
 
 _GO_BUILTIN_TYPES = frozenset(
@@ -19,14 +24,14 @@ _GO_BUILTIN_TYPES = frozenset(
 )
 
 
-def _go_declare(node: Node, walker: _Walker) -> _Decl | None:
+def _go_declare(node: Node, walker: Walker) -> Decl | None:
     kind = node.type
     name = node.child_by_field_name("name")
     if kind == "function_declaration" and name is not None:
-        return _Decl(walker.text(name), "function", node, node.child_by_field_name("body"))
+        return Decl(walker.text(name), "function", node, node.child_by_field_name("body"))
     if kind == "method_declaration" and name is not None:
         receiver = _go_receiver_type(node.child_by_field_name("receiver"), walker)
-        return _Decl(walker.text(name), "method", node, node.child_by_field_name("body"), qualifier=receiver)
+        return Decl(walker.text(name), "method", node, node.child_by_field_name("body"), qualifier=receiver)
     if kind in ("type_spec", "type_alias") and name is not None:
         declaration = node.parent
         outer = declaration if declaration is not None and declaration.named_child_count == 1 else node
@@ -36,20 +41,20 @@ def _go_declare(node: Node, walker: _Walker) -> _Decl | None:
         body = None
         if type_node is not None and type_kind in ("struct_type", "interface_type"):
             body = next((c for c in type_node.children if c.type in ("field_declaration_list", "{")), None)
-        return _Decl(walker.text(name), symbol_kind, outer, body)
+        return Decl(walker.text(name), symbol_kind, outer, body)
     if kind == "const_spec" and name is not None:
         text = walker.text(name)
-        if _CONSTANT_NAME.match(text) or text[:1].isupper():
+        if CONSTANT_NAME.match(text) or text[:1].isupper():
             declaration = node.parent
             outer = declaration if declaration is not None and declaration.named_child_count == 1 else node
-            return _Decl(text, "constant", outer, None)
+            return Decl(text, "constant", outer, None)
     return None
 
 
-def _go_receiver_type(receiver: Node | None, walker: _Walker) -> str | None:
+def _go_receiver_type(receiver: Node | None, walker: Walker) -> str | None:
     if receiver is None:
         return None
-    for node in _descendants(receiver):
+    for node in descendants(receiver):
         if node.type == "type_identifier":
             return walker.text(node)
     return None
@@ -61,7 +66,7 @@ _GO_CALLEE_PARTS = frozenset({"identifier", "selector_expression", "field_identi
 def _make_go_calls(source_of: Callable[[], bytes]):
     def calls(node: Node) -> str | None:
         if node.type == "call_expression":
-            return _dotted_callee(node.child_by_field_name("function"), source_of(), _GO_CALLEE_PARTS)
+            return dotted_callee(node.child_by_field_name("function"), source_of(), _GO_CALLEE_PARTS)
         return None
 
     return calls
@@ -70,7 +75,7 @@ def _make_go_calls(source_of: Callable[[], bytes]):
 def _go_imports(node: Node, source: bytes) -> list[ParsedImport]:
     if node.type != "import_spec":
         return []
-    target = _string_value(node.child_by_field_name("path"), source)
+    target = string_value(node.child_by_field_name("path"), source)
     return [ParsedImport(target=target, line=node.start_point[0] + 1)] if target else []
 
 
@@ -78,7 +83,7 @@ def _is_line_comment(raw: str) -> bool:
     return raw.startswith("//") and not raw.startswith("///")
 
 
-# spec factory (file source bytes -> _Spec) for Go
-go_spec = _spec(
+# spec factory (file source bytes -> Spec) for Go
+go_spec = make_spec(
     _go_declare, _make_go_calls, _go_imports, {"comment"}, _is_line_comment, builtin_types=_GO_BUILTIN_TYPES
 )

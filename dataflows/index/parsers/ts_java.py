@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 from tree_sitter import Node
 
 from dataflows.index.parsers.models import ParsedImport
-from dataflows.index.parsers.ts_common import _CONSTANT_NAME, _Decl, _descendants, _dotted_callee, _is_jsdoc, _spec
-
-if TYPE_CHECKING:
-    from dataflows.index.parsers.treesitter import _Walker
+from dataflows.index.parsers.ts_common import (
+    CONSTANT_NAME,
+    Decl,
+    Walker,
+    descendants,
+    dotted_callee,
+    is_jsdoc,
+    make_spec,
+)
 
 
 _JAVA_KINDS = {
@@ -25,7 +30,7 @@ _JAVA_KINDS = {
 }
 
 
-def _java_declare(node: Node, walker: _Walker) -> _Decl | None:
+def _java_declare(node: Node, walker: Walker) -> Decl | None:
     kind = _JAVA_KINDS.get(node.type)
     name = node.child_by_field_name("name")
     if kind is not None and name is not None:
@@ -33,16 +38,16 @@ def _java_declare(node: Node, walker: _Walker) -> _Decl | None:
         for child in node.children:
             if child.type in ("superclass", "super_interfaces", "extends_interfaces"):
                 bases.extend(
-                    t for t in _descendants(child) if t.type in ("type_identifier", "scoped_type_identifier") and t.parent.type != "scoped_type_identifier"
+                    t for t in descendants(child) if t.type in ("type_identifier", "scoped_type_identifier") and t.parent.type != "scoped_type_identifier"
                 )
-        return _Decl(walker.text(name), kind, node, node.child_by_field_name("body"), bases=bases)
+        return Decl(walker.text(name), kind, node, node.child_by_field_name("body"), bases=bases)
     if node.type == "variable_declarator" and node.parent is not None and node.parent.type == "field_declaration":
         modifiers = next((c for c in node.parent.children if c.type == "modifiers"), None)
         words = walker.text(modifiers).split() if modifiers is not None else []
         text = walker.text(name) if name is not None else ""
-        if "static" in words and "final" in words and _CONSTANT_NAME.match(text):
+        if "static" in words and "final" in words and CONSTANT_NAME.match(text):
             outer = node.parent if node.parent.named_child_count <= 3 else node
-            return _Decl(text, "constant", outer, None)
+            return Decl(text, "constant", outer, None)
     return None
 
 
@@ -58,7 +63,7 @@ def _make_java_calls(source_of: Callable[[], bytes]):
             method = source[name.start_byte : name.end_byte].decode()
             if obj is None:
                 return method
-            prefix = _dotted_callee(obj, source, _JAVA_OBJECT_PARTS)
+            prefix = dotted_callee(obj, source, _JAVA_OBJECT_PARTS)
             return f"{prefix}.{method}" if prefix else None
         if node.type == "object_creation_expression":
             type_node = node.child_by_field_name("type")
@@ -82,12 +87,12 @@ def _java_imports(node: Node, source: bytes) -> list[ParsedImport]:
     return [ParsedImport(target=".".join(parts), line=node.start_point[0] + 1)] if parts else []
 
 
-# spec factory (file source bytes -> _Spec) for Java
-java_spec = _spec(
+# spec factory (file source bytes -> Spec) for Java
+java_spec = make_spec(
     _java_declare,
     _make_java_calls,
     _java_imports,
     {"line_comment", "block_comment"},
-    _is_jsdoc,
+    is_jsdoc,
     bound_types=frozenset({"superclass", "type_list", "extends_interfaces"}),
 )

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 from tree_sitter import Node
 
 from dataflows.index.parsers.models import ParsedImport
-from dataflows.index.parsers.ts_common import _CONSTANT_NAME, _Decl, _dotted_callee, _is_jsdoc, _spec, _string_value
-
-if TYPE_CHECKING:
-    from dataflows.index.parsers.treesitter import _Walker
+from dataflows.index.parsers.ts_common import (
+    CONSTANT_NAME,
+    Decl,
+    Walker,
+    dotted_callee,
+    is_jsdoc,
+    make_spec,
+    string_value,
+)
 
 
 _FUNCTION_VALUES = frozenset(
@@ -18,20 +23,20 @@ _FUNCTION_VALUES = frozenset(
 )
 
 
-def _js_declare(node: Node, walker: _Walker) -> _Decl | None:
+def _js_declare(node: Node, walker: Walker) -> Decl | None:
     decl = _js_declaration(node, walker)
     if decl is not None and decl.outer.parent is not None and decl.outer.parent.type == "export_statement":
         decl.outer = decl.outer.parent
     return decl
 
 
-def _js_declaration(node: Node, walker: _Walker) -> _Decl | None:
+def _js_declaration(node: Node, walker: Walker) -> Decl | None:
     kind = node.type
     name = node.child_by_field_name("name")
     if kind in ("function_declaration", "generator_function_declaration", "function_signature"):
-        return _Decl(walker.text(name), "function", node, node.child_by_field_name("body")) if name else None
+        return Decl(walker.text(name), "function", node, node.child_by_field_name("body")) if name else None
     if kind == "method_definition":
-        return _Decl(walker.text(name), "method", node, node.child_by_field_name("body")) if name else None
+        return Decl(walker.text(name), "method", node, node.child_by_field_name("body")) if name else None
     if kind in ("class_declaration", "abstract_class_declaration", "class") and name is not None:
         bases = []
         for child in node.children:
@@ -42,29 +47,29 @@ def _js_declaration(node: Node, walker: _Walker) -> _Decl | None:
                     for b in (clause.named_children if clause.type.endswith("_clause") else [clause])
                     if b.type in ("identifier", "member_expression", "type_identifier", "nested_type_identifier", "generic_type")
                 ]
-        return _Decl(walker.text(name), "class", node, node.child_by_field_name("body"), bases=bases)
+        return Decl(walker.text(name), "class", node, node.child_by_field_name("body"), bases=bases)
     if kind == "interface_declaration" and name is not None:
         bases = [b for c in node.children if c.type == "extends_type_clause" for b in c.named_children]
-        return _Decl(walker.text(name), "interface", node, node.child_by_field_name("body"), bases=bases)
+        return Decl(walker.text(name), "interface", node, node.child_by_field_name("body"), bases=bases)
     if kind == "type_alias_declaration" and name is not None:
-        return _Decl(walker.text(name), "type_alias", node, None)
+        return Decl(walker.text(name), "type_alias", node, None)
     if kind == "enum_declaration" and name is not None:
-        return _Decl(walker.text(name), "enum", node, node.child_by_field_name("body"))
+        return Decl(walker.text(name), "enum", node, node.child_by_field_name("body"))
     if kind == "variable_declarator" and name is not None and name.type == "identifier":
         return _js_variable(node, name, walker)
     return None
 
 
-def _js_variable(node: Node, name: Node, walker: _Walker) -> _Decl | None:
+def _js_variable(node: Node, name: Node, walker: Walker) -> Decl | None:
     """`const f = () => ...` is a function; a top-level `const UPPER = ...` is a constant."""
     value = node.child_by_field_name("value")
     declaration = node.parent
     outer = declaration if declaration is not None and declaration.named_child_count == 1 else node
     if value is not None and value.type in _FUNCTION_VALUES:
-        return _Decl(walker.text(name), "function", outer, value.child_by_field_name("body"))
+        return Decl(walker.text(name), "function", outer, value.child_by_field_name("body"))
     at_top = declaration is not None and declaration.type == "lexical_declaration" and _js_is_top_level(declaration)
-    if at_top and _CONSTANT_NAME.match(walker.text(name)) and walker.text(declaration).startswith("const"):
-        return _Decl(walker.text(name), "constant", outer, None)
+    if at_top and CONSTANT_NAME.match(walker.text(name)) and walker.text(declaration).startswith("const"):
+        return Decl(walker.text(name), "constant", outer, None)
     return None
 
 
@@ -86,10 +91,10 @@ def _make_js_calls(source_of: Callable[[], bytes]):
             callee = node.child_by_field_name("function")
             if callee is None or callee.type == "import":
                 return None
-            name = _dotted_callee(callee, source_of(), _JS_CALLEE_PARTS)
+            name = dotted_callee(callee, source_of(), _JS_CALLEE_PARTS)
             return None if name == "require" else name
         if node.type == "new_expression":
-            return _dotted_callee(node.child_by_field_name("constructor"), source_of(), _JS_CALLEE_PARTS)
+            return dotted_callee(node.child_by_field_name("constructor"), source_of(), _JS_CALLEE_PARTS)
         return None
 
     return calls
@@ -99,7 +104,7 @@ def _js_imports(node: Node, source: bytes) -> list[ParsedImport]:
     kind = node.type
     line = node.start_point[0] + 1
     if kind in ("import_statement", "export_statement"):
-        target = _string_value(node.child_by_field_name("source"), source)
+        target = string_value(node.child_by_field_name("source"), source)
         if target is None:
             return []
         names = []
@@ -135,16 +140,16 @@ def _js_imports(node: Node, source: bytes) -> list[ParsedImport]:
                     for c in pattern.named_children
                     if c.type == "shorthand_property_identifier_pattern"
                 )
-        return [ParsedImport(target=_string_value(args.named_children[0], source), names=names, line=line)]
+        return [ParsedImport(target=string_value(args.named_children[0], source), names=names, line=line)]
     return []
 
 
-# spec factory (file source bytes -> _Spec) for JS / TS / TSX
-js_spec = _spec(
+# spec factory (file source bytes -> Spec) for JS / TS / TSX
+js_spec = make_spec(
     _js_declare,
     _make_js_calls,
     _js_imports,
     {"comment"},
-    _is_jsdoc,
+    is_jsdoc,
     bound_types=frozenset({"extends_clause", "implements_clause", "extends_type_clause"}),
 )

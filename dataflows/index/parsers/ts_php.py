@@ -3,15 +3,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 from tree_sitter import Node
 
 from dataflows.index.parsers.models import ParsedImport
-from dataflows.index.parsers.ts_common import _WS, _Decl, _is_jsdoc, _spec, _string_value
-
-if TYPE_CHECKING:
-    from dataflows.index.parsers.treesitter import _Walker
+from dataflows.index.parsers.ts_common import WHITESPACE, Decl, Walker, is_jsdoc, make_spec, string_value
 
 
 _PHP_KINDS = {
@@ -29,10 +26,10 @@ _PHP_RELATIVE_SCOPES = frozenset({"self", "static", "parent"})
 
 def _php_name(node: Node) -> str:
     """`\\App\\Models\\User` -> "App.Models.User"."""
-    return _WS.sub("", node.text.decode("utf-8", errors="replace")).lstrip("\\").replace("\\", ".")
+    return WHITESPACE.sub("", node.text.decode("utf-8", errors="replace")).lstrip("\\").replace("\\", ".")
 
 
-def _php_declare(node: Node, walker: _Walker) -> _Decl | None:
+def _php_declare(node: Node, walker: Walker) -> Decl | None:
     kind = _PHP_KINDS.get(node.type)
     name = node.child_by_field_name("name")
     if kind is not None and name is not None:
@@ -43,13 +40,13 @@ def _php_declare(node: Node, walker: _Walker) -> _Decl | None:
             for b in c.named_children
             if b.type in _PHP_NAMES
         ]
-        return _Decl(walker.text(name), kind, node, node.child_by_field_name("body"), bases=bases)
+        return Decl(walker.text(name), kind, node, node.child_by_field_name("body"), bases=bases)
     if node.type == "const_element":
         name = next((c for c in node.named_children if c.type == "name"), None)
         declaration = node.parent
         if name is not None and declaration is not None:
             outer = declaration if declaration.named_child_count == 1 else node
-            return _Decl(walker.text(name), "constant", outer, None)
+            return Decl(walker.text(name), "constant", outer, None)
     return None
 
 
@@ -115,12 +112,12 @@ def _php_imports(node: Node, source: bytes) -> list[ParsedImport]:
     if node.type in _PHP_REQUIRES:
         argument = next(iter(node.named_children), None)
         if argument is not None and argument.type in ("string", "encapsed_string"):
-            return [ParsedImport(target=_string_value(argument, source), line=line)]
+            return [ParsedImport(target=string_value(argument, source), line=line)]
         if argument is not None and argument.type == "binary_expression":
             left, right = argument.child_by_field_name("left"), argument.child_by_field_name("right")
             if left is not None and right is not None and right.type in ("string", "encapsed_string"):
                 if source[left.start_byte : left.end_byte] in (b"__DIR__", b"dirname(__FILE__)"):
-                    return [ParsedImport(target="." + _string_value(right, source), level=1, line=line)]
+                    return [ParsedImport(target="." + string_value(right, source), level=1, line=line)]
     return []
 
 
@@ -132,13 +129,13 @@ def _php_use_name(clause: Node) -> str:
     return f"{text} as {alias.text.decode()}" if alias is not None else text
 
 
-# spec factory (file source bytes -> _Spec) for PHP
-php_spec = _spec(
+# spec factory (file source bytes -> Spec) for PHP
+php_spec = make_spec(
     _php_declare,
     _make_php_calls,
     _php_imports,
     {"comment"},
-    _is_jsdoc,
+    is_jsdoc,
     namespace_types=frozenset({"namespace_definition"}),
     namespace=_php_namespace,
     mixin_types=frozenset({"use_declaration"}),

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 from tree_sitter import Node
 
 from dataflows.index.parsers.models import ParsedImport
-from dataflows.index.parsers.ts_common import _Decl, _spec, _string_value
-
-if TYPE_CHECKING:
-    from dataflows.index.parsers.treesitter import _Walker
+from dataflows.index.parsers.ts_common import Decl, Walker, make_spec, string_value
 
 
 _RUBY_IMPORTS = frozenset({"require", "require_relative", "load"})
@@ -21,7 +18,7 @@ _RUBY_NOT_CALLS = _RUBY_IMPORTS | _RUBY_MIXINS | frozenset(
 _RUBY_RECEIVERS = frozenset({"identifier", "constant", "self", "scope_resolution"})
 
 
-def _ruby_declare(node: Node, walker: _Walker) -> _Decl | None:
+def _ruby_declare(node: Node, walker: Walker) -> Decl | None:
     kind = node.type
     if kind in ("class", "module"):
         name = node.child_by_field_name("name")
@@ -35,14 +32,14 @@ def _ruby_declare(node: Node, walker: _Walker) -> _Decl | None:
             if b.type in ("constant", "scope_resolution")
         ]
         body = next((c for c in node.named_children if c.type in ("comment", "body_statement")), None)
-        return _Decl(last, "class", node, body, qualifier=qualifier or None, bases=bases)
+        return Decl(last, "class", node, body, qualifier=qualifier or None, bases=bases)
     if kind in ("method", "singleton_method"):
         name = node.child_by_field_name("name")
         if name is None:
             return None
         obj = node.child_by_field_name("object")
         qualifier = walker.text(obj).replace("::", ".") if obj is not None and obj.type != "self" else None
-        return _Decl(walker.text(name), "function", node, node.child_by_field_name("body"), qualifier=qualifier)
+        return Decl(walker.text(name), "function", node, node.child_by_field_name("body"), qualifier=qualifier)
     if kind == "assignment":
         left, parent = node.child_by_field_name("left"), node.parent
         at_top = parent is not None and (
@@ -50,7 +47,7 @@ def _ruby_declare(node: Node, walker: _Walker) -> _Decl | None:
             or (parent.type == "body_statement" and parent.parent is not None and parent.parent.type in ("class", "module"))
         )
         if at_top and left is not None and left.type == "constant":
-            return _Decl(walker.text(left), "constant", node, None)
+            return Decl(walker.text(left), "constant", node, None)
     return None
 
 
@@ -102,7 +99,7 @@ def _ruby_imports(node: Node, source: bytes) -> list[ParsedImport]:
     string = args.named_children[0]
     if any(c.type == "interpolation" for c in string.named_children):
         return []
-    target = _string_value(string, source)
+    target = string_value(string, source)
     return [ParsedImport(target=target, level=int(name == "require_relative"), line=node.start_point[0] + 1)]
 
 
@@ -110,8 +107,8 @@ def _is_hash_comment(raw: str) -> bool:
     return raw.startswith("#") and not raw.startswith("#!")
 
 
-# spec factory (file source bytes -> _Spec) for Ruby
-ruby_spec = _spec(
+# spec factory (file source bytes -> Spec) for Ruby
+ruby_spec = make_spec(
     _ruby_declare,
     _make_ruby_calls,
     _ruby_imports,

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 from tree_sitter import Node
 
 from dataflows.index.parsers.models import ParsedImport
-from dataflows.index.parsers.ts_common import _WS, _Decl, _dotted_callee, _spec
-
-if TYPE_CHECKING:
-    from dataflows.index.parsers.treesitter import _Walker
+from dataflows.index.parsers.ts_common import WHITESPACE, Decl, Walker, dotted_callee, make_spec
 
 
 _RUST_KINDS = {
@@ -26,7 +23,7 @@ _RUST_KINDS = {
 }
 
 
-def _rust_declare(node: Node, walker: _Walker) -> _Decl | None:
+def _rust_declare(node: Node, walker: Walker) -> Decl | None:
     kind = _RUST_KINDS.get(node.type)
     name = node.child_by_field_name("name")
     if kind is None or name is None:
@@ -35,10 +32,10 @@ def _rust_declare(node: Node, walker: _Walker) -> _Decl | None:
     if node.type == "trait_item":
         bounds = node.child_by_field_name("bounds")
         bases = [b for b in bounds.named_children] if bounds is not None else []
-    return _Decl(walker.text(name), kind, node, node.child_by_field_name("body"), bases=bases)
+    return Decl(walker.text(name), kind, node, node.child_by_field_name("body"), bases=bases)
 
 
-def _rust_impl_type(node: Node, walker: _Walker) -> str | None:
+def _rust_impl_type(node: Node, walker: Walker) -> str | None:
     """`impl<T> Trait for Type<T>` -> "Type" (and remember Trait as a base of Type)."""
     type_node = node.child_by_field_name("type")
     while type_node is not None and type_node.type in ("generic_type", "reference_type", "scoped_type_identifier"):
@@ -48,7 +45,7 @@ def _rust_impl_type(node: Node, walker: _Walker) -> str | None:
     type_name = walker.text(type_node)
     trait = node.child_by_field_name("trait")
     if trait is not None:
-        walker._impl_bases.append((type_name, _WS.sub("", walker.text(trait))))
+        walker.add_type_base(type_name, WHITESPACE.sub("", walker.text(trait)))
     return type_name
 
 
@@ -64,7 +61,7 @@ def _make_rust_calls(source_of: Callable[[], bytes]):
         callee = node.child_by_field_name("function")
         if callee is not None and callee.type == "generic_function":
             callee = callee.child_by_field_name("function")
-        return _dotted_callee(callee, source_of(), _RUST_CALLEE_PARTS)
+        return dotted_callee(callee, source_of(), _RUST_CALLEE_PARTS)
 
     return calls
 
@@ -81,7 +78,7 @@ def _rust_imports(node: Node, source: bytes) -> list[ParsedImport]:
         return []
 
     def text(n: Node) -> str:
-        return _WS.sub("", source[n.start_byte : n.end_byte].decode())
+        return WHITESPACE.sub("", source[n.start_byte : n.end_byte].decode())
 
     if argument.type == "scoped_use_list":
         path = argument.child_by_field_name("path")
@@ -108,12 +105,14 @@ def _is_rust_doc(raw: str) -> bool:
     return raw.startswith("///") or raw.startswith("/**")
 
 
-# spec factory (file source bytes -> _Spec) for Rust
-rust_spec = _spec(
+# spec factory (file source bytes -> Spec) for Rust
+rust_spec = make_spec(
     _rust_declare,
     _make_rust_calls,
     _rust_imports,
     {"line_comment", "block_comment"},
     _is_rust_doc,
     bound_types=frozenset({"trait_bounds"}),
+    qualifier_types=frozenset({"impl_item"}),  # methods inside are "Type.method"
+    qualifier=_rust_impl_type,
 )
