@@ -229,3 +229,23 @@ def test_budget_is_never_exceeded(items, budget):
     # greedy fill: a memory left out would not have fitted into what the returned ones leave
     left_out = out["memory_tokens"].drop(out["budgeted_memories"].index)
     assert (left_out > budget - result.token_estimate).all()
+
+
+@settings(max_examples=40, deadline=None)
+@given(texts=st.lists(st.text(alphabet=st.sampled_from(list("ab_Cd eF1\n.-")), max_size=40), min_size=1, max_size=8),
+       query=st.sampled_from(["ab", "cd ef", "ab_cd", "f1 ab"]))  # fmt: skip
+def test_lexical_relevance_is_bm25_of_the_texts_terms(texts, query):
+    from collections import Counter
+
+    from dataflows.lexical import Bm25Index
+    from dataflows.memory.relevance import lexical_relevance
+    from dataflows.text import terms
+
+    memories = pd.DataFrame({"content": texts}, index=pd.RangeIndex(len(texts)) * 10 + 3)
+    rows = [(i, t, n) for i, text in zip(memories.index, texts) for t, n in Counter(terms(text)).items()]
+    expected = pd.Series(0.0, index=memories.index)
+    if rows and terms(query):
+        scores = Bm25Index.from_terms(pd.DataFrame(rows, columns=["memory", "term", "tf"]), "memory").scores(terms(query))
+        scores = scores.reindex(memories.index, fill_value=0.0)
+        expected = scores / scores.max() if scores.max() > 0 else expected
+    pd.testing.assert_series_equal(lexical_relevance(memories, terms(query)), expected, check_names=False)

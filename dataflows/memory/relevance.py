@@ -13,6 +13,7 @@ hit alone (1.0 x 0.2) cannot lift a memory from another scope over a matching on
 from __future__ import annotations
 
 from datetime import datetime
+from itertools import chain
 
 import numpy as np
 import pandas as pd
@@ -34,18 +35,17 @@ ABOUT_THE_TASK = 0.5  # lexical_relevance from which the reason says "about the 
 
 
 def scope_parts(memories: pd.DataFrame) -> pd.DataFrame:
-    """Per memory: kind (universal|language|project|task|other), language, project and task, parsed from its scope."""
-    p = memories["scope"].astype(str).str.split(":", n=3, expand=True).reindex(columns=range(4))
+    """Per memory: kind (universal|language|project|task|other), language, project and task, parsed from its scope
+    (each distinct scope parsed once: a store has a handful of scopes and thousands of memories)."""
+    codes, scopes = pd.factorize(memories["scope"].astype(str))
+    p = pd.Series(scopes, dtype=object).str.split(":", n=3, expand=True).reindex(columns=range(4))
     is_project = p[0].eq("project") & p[1].notna()
     is_task = is_project & p[2].eq("task") & p[3].notna()
     kind = np.select([p[0].eq("universal"), p[0].eq("language") & p[1].notna(), is_task, is_project],
                      ["universal", "language", "task", "project"], "other")  # fmt: skip
-    return pd.DataFrame({
-        "kind": kind,
-        "language": p[1].where(p[0].eq("language")),
-        "project": p[1].where(is_project),
-        "task": p[3].where(is_task),
-    }, index=memories.index).astype(object)  # fmt: skip
+    distinct = pd.DataFrame({"kind": kind, "language": p[1].where(p[0].eq("language")),
+                             "project": p[1].where(is_project), "task": p[3].where(is_task)}).astype(object)  # fmt: skip
+    return distinct.iloc[codes].set_axis(memories.index)
 
 
 def _same(column: pd.Series, value: str | None) -> pd.Series:
@@ -99,16 +99,36 @@ def task_text_terms(task_text: str | None) -> list[str]:
     return terms(task_text or "")
 
 
+def _postings(contents: pd.Series) -> pd.DataFrame:
+    """(memory, term, tf) of each text's `terms`. terms() never joins across whitespace, so each distinct
+    whitespace token is analysed once and the counts are made with arrays (10,000 memories: ~0.1 s, not ~0.5 s)."""
+    split = [str(text).split() for text in contents]
+    per_text = np.fromiter(map(len, split), dtype=np.int64, count=len(split))
+    tokens = np.fromiter(chain.from_iterable(split), dtype=object, count=int(per_text.sum()))
+    token_codes, distinct = pd.factorize(tokens)
+    token_terms = [terms(token) for token in distinct]
+    n_terms = np.fromiter(map(len, token_terms), dtype=np.int64, count=len(token_terms))
+    flat = np.fromiter(chain.from_iterable(token_terms), dtype=object, count=int(n_terms.sum()))
+    term_codes, vocab = pd.factorize(flat)
+    if not len(vocab):
+        return pd.DataFrame({"memory": [], "term": [], "tf": []})
+    lens = n_terms[token_codes]  # terms of each token occurrence, laid out one after another
+    first = np.repeat((np.cumsum(n_terms) - n_terms)[token_codes], lens)
+    within = np.arange(lens.sum()) - np.repeat(np.cumsum(lens) - lens, lens)
+    text_of = np.repeat(np.repeat(np.arange(len(split)), per_text), lens)
+    keys, tf = np.unique(text_of * len(vocab) + term_codes[first + within], return_counts=True)
+    return pd.DataFrame({"memory": contents.index.to_numpy()[keys // len(vocab)],
+                         "term": np.asarray(vocab, dtype=object)[keys % len(vocab)], "tf": tf})  # fmt: skip
+
+
 def lexical_relevance(memories: pd.DataFrame, task_text_terms: list[str]) -> pd.Series:
     """0-1 per memory: BM25 of the task text against its content, divided by the best memory's (0 without text)."""
     zeros = pd.Series(0.0, index=memories.index)
     if not task_text_terms or memories.empty:
         return zeros
-    words = memories["content"].map(terms).explode().dropna()
-    if words.empty:
+    postings = _postings(memories["content"])
+    if postings.empty:
         return zeros
-    postings = pd.DataFrame({"memory": words.index, "term": words.to_numpy()})
-    postings = postings.groupby(["memory", "term"]).size().rename("tf").reset_index()
     scores = Bm25Index.from_terms(postings, "memory").scores(task_text_terms).reindex(memories.index, fill_value=0.0)
     best = scores.max()
     return scores / best if best > 0 else zeros
@@ -151,15 +171,16 @@ def relevance_reason(
     scope = np.select(
         [kind.eq("universal"), kind.eq("language") & _same(scope_parts["language"], language),
          kind.eq("task") & same_project & _same(scope_parts["task"], task), kind.isin(["project", "task"]) & same_project],
-        ["universal", "lang:" + scope_parts["language"].fillna(""), "task:" + scope_parts["task"].fillna(""), "project"],
-        "",
+        [1, 2, 3, 4], 0,
     )  # fmt: skip
-    days = np.floor(memory_age_days)
-    parts = [
-        pd.Series(scope, index=scope_parts.index, dtype=object),
-        pd.Series(np.select([days < AGE_STEPS[0], days > AGE_STEPS[2]], ["recent", "old"], ""), index=days.index),
-        pd.Series(np.where(confidence >= 0.8, "high-conf", ""), index=confidence.index),
-        pd.Series(np.where(lexical_relevance >= ABOUT_THE_TASK, "about the task", ""), index=lexical_relevance.index),
-    ]
-    joined = parts[0].str.cat(parts[1:], sep=", ").str.replace(r"(, )+", ", ", regex=True).str.strip(", ")
-    return joined.where(joined.ne(""), "default").astype(object)
+    days = np.floor(memory_age_days.to_numpy(dtype=float))
+    with np.errstate(invalid="ignore"):
+        age = np.select([days < AGE_STEPS[0], days > AGE_STEPS[2]], [1, 2], 0)
+    sure = (confidence.to_numpy() >= 0.8).astype(int)
+    about = (lexical_relevance.to_numpy() >= ABOUT_THE_TASK).astype(int)
+    names = (("", "universal", f"lang:{language}", f"task:{task}", "project"), ("", "recent", "old"),
+             ("", "high-conf"), ("", "about the task"))  # fmt: skip
+    keys = ((scope * 3 + age) * 2 + sure) * 2 + about  # a handful of distinct reasons: join each once
+    distinct, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    labels = [", ".join(n[c[i]] for n, c in zip(names, (scope, age, sure, about)) if n[c[i]]) or "default" for i in first]
+    return pd.Series(np.asarray(labels, dtype=object)[inverse.ravel()], index=scope_parts.index, dtype=object)

@@ -53,7 +53,7 @@ def matching_memories(
         bucket=scope_parts["kind"].map(BUCKET_OF_KIND), kind=scope_parts["kind"], language=scope_parts["language"],
         project=scope_parts["project"], task=scope_parts["task"],
     )[keep]  # fmt: skip
-    return frame.sort_values(["relevance_score", "age", "content"], ascending=[False, True, True], kind="stable", na_position="last")
+    return frame.sort_values(["relevance_score", "age"], ascending=[False, True], kind="stable", na_position="last")
 
 
 def ranked_memories(matching_memories: pd.DataFrame, memory_query: MemoryQuery) -> pd.DataFrame:

@@ -1,0 +1,112 @@
+"""Memory query latency (seed 003: < 100 ms for 50 memories in 10 files): `python -m drivers.memory_bench`.
+
+Two synthetic stores in a temporary directory: 50 memories in 10 files, and 10,000 memories that all apply to
+the queried context (universal, go, project hydra, its task coding). Measured in-process (median of repeats,
+store read + Hamilton DAG + token counting, after one warm-up) and as a cold `cra memory query` process
+(median of 5).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from dataflows.memory.models import MemoryQuery
+from drivers.memory import memory_context_for, query_memories
+from drivers.output import write_text_atomic
+
+NOW = datetime(2026, 6, 1, tzinfo=timezone.utc)
+CONTEXT = {"project": "hydra", "language": "go", "task": "coding"}
+TASK_TEXT = "the scheduler retries failed jobs without backoff; make the retry policy configurable"
+WORDS = ("scheduler retry backoff queue postgres lint test fixture goroutine errgroup context cancel timeout "
+         "logging error wrap review commit branch deploy config yaml schema migration index cache http client "
+         "server handler middleware token budget import module package vendor docs changelog release").split()  # fmt: skip
+SMALL = {"profile.json": 5, "corrections.json": 5, "languages/go.json": 5, "languages/python.json": 5,
+         "languages/rust.json": 5, "projects/hydra/decisions.json": 5, "projects/hydra/tasks/coding.json": 5,
+         "projects/hydra/tasks/review.json": 5, "projects/atlas/decisions.json": 5,
+         "projects/atlas/tasks/coding.json": 5}  # fmt: skip
+LARGE = {"profile.json": 2500, "corrections.json": 1500, "languages/go.json": 3000,
+         "projects/hydra/decisions.json": 2000, "projects/hydra/tasks/coding.json": 1000}  # fmt: skip
+KEYS = {"profile.json": "general", "corrections.json": "corrections", "languages": "preferences",
+        "decisions.json": "decisions", "tasks": "rules"}  # fmt: skip
+
+
+def _key(rel: str) -> str:
+    parts = rel.split("/")
+    return KEYS.get(parts[-1]) or KEYS[parts[-2]]
+
+
+def write_store(root: Path, layout: dict[str, int], seed: int = 0) -> int:
+    """A synthetic hierarchy: per file, that many memories of 8-30 words, up to a year old; the count written."""
+    rng = random.Random(seed)
+    for rel, n in layout.items():
+        entries = [{"content": " ".join(rng.choices(WORDS, k=rng.randint(8, 30))).capitalize() + ".",
+                    "timestamp": (NOW - timedelta(days=rng.uniform(0, 365))).isoformat(timespec="seconds"),
+                    "confidence": round(rng.uniform(0.3, 1.0), 2)} for _ in range(n)]  # fmt: skip
+        write_text_atomic(root / rel, json.dumps({_key(rel): entries}))
+    return sum(layout.values())
+
+
+def _median_ms(fn, repeats: int) -> float:
+    fn()  # warm-up: encoding, driver build
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1000
+
+
+def _cold_cli_ms(root: Path, repeats: int = 5) -> float:
+    cra = Path(sys.executable).with_name("cra")
+    argv = [str(cra), "memory", "query", "--memory-dir", str(root), "--project", "hydra", "--language", "go",
+            "--task", "coding", "--text", TASK_TEXT, "--budget", "1500", "--json"]  # fmt: skip
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        subprocess.run(argv, check=True, capture_output=True)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1000
+
+
+def measure(root: Path, repeats: int) -> dict:
+    """Median milliseconds of a query with and without task text, of the memory section, and of a cold CLI call."""
+    def query(text):
+        return lambda: query_memories(root, MemoryQuery(), task_text=text, budget=1500, now=NOW, **CONTEXT)
+
+    return {
+        "query": _median_ms(query(None), repeats),
+        "query + task text": _median_ms(query(TASK_TEXT), repeats),
+        "memory_context_for": _median_ms(lambda: memory_context_for(root, "hydra", "go", TASK_TEXT, 1500, NOW), repeats),
+        "cold CLI query": _cold_cli_ms(root),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m drivers.memory_bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=21, help="in-process repeats per measurement (default 21)")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="cra-memory-bench-") as tmp:
+        rows = []
+        for name, layout in (("50 memories / 10 files", SMALL), ("10,000 memories / 5 files", LARGE)):
+            root = Path(tmp) / name.split()[0].replace(",", "")
+            write_store(root, layout)
+            rows.append((name, measure(root, args.repeats if layout is SMALL else max(3, args.repeats // 3))))
+    columns = list(rows[0][1])
+    print("memory query latency, median ms (seed 003 target: < 100 ms for 50 memories in 10 files)")
+    print(f"{'store':<28}" + "".join(f"{c:>22}" for c in columns))
+    for name, figures in rows:
+        print(f"{name:<28}" + "".join(f"{figures[c]:>22.1f}" for c in columns))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
