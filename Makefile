@@ -29,6 +29,9 @@ test-fast: setup  # while developing: everything but the end-to-end runs on real
 bench: setup
 	$(PY) -m drivers.bench
 
+bench-memory: setup
+	$(PY) -m drivers.memory_bench
+
 eval: setup
 	$(CRA) evaluate --cases ../shared/eval/dev.jsonl --mirror ../.mirror --out out/eval-dev
 
