@@ -29,6 +29,9 @@ test-fast: setup  # while developing: everything but the end-to-end runs on real
 bench: setup
 	$(PY) -m drivers.bench
 
+bench-escalation: setup  # escalation store with 10,000 tasks / 100,000 attempts: record and report medians
+	$(PY) -m drivers.escalation_bench
+
 bench-memory: setup
 	$(PY) -m drivers.memory_bench
 
