@@ -8,6 +8,7 @@ give the same answer from their .gitignore files alone.
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import subprocess
 from dataclasses import dataclass, field
@@ -217,3 +218,39 @@ def test_cli_indexes_every_go_file_of_a_go_zero_shaped_repository(tmp_path, caps
     assert set(go_files) <= paths
     assert "LICENSE" not in paths and "tools/goctl/goctl" not in paths
     assert f"go {len(go_files)}" in out
+
+
+NAMES = ("a", "b", "ab", "a.b", "x.go", ".h", "a b", "[a]", "a*", "é", "a-b")
+ATOMS = ("a", "b", "*", "**", "?", "/", ".", "[ab]", "[!a]", "[a-c]", "\\*", "go", "!", " ", "\\ ", "[[:alpha:]]", "é", "[]]", "\\")
+
+
+def _random_case(rng: random.Random) -> Case:
+    """A small random tree with random ignore files built from the characters git's matcher treats specially."""
+    dirs, files = [""], []
+    for _ in range(rng.randint(4, 20)):
+        rel = "/".join(filter(None, (rng.choice(dirs), rng.choice(NAMES))))
+        if rel in dirs or rel in files or any(f == rel or rel.startswith(f + "/") for f in files):
+            continue
+        (dirs if rng.random() < 0.35 and rel.count("/") < 3 else files).append(rel)
+    files += [f"{d}/f" for d in dirs[1:]]
+
+    def patterns(n: int) -> str:
+        lines = []
+        for _ in range(n):
+            line = "".join(rng.choice(ATOMS) for _ in range(rng.randint(1, 5)))
+            lines.append(("!" if rng.random() < 0.3 else "") + ("/" if rng.random() < 0.15 else "") + line + ("/" if rng.random() < 0.2 else ""))
+        return "\n".join(lines) + "\n"
+
+    ignores = {"/".join(filter(None, (d, ".gitignore"))): patterns(rng.randint(1, 6)) for d in rng.sample(dirs, min(len(dirs), 3))}
+    if rng.random() < 0.3:
+        ignores[".git/info/exclude"] = patterns(2)
+    return Case(files=tuple(files), ignores=ignores)
+
+
+def test_random_ignore_files_agree_with_git(tmp_path):
+    """Seeded random patterns (stars, classes, escapes, negations, anchors) over random trees: git's answer every time."""
+    for seed in range(40):
+        case = _random_case(random.Random(seed))
+        (tmp_path / str(seed)).mkdir()
+        repo = _build(tmp_path / str(seed), case)
+        assert scanned(repo) == git_listing(repo), (seed, case.ignores)
