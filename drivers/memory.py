@@ -86,7 +86,8 @@ def memory_context_for(
     budget: int, now: datetime, task: str | None = None,
 ) -> tuple[str, dict]:
     """(markdown section, provenance dict) for a context package: what the retrieval driver adds under its own
-    allocation. The markdown is empty when no memory applies; provenance names the directory and any warnings."""
+    allocation (the seed's section is DEFAULT_MEMORY_BUDGET = 1,500 tokens, split 700/500/300). The markdown is
+    empty when no memory applies; provenance names the directory, the split's use and any warnings."""
     root = memory_root(memory_dir)
     section, warnings = memory_section(root, project, language, task_text, budget, now, task)
     return section.markdown, {"memory_dir": str(root), **section.provenance(), "warnings": warnings}

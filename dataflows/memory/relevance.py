@@ -5,9 +5,10 @@ Inputs: `memories` (one row per memory: content, scope, category, confidence, ti
 `relevance_factors` joins them so a notebook can look at every column, `relevance_score` weighs them.
 
 Weights: the seed's scope 0.5, recency 0.2, confidence 0.2, task 0.1. When a task text is given, those four keep
-80% of the weight and `lexical_relevance` (BM25 of the task text against each memory) takes 20%: a memory about
-the thing being edited then outranks an equally scoped, equally fresh one about something else, while a lexical
-hit alone (1.0 x 0.2) cannot lift a memory from another scope over a matching one by more than it is worth.
+80% of the weight and `lexical_relevance` (BM25 of the task text against each memory, 0-1) takes 20%. A full
+lexical match is then worth 0.2, a little more than recency or confidence (0.16 each): it decides between memories
+of the same scope, and can lift a universal memory about the task (scope 0.8) over an unrelated project decision
+(0.9), but not a rule from a week ago over one from last year unless the text says so.
 """
 
 from __future__ import annotations
