@@ -78,8 +78,18 @@ def _is_regular_file(path: Path) -> bool:
         return False
 
 
-def scan_sources(root: Path, max_file_bytes: int = 1_000_000) -> SourceScan:
-    """Read root's small source files, choosing them as git does (`git ls-files -co --exclude-standard`).
+@dataclass(frozen=True)
+class SourcePaths:
+    """Which files a scan would read, without reading them."""
+
+    paths: dict[str, str]  # relative posix path -> path to open, every file the index would consider
+    n_ignored: int  # files and pruned directories left out by .gitignore / info/exclude / noise rules (not .git)
+    unreadable: list[tuple[str, str]]  # (directory, error) of directories that could not be listed
+
+
+def source_paths(root: Path) -> SourcePaths:
+    """The files of root the index considers, chosen as git does (`git ls-files -co --exclude-standard`); nothing
+    is opened but ignore files, so a caller can stat the result cheaply (e.g. to see whether a KB is stale).
 
     The walk skips symlinks and noise, and prunes every directory that the ignore files of its ancestors
     (.git/info/exclude, then each .gitignore from the root down) exclude once all their patterns have been
@@ -119,6 +129,13 @@ def scan_sources(root: Path, max_file_bytes: int = 1_000_000) -> SourceScan:
     for rel in _tracked_files(root):
         if rel not in found and not _noise_path(rel) and _is_regular_file(root / rel):
             found[rel] = str(root / rel)
+    return SourcePaths(found, n_ignored, unreadable)
+
+
+def scan_sources(root: Path, max_file_bytes: int = 1_000_000) -> SourceScan:
+    """Read root's small source files, chosen by `source_paths`."""
+    walked = source_paths(root)
+    found, n_ignored, unreadable = walked.paths, walked.n_ignored, list(walked.unreadable)
     rows: list[tuple[str, bytes, int, str]] = []
     oversized: list[str] = []
     for rel, path in found.items():

@@ -1,0 +1,233 @@
+"""`cra serve`: an MCP server (official `mcp` SDK) that keeps knowledge bases warm for coding agents.
+
+Tools are the functions of `drivers.mcp_tools`; this module gives each its schema and agent-facing description,
+turns user errors into tool errors (one bad request never stops the server), and runs the transport: stdio by
+default, streamable HTTP on loopback unless --host says otherwise. `--watch` keeps KBs fresh in the background.
+"""
+
+import argparse
+import ipaddress
+import logging
+import sys
+import threading
+import traceback
+from pathlib import Path
+from typing import Annotated, Literal
+
+from drivers.errors import CraError
+
+log = logging.getLogger("cra.serve")
+
+INSTRUCTIONS = (
+    "cra answers 'which code matters for this task?'. Call get_context with the task text (issue, failing test or "
+    "stack trace) before editing: it returns the ranked files and symbols at the right depth within a token budget, "
+    "re-indexing first if files changed. explain_file says why a file is or is not included; search_symbols finds "
+    "definitions by name."
+)
+
+def _tool(fn):
+    """Run a tool body: a CraError becomes a tool error with its message; anything else a tool error naming the
+    bug, its traceback on stderr; the server keeps serving either way."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    def run(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except CraError as exc:
+            raise ToolError(str(exc)) from None
+        except Exception as exc:  # a bug in cra, not the caller's doing
+            log.error("tool %s failed:\n%s", fn.__name__, traceback.format_exc())
+            raise ToolError(f"internal error in cra ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); "
+                            "the server is still running. Report it with the server's stderr.") from None  # fmt: skip
+
+    return run
+
+
+def build_server(ws):
+    """The MCP server with cra's tools over this workspace (a `drivers.workspace.Workspace`)."""
+    from mcp.server.mcpserver import MCPServer
+    from pydantic import Field
+
+    from drivers import mcp_tools
+
+    Repo = Annotated[str | None, Field(description="Repository root path (or its directory name). Default: the "
+                                                   "first repository the server was started with.")]  # fmt: skip
+    Task = Annotated[str, Field(description="The task: issue text, failing test output or stack trace, as given.")]
+    server = MCPServer("cra", instructions=INSTRUCTIONS)
+
+    @server.tool(description=(
+        "Get the code context for a coding task: the files and symbols that matter, ranked, at the right depth "
+        "(bodies, signatures, types), inside a token budget, with the reason for each. Call it first for any bug "
+        "fix, feature or refactor. The repository is re-indexed automatically if files changed."))  # fmt: skip
+    def get_context(
+        task: Task,
+        repo: Repo = None,
+        budget: Annotated[int | None, Field(ge=256, le=1_000_000, description=(
+            f"Token budget of the package (default {mcp_tools.DEFAULT_BUDGET}).") )] = None,  # fmt: skip
+        format: Annotated[Literal["markdown", "json"], Field(description=(
+            "markdown (for reading) or json (the `cra retrieve --format json` contract, with provenance)."))] = "markdown",
+    ) -> str:
+        return _tool(mcp_tools.get_context)(ws, task, repo, budget, format)
+
+    @server.tool(description=(
+        "Explain why one file is or is not in the context for a task: its rank, every ranking signal with its "
+        "weight, whether the scope kept it, what the token budget evicted or demoted, which of its symbols went in "
+        "at which depth. Use it when get_context left out a file you expected, or to judge a file's relevance."))  # fmt: skip
+    def explain_file(
+        task: Task,
+        path: Annotated[str, Field(description="File path relative to the repository root.")],
+        repo: Repo = None,
+        budget: Annotated[int | None, Field(ge=256, le=1_000_000, description="Token budget, as for get_context.")] = None,
+    ) -> dict:
+        return _tool(mcp_tools.explain_file)(ws, task, path, repo, budget)
+
+    @server.tool(description=(
+        "Re-index a repository now (incremental: only changed files are parsed) and return the index summary: files "
+        "by language, symbols, edges, history, what was skipped. get_context re-indexes by itself when files "
+        "change; call this after large changes such as a branch switch, or to see what the index holds."))  # fmt: skip
+    def index(repo: Repo = None) -> dict:
+        return _tool(mcp_tools.index)(ws, repo)
+
+    @server.tool(description=(
+        "Find definitions (functions, classes, methods, types) by name in the repository's index: exact names "
+        "first, then qualified names, prefixes and substrings; several words match qualified name and path. Returns "
+        "each symbol's file, lines and signature."))  # fmt: skip
+    def search_symbols(
+        query: Annotated[str, Field(description="A symbol name or part of one, e.g. validate_login or Invoice.total.")],
+        repo: Repo = None,
+        limit: Annotated[int, Field(ge=1, le=500, description="At most this many symbols (default 20).")] = 20,
+    ) -> dict:
+        return _tool(mcp_tools.search_symbols)(ws, query, repo, limit)
+
+    @server.tool(description=(
+        "Scoped memories that apply to this work: the user's preferences and corrections, language rules, project "
+        "decisions and task rules, most relevant first. Read them before writing code so you follow what the user "
+        "already said."))  # fmt: skip
+    def memories(
+        task: Annotated[str | None, Field(description="The task text, to rank memories by relevance to it.")] = None,
+        repo: Repo = None,
+        project: Annotated[str | None, Field(description="Project name (default: the repository's directory name).")] = None,
+        language: Annotated[str | None, Field(description="Programming language, e.g. python.")] = None,
+        category: Annotated[str | None, Field(description="Only this category, e.g. corrections.")] = None,
+        limit: Annotated[int, Field(ge=1, le=1000, description="At most this many memories (default 20).")] = 20,
+        budget: Annotated[int | None, Field(ge=0, description="Token budget for the memories returned.")] = None,
+    ) -> dict:
+        return _tool(mcp_tools.memories)(ws, task, repo, project, language, category, limit, budget)
+
+    _escalation_tools(server)
+    return server
+
+
+def _escalation_tools(server) -> None:
+    """record_attempt / escalation_report / guide over the escalation store ($CRA_HOME/escalations.db)."""
+    from pydantic import Field
+
+    from drivers import mcp_tools
+
+    TaskId = Annotated[str, Field(description="Your id for the task, e.g. an issue number or branch name.")]
+
+    @server.tool(description=(
+        "Record that an attempt at a task failed, with the error. After the retry limit (default 3) the task "
+        "escalates to a human with a report of the failure pattern; then stop retrying and wait for guidance."))  # fmt: skip
+    def record_attempt(
+        task_id: TaskId,
+        error: Annotated[str, Field(description="What went wrong: the full error message or test output.")],
+        agent: Annotated[str, Field(description="Which agent made the attempt.")] = "agent",
+        title: Annotated[str | None, Field(description="The task's title (set on the first attempt).")] = None,
+        max_retries: Annotated[int | None, Field(ge=1, le=100, description="Escalate after this many failures.")] = None,
+    ) -> dict:
+        return _tool(mcp_tools.record_attempt)(task_id, error, agent, title, max_retries)
+
+    @server.tool(description="The escalation report of a task that reached its retry limit: error category, failure "
+                             "pattern, attempts, similar past failures, and any human guidance.")  # fmt: skip
+    def escalation_report(
+        task_id: TaskId,
+        format: Annotated[Literal["markdown", "json"], Field(description="markdown or json.")] = "markdown",
+    ) -> str:
+        return _tool(mcp_tools.escalation_report)(task_id, format)
+
+    @server.tool(description=(
+        "Without hint: the human guidance and previous-failure context to put at the top of your next attempt at "
+        "a task (empty when there is none). With hint: store a person's guidance for a failed or escalated task "
+        "and re-queue it."))  # fmt: skip
+    def guide(
+        task_id: TaskId,
+        hint: Annotated[str | None, Field(description="Guidance to store (for people relaying advice).")] = None,
+    ) -> dict:
+        return _tool(mcp_tools.guide)(task_id, hint)
+
+
+def _watch(ws, stop: threading.Event) -> None:
+    """Background freshness: every change watchfiles reports marks its repository changed and refreshes it."""
+    import watchfiles
+
+    roots = [str(r) for r in ws.repos]
+
+    def interesting(change, path: str) -> bool:
+        return watchfiles.DefaultFilter()(change, path) and "/.cra/" not in path and not path.endswith("/.cra")
+
+    for changes in watchfiles.watch(*roots, watch_filter=interesting, stop_event=stop, debounce=400, step=50,
+                                    raise_interrupt=False):  # fmt: skip
+        touched = {root for root in ws.repos for _, path in changes if Path(path).is_relative_to(root)}
+        for root in touched:
+            ws.mark_changed(root)
+            try:
+                ws.refresh(str(root))
+            except Exception as exc:  # a broken tree must not stop the watcher; the next request reports it
+                log.warning("background re-index of %s failed: %s", root, exc)
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """`cra serve` options."""
+    p.add_argument("--repo", action="append", help="repository to serve (repeatable; default the current directory); "
+                                                   "the first is the default of every tool")  # fmt: skip
+    p.add_argument("--allow-root", action="append", default=[], help="also serve repositories under this directory "
+                                                                     "when a tool names them (repeatable)")  # fmt: skip
+    p.add_argument("--kb", help="KB directory of the (single) repository (default REPO/.cra)")
+    p.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="stdio (default) or streamable HTTP")
+    p.add_argument("--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1; others warn: no authentication)")
+    p.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
+    p.add_argument("--watch", action="store_true", help="re-index in the background as files change (watchfiles)")
+    p.add_argument("--history", type=int, default=2000, help="commits of git history to index (default 2000)")
+
+
+def run(args) -> int:
+    """Serve until the client disconnects (stdio) or the process is interrupted (HTTP)."""
+    try:
+        import mcp.server.mcpserver  # noqa: F401
+    except ImportError:
+        raise CraError("`cra serve` needs the MCP SDK: pip install 'cra[serve]' (or `make setup`).") from None
+    from drivers.workspace import Workspace
+
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="cra serve: %(levelname)s: %(message)s")
+    ws = Workspace([Path(r) for r in args.repo or ["."]], [Path(r) for r in args.allow_root],
+                   Path(args.kb) if args.kb else None, history=args.history, watched=args.watch)  # fmt: skip
+    server = build_server(ws)
+    stop = threading.Event()
+    if args.watch:
+        try:
+            import watchfiles  # noqa: F401
+        except ImportError:
+            raise CraError("--watch needs watchfiles: pip install 'cra[serve]'.") from None
+        threading.Thread(target=_watch, args=(ws, stop), name="cra-watch", daemon=True).start()
+    try:
+        if args.transport == "stdio":
+            server.run("stdio")
+        else:
+            if not _is_loopback(args.host):
+                print(f"cra serve: warning: listening on {args.host}, not loopback: anyone who reaches this port can "
+                      f"read {ws.served()} (no authentication).", file=sys.stderr)  # fmt: skip
+            print(f"cra serve: MCP over HTTP at http://{args.host}:{args.port}/mcp", file=sys.stderr)
+            server.run("streamable-http", host=args.host, port=args.port)
+    finally:
+        stop.set()
+    return 0
