@@ -97,8 +97,18 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def _inputs(attempts: pd.DataFrame, user_table: dict, **extra) -> dict:
-    return {"attempts": attempts, "default_category_table": _default_table(), "user_category_table": user_table, **extra}
+@lru_cache(maxsize=8)
+def _matcher(user_table_json: str):
+    dr, table = escalation_driver(), json.loads(user_table_json)
+    inputs = {"default_category_table": _default_table(), "user_category_table": table}
+    return dr.execute(["category_matcher"], inputs=inputs)["category_matcher"]
+
+
+def _execute(outputs: list[str], attempts: pd.DataFrame, user_table: dict, **inputs) -> dict:
+    """Run the DAG for these outputs; the compiled category rules are built once per process and table."""
+    matcher = _matcher(json.dumps(user_table, sort_keys=True))
+    inputs = {"attempts": attempts, "default_category_table": _default_table(), "user_category_table": user_table, **inputs}
+    return escalation_driver().execute(outputs, inputs=inputs, overrides={"category_matcher": matcher})
 
 
 def _task(conn, task_id: str) -> dict:
@@ -112,7 +122,7 @@ def categorise(messages: list[str], user_table: dict | None = None) -> list[str]
     """The error category of each message (data/error_categories.toml, a user's table's rules first)."""
     attempts = pd.DataFrame({"task_id": "", "attempt_number": range(len(messages)), "error_message": messages,
                              "error_type": None})  # fmt: skip
-    out = escalation_driver().execute(["attempt_categories"], inputs=_inputs(attempts, user_table or {}))
+    out = _execute(["attempt_categories"], attempts, user_table or {})
     return out["attempt_categories"].tolist()
 
 
@@ -145,17 +155,17 @@ def record_attempt(db_path: Path | None, task_id: str, error: str, agent: str = 
         status = "escalated" if retries >= limit else "failed"
         fields = {"title": title} if title else {}
         store.update_task(conn, task_id, now, status=status, retry_count=retries, max_retries=limit, **fields)
-        report_id = _escalate(conn, task_id, title or task["title"], user_table, now) if status == "escalated" else None
+        report_id = escalate_task(conn, task_id, title or task["title"], user_table, now) if status == "escalated" else None
     return AttemptOutcome(task_id, number, error_type, status, retries, limit, report_id)
 
 
-def _escalate(conn, task_id: str, title: str, user_table: dict, now: str) -> int:
+def escalate_task(conn, task_id: str, title: str, user_table: dict, now: str) -> int:
+    """Inside a write transaction: analyse the task's attempts, look for similar past failures, store the report."""
     attempts = store.task_attempts(conn, task_id)
-    dr = escalation_driver()
-    inputs = _inputs(attempts, user_table, task_id=task_id, task_title=title)
-    category = dr.execute(["dominant_categories"], inputs=inputs)["dominant_categories"][task_id]
+    inputs = {"task_id": task_id, "task_title": title}
+    category = _execute(["dominant_categories"], attempts, user_table, **inputs)["dominant_categories"][task_id]
     past = store.past_failures(conn, category, PAST_FAILURE_LIMIT)
-    out = dr.execute(["escalation_report", "task_messages"], inputs={**inputs, "past_failures": past})
+    out = _execute(["escalation_report", "task_messages"], attempts, user_table, past_failures=past, **inputs)
     rep: EscalationReport = out["escalation_report"]
     return store.add_report(conn, task_id, now, rep.error_category, rep.failure_pattern, out["task_messages"],
                             json.dumps(rep.to_dict(), ensure_ascii=False))  # fmt: skip
@@ -172,11 +182,10 @@ def failing_tasks(db_path: Path | None) -> pd.DataFrame:
     """Failed and escalated tasks with their category, failure pattern and attempt count (for `cra retry --all`)."""
     with store.open_store(db_path) as conn, store.transaction(conn, write=False):
         tasks = store.tasks_in(conn, FAILING)
-        attempts = store.task_attempts(conn, statuses=FAILING)
+        attempts = store.task_attempts(conn, statuses=FAILING, columns=("task_id", "attempt_number", "error_type"))
     if tasks.empty:
         return tasks.assign(error_category=[], failure_pattern=[], attempts=[])
-    out = escalation_driver().execute(["dominant_categories", "failure_patterns", "attempt_totals"],
-                                      inputs=_inputs(attempts, {}))  # fmt: skip
+    out = _execute(["dominant_categories", "failure_patterns", "attempt_totals"], attempts, {})
     return tasks.assign(
         error_category=tasks["task_id"].map(out["dominant_categories"]).fillna(categories.UNKNOWN),
         failure_pattern=tasks["task_id"].map(out["failure_patterns"]).fillna("-"),
@@ -242,9 +251,9 @@ def guidance_context_for(db_path: Path | None, task_id: str, user_table: dict | 
         attempts = store.task_attempts(conn, task_id)
         last_report = store.latest_report(conn, task_id)
     hints = tuple(g["hint"] for g in guidance)
-    wanted = ["guidance_prompt", "failure_patterns", "dominant_categories"]
-    out = escalation_driver().execute(wanted, inputs=_inputs(attempts, load_category_table() if user_table is None else user_table,
-                                                             task_id=task_id, guidance_hints=hints))  # fmt: skip
+    table = load_category_table() if user_table is None else user_table
+    out = _execute(["guidance_prompt", "failure_patterns", "dominant_categories"], attempts, table, task_id=task_id,
+                   guidance_hints=hints)  # fmt: skip
     text = out["guidance_prompt"]
     provenance = {
         "task_id": task_id, "status": task["status"],

@@ -140,6 +140,7 @@ def open_store(db_path: Path | None = None) -> Iterator[sqlite3.Connection]:
         if _schema_version(conn, path) != SCHEMA_VERSION:
             _migrate(conn, path)
         conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("PRAGMA synchronous = NORMAL")  # WAL: a commit survives any process crash; no fsync per commit
         yield conn
 
 
@@ -193,15 +194,16 @@ def add_attempt(conn: sqlite3.Connection, attempt: dict) -> int:
     return number
 
 
-def task_attempts(conn: sqlite3.Connection, task_id: str | None = None, statuses: tuple[str, ...] = ()) -> pd.DataFrame:
-    """Attempts (ATTEMPT_COLUMNS) of one task, or of every task in the given statuses, in recording order."""
+def task_attempts(conn: sqlite3.Connection, task_id: str | None = None, statuses: tuple[str, ...] = (),
+                  columns: tuple[str, ...] = ATTEMPT_COLUMNS) -> pd.DataFrame:  # fmt: skip
+    """Attempts (these columns) of one task, or of every task in the given statuses, in recording order."""
     if task_id is not None:
         where, params = "WHERE task_id = ?", (task_id,)
     else:
         where = f"WHERE task_id IN (SELECT task_id FROM tasks WHERE status IN ({', '.join('?' * len(statuses))}))"
         params = statuses
-    cursor = conn.execute(f"SELECT {', '.join(ATTEMPT_COLUMNS)} FROM attempts {where} ORDER BY task_id, attempt_number", params)
-    return pd.DataFrame(cursor.fetchall(), columns=list(ATTEMPT_COLUMNS))
+    cursor = conn.execute(f"SELECT {', '.join(columns)} FROM attempts {where} ORDER BY task_id, attempt_number", params)
+    return pd.DataFrame(cursor.fetchall(), columns=list(columns))
 
 
 def tasks_in(conn: sqlite3.Connection, statuses: tuple[str, ...]) -> pd.DataFrame:
@@ -255,10 +257,10 @@ def guidance_history(conn: sqlite3.Connection, task_id: str) -> list[dict]:
     return _rows(conn, "SELECT hint, given_at, report_id FROM guidance WHERE task_id = ? ORDER BY guidance_id", (task_id,))
 
 
-def bulk_load(conn: sqlite3.Connection, tasks: pd.DataFrame, attempts: pd.DataFrame) -> None:
-    """Insert many tasks (the tasks table's columns) and attempts (ATTEMPT_COLUMNS) in one transaction."""
+def bulk_load(conn: sqlite3.Connection, **frames: pd.DataFrame) -> None:
+    """Insert many rows in one transaction: table name -> frame with (some of) that table's columns."""
     with transaction(conn):
-        for table, frame in (("tasks", tasks), ("attempts", attempts)):
+        for table, frame in frames.items():
             columns = list(frame.columns)
             conn.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
                              frame.itertuples(index=False, name=None))  # fmt: skip

@@ -111,7 +111,7 @@ for i in range(n):
 
 def test_concurrent_processes_lose_no_attempt(tmp_path):
     db = tmp_path / "e.db"  # not created yet: the writers race to create it too
-    workers, n = 4, 15
+    workers, n = 4, 10
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
     procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(db), f"w{w}", str(n)], env=env, stderr=subprocess.PIPE)
              for w in range(workers)]  # fmt: skip
