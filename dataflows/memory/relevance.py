@@ -6,9 +6,9 @@ Inputs: `memories` (one row per memory: content, scope, category, confidence, ti
 
 Weights: the seed's scope 0.5, recency 0.2, confidence 0.2, task 0.1. When a task text is given, those four keep
 80% of the weight and `lexical_relevance` (BM25 of the task text against each memory, 0-1) takes 20%. A full
-lexical match is then worth 0.2, a little more than recency or confidence (0.16 each): it decides between memories
-of the same scope, and can lift a universal memory about the task (scope 0.8) over an unrelated project decision
-(0.9), but not a rule from a week ago over one from last year unless the text says so.
+lexical match is then worth 0.2, more than the whole recency range (0.16 x 0.8): within a scope, the memory about
+the task comes first; across scopes it can lift a universal memory about the task (0.8 x 0.4) over an unrelated
+decision of the project (0.9 x 0.4), while the task's own rules (1.0 x 0.4 + task match) stay on top.
 """
 
 from __future__ import annotations
