@@ -183,6 +183,12 @@ def build_parser() -> argparse.ArgumentParser:
     from drivers import escalation_cli
 
     escalation_cli.add_commands(sub)
+
+    from drivers import serve
+
+    p = sub.add_parser("serve", help="serve warm knowledge bases to coding agents over MCP (stdio or HTTP)")
+    serve.add_arguments(p)
+    p.set_defaults(run=serve.run)
     return parser
 
 
