@@ -184,15 +184,31 @@ def _workers(args, n_items: int) -> int:
     return max(1, min(args.workers or os.cpu_count() or 1, n_items))
 
 
+def evaluation_driver(remote=None):
+    """The Hamilton driver over the batch evaluation DAG (`dataflows.evaluation.batch`, its only module); remote is
+    the executor of its parallel branches (default: in-process)."""
+    os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")
+    from hamilton import driver
+    from hamilton.execution import executors
+
+    from dataflows.evaluation import batch
+
+    return (
+        driver.Builder()
+        .with_modules(batch)
+        .enable_dynamic_execution(allow_experimental_mode=True)
+        .with_local_executor(executors.SynchronousLocalTaskExecutor())
+        .with_remote_executor(remote or executors.SynchronousLocalTaskExecutor())
+        .build()
+    )
+
+
 class _Engine:
     """A Hamilton driver over the batch module on one engine; close() releases the cluster it started."""
 
     def __init__(self, args, n_items: int):
         os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")
-        from hamilton import driver
         from hamilton.execution import executors
-
-        from dataflows.evaluation import batch
 
         self._closers = []
         workers = _workers(args, n_items)
@@ -202,14 +218,7 @@ class _Engine:
             remote = self._dask(args, workers)
         else:
             remote = self._ray(workers)
-        self.driver = (
-            driver.Builder()
-            .with_modules(batch)
-            .enable_dynamic_execution(allow_experimental_mode=True)
-            .with_local_executor(executors.SynchronousLocalTaskExecutor())
-            .with_remote_executor(remote)
-            .build()
-        )
+        self.driver = evaluation_driver(remote)
 
     def _dask(self, args, workers: int):
         try:

@@ -359,6 +359,7 @@ def test_evaluate_end_to_end_local(tmp_path, monkeypatch, capsys):
 
 
 def test_evaluate_end_to_end_dask_matches_local(tmp_path, monkeypatch):
+    pytest.importorskip("dask.distributed", reason="dask.distributed is not installed (the `dev` extra brings it)")
     summary_doc, frame, _ = run_fixture(tmp_path / "dask", monkeypatch, "dask")
     check_run(summary_doc, frame)
     local_doc, _, _ = run_fixture(tmp_path / "local", monkeypatch, "local")
