@@ -185,3 +185,13 @@ def test_default_store_lives_under_cra_home(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("CRA_HOME", str(tmp_path / "home"))
     assert main(["attempt", "t", "--error", "boom"]) == 0
     assert (tmp_path / "home" / "escalations.db").is_file()
+
+
+def test_an_empty_file_becomes_a_store(tmp_path, capsys):
+    db = tmp_path / "e.db"
+    db.touch()
+    assert main(["attempt", "t", "--error", "boom", "--db", str(db)]) == 0
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] >= 1
+        assert conn.execute("SELECT COUNT(*) FROM attempts").fetchone()[0] == 1
+    conn.close()
