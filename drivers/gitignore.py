@@ -3,8 +3,10 @@
 Mirrors git's dir.c (line parsing, `!`, trailing `/`, anchoring, last matching pattern wins) and wildmatch.c
 (byte-wise, WM_PATHNAME: `*`, `?` and `[...]` never match `/`, `**` only between slashes), so a scan that
 prunes every ignored directory agrees with `git ls-files -co --exclude-standard`. Each ignore file becomes
-one regular expression per entry kind whose alternatives run from the last pattern to the first: the first
-alternative that matches is git's "last matching pattern", and its group number says whether it negates.
+a few regular expressions (name or path patterns, for files or directories) whose alternatives run from
+the last pattern to the first: the first alternative that matches is git's "last matching pattern", and
+its group number says which line that was and whether it negates. Not read here: core.excludesFile (a
+user's global ignore file), so an index does not depend on who builds it.
 """
 
 from __future__ import annotations
@@ -77,13 +79,15 @@ def parse_ignore_file(data: bytes, base: bytes = b"") -> IgnoreRules | None:
         return None
 
     def alternatives(dirs: bool, names: bool) -> _Alternatives | None:
-        chosen = [(order, rx, neg) for order, rx, neg, dir_only, name in patterns[::-1] if name == names and (dirs or not dir_only)]
+        chosen = [(order, rx, neg) for order, rx, neg, dir_only, name_only in reversed(patterns)
+                  if name_only == names and (dirs or not dir_only)]  # fmt: skip
         if not chosen:
             return None
         regex = re.compile(b"|".join(b"(" + rx + b")" for _, rx, _ in chosen), re.DOTALL)
         return _Alternatives(regex, tuple((order, neg) for order, _, neg in chosen))
 
-    return IgnoreRules(base, alternatives(False, True), alternatives(False, False), alternatives(True, True), alternatives(True, False))
+    return IgnoreRules(base, file_names=alternatives(False, True), file_paths=alternatives(False, False),
+                       dir_names=alternatives(True, True), dir_paths=alternatives(True, False))  # fmt: skip
 
 
 def is_ignored(rel: bytes, is_dir: bool, stack: Sequence[IgnoreRules]) -> bool:
@@ -132,8 +136,8 @@ def _trim_trailing_spaces(line: bytes) -> bytes:
 def _parse_pattern(line: bytes) -> tuple[bytes, bool, bool, bool] | None:
     """(regex, negated, directory-only, name-only); None if it never matches.
 
-    A name-only pattern (no slash but a trailing one, or `**/` then no slash) matches the last path component at any depth; any
-    other matches the path relative to the ignore file's directory.
+    A name-only pattern (no slash but a trailing one, or `**/` then no slash) matches the last path
+    component at any depth; any other pattern matches the path relative to the ignore file's directory.
     """
     negated = line.startswith(b"!")
     if negated:
