@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 CRA := $(VENV)/bin/cra
 TASK ?= The BM25 score of a query term that is repeated should count sub-linearly; fix Bm25Index.scores in the lexical index
 
-.PHONY: setup run test test-fast bench eval clean
+.PHONY: setup run test test-fast bench eval dag clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,9 @@ bench-memory: setup
 
 eval: setup
 	$(CRA) evaluate --cases ../shared/eval/dev.jsonl --mirror ../.mirror --out out/eval-dev
+
+dag: setup  # the index, retrieval and evaluation DAGs as SVG (needs Graphviz: apt-get install graphviz)
+	$(CRA) dag --out notebooks/dags
 
 clean:
 	rm -rf $(VENV) .cra out

@@ -189,6 +189,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("serve", help="serve warm knowledge bases to coding agents over MCP (stdio or HTTP)")
     serve.add_arguments(p)
     p.set_defaults(run=serve.run)
+
+    from drivers import dag
+
+    p = sub.add_parser("dag", help="draw the index, retrieval and evaluation DAGs as SVG (needs Graphviz)")
+    dag.add_arguments(p)
+    p.set_defaults(run=dag.run)
     return parser
 
 
