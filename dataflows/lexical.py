@@ -20,7 +20,7 @@ B = 0.4
 ARRAYS = ("vocab", "starts", "doc_ids", "postings_doc", "postings_weight")  # the persisted form, in this order
 
 
-def _stable_order(codes: np.ndarray) -> np.ndarray:
+def stable_order(codes: np.ndarray) -> np.ndarray:
     """np.argsort(codes, kind="stable") for codes in [0, 2**32), as two 16-bit radix passes (numpy radix-sorts
     16-bit keys): about twice as fast on a million postings."""
     codes = np.asarray(codes, dtype=np.int64)
@@ -64,7 +64,7 @@ class Bm25Index:
         idf = np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
         norm = k1 * (1.0 - b + b * doc_len[doc_pos] / avg_len)
         weight = idf[term_codes] * tf * (k1 + 1.0) / (tf + norm)
-        order = _stable_order(term_codes)
+        order = stable_order(term_codes)
         starts = np.searchsorted(term_codes[order], np.arange(len(vocab) + 1))
         return cls.from_arrays(vocab, starts, np.asarray(doc_ids), doc_pos[order], weight[order])
 

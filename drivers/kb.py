@@ -34,6 +34,7 @@ from dataflows import text as text_module
 from dataflows.index.schema import REQUEST_TABLES, SCHEMA_VERSION, TABLES, arrow_schema
 from dataflows.lexical import Bm25Index
 from dataflows.retrieval import vocabulary
+from dataflows.retrieval import word_tables as word_table_nodes
 from drivers.errors import CraError
 from drivers.locks import exclusive_lock
 from drivers.tokens import tokens_are_exact
@@ -111,9 +112,7 @@ def _read_lexicon(version: Path, terms: str) -> Bm25Index | None:
 
 
 # per-KB word tables (`dataflows.retrieval.vocabulary`), built from files + symbols when the KB is written
-WORD_TABLES = ("path_components", "path_words", "symbol_names", "symbol_name_words", "symbol_name_codes",
-               "symbol_name_terms", "symbol_norms", "domain_words", "module_words", "file_concepts",
-               "concept_vocabulary")  # fmt: skip
+WORD_TABLES = word_table_nodes.PERSISTED  # node `kb_<name>` of dataflows.retrieval.word_tables
 _WORD_INDEXES = ("path_components", "path_words", "symbol_name_words")  # vocabulary.WordIndex, three frames each
 _WORD_INDEX_PARTS = ("rows", "vocabulary", "offsets")
 
@@ -134,30 +133,26 @@ _WORD_INPUTS = {
 }
 
 
+@cache
+def _word_table_driver():
+    """A Hamilton driver over the word-table nodes (built once per process)."""
+    from hamilton import driver
+
+    return driver.Builder().with_modules(word_table_nodes).build()
+
+
 def word_tables(files: pd.DataFrame, symbols: pd.DataFrame,
                 wanted: tuple[str, ...] = WORD_TABLES) -> dict[str, pd.DataFrame | vocabulary.WordIndex]:
-    """The word tables named in `wanted` for these KB frames (what `KnowledgeBase` would compute on first use)."""
-    paths = cache(lambda: vocabulary.path_components(files))
-    names = cache(lambda: vocabulary.symbol_names(symbols))
-    build = {
-        "path_components": lambda: vocabulary.path_component_index(paths()),
-        "path_words": lambda: vocabulary.path_word_index(paths()),
-        "symbol_names": names,
-        "symbol_name_words": lambda: vocabulary.symbol_name_word_index(names()),
-        "symbol_name_codes": lambda: vocabulary.symbol_name_codes(symbols, names()),
-        "symbol_name_terms": lambda: vocabulary.symbol_name_terms(names()),
-        "symbol_norms": lambda: vocabulary.symbol_norms(symbols),
-        "domain_words": lambda: vocabulary.domain_words(files),
-        "module_words": lambda: vocabulary.module_words(files),
-        "file_concepts": lambda: vocabulary.file_concepts(files),
-        "concept_vocabulary": lambda: vocabulary.concept_vocabulary(files),
-    }
-    return {name: build[name]() for name in wanted}
+    """The word tables named in `wanted` for these KB frames, built by their nodes (`dataflows.retrieval.word_tables`)."""
+    if not wanted:
+        return {}
+    built = _word_table_driver().execute([f"kb_{n}" for n in wanted], inputs={"kb_files": files, "kb_symbols": symbols})
+    return {name: built[f"kb_{name}"] for name in wanted}
 
 
 def _words_stamp() -> bytes:
     """Identifies the code that builds word tables: persisted ones made by other code are rebuilt, not trusted."""
-    source = b"".join(Path(m.__file__).read_bytes() for m in (vocabulary, text_module))
+    source = b"".join(Path(m.__file__).read_bytes() for m in (vocabulary, text_module, word_table_nodes))
     return hashlib.sha1(b"cra-words-1" + source).hexdigest().encode()
 
 
@@ -362,7 +357,7 @@ def _read_terms(kb_dir: Path, name: str) -> pd.DataFrame:
 class KnowledgeBase:
     """A loaded KB: request tables in memory; lexical indexes and word tables built once, on first use.
 
-    The word tables (`dataflows.retrieval.vocabulary`) hold the per-file / per-symbol string work (splitting
+    The word tables (`dataflows.retrieval.word_tables`) hold the per-file / per-symbol string work (splitting
     paths and names into words, stemming) so that a request only merges against them.
     """
 
@@ -409,61 +404,16 @@ class KnowledgeBase:
             raise CraError(f"The knowledge base at {self.kb_dir} is damaged ({exc}). Re-run `cra index REPO`.") from None
         return found or word_tables(self.files, self.tables["symbols"])
 
-    @property
-    def path_components(self) -> vocabulary.WordIndex:
-        return self.words["path_components"]
-
-    @property
-    def path_words(self) -> vocabulary.WordIndex:
-        return self.words["path_words"]
-
-    @property
-    def symbol_names(self) -> pd.DataFrame:
-        return self.words["symbol_names"]
-
-    @property
-    def symbol_name_words(self) -> vocabulary.WordIndex:
-        return self.words["symbol_name_words"]
-
-    @property
-    def symbol_name_codes(self) -> pd.DataFrame:
-        return self.words["symbol_name_codes"]
-
-    @property
-    def symbol_name_terms(self) -> pd.DataFrame:
-        return self.words["symbol_name_terms"]
-
-    @property
-    def symbol_norms(self) -> pd.DataFrame:
-        return self.words["symbol_norms"]
-
-    @property
-    def domain_words(self) -> pd.DataFrame:
-        return self.words["domain_words"]
-
-    @property
-    def module_words(self) -> pd.DataFrame:
-        return self.words["module_words"]
-
-    @property
-    def file_concepts(self) -> pd.DataFrame:
-        return self.words["file_concepts"]
-
-    @property
-    def concept_vocabulary(self) -> pd.DataFrame:
-        return self.words["concept_vocabulary"]
-
     @cached_property
-    def symbol_name_index(self) -> vocabulary.NameIndex:
-        """Searchable symbol names and the files carrying each (`vocabulary.name_index`), built once per loaded KB."""
-        return vocabulary.name_index(self.symbol_names, self.symbol_name_codes)
-
-    @cached_property
-    def symbol_table(self) -> vocabulary.SymbolTable:
-        """The symbols as arrays for the precision stage (`vocabulary.symbol_table`), built once per loaded KB."""
+    def word_overrides(self) -> dict[str, object]:
+        """Every node of `dataflows.retrieval.word_tables` as a retrieval-DAG override (`kb_<name>`): the persisted
+        tables, and the name index and symbol table built from them once per loaded KB."""
+        tables = {f"kb_{name}": table for name, table in self.words.items()}
         t = self.tables
-        return vocabulary.symbol_table(t["symbols"], t["comments"], t["symbol_edges"], self.symbol_name_codes,
-                                       self.symbol_name_terms, self.symbol_norms)  # fmt: skip
+        inputs = {"kb_files": t["files"], "kb_symbols": t["symbols"], "kb_comments": t["comments"],
+                  "kb_symbol_edges": t["symbol_edges"]}  # fmt: skip
+        derived = [f"kb_{name}" for name in word_table_nodes.DERIVED]
+        return tables | _word_table_driver().execute(derived, inputs=inputs, overrides=tables)
 
 
 _LOADED: dict[tuple[str, str], KnowledgeBase] = {}

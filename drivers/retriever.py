@@ -14,13 +14,16 @@ import pandas as pd
 os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")
 from hamilton import driver  # noqa: E402
 
-from dataflows.retrieval import assembly, budget, combination, precision, render, scope, signals, task_analysis  # noqa: E402
+from dataflows.retrieval import (  # noqa: E402
+    assembly, budget, combination, precision, render, scope, signals, task_analysis, word_tables,
+)
 from dataflows.retrieval.models import ContextPackage  # noqa: E402
 from drivers.errors import CraError  # noqa: E402
 from drivers.kb import KnowledgeBase  # noqa: E402
 from drivers.tokens import count_tokens  # noqa: E402
 
-MODULES = (task_analysis, signals, combination, scope, precision, budget, assembly, render)
+# the retrieval DAG, stage by stage (word_tables: nodes a request gets as overrides from the loaded KB)
+MODULES = (word_tables, task_analysis, signals, combination, scope, precision, budget, assembly, render)
 DEFAULT_BUDGET = 32_768
 DEFAULT_SCOPE_SIZE = 75
 MIN_BUDGET = 256
@@ -39,7 +42,7 @@ class Retrieval:
 
 
 def retrieval_driver(llm_assist: bool = False, adapters: tuple = ()) -> driver.Driver:
-    """The retrieval DAG (all eight stage modules), configured for this request; built once per configuration
+    """The retrieval DAG (every module of MODULES), configured for this request; built once per configuration
     unless lifecycle adapters (e.g. `drivers.timing.NodeTimer`) are attached."""
     if not adapters:
         return _shared_driver(llm_assist)
@@ -56,7 +59,8 @@ def _builder(llm_assist: bool) -> driver.Builder:
 
 
 def kb_inputs(kb: KnowledgeBase) -> dict:
-    """The KB-derived inputs every retrieval node may ask for."""
+    """The KB-derived inputs every retrieval node may ask for (its word tables come as overrides:
+    `kb.word_overrides`)."""
     t = kb.tables
     return {
         "kb_files": t["files"],
@@ -71,18 +75,6 @@ def kb_inputs(kb: KnowledgeBase) -> dict:
         "file_lexicon": kb.file_lexicon,
         "symbol_lexicon": kb.symbol_lexicon,
         "commit_lexicon": kb.commit_lexicon,
-        # per-KB word tables (dataflows.retrieval.vocabulary): string work done once per loaded KB
-        "kb_path_components": kb.path_components,
-        "kb_path_words": kb.path_words,
-        "kb_symbol_names": kb.symbol_names,
-        "kb_symbol_name_words": kb.symbol_name_words,
-        "kb_symbol_name_codes": kb.symbol_name_codes,
-        "kb_domain_words": kb.domain_words,
-        "kb_module_words": kb.module_words,
-        "kb_file_concepts": kb.file_concepts,
-        "kb_concept_vocabulary": kb.concept_vocabulary,
-        "kb_symbol_table": kb.symbol_table,
-        "kb_symbol_name_index": kb.symbol_name_index,
     }
 
 
@@ -159,6 +151,7 @@ def retrieve(
         raise CraError(f"Unknown signal weight(s) {unknown}; valid names: {', '.join(combination.KNOBS)}.")
     wanted = ["context_package", "scope", "signal_matrix", *outputs]
     started = time.perf_counter()
-    result = retrieval_driver(llm_assist, adapters).execute(list(dict.fromkeys(wanted)), inputs=inputs)
+    result = retrieval_driver(llm_assist, adapters).execute(list(dict.fromkeys(wanted)), inputs=inputs,
+                                                            overrides=kb.word_overrides)
     seconds = time.perf_counter() - started
     return Retrieval(result["context_package"], result["scope"], result["signal_matrix"], result, seconds)

@@ -21,7 +21,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dataflows.retrieval.combination import DEFAULT_PRIORS, DEFAULT_WEIGHTS, SIGNALS, _non_source
+from dataflows.evaluation.metrics import rank_metrics
+from dataflows.retrieval.combination import DEFAULT_PRIORS, DEFAULT_WEIGHTS, SIGNALS
+from dataflows.retrieval.ranking import effective_weights, file_scores, non_source, ranks_of, role_prior
 from drivers.output import write_bytes_atomic, write_text_atomic
 
 WEIGHTS_FILE = Path(__file__).resolve().parent.parent / "data" / "weights.toml"
@@ -37,12 +39,12 @@ def case_signal_rows(case: dict, kb) -> pd.DataFrame:
 
     inputs = {k: v for k, v in kb_inputs(kb).items() if k != "kb_contents"}
     inputs.update(task_text=case["task"], scope_size=75, weights_override=None, weight_profile=None)
-    out = retrieval_driver().execute(["signal_matrix", "task_query"], inputs=inputs)
+    out = retrieval_driver().execute(["signal_matrix", "task_query"], inputs=inputs, overrides=kb.word_overrides)
     matrix = out["signal_matrix"]
     files = kb.files.set_index("file_id").reindex(matrix.index)
     frame = matrix[["path", *SIGNALS, "seed"]].assign(
         is_test=files["is_test"].fillna(False).astype(bool).to_numpy(),
-        non_source=_non_source(files),
+        non_source=non_source(files),
         case_id=case["case_id"], repo=case["repo"], task_type=out["task_query"].task_type,
     )
     return frame.assign(gold=frame["path"].isin(set(case["expected_files"])))
@@ -65,34 +67,28 @@ PRIORS = tuple(DEFAULT_PRIORS)  # the last len(PRIORS) entries of a parameter ve
 
 
 class Ranker:
-    """Per-case signal arrays, so a parameter vector (signal weights, then role priors) is scored in milliseconds."""
+    """Per-case signal arrays, so a parameter vector (signal weights, then role priors) is scored in milliseconds
+    with the pipeline's own arithmetic (`dataflows.retrieval.ranking`) and the evaluation's metrics."""
 
     def __init__(self, frame: pd.DataFrame, signals: tuple[str, ...]):
         self.signals = signals
         self.cases = []
         for _, g in frame.groupby("case_id", sort=True):
             if g["gold"].any():
+                values = g[list(signals)].to_numpy(float)
                 roles = (g["is_test"].to_numpy(bool), g["non_source"].to_numpy(bool))
-                self.cases.append((g[list(signals)].to_numpy(float), roles, g["seed"].to_numpy(bool), g["gold"].to_numpy(bool)))
+                path_order = g["path"].to_numpy(dtype=object).argsort(kind="stable").argsort()
+                self.cases.append((values, (values > 0).any(axis=0), roles, g["seed"].to_numpy(bool),
+                                   np.flatnonzero(g["gold"].to_numpy(bool)), path_order))
 
     def metrics(self, params: np.ndarray) -> dict[str, float]:
-        weights, (test_prior, non_source_prior) = params[: len(self.signals)], params[len(self.signals):]
-        weights = weights / weights.sum()  # as the pipeline: weights sum to 1, so seeds (1.0 x prior) stay on top
-        acc1 = acc5 = acc10 = rr = 0.0
-        for x, (is_test, non_source), seed, gold in self.cases:
-            prior = np.where(is_test, test_prior, np.where(non_source, non_source_prior, 1.0))
-            score = (x @ weights) * prior
-            # seeds: 1.0 x prior, ordered among themselves by score (as combination.signal_matrix)
-            total = np.where(seed, prior + 1e-3 * score, score)
-            # rank of a gold file = 1 + files scoring strictly higher (ties broken pessimistically by count)
-            ranks = np.array([1 + np.count_nonzero(total > total[g]) for g in np.flatnonzero(gold)])
-            worst = ranks.max()
-            acc1 += worst <= 1
-            acc5 += worst <= 5
-            acc10 += worst <= 10
-            rr += 1.0 / ranks.min()
-        n = len(self.cases) or 1
-        return {"acc@1": acc1 / n, "acc@5": acc5 / n, "acc@10": acc10 / n, "mrr": rr / n, "n": len(self.cases)}
+        configured, (test_prior, non_source_prior) = params[: len(self.signals)], params[len(self.signals):]
+        parts = []
+        for values, live, (is_test, peripheral), seed, gold, path_order in self.cases:
+            prior = role_prior(is_test, peripheral, test_prior, non_source_prior)
+            score, total = file_scores(values, effective_weights(configured, live), prior, seed)
+            parts.append(rank_metrics(ranks_of(gold, total, score, path_order), len(gold)))
+        return _case_means(parts)
 
     def objective(self, weights: np.ndarray) -> float:
         m = self.metrics(weights)
@@ -216,12 +212,18 @@ def learner_comparison(frame: pd.DataFrame) -> dict[str, dict[str, float]]:
 
 
 def _ranked_metrics(frame: pd.DataFrame) -> dict[str, float]:
-    """Acc@k (every gold file within k, ties pessimistic) and MRR of a frame with a `score` column."""
+    """Acc@k and MRR of a frame with a `score` column (ties pessimistic: a gold file ranks after its equals)."""
     rank = frame.groupby("case_id")["score"].rank(ascending=False, method="max")
     gold = rank[frame["gold"]].groupby(frame.loc[frame["gold"], "case_id"])
-    worst, best = gold.max(), gold.min()
-    return {"acc@1": (worst <= 1).mean(), "acc@5": (worst <= 5).mean(), "acc@10": (worst <= 10).mean(),
-            "mrr": (1 / best).mean(), "n": len(worst)}
+    return _case_means([rank_metrics(ranks.to_numpy(), len(ranks)) for _, ranks in gold])
+
+
+def _case_means(parts: list[dict[str, float]]) -> dict[str, float]:
+    """Tune's figures (acc@1, acc@5, acc@10, mrr, n) as means of per-case `rank_metrics`."""
+    n = len(parts)
+    means = {name: sum(p[f"file_{name}" if name != "mrr" else name] for p in parts) / (n or 1)
+             for name in ("acc@1", "acc@5", "acc@10", "mrr")}
+    return means | {"n": n}
 
 
 def ablation(frame: pd.DataFrame) -> pd.DataFrame:

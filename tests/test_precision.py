@@ -8,8 +8,9 @@ import pytest
 from dataflows.lexical import Bm25Index
 from dataflows.retrieval import precision
 from dataflows.retrieval.models import TaskQuery
-from dataflows.retrieval.precision import file_contexts, precision_terms, symbol_tiers
+from dataflows.retrieval.precision import precision_terms
 from dataflows.text import term_counts
+from tests.retrieval_dag import run_node
 
 HANDLER = '''from auth.types import LoginRequest, AuthResult
 
@@ -194,7 +195,13 @@ def task(**kw) -> TaskQuery:
 
 def tiers_for(query: TaskQuery, lexicon: Bm25Index | None = None, seed_file: int = 0) -> pd.DataFrame:
     weights = precision_terms(query, lexicon or symbol_lexicon())
-    return symbol_tiers(scope(seed_file), query, kb_symbols(), kb_comments(), kb_symbol_edges(), weights)
+    return _tiers(scope(seed_file), query, kb_symbols(), weights)
+
+
+def _tiers(scoped, query, symbols, weights, best=None):
+    return run_node("symbol_tiers", scope=scoped, task_query=query, kb_symbols=symbols, kb_comments=kb_comments(),
+                    kb_symbol_edges=kb_symbol_edges(), precision_terms=weights,
+                    best_lexical_symbols=pd.Series(dtype=object) if best is None else best)
 
 
 def tier_of(tiers: pd.DataFrame) -> dict[str, str]:
@@ -204,7 +211,9 @@ def tier_of(tiers: pd.DataFrame) -> dict[str, str]:
 
 def contexts_for(query: TaskQuery) -> list:
     tiers = tiers_for(query)
-    return file_contexts(tiers, scope(), kb_files(), kb_symbols(), kb_comments(), kb_contents(), lambda t: len(t) // 4)
+    return run_node("file_contexts", symbol_tiers=tiers, scope=scope(), kb_files=kb_files(), kb_symbols=kb_symbols(),
+                    kb_comments=kb_comments(), kb_symbol_edges=kb_symbol_edges(), kb_contents=kb_contents(),
+                    count_tokens=lambda t: len(t) // 4)
 
 
 def test_tiers_cover_every_scoped_symbol_once():
@@ -317,15 +326,14 @@ def test_seed_symbols_promoted_by_kind_when_nothing_matches(task_type, expected)
 
 
 def test_top_ranked_file_without_a_name_match_contributes_its_best_lexical_definition():
-    from dataflows.retrieval.precision import best_lexical_symbols
-
     query = task()
     lexicon = symbol_lexicon({8: "UnrelatedType users ldap directory"})  # file 1's best BM25 match
-    best = best_lexical_symbols(scope(), kb_symbols(), ["ldap", "user"], lexicon)
+    best = run_node("best_lexical_symbols", scope=scope(), kb_symbols=kb_symbols(), kb_comments=kb_comments(),
+                    kb_symbol_edges=kb_symbol_edges(), lexical_query_terms=["ldap", "user"], symbol_lexicon=lexicon)
     assert 8 in best.index and 4 not in best.index  # one per file; the seed file's `get` does not match
     weights = precision_terms(query, lexicon)
-    with_backfill = symbol_tiers(scope(), query, kb_symbols(), kb_comments(), kb_symbol_edges(), weights, best)
-    without = symbol_tiers(scope(), query, kb_symbols(), kb_comments(), kb_symbol_edges(), weights)
+    with_backfill = _tiers(scope(), query, kb_symbols(), weights, best)
+    without = _tiers(scope(), query, kb_symbols(), weights)
     assert tier_of(with_backfill)["UnrelatedType"] == "primary"
     assert tier_of(without)["UnrelatedType"] != "primary"
     assert tier_of(with_backfill)["validate_ldap"] == tier_of(without)["validate_ldap"]  # files with a match: unchanged
@@ -335,6 +343,6 @@ def test_a_dotted_hint_names_a_more_qualified_symbol():
     symbols = kb_symbols()
     symbols.loc[symbols["name"] == "validate_login", "qualified_name"] = "App.Auth.LoginHandler.validate_login"
     query = task(symbol_hints=("LoginHandler.validate_login",))
-    tiers = symbol_tiers(scope(), query, symbols, kb_comments(), kb_symbol_edges(), precision_terms(query, symbol_lexicon()))
+    tiers = _tiers(scope(), query, symbols, precision_terms(query, symbol_lexicon()))
     reasons = dict(zip(symbols.set_index("symbol_id").loc[tiers["symbol_id"], "name"], tiers["reason"]))
     assert reasons["validate_login"] == "symbol hint 'LoginHandler.validate_login'"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 
 import pandas as pd
 import pytest
@@ -10,6 +9,8 @@ import pytest
 from dataflows.index.schema import TABLES
 from dataflows.lexical import Bm25Index
 from dataflows.retrieval import signals
+from dataflows.retrieval.combination import SIGNALS
+from tests.retrieval_dag import run_node
 from dataflows.retrieval.models import TaskQuery
 from dataflows.text import term_counts
 
@@ -79,31 +80,31 @@ def values(series: pd.Series) -> list[float]:
 
 def test_path_match_scores_file_name_above_directory_and_nothing_elsewhere():
     files = kb_files("src/auth/handler.py", "src/db/conn_cache.py", "docs/readme.md")
-    assert values(signals.path_match(files, query(keywords=["handler"]))) == [1.0, 0.0, 0.0]
-    directory = signals.path_match(files, query(keywords=["auth"]))
+    assert values(run_node("path_match", kb_files=files, task_query=query(keywords=["handler"]))) == [1.0, 0.0, 0.0]
+    directory = run_node("path_match", kb_files=files, task_query=query(keywords=["auth"]))
     assert values(directory) == [0.8, 0.0, 0.0]
-    words = signals.path_match(kb_files("a/cache_store.py", "b/main.py", "c/x.py"), query(keywords=["cach"]))
+    words = run_node("path_match", kb_files=kb_files("a/cache_store.py", "b/main.py", "c/x.py"), task_query=query(keywords=["cach"]))
     assert values(words) == [0.7, 0.0, 0.0]
 
 
 def test_path_match_favours_keywords_naming_few_files():
     files = kb_files("src/util/a.py", "src/util/b.py", "src/auth.py")
-    scores = signals.path_match(files, query(keywords=["util", "auth"]))
-    assert scores[2] == 1.0
-    assert scores[0] == pytest.approx(0.8 / (1 + math.log(2)))
+    scores = run_node("path_match", kb_files=files, task_query=query(keywords=["util", "auth"]))
+    assert scores[2] == 1.0  # 'auth' names one file: its full file-name score
+    assert scores[0] == scores[1] and 0.0 < scores[0] < 0.8  # 'util' names two: below its directory score of 0.8
 
 
 def test_symbol_match_exact_substring_constituent():
     files = kb_files("a.py", "b.py", "c.py")
     symbols = kb_symbols((0, "parse_url"), (1, "load_config_file"), (2, "AuthHandler"))
     q = query(symbol_hints=["parse_url", "load_config"], keywords=["auth"])
-    assert values(signals.symbol_match(files, symbols, q)) == [1.0, 0.5, 0.3]
+    assert values(run_node("symbol_match", kb_files=files, kb_symbols=symbols, task_query=q)) == [1.0, 0.5, 0.3]
 
 
 def test_symbol_match_favours_distinctive_names():
     files = kb_files("a.py", "b.py", "c.py")
     symbols = kb_symbols((0, "get"), (1, "get"), (2, "get_total_irradiance"))
-    scores = signals.symbol_match(files, symbols, query(symbol_hints=["get", "get_total_irradiance"]))
+    scores = run_node("symbol_match", kb_files=files, kb_symbols=symbols, task_query=query(symbol_hints=["get", "get_total_irradiance"]))
     assert scores[2] == 1.0
     assert scores[0] == scores[1] < 0.6
 
@@ -129,13 +130,13 @@ def test_recency_placed_in_the_commit_range():
 def test_domain_match_from_domain_and_module():
     files = kb_files("src/auth/handler.py", "src/db/conn.py", "README.md",
                      domain=["auth", "db", ""], module=["auth.handler", "db.conn", "README"])
-    assert values(signals.domain_match(files, query(keywords=["auth", "handler"]))) == [1.0, 0.0, 0.0]
-    assert values(signals.domain_match(files, query(concepts=["database"], keywords=["db"]))) == [0.0, 0.8, 0.0]
+    assert values(run_node("domain_match", kb_files=files, task_query=query(keywords=["auth", "handler"]))) == [1.0, 0.0, 0.0]
+    assert values(run_node("domain_match", kb_files=files, task_query=query(concepts=["database"], keywords=["db"]))) == [0.0, 0.8, 0.0]
 
 
 def test_concept_overlap_is_share_of_task_concepts():
     files = kb_files("a.py", "b.py", "c.py", concepts=[["login", "auth", "token"], ["login"], []])
-    assert values(signals.concept_overlap(files, query(concepts=["login", "auth"]))) == [1.0, 0.5, 0.0]
+    assert values(run_node("concept_overlap", kb_files=files, task_query=query(concepts=["login", "auth"]))) == [1.0, 0.5, 0.0]
 
 
 def test_structural_centrality_is_normalised_in_degree():
@@ -178,16 +179,16 @@ def test_every_signal_is_zero_over_all_files_when_its_data_is_missing():
     no_commits = pd.DataFrame(columns=["commit", "time", "author", "message", "n_files"])
     q = query(keywords=["anything"], symbol_hints=["some_name"])
     results = [
-        signals.symbol_match(files, empty_symbols, q),
+        run_node("symbol_match", kb_files=files, kb_symbols=empty_symbols, task_query=q),
         signals.dependency_proximity(files, empty_edges, seeds(0)),
         signals.cochange_affinity(files, no_cochange, seeds(0)),
         signals.recency(files, no_commits),
-        signals.domain_match(files, query()),
-        signals.concept_overlap(files, q),
+        run_node("domain_match", kb_files=files, task_query=query()),
+        run_node("concept_overlap", kb_files=files, task_query=q),
         signals.structural_centrality(files, empty_edges),
         signals.lexical_match(files, [], file_lexicon(["x"])),
         signals.title_match(files, [], file_lexicon(["x"])),
-        signals.path_match(files, q),
+        run_node("path_match", kb_files=files, task_query=q),
     ]
     for series in results:
         assert list(series.index) == [0, 1, 2] and values(series) == [0.0, 0.0, 0.0]
@@ -255,3 +256,12 @@ def test_history_match_spreads_similar_past_commits_to_their_files_with_recency_
     assert scores[2] == 0.0
     empty = signals.history_match(files, commits.iloc[:0], commit_files.iloc[:0], ["alia"], lexicon)
     assert empty.eq(0).all()
+
+
+def test_a_signal_outside_zero_to_one_stops_the_signal_frame():
+    files = kb_files("a.py", "b.py")
+    zero = pd.Series(0.0, index=pd.Index([0, 1], name="file_id"))
+    given = {name: zero for name in SIGNALS}
+    assert run_node("signal_frame", kb_files=files, **given).shape == (2, len(SIGNALS))
+    with pytest.raises(Exception, match="signals_in_unit_range|path_match"):
+        run_node("signal_frame", kb_files=files, **(given | {"path_match": zero + 1.5}))

@@ -17,7 +17,7 @@ from dataflows.lexical import Bm25Index
 from dataflows.retrieval import vocabulary
 from dataflows.retrieval.budget import budget_items, budget_plan
 from dataflows.retrieval.models import FileContext, SymbolContext, TaskQuery
-from dataflows.retrieval.precision import best_lexical_symbols, file_contexts, symbol_tiers
+from tests.retrieval_dag import run_node
 from drivers import kb as kb_store
 from drivers import tokens
 from drivers.kb import _live_version, index_repository, load_kb, word_tables
@@ -117,7 +117,7 @@ def test_word_tables_written_by_other_code_are_recomputed(indexed, monkeypatch):
     monkeypatch.setattr(kb_store, "_words_stamp", lambda: b"other vocabulary code")
     assert kb_store._read_word_tables(_live_version(indexed / ".cra")) == {}
     kb = fresh_kb(indexed)
-    assert_same_word_table(kb.symbol_name_words, word_tables(kb.files, kb.tables["symbols"])["symbol_name_words"])
+    assert_same_word_table(kb.words["symbol_name_words"], word_tables(kb.files, kb.tables["symbols"])["symbol_name_words"])
 
 
 def test_reindex_links_the_word_tables_whose_inputs_did_not_change_and_rebuilds_the_rest(tmp_path):
@@ -279,8 +279,9 @@ def test_symbol_tiers_from_the_kb_name_tables_equal_splitting_names_per_request(
     nodes = ("scope", "task_query", "precision_terms", "best_lexical_symbols", "symbol_tiers")
     out = retrieve(kb, "LoginHandler.validate_login rejects a valid password", outputs=nodes).outputs
     t = kb.tables
-    per_request = symbol_tiers(out["scope"], out["task_query"], t["symbols"], t["comments"], t["symbol_edges"],
-                               out["precision_terms"], out["best_lexical_symbols"])  # fmt: skip
+    per_request = run_node("symbol_tiers", scope=out["scope"], task_query=out["task_query"], kb_symbols=t["symbols"],
+                           kb_comments=t["comments"], kb_symbol_edges=t["symbol_edges"],
+                           precision_terms=out["precision_terms"], best_lexical_symbols=out["best_lexical_symbols"])
     assert (out["symbol_tiers"]["tier"] == "primary").any()
     pd.testing.assert_frame_equal(out["symbol_tiers"], per_request)
 
@@ -290,10 +291,12 @@ def test_precision_nodes_from_the_kb_symbol_table_equal_those_built_per_request(
     nodes = ("scope", "lexical_query_terms", "symbol_tiers", "best_lexical_symbols", "file_contexts")
     out = retrieve(kb, "LoginHandler.validate_login rejects a valid password", outputs=nodes).outputs
     t = kb.tables
-    best = best_lexical_symbols(out["scope"], t["symbols"], out["lexical_query_terms"], kb.symbol_lexicon)
+    frames = {"kb_symbols": t["symbols"], "kb_comments": t["comments"], "kb_symbol_edges": t["symbol_edges"]}
+    best = run_node("best_lexical_symbols", scope=out["scope"], lexical_query_terms=out["lexical_query_terms"],
+                    symbol_lexicon=kb.symbol_lexicon, **frames)
     pd.testing.assert_series_equal(out["best_lexical_symbols"], best)
-    contexts = file_contexts(out["symbol_tiers"], out["scope"], kb.files, t["symbols"], t["comments"], kb.contents,
-                             tokens.count_tokens)  # fmt: skip
+    contexts = run_node("file_contexts", symbol_tiers=out["symbol_tiers"], scope=out["scope"], kb_files=kb.files,
+                        kb_contents=kb.contents, count_tokens=tokens.count_tokens, **frames)
     assert contexts and contexts == out["file_contexts"]
 
 
@@ -306,7 +309,7 @@ def test_symbol_table_resolves_parents_edges_and_attached_comments():
     comments = pd.DataFrame({"symbol_id": pd.array([11, None, 11], "Int32"), "text": ["why one", "file", "why two"]})
     edges = pd.DataFrame({"src_symbol_id": [11, 11, 12, 99], "dst_symbol_id": [10, 10, 11, 10],
                           "kind": ["call", "call", "call", "call"]})  # fmt: skip
-    table = vocabulary.symbol_table(symbols, comments, edges)
+    table = run_node("kb_symbol_table", kb_symbols=symbols, kb_comments=comments, kb_symbol_edges=edges)
     assert list(table.parent) == [-1, 0, -1]
     assert list(table.doc_text) == ["A login. ", " why one why two", " "]
     assert list(zip(table.edge_src, table.edge_dst)) == [(1, 0), (2, 1)]  # duplicates and unknown symbols dropped

@@ -11,8 +11,13 @@ import pytest
 os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")
 from hamilton import driver  # noqa: E402
 
-from dataflows.retrieval import task_analysis  # noqa: E402
-from dataflows.retrieval.task_analysis import heuristic_task_query  # noqa: E402
+from dataflows.retrieval import task_analysis, word_tables  # noqa: E402
+from tests.retrieval_dag import run_node  # noqa: E402
+
+
+def heuristic_task_query(text: str, files: pd.DataFrame):
+    """The heuristic task query of `text` against these KB files, as the retrieval DAG computes it."""
+    return run_node("heuristic_task_query", task_text=text, kb_files=files)
 
 
 def kb_files(paths: list[str], concepts: list[list[str]] | None = None) -> pd.DataFrame:
@@ -113,7 +118,7 @@ def test_file_hint_from_a_github_url_and_no_hint_from_a_call():
 
 def run_llm_variant(text: str, client) -> dict:
     """task_query and warnings from the llm_assist=True variant of the module."""
-    dr = driver.Builder().with_modules(task_analysis).with_config({"llm_assist": True}).build()
+    dr = driver.Builder().with_modules(word_tables, task_analysis).with_config({"llm_assist": True}).build()
     inputs = {"task_text": text, "kb_files": FILES, "llm_client": client}
     return dr.execute(["task_query", "task_analysis_warnings"], inputs=inputs)
 
@@ -142,6 +147,6 @@ def test_llm_variant_falls_back_with_a_warning(client):
 
 
 def test_default_variant_never_needs_an_llm_client():
-    dr = driver.Builder().with_modules(task_analysis).with_config({}).build()
+    dr = driver.Builder().with_modules(word_tables, task_analysis).with_config({}).build()
     out = dr.execute(["task_query", "task_analysis_warnings"], inputs={"task_text": "speed", "kb_files": FILES})
     assert out["task_query"].keywords == ("speed",) and out["task_analysis_warnings"] == []

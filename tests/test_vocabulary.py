@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
-from dataflows.lexical import _stable_order
-from dataflows.retrieval import signals, task_analysis, vocabulary
+from dataflows.lexical import stable_order
+from dataflows.retrieval import vocabulary
 from dataflows.retrieval.models import TaskQuery
 from drivers.kb import word_tables
+from tests.retrieval_dag import run_node
 from tests.test_signals import kb_files, kb_symbols
 
 PATHS = ("src/auth/LoginHandler.py", "src/auth/__init__.py", "src/cache_store/backends.py", "docs/Caching.md",
@@ -41,29 +43,22 @@ def tables(kb_files_: pd.DataFrame, kb_symbols_: pd.DataFrame) -> dict:
     return {f"kb_{name}": table for name, table in word_tables(kb_files_, kb_symbols_).items()}
 
 
-def test_signals_from_word_tables_equal_signals_built_per_request():
+@pytest.mark.parametrize("signal", ["path_match", "symbol_match", "domain_match", "concept_overlap"])
+def test_signals_from_word_tables_given_as_overrides_equal_those_the_dag_builds(signal):
     f, s, q = files(), symbols(), query()
-    t = tables(f, s)
-    path = signals.path_match(f, q, t["kb_path_components"], t["kb_path_words"])
-    assert path.max() > 0
-    pd.testing.assert_series_equal(path, signals.path_match(f, q))
-    sym = signals.symbol_match(f, s, q, t["kb_symbol_names"], t["kb_symbol_name_words"], t["kb_symbol_name_codes"])
-    assert sym.max() > 0
-    pd.testing.assert_series_equal(sym, signals.symbol_match(f, s, q))
-    domain = signals.domain_match(f, q, vocabulary.domain_words(f), vocabulary.module_words(f))
-    assert domain.max() > 0
-    pd.testing.assert_series_equal(domain, signals.domain_match(f, q))
-    concepts = signals.concept_overlap(f, q, vocabulary.file_concepts(f))
-    assert concepts.max() > 0
-    pd.testing.assert_series_equal(concepts, signals.concept_overlap(f, q))
+    given = {f"kb_{name}": table for name, table in word_tables(f, s).items()}
+    with_tables = run_node(signal, kb_files=f, kb_symbols=s, task_query=q, **given)
+    assert with_tables.max() > 0
+    pd.testing.assert_series_equal(with_tables, run_node(signal, kb_files=f, kb_symbols=s, task_query=q))
 
 
-def test_task_concepts_from_concept_vocabulary_equal_those_built_per_request():
+def test_task_concepts_from_the_kb_concept_vocabulary_equal_those_the_dag_builds():
     f = files()
     text = "Caching breaks the login of auth backends"
-    grounded = task_analysis.heuristic_task_query(text, f, vocabulary.concept_vocabulary(f))
+    grounded = run_node("heuristic_task_query", task_text=text, kb_files=f,
+                        kb_concept_vocabulary=word_tables(f, symbols())["concept_vocabulary"])
     assert set(grounded.concepts) == {"auth", "backend", "caching", "login"}
-    assert grounded == task_analysis.heuristic_task_query(text, f)
+    assert grounded == run_node("heuristic_task_query", task_text=text, kb_files=f)
 
 
 def terms_of(codes: np.ndarray, labels: np.ndarray, name_terms: pd.DataFrame) -> pd.Series:
@@ -102,7 +97,7 @@ def test_word_index_groups_rows_by_sorted_word():
 
 def test_stable_order_is_a_stable_argsort_beyond_16_bits():
     codes = np.random.default_rng(0).integers(0, 200_000, 50_000)
-    assert np.array_equal(_stable_order(codes), np.argsort(codes, kind="stable"))
+    assert np.array_equal(stable_order(codes), np.argsort(codes, kind="stable"))
 
 
 def name_index_of(kb_symbols_: pd.DataFrame) -> vocabulary.NameIndex:
@@ -135,12 +130,3 @@ def test_best_per_pair_is_a_sorted_groupby_max():
     got = vocabulary.best_per_pair(keys, items, scores, 2)
     want = pd.DataFrame({"k": keys, "i": items, "s": scores}).groupby(["k", "i"], as_index=False)["s"].max()
     assert [list(a) for a in got] == [list(want["k"]), list(want["i"]), list(want["s"])]
-
-
-def test_symbol_match_from_the_name_index_equals_symbol_match_built_per_request():
-    f, s, q = files(), symbols(), query()
-    t = tables(f, s)
-    given = signals.symbol_match(f, s, q, t["kb_symbol_names"], t["kb_symbol_name_words"], t["kb_symbol_name_codes"],
-                                 name_index_of(s))  # fmt: skip
-    assert given.max() > 0
-    pd.testing.assert_series_equal(given, signals.symbol_match(f, s, q))

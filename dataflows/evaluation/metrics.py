@@ -36,19 +36,24 @@ SUMMARY_METRICS = (*RANKING_METRICS, *PACKAGE_METRICS, *(BASELINE_PREFIX + m for
 def ranking_metrics(ranked_paths: list[str], expected_files: list[str], prefix: str = "") -> dict[str, float]:
     """Recall/precision/accuracy at k = 1, 3, 5, 10 and MRR of a ranked list of paths against the gold files."""
     expected = set(expected_files)
-    names = [prefix + m for m in RANKING_METRICS]
     if not expected:
-        return dict.fromkeys(names, float("nan"))
-    hits = np.array([p in expected for p in ranked_paths], dtype=bool)
+        return dict.fromkeys((prefix + m for m in RANKING_METRICS), float("nan"))
+    ranks = 1 + np.flatnonzero(np.array([p in expected for p in ranked_paths], dtype=bool))
+    return rank_metrics(ranks, len(expected), len(ranked_paths), prefix)
+
+
+def rank_metrics(ranks: np.ndarray, n_expected: int, n_ranked: int | None = None, prefix: str = "") -> dict[str, float]:
+    """The ranking metrics from the 1-based ranks at which expected files appear (n_ranked: length of the ranking,
+    when shorter than k it bounds precision@k; default: long enough)."""
+    ranks = np.asarray(ranks)
     out: dict[str, float] = {}
     for k in KS:
-        found = int(hits[:k].sum())
-        shown = min(k, len(ranked_paths))
-        out[f"{prefix}file_recall@{k}"] = found / len(expected)
+        found = int((ranks <= k).sum())
+        shown = k if n_ranked is None else min(k, n_ranked)
+        out[f"{prefix}file_recall@{k}"] = found / n_expected
         out[f"{prefix}file_precision@{k}"] = found / shown if shown else 0.0
-        out[f"{prefix}file_acc@{k}"] = float(found == len(expected))
-    first = np.flatnonzero(hits)
-    out[f"{prefix}mrr"] = 1.0 / (first[0] + 1) if len(first) else 0.0
+        out[f"{prefix}file_acc@{k}"] = float(found == n_expected)
+    out[f"{prefix}mrr"] = 1.0 / ranks.min() if len(ranks) else 0.0
     return out
 
 

@@ -10,10 +10,12 @@ template is kept in scope without outranking code) and are ordered among themsel
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
+from hamilton.data_quality.base import DataValidator, ValidationResult
+from hamilton.function_modifiers import check_output_custom, group, inject, source
 
 from dataflows.retrieval.models import TaskQuery
+from dataflows.retrieval.ranking import effective_weights, file_scores, non_source, role_prior
 
 # seed 001's eight defaults plus the BM25 signals (contents, symbol chunks, past commits, title); normalised after adjustment
 DEFAULT_WEIGHTS: dict[str, float] = {
@@ -40,16 +42,7 @@ SIGNALS: tuple[str, ...] = tuple(DEFAULT_WEIGHTS)
 # multipliers by file role; 1.0 would make them neutral
 DEFAULT_PRIORS: dict[str, float] = {"test_file_prior": 0.5, "non_source_prior": 0.3}
 KNOBS: tuple[str, ...] = SIGNALS + tuple(DEFAULT_PRIORS)
-# languages whose files are prose, configuration or data rather than code
-NON_SOURCE_LANGUAGES = frozenset(
-    {"markdown", "rst", "text", "asciidoc", "toml", "yaml", "json", "ini", "properties", "dotenv", "xml", "sql"}
-)
-# directories of code that ships beside the project rather than being it: a fix rarely edits them (none of the
-# 172 gold files of the development cases is under one), yet their words match issues (bundled copies, examples)
-PERIPHERAL_DIRS = (
-    r"(?:^|/)(?:examples?|samples?|demos?|benchmarks?|bench|docs?|vendor|vendored|third_party|thirdparty|3rdparty|"
-    r"external|bundled|node_modules)/"
-)
+
 
 
 def _checked_override(weights_override: dict | None) -> dict:
@@ -75,47 +68,43 @@ def configured_signal_weights(task_query: TaskQuery, weights_override: dict | No
     return pd.Series(weights, dtype=float).rename_axis("signal")
 
 
-def signal_frame(
-    kb_files: pd.DataFrame,
-    path_match: pd.Series,
-    symbol_match: pd.Series,
-    dependency_proximity: pd.Series,
-    cochange_affinity: pd.Series,
-    recency: pd.Series,
-    domain_match: pd.Series,
-    concept_overlap: pd.Series,
-    structural_centrality: pd.Series,
-    lexical_match: pd.Series,
-    symbol_lexical_match: pd.Series,
-    history_match: pd.Series,
-    title_match: pd.Series,
-) -> pd.DataFrame:
-    """The signal values of every file (index file_id, one column per signal)."""
-    columns = {
-        "path_match": path_match,
-        "symbol_match": symbol_match,
-        "dependency_proximity": dependency_proximity,
-        "cochange_affinity": cochange_affinity,
-        "recency": recency,
-        "domain_match": domain_match,
-        "concept_overlap": concept_overlap,
-        "structural_centrality": structural_centrality,
-        "lexical_match": lexical_match,
-        "symbol_lexical_match": symbol_lexical_match,
-        "history_match": history_match,
-        "title_match": title_match,
-    }
+class SignalsInUnitRange(DataValidator):
+    """Every signal value of every file lies in [0, 1] (what `signal_matrix`'s weighted sum assumes)."""
+
+    def __init__(self, importance: str = "fail"):
+        super().__init__(importance)
+
+    def applies_to(self, datatype: type) -> bool:
+        return issubclass(datatype, pd.DataFrame)
+
+    def description(self) -> str:
+        return "every signal lies in [0, 1]"
+
+    @classmethod
+    def name(cls) -> str:
+        return "signals_in_unit_range"
+
+    def validate(self, dataset: pd.DataFrame) -> ValidationResult:
+        values = dataset.to_numpy(dtype=float)
+        outside = ~((values >= 0.0) & (values <= 1.0))
+        bad = sorted({str(c) for c in dataset.columns[outside.any(axis=0)]})
+        return ValidationResult(passes=not bad, message=f"signals outside [0, 1]: {bad}" if bad else "all in [0, 1]",
+                                diagnostics={"signals": bad})  # fmt: skip
+
+
+@check_output_custom(SignalsInUnitRange())
+@inject(signals=group(**{name: source(name) for name in SIGNALS}))
+def signal_frame(kb_files: pd.DataFrame, signals: dict[str, pd.Series]) -> pd.DataFrame:
+    """The signal values of every file (index file_id, one column per signal of SIGNALS)."""
     index = pd.Index(kb_files["file_id"], name="file_id")
-    return pd.DataFrame({name: s.reindex(index).fillna(0.0).astype(float) for name, s in columns.items()}, index=index)
+    return pd.DataFrame({name: signals[name].reindex(index).fillna(0.0).astype(float) for name in SIGNALS}, index=index)
 
 
 def signal_weights(configured_signal_weights: pd.Series, signal_frame: pd.DataFrame) -> pd.Series:
     """Effective weight per signal: zero-for-every-file signals get 0, the rest renormalised to sum 1."""
     live = signal_frame.reindex(columns=configured_signal_weights.index).fillna(0.0).gt(0).any()
-    weights = configured_signal_weights.where(live, 0.0)
-    if weights.sum() <= 0:  # no signal has data: keep the configured proportions
-        weights = configured_signal_weights
-    return (weights / weights.sum()).rename("weight")
+    weights = effective_weights(configured_signal_weights.to_numpy(), live.to_numpy())
+    return pd.Series(weights, index=configured_signal_weights.index, name="weight")
 
 
 def file_priors(weights_override: dict | None, weight_profile: dict | None) -> pd.Series:
@@ -129,8 +118,7 @@ def file_prior(kb_files: pd.DataFrame, file_priors: pd.Series) -> pd.Series:
     """Per-file multiplier by role: 1 for source code, the test prior for tests, the non-source prior for prose/data
     and peripheral code."""
     is_test = kb_files["is_test"].fillna(False).astype(bool).to_numpy()
-    non_source = _non_source(kb_files)
-    values = np.where(is_test, file_priors["test_file_prior"], np.where(non_source, file_priors["non_source_prior"], 1.0))
+    values = role_prior(is_test, non_source(kb_files), file_priors["test_file_prior"], file_priors["non_source_prior"])
     return pd.Series(values, index=pd.Index(kb_files["file_id"], name="file_id"), dtype=float)
 
 
@@ -142,18 +130,11 @@ def signal_matrix(
     file_prior: pd.Series,
 ) -> pd.DataFrame:
     """Every file's signals, role prior, score (weighted sum x prior) and total (seeds: 1.0 x prior), best first."""
-    weighted = signal_frame[list(signal_weights.index)].mul(signal_weights, axis=1).sum(axis=1).clip(0.0, 1.0)
     seed = signal_frame.index.isin(seed_files.index)
     matrix = signal_frame.copy()
     matrix.insert(0, "path", kb_files.set_index("file_id")["path"].reindex(signal_frame.index))
     matrix["prior"] = file_prior.reindex(signal_frame.index).fillna(1.0)
-    matrix["score"] = weighted * matrix["prior"]
-    matrix["total"] = matrix["score"].where(~seed, matrix["prior"])  # a seed scores 1.0 times its role prior
+    values = signal_frame[list(signal_weights.index)].to_numpy()
+    matrix["score"], matrix["total"] = file_scores(values, signal_weights.to_numpy(), matrix["prior"].to_numpy(), seed)
     matrix["seed"] = seed
     return matrix.sort_values(["total", "score", "path"], ascending=[False, False, True], kind="stable")
-
-
-def _non_source(kb_files: pd.DataFrame) -> np.ndarray:
-    """Prose/config/data files, and any file under a peripheral directory (examples, docs, vendored code)."""
-    peripheral = kb_files["path"].astype(str).str.contains(PERIPHERAL_DIRS, case=False, regex=True).to_numpy(dtype=bool)
-    return kb_files["language"].isin(NON_SOURCE_LANGUAGES).to_numpy() | peripheral

@@ -66,19 +66,15 @@ def best_lexical_symbols(
     kb_symbols: pd.DataFrame,
     lexical_query_terms: list[str],
     symbol_lexicon: Bm25Index,
-    kb_symbol_table: vocabulary.SymbolTable | None = None,
+    kb_symbol_table: vocabulary.SymbolTable,
 ) -> pd.Series:
     """symbol_id -> reason: the best BM25-matching definition of each top-ranked non-test scoped file.
 
     A file ranked high on its contents may define nothing whose *name* matches the task; without this its
-    code would never reach the package, however much budget is left. kb_symbol_table: the KB's symbols as arrays.
+    code would never reach the package, however much budget is left.
     """
     top = scope[(scope["rank"] <= LEXICAL_BACKFILL_RANK) & ~scope["is_test"].fillna(False).astype(bool)]
-    if kb_symbol_table is not None:
-        file_id, kind, symbol_id = kb_symbol_table.file_id, kb_symbol_table.kind, kb_symbol_table.symbol_id
-    else:
-        file_id, symbol_id = kb_symbols["file_id"].to_numpy(), kb_symbols["symbol_id"].to_numpy()
-        kind = kb_symbols["kind"].to_numpy(dtype=object)
+    file_id, kind, symbol_id = kb_symbol_table.file_id, kb_symbol_table.kind, kb_symbol_table.symbol_id
     rows = np.flatnonzero(np.isin(file_id, top.index.to_numpy()))
     rows = rows[np.isin(kind[rows], ["function", "method", "class"])]
     if not len(rows) or not lexical_query_terms or len(symbol_lexicon.doc_ids) == 0:
@@ -105,26 +101,19 @@ def _scores_of(lexicon: Bm25Index, query_terms: list[str], doc_ids: np.ndarray) 
 def symbol_tiers(
     scope: pd.DataFrame,
     task_query: TaskQuery,
-    kb_symbols: pd.DataFrame,
-    kb_comments: pd.DataFrame,
-    kb_symbol_edges: pd.DataFrame,
     precision_terms: pd.Series,
-    best_lexical_symbols: pd.Series | None = None,
-    kb_symbol_table: vocabulary.SymbolTable | None = None,
+    best_lexical_symbols: pd.Series,
+    kb_symbol_table: vocabulary.SymbolTable,
 ) -> pd.DataFrame:
-    """One row per scoped symbol: symbol_id, file_id, tier (primary|supporting|type_context|outline|excluded), reason.
-
-    kb_symbol_table: the KB's symbols as arrays (`vocabulary.symbol_table`), built here when not given."""
+    """One row per scoped symbol: symbol_id, file_id, tier (primary|supporting|type_context|outline|excluded), reason."""
     table = kb_symbol_table
-    if table is None:
-        table = vocabulary.symbol_table(kb_symbols, kb_comments, kb_symbol_edges)
     s = _scoped_symbols(scope, table)
     primary = _primary_reasons(s, table, task_query, scope, precision_terms)
     if not ((primary != "") & s.seed & ~s.is_test).any():
         kinds = PROMOTED_KINDS.get(task_query.task_type, ("function", "method"))
         promoted = s.seed & ~s.is_test & np.isin(s.kind, kinds)
         primary[promoted & (primary == "")] = f"promoted: {task_query.task_type} kind in seed file"
-    if best_lexical_symbols is not None and len(best_lexical_symbols):
+    if len(best_lexical_symbols):
         backfill = best_lexical_symbols.reindex(table.symbol_id[s.rows]).to_numpy(dtype=object)
         files_with_primary = np.unique(s.file_id[primary != ""])
         take = ~pd.isna(backfill) & ~np.isin(s.file_id, files_with_primary) & (primary == "")
@@ -178,13 +167,11 @@ def file_contexts(
     kb_comments: pd.DataFrame,
     kb_contents: pd.DataFrame,
     count_tokens: Callable,
-    kb_symbol_table: vocabulary.SymbolTable | None = None,
+    kb_symbol_table: vocabulary.SymbolTable,
 ) -> list[FileContext]:
-    """Per contributing scoped file, in rank order: its tiered symbols at their depth, test assertions, rationale.
-
-    kb_symbol_table: the KB's symbols as arrays (`vocabulary.symbol_table`); only its symbol_id lookup is used."""
+    """Per contributing scoped file, in rank order: its tiered symbols at their depth, test assertions, rationale."""
     chosen = symbol_tiers[symbol_tiers["tier"] != "excluded"]
-    rows = kb_symbol_table.rows if kb_symbol_table is not None else pd.Index(kb_symbols["symbol_id"])
+    rows = kb_symbol_table.rows
     picked = kb_symbols.take(rows.get_indexer(chosen["symbol_id"].to_numpy()))
     columns = {c: picked[c].tolist() for c in picked.columns}  # the chosen symbols only: tens to hundreds
     columns |= {"tier": chosen["tier"].tolist(), "reason": chosen["reason"].tolist()}

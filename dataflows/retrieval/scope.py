@@ -67,25 +67,40 @@ def _most_central(signal_matrix: pd.DataFrame) -> pd.Index:
     return order.index[:FALLBACK_SIZE]
 
 
-def scope(
-    signal_matrix: pd.DataFrame,
-    kb_files: pd.DataFrame,
-    kb_edges: pd.DataFrame,
-    kb_cochange: pd.DataFrame,
-    scope_size: int,
-) -> pd.DataFrame:
-    """The ranked files retrieval works on: seeds, top scope_size by score, then deps/cochange of seeds."""
+def ranked_candidates(signal_matrix: pd.DataFrame, scope_size: int) -> pd.Series:
+    """file_id -> how it entered the scope before expansion: "seed", or "score" for the best matching files up to
+    scope_size (nothing matched: the most imported files, as "score")."""
     seeds = signal_matrix.index[signal_matrix["seed"].to_numpy(dtype=bool)]
     matching = _matching(signal_matrix)
     if _nothing_matched(signal_matrix, matching):
-        labelled = [pd.Series("score", index=_most_central(signal_matrix))]
-    else:
-        labelled = [
-            pd.Series("seed", index=seeds),
-            pd.Series("score", index=_scored(signal_matrix, scope_size, matching)),
-            pd.Series("deps", index=_dependency_neighbours(seeds, kb_edges, kb_files)),
-            pd.Series("cochange", index=_cochange_partners(seeds, kb_cochange)),
-        ]
+        return pd.Series("score", index=_most_central(signal_matrix))
+    return pd.concat([pd.Series("seed", index=seeds), pd.Series("score", index=_scored(signal_matrix, scope_size, matching))])
+
+
+def dependency_expansion(signal_matrix: pd.DataFrame, kb_edges: pd.DataFrame, kb_files: pd.DataFrame) -> pd.Index:
+    """Non-test files one import away from a seed (either direction), ascending; none when nothing matched."""
+    if _nothing_matched(signal_matrix):
+        return pd.Index([], dtype="int64")
+    return _dependency_neighbours(signal_matrix.index[signal_matrix["seed"].to_numpy(dtype=bool)], kb_edges, kb_files)
+
+
+def cochange_expansion(signal_matrix: pd.DataFrame, kb_cochange: pd.DataFrame) -> pd.Index:
+    """Files sharing at least MIN_COCHANGE commits with a seed; none when nothing matched."""
+    if _nothing_matched(signal_matrix):
+        return pd.Index([], dtype="int64")
+    return _cochange_partners(signal_matrix.index[signal_matrix["seed"].to_numpy(dtype=bool)], kb_cochange)
+
+
+def scope(
+    signal_matrix: pd.DataFrame,
+    kb_files: pd.DataFrame,
+    ranked_candidates: pd.Series,
+    dependency_expansion: pd.Index,
+    cochange_expansion: pd.Index,
+) -> pd.DataFrame:
+    """The ranked files retrieval works on: the candidates, then the seeds' import and co-change neighbours."""
+    labelled = [ranked_candidates, pd.Series("deps", index=dependency_expansion),
+                pd.Series("cochange", index=cochange_expansion)]  # fmt: skip
     added_by = pd.concat([s for s in labelled if len(s)] or [pd.Series(dtype=object)])
     added_by = added_by[~added_by.index.duplicated(keep="first") & added_by.index.isin(signal_matrix.index)]
     rows = signal_matrix.loc[added_by.index].assign(added_by=added_by.to_numpy())

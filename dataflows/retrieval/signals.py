@@ -117,18 +117,12 @@ def _path_scores(levels: np.ndarray, is_name: np.ndarray) -> np.ndarray:
 def path_match(
     kb_files: pd.DataFrame,
     task_query: TaskQuery,
-    kb_path_components: WordIndex | None = None,
-    kb_path_words: WordIndex | None = None,
+    kb_path_components: WordIndex,
+    kb_path_words: WordIndex,
 ) -> pd.Series:
-    """0-1 per file: task keywords matching its path components, file name above directory (seed 001, signal 1).
-
-    kb_path_components / kb_path_words: the KB's path word tables (`vocabulary`), built here when not given.
-    """
+    """0-1 per file: task keywords matching its path components, file name above directory (seed 001, signal 1)."""
     if kb_files.empty or not task_query.keywords:
         return _zeros(kb_files)
-    if kb_path_components is None or kb_path_words is None:
-        table = vocabulary.path_components(kb_files)
-        kb_path_components, kb_path_words = vocabulary.path_component_index(table), vocabulary.path_word_index(table)
     hits = _keyword_path_hits(kb_path_components, kb_path_words, list(task_query.keywords))
     if hits.empty:
         return _zeros(kb_files)
@@ -179,27 +173,14 @@ def symbol_match(
     kb_files: pd.DataFrame,
     kb_symbols: pd.DataFrame,
     task_query: TaskQuery,
-    kb_symbol_names: pd.DataFrame | None = None,
-    kb_symbol_name_words: WordIndex | None = None,
-    kb_symbol_name_codes: pd.DataFrame | None = None,
-    kb_symbol_name_index: vocabulary.NameIndex | None = None,
+    kb_symbol_names: pd.DataFrame,
+    kb_symbol_name_words: WordIndex,
+    kb_symbol_name_index: vocabulary.NameIndex,
 ) -> pd.Series:
-    """0-1 per file: its symbol names vs task hints/keywords, exact 1.0 / substring 0.5 / constituent 0.3 (signal 2).
-
-    kb_symbol_names / _name_words / _name_codes / _name_index: the KB's name tables (`vocabulary`), built when not
-    given.
-    """
+    """0-1 per file: its symbol names vs task hints/keywords, exact 1.0 / substring 0.5 / constituent 0.3 (signal 2)."""
     if kb_files.empty or kb_symbols.empty or not (task_query.keywords or task_query.symbol_hints):
         return _zeros(kb_files)
-    names = kb_symbol_names if kb_symbol_names is not None else vocabulary.symbol_names(kb_symbols)
-    name_words = kb_symbol_name_words
-    if name_words is None:
-        name_words = vocabulary.symbol_name_word_index(names)
-    index = kb_symbol_name_index
-    if index is None:
-        codes = kb_symbol_name_codes if kb_symbol_name_codes is not None else vocabulary.symbol_name_codes(kb_symbols, names)
-        index = vocabulary.name_index(names, codes)
-    hits = _symbol_hits(task_query, names, name_words, index)
+    hits = _symbol_hits(task_query, kb_symbol_names, kb_symbol_name_words, kb_symbol_name_index)
     if hits.empty:
         return _zeros(kb_files)
     hits["score"] = hits["score"] * _distinctive(hits)
@@ -323,19 +304,15 @@ def _query_stems(task_query: TaskQuery) -> set[str]:
 def domain_match(
     kb_files: pd.DataFrame,
     task_query: TaskQuery,
-    kb_domain_words: pd.DataFrame | None = None,
-    kb_module_words: pd.DataFrame | None = None,
+    kb_domain_words: pd.DataFrame,
+    kb_module_words: pd.DataFrame,
 ) -> pd.Series:
-    """0-1 per file: task concepts/keywords naming its domain (0.6) and share of its module words (0.4) (signal 6).
-
-    kb_domain_words / kb_module_words: (file_id, stem) word tables of the KB (`vocabulary`), built when not given.
-    """
+    """0-1 per file: task concepts/keywords naming its domain (0.6) and share of its module words (0.4) (signal 6)."""
     query = _query_stems(task_query)
     if kb_files.empty or not query:
         return _zeros(kb_files)
     index = pd.Index(kb_files["file_id"])
-    domain = kb_domain_words if kb_domain_words is not None else vocabulary.domain_words(kb_files)
-    module = kb_module_words if kb_module_words is not None else vocabulary.module_words(kb_files)
+    domain, module = kb_domain_words, kb_module_words
     domain_hit = domain.assign(hit=domain["stem"].isin(query)).groupby("file_id")["hit"].any().astype(float)
     module_share = module.assign(hit=module["stem"].isin(query)).groupby("file_id")["hit"].mean()
     domain_part = domain_hit.reindex(index, fill_value=0.0)
@@ -343,17 +320,12 @@ def domain_match(
     return _over_files(kb_files, total)
 
 
-def concept_overlap(
-    kb_files: pd.DataFrame, task_query: TaskQuery, kb_file_concepts: pd.DataFrame | None = None
-) -> pd.Series:
-    """0-1 per file: share of the task's concepts found in files.concepts (Jaccard-like coverage, signal 7).
-
-    kb_file_concepts: (file_id, concept) pairs of the KB (`vocabulary.file_concepts`), built when not given.
-    """
+def concept_overlap(kb_files: pd.DataFrame, task_query: TaskQuery, kb_file_concepts: pd.DataFrame) -> pd.Series:
+    """0-1 per file: share of the task's concepts found in files.concepts (Jaccard-like coverage, signal 7)."""
     task = {c.lower() for c in task_query.concepts}
     if kb_files.empty or not task:
         return _zeros(kb_files)
-    per_file = kb_file_concepts if kb_file_concepts is not None else vocabulary.file_concepts(kb_files)
+    per_file = kb_file_concepts
     overlap = per_file.assign(hit=per_file["concept"].isin(task)).groupby("file_id")["hit"].sum() / len(task)
     return _over_files(kb_files, overlap.astype(float))
 

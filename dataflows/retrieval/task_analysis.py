@@ -14,7 +14,6 @@ from collections import Counter
 import pandas as pd
 from hamilton.function_modifiers import config
 
-from dataflows.retrieval import vocabulary
 from dataflows.retrieval.hints import path_matches
 from dataflows.retrieval.models import TaskQuery
 from dataflows.text import STOP_WORDS, stem, terms
@@ -176,39 +175,64 @@ def _concepts(text: str, keywords: list[str], concepts: pd.DataFrame) -> list[st
     return sorted(concepts.loc[hit, "concept"])
 
 
-def _query_from_text(task_text: str, kb_files: pd.DataFrame, concepts: pd.DataFrame) -> TaskQuery:
-    """The heuristic `TaskQuery` of a task against the KB (frames resolved, concepts grounded)."""
-    frames = _in_repo_frames(_trace_frames(task_text), kb_files)
-    file_hints = _file_hints(task_text)
-    frame_symbols = [f for _, f in frames if f and not f.startswith("<")]
-    symbol_hints = list(dict.fromkeys(frame_symbols + _symbol_hints(task_text, file_hints)))
-    errors = _error_patterns(task_text)
-    keywords = _keywords(task_text, symbol_hints)
-    return TaskQuery(
-        raw_description=task_text,
-        task_type=_task_type(task_text, bool(_PY_FRAME.search(task_text) or _EXCEPTION_LINE.search(task_text))),
-        keywords=tuple(keywords),
-        file_hints=tuple(file_hints),
-        symbol_hints=tuple(symbol_hints),
-        error_patterns=tuple(errors),
-        concepts=tuple(_concepts(task_text, keywords, concepts)),
-        trace_frames=tuple(frames),
-    )
+def file_hints(task_text: str) -> list[str]:
+    """Paths, bare file names and globs the task names (URLs reduced to their repository path)."""
+    return _file_hints(task_text)
 
 
-def _concept_table(kb_files: pd.DataFrame, kb_concept_vocabulary: pd.DataFrame | None) -> pd.DataFrame:
-    """The KB's (concept, stem) vocabulary: the one given, else built from kb_files."""
-    return kb_concept_vocabulary if kb_concept_vocabulary is not None else vocabulary.concept_vocabulary(kb_files)
+def trace_frames(task_text: str, kb_files: pd.DataFrame) -> list[tuple[str, str]]:
+    """(path, function) of the task's stack-trace frames whose path names an indexed file, in order."""
+    return _in_repo_frames(_trace_frames(task_text), kb_files)
+
+
+def symbol_hints(task_text: str, file_hints: list[str], trace_frames: list[tuple[str, str]]) -> list[str]:
+    """Identifier-looking names of the task: trace-frame functions first, then backticked names, calls, dotted,
+    snake_case and CamelCase words."""
+    frame_symbols = [f for _, f in trace_frames if f and not f.startswith("<")]
+    return list(dict.fromkeys(frame_symbols + _symbol_hints(task_text, file_hints)))
+
+
+def error_patterns(task_text: str) -> list[str]:
+    """Exception lines (`ValueError: msg`), exception / errno names, and quoted messages of the task."""
+    return _error_patterns(task_text)
+
+
+def task_keywords(task_text: str, symbol_hints: list[str]) -> list[str]:
+    """The task's distinct index terms, weighted toward identifiers and code, strongest first."""
+    return _keywords(task_text, symbol_hints)
+
+
+def task_type(task_text: str) -> str:
+    """bug_fix, feature, refactor, test or investigation, by seed 001's keyword classes (a traceback votes bug_fix)."""
+    return _task_type(task_text, bool(_PY_FRAME.search(task_text) or _EXCEPTION_LINE.search(task_text)))
+
+
+def task_concepts(task_text: str, task_keywords: list[str], kb_concept_vocabulary: pd.DataFrame) -> list[str]:
+    """KB concepts the task mentions: a concept equal to a task word, a keyword, or the stem of one."""
+    return _concepts(task_text, task_keywords, kb_concept_vocabulary)
 
 
 def heuristic_task_query(
-    task_text: str, kb_files: pd.DataFrame, kb_concept_vocabulary: pd.DataFrame | None = None
+    task_text: str,
+    task_type: str,
+    task_keywords: list[str],
+    file_hints: list[str],
+    symbol_hints: list[str],
+    error_patterns: list[str],
+    task_concepts: list[str],
+    trace_frames: list[tuple[str, str]],
 ) -> TaskQuery:
-    """The task parsed by deterministic heuristics (seed 001 step 1): what every variant starts from.
-
-    kb_concept_vocabulary: the KB's (concept, stem) table (`vocabulary.concept_vocabulary`), built when not given.
-    """
-    return _query_from_text(task_text, kb_files, _concept_table(kb_files, kb_concept_vocabulary))
+    """The task parsed by deterministic heuristics (seed 001 step 1): what every variant starts from."""
+    return TaskQuery(
+        raw_description=task_text,
+        task_type=task_type,
+        keywords=tuple(task_keywords),
+        file_hints=tuple(file_hints),
+        symbol_hints=tuple(symbol_hints),
+        error_patterns=tuple(error_patterns),
+        concepts=tuple(task_concepts),
+        trace_frames=tuple(trace_frames),
+    )
 
 
 @config.when_not(llm_assist=True)
@@ -270,15 +294,14 @@ def _strings(value: object) -> list[str]:
 def task_query__llm(
     heuristic_task_query: TaskQuery,
     llm_task_reply: dict,
-    kb_files: pd.DataFrame,
-    kb_concept_vocabulary: pd.DataFrame | None = None,
+    kb_concept_vocabulary: pd.DataFrame,
 ) -> TaskQuery:
     """The heuristic query enriched with the LLM's fields (keywords re-tokenised, concepts grounded in the KB)."""
     fields = llm_task_reply["fields"]
     if not fields:
         return heuristic_task_query
     q = heuristic_task_query
-    concepts = _concept_table(kb_files, kb_concept_vocabulary)
+    concepts = kb_concept_vocabulary
     keywords = list(dict.fromkeys(list(q.keywords) + terms(" ".join(_strings(fields.get("keywords"))))))
     concept_text = " ".join(_strings(fields.get("concepts")) + _strings(fields.get("keywords")))
     task_type = fields.get("task_type")

@@ -242,16 +242,11 @@ def symbol_table(
     kb_symbols: pd.DataFrame,
     kb_comments: pd.DataFrame,
     kb_symbol_edges: pd.DataFrame,
-    name_codes: pd.DataFrame | None = None,
-    name_terms: pd.DataFrame | None = None,
-    name_norms: pd.DataFrame | None = None,
+    name_codes: pd.DataFrame,
+    name_terms: pd.DataFrame,
+    name_norms: pd.DataFrame,
 ) -> SymbolTable:
-    """The `SymbolTable` of these KB frames; name_codes / name_terms / name_norms: the KB's `symbol_name_codes`,
-    `symbol_name_terms` and `symbol_norms` word tables when at hand (else built here)."""
-    if name_codes is None or name_terms is None:
-        names = symbol_names(kb_symbols)
-        name_codes, name_terms = symbol_name_codes(kb_symbols, names), symbol_name_terms(names)
-    name_norms = symbol_norms(kb_symbols) if name_norms is None else name_norms
+    """The `SymbolTable` of these KB frames and their `symbol_name_codes`, `symbol_name_terms` and `symbol_norms`."""
     symbol_id = kb_symbols["symbol_id"].to_numpy()
     rows = pd.Index(symbol_id)
     name = kb_symbols["name"].to_numpy(dtype=object)

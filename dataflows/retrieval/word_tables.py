@@ -1,0 +1,99 @@
+"""The per-KB word tables as nodes: per-file and per-symbol string work (splitting paths and names into words,
+stemming) that a request only merges against.
+
+Each node builds its table from the KB frames. A driver that has them already (written with the KB, loaded once
+per process: `drivers.kb.KnowledgeBase.word_overrides`) hands them to the retrieval DAG as overrides
+(`execute(overrides=...)`), so in a request none of these nodes runs; without overrides (a notebook, a test on
+three rows) the same nodes build them.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from dataflows.retrieval import vocabulary
+from dataflows.retrieval.vocabulary import NameIndex, SymbolTable, WordIndex
+
+# the tables persisted with a KB (`kb_<name>` nodes); the others are built from them once per loaded KB
+PERSISTED = ("path_components", "path_words", "symbol_names", "symbol_name_words", "symbol_name_codes",
+             "symbol_name_terms", "symbol_norms", "domain_words", "module_words", "file_concepts",
+             "concept_vocabulary")  # fmt: skip
+DERIVED = ("symbol_name_index", "symbol_table")
+
+
+def kb_path_table(kb_files: pd.DataFrame) -> pd.DataFrame:
+    """Every file's path components with their words and stems: what the two path word indexes are built from."""
+    return vocabulary.path_components(kb_files)
+
+
+def kb_path_components(kb_path_table: pd.DataFrame) -> WordIndex:
+    """Whole path components (directory and file names) -> files: path_match's "keyword equals the component"."""
+    return vocabulary.path_component_index(kb_path_table)
+
+
+def kb_path_words(kb_path_table: pd.DataFrame) -> WordIndex:
+    """Words of path components -> files: path_match's word and prefix matches."""
+    return vocabulary.path_word_index(kb_path_table)
+
+
+def kb_symbol_names(kb_symbols: pd.DataFrame) -> pd.DataFrame:
+    """The distinct symbol names (name, lower), so names are matched once, not once per symbol."""
+    return vocabulary.symbol_names(kb_symbols)
+
+
+def kb_symbol_name_words(kb_symbol_names: pd.DataFrame) -> WordIndex:
+    """Words of symbol names -> name codes: symbol_match's constituent matches."""
+    return vocabulary.symbol_name_word_index(kb_symbol_names)
+
+
+def kb_symbol_name_codes(kb_symbols: pd.DataFrame, kb_symbol_names: pd.DataFrame) -> pd.DataFrame:
+    """Each symbol's name code and file: how a name match spreads to symbols and files."""
+    return vocabulary.symbol_name_codes(kb_symbols, kb_symbol_names)
+
+
+def kb_symbol_name_terms(kb_symbol_names: pd.DataFrame) -> pd.DataFrame:
+    """The index terms of each distinct name: precision's name-coverage test."""
+    return vocabulary.symbol_name_terms(kb_symbol_names)
+
+
+def kb_symbol_norms(kb_symbols: pd.DataFrame) -> pd.DataFrame:
+    """Normalised name and qualified name of each symbol: precision's symbol-hint matches."""
+    return vocabulary.symbol_norms(kb_symbols)
+
+
+def kb_domain_words(kb_files: pd.DataFrame) -> pd.DataFrame:
+    """(file_id, stem) words of each file's domain label: domain_match."""
+    return vocabulary.domain_words(kb_files)
+
+
+def kb_module_words(kb_files: pd.DataFrame) -> pd.DataFrame:
+    """(file_id, stem) words of each file's module name: domain_match."""
+    return vocabulary.module_words(kb_files)
+
+
+def kb_file_concepts(kb_files: pd.DataFrame) -> pd.DataFrame:
+    """(file_id, concept) pairs: concept_overlap."""
+    return vocabulary.file_concepts(kb_files)
+
+
+def kb_concept_vocabulary(kb_files: pd.DataFrame) -> pd.DataFrame:
+    """The KB's (concept, stem) vocabulary: task analysis grounds the task's concepts in it."""
+    return vocabulary.concept_vocabulary(kb_files)
+
+
+def kb_symbol_name_index(kb_symbol_names: pd.DataFrame, kb_symbol_name_codes: pd.DataFrame) -> NameIndex:
+    """Searchable symbol names and the files carrying each: symbol_match's substring matches."""
+    return vocabulary.name_index(kb_symbol_names, kb_symbol_name_codes)
+
+
+def kb_symbol_table(
+    kb_symbols: pd.DataFrame,
+    kb_comments: pd.DataFrame,
+    kb_symbol_edges: pd.DataFrame,
+    kb_symbol_name_codes: pd.DataFrame,
+    kb_symbol_name_terms: pd.DataFrame,
+    kb_symbol_norms: pd.DataFrame,
+) -> SymbolTable:
+    """The symbols as arrays (parents, edges, comments, name terms) for the precision stage."""
+    return vocabulary.symbol_table(kb_symbols, kb_comments, kb_symbol_edges, kb_symbol_name_codes,
+                                   kb_symbol_name_terms, kb_symbol_norms)  # fmt: skip
