@@ -90,9 +90,12 @@ def _verdict(e: dict) -> str:
         cut = f"; the budget evicted {len(e['evicted'])} of its items" if e["evicted"] else ""
         demoted = f" and demoted {len(e['demoted'])}" if e["demoted"] else ""
         return f"included at package rank {e['package_rank']} (scope rank {e['scope_rank']}, added by {e['added_by']}; {why}){cut}{demoted}."
-    if e["in_scope"]:
+    if e["in_scope"] and e["evicted"]:
         return (f"in scope at rank {e['scope_rank']} of {e['scope_size']} ({why}) but left out: the token budget "
-                f"evicted it ({len(e['evicted'])} items) for higher-ranked files.")  # fmt: skip
+                f"evicted its {len(e['evicted'])} items for higher-ranked files.")  # fmt: skip
+    if e["in_scope"]:
+        return (f"in scope at rank {e['scope_rank']} of {e['scope_size']} ({why}) but no precision tier selected "
+                "any of its content (no definitions, or none that the task reaches).")  # fmt: skip
     return (f"ranked {e['score_rank']} of {e['files_ranked']} by score ({why}); the scope keeps {e['scope_size']} "
             "files (top scores, seeds, import and co-change neighbours), so it was not considered.")  # fmt: skip
 

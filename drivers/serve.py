@@ -12,7 +12,7 @@ import sys
 import threading
 import traceback
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from drivers.errors import CraError
 
@@ -78,14 +78,14 @@ def build_server(ws):
         path: Annotated[str, Field(description="File path relative to the repository root.")],
         repo: Repo = None,
         budget: Annotated[int | None, Field(ge=256, le=1_000_000, description="Token budget, as for get_context.")] = None,
-    ) -> dict:
+    ) -> dict[str, Any]:
         return _tool(mcp_tools.explain_file)(ws, task, path, repo, budget)
 
     @server.tool(description=(
         "Re-index a repository now (incremental: only changed files are parsed) and return the index summary: files "
         "by language, symbols, edges, history, what was skipped. get_context re-indexes by itself when files "
         "change; call this after large changes such as a branch switch, or to see what the index holds."))  # fmt: skip
-    def index(repo: Repo = None) -> dict:
+    def index(repo: Repo = None) -> dict[str, Any]:
         return _tool(mcp_tools.index)(ws, repo)
 
     @server.tool(description=(
@@ -96,7 +96,7 @@ def build_server(ws):
         query: Annotated[str, Field(description="A symbol name or part of one, e.g. validate_login or Invoice.total.")],
         repo: Repo = None,
         limit: Annotated[int, Field(ge=1, le=500, description="At most this many symbols (default 20).")] = 20,
-    ) -> dict:
+    ) -> dict[str, Any]:
         return _tool(mcp_tools.search_symbols)(ws, query, repo, limit)
 
     @server.tool(description=(
@@ -111,7 +111,7 @@ def build_server(ws):
         category: Annotated[str | None, Field(description="Only this category, e.g. corrections.")] = None,
         limit: Annotated[int, Field(ge=1, le=1000, description="At most this many memories (default 20).")] = 20,
         budget: Annotated[int | None, Field(ge=0, description="Token budget for the memories returned.")] = None,
-    ) -> dict:
+    ) -> dict[str, Any]:
         return _tool(mcp_tools.memories)(ws, task, repo, project, language, category, limit, budget)
 
     _escalation_tools(server)
@@ -135,7 +135,7 @@ def _escalation_tools(server) -> None:
         agent: Annotated[str, Field(description="Which agent made the attempt.")] = "agent",
         title: Annotated[str | None, Field(description="The task's title (set on the first attempt).")] = None,
         max_retries: Annotated[int | None, Field(ge=1, le=100, description="Escalate after this many failures.")] = None,
-    ) -> dict:
+    ) -> dict[str, Any]:
         return _tool(mcp_tools.record_attempt)(task_id, error, agent, title, max_retries)
 
     @server.tool(description="The escalation report of a task that reached its retry limit: error category, failure "
@@ -153,7 +153,7 @@ def _escalation_tools(server) -> None:
     def guide(
         task_id: TaskId,
         hint: Annotated[str | None, Field(description="Guidance to store (for people relaying advice).")] = None,
-    ) -> dict:
+    ) -> dict[str, Any]:
         return _tool(mcp_tools.guide)(task_id, hint)
 
 
