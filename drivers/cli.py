@@ -70,16 +70,26 @@ def index_summary(stats: dict) -> str:
 
 
 def _read_task(args) -> str:
+    """The task text (argument, --task-file or stdin) as UTF-8, undecodable bytes replaced: pasted text is often unclean."""
     if args.task_file:
+        source = f"task file {args.task_file}"
         try:
-            return Path(args.task_file).read_text()
+            data = Path(args.task_file).read_bytes()
         except OSError as exc:
             raise CraError(f"Cannot read task file {args.task_file} ({exc.strerror}). Check the path.") from None
-    if args.task == "-" or args.task is None and not sys.stdin.isatty():
-        return sys.stdin.read()
-    if args.task is None:
+    elif args.task == "-" or args.task is None and not sys.stdin.isatty():
+        source = "standard input"
+        stdin = getattr(sys.stdin, "buffer", None)  # bytes when it is a real stream; a text stand-in otherwise
+        data = stdin.read() if stdin is not None else sys.stdin.read().encode("utf-8", "surrogatepass")
+    elif args.task is None:
         raise CraError('No task given. Pass it as an argument (cra retrieve "fix ..."), with --task-file F, or `-` for stdin.')
-    return args.task
+    else:  # argv bytes that are not UTF-8 arrive as lone surrogates
+        source, data = "task argument", args.task.encode("utf-8", "surrogatepass")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        print(f"warning: {source} is not valid UTF-8; undecodable bytes were replaced", file=sys.stderr)
+        return data.decode("utf-8", errors="replace")
 
 
 def _retrieve(args) -> int:
