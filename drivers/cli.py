@@ -205,6 +205,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("dag", help="draw the index, retrieval and evaluation DAGs as SVG (needs Graphviz)")
     dag.add_arguments(p)
     p.set_defaults(run=dag.run)
+
+    from drivers import findings_cli
+
+    p = sub.add_parser("findings", help="keep past review findings and recall the ones like a pull request")
+    findings_cli.add_arguments(p)
+    p.set_defaults(run=findings_cli.run)
     return parser
 
 

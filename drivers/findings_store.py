@@ -1,0 +1,206 @@
+"""The review-findings store: past findings and their embeddings in one SQLite file with `sqlite-vec` (WAL mode).
+
+Default `drivers.home.cra_home() / "findings.db"`. This Python's `sqlite3` cannot load extensions, so the store
+uses `apsw` (Another Python SQLite Wrapper): it bundles a current SQLite (3.54), loads `sqlite-vec` on every
+platform it publishes wheels for (Linux, macOS, Windows; x86-64 and ARM) and is released with each SQLite. The
+other option, `pysqlite3-binary`, keeps the DB-API but publishes Linux x86-64 wheels only (last release 2025-12).
+
+Findings live in `findings`; each embedding model gets its own `vec0` table (its dimension fixed at creation) with
+the owner as partition key and the repository as a metadata column, so a k-nearest query reads only the owner's
+partition: repository isolation by default, owner-level sharing (every repository of the same owner, never another
+owner's) when `sharing_enabled`. Every write is one `BEGIN IMMEDIATE` transaction under a busy timeout, so
+concurrent importers queue instead of failing or losing rows; a finding already stored (same repository, file and
+text) is kept once. A file that is not a cra findings store is refused with a CraError and left as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from drivers.errors import CraError
+from drivers.home import cra_home
+
+APPLICATION_ID = 0x43524146  # "CRAF": marks a cra findings store
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_MS = 30_000
+FINDING_COLUMNS = ("finding_text", "severity", "category", "file_path", "outcome", "repo", "created_at")
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS findings (
+    finding_id INTEGER PRIMARY KEY,
+    repo TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    finding_text TEXT NOT NULL,
+    severity TEXT NOT NULL,
+    category TEXT NOT NULL,
+    file_path TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    UNIQUE (repo, file_path, finding_text)
+);
+CREATE INDEX IF NOT EXISTS findings_by_owner ON findings (owner, repo);
+CREATE TABLE IF NOT EXISTS embedding_models (
+    model_id INTEGER PRIMARY KEY,
+    model TEXT NOT NULL UNIQUE,
+    dimension INTEGER NOT NULL
+)
+"""
+
+
+def default_db_path() -> Path:
+    """Where the store lives unless --db says otherwise."""
+    return cra_home() / "findings.db"
+
+
+def owner_of(repo: str) -> str:
+    """The owner part of `owner/name` (CraError when the name has no owner)."""
+    owner, slash, name = (repo or "").strip().partition("/")
+    if not (owner and slash and name) or "/" in name:
+        raise CraError(f"Repository {repo!r} is not OWNER/NAME. Name it like octo-org/widgets.")
+    return owner
+
+
+def _connect(path: Path):
+    import apsw
+    import sqlite_vec
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = apsw.Connection(str(path))
+        conn.setbusytimeout(BUSY_TIMEOUT_MS)
+        conn.enable_load_extension(True)
+        conn.load_extension(sqlite_vec.loadable_path())
+        conn.enable_load_extension(False)
+        return conn
+    except (OSError, apsw.Error) as exc:
+        raise CraError(f"Cannot open the findings store {path} ({exc}). Choose a writable location with --db.") from None
+
+
+def _ensure_schema(conn, path: Path) -> None:
+    """Create the tables on first use; refuse a file that is another program's database or a newer cra's."""
+    import apsw
+
+    try:
+        app_id, version = (conn.execute(f"PRAGMA {p}").fetchone()[0] for p in ("application_id", "user_version"))
+        if app_id == APPLICATION_ID and version == SCHEMA_VERSION:
+            return
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    except apsw.Error as exc:
+        raise CraError(f"{path} is not a readable SQLite database ({exc}); it was left untouched. "
+                       "Move it away or pass another path with --db.") from None  # fmt: skip
+    if app_id == APPLICATION_ID and version > SCHEMA_VERSION:
+        raise CraError(f"{path} was written by a newer cra (findings schema {version}). Upgrade cra or pass --db.")
+    if app_id != APPLICATION_ID and tables:
+        raise CraError(f"{path} is an SQLite database of another program (tables: {', '.join(sorted(tables))}); it "
+                       "was left untouched. Pass another path with --db.")  # fmt: skip
+    conn.execute("PRAGMA journal_mode = WAL")
+    with transaction(conn):
+        conn.execute(_SCHEMA)
+        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+@contextmanager
+def open_store(db_path: Path | str | None = None) -> Iterator:
+    """An apsw connection to the store with sqlite-vec loaded (tables created on first use), closed after the block."""
+    path = Path(db_path) if db_path else default_db_path()
+    if path.is_dir():
+        raise CraError(f"{path} is a directory, not a findings store. Pass a file path with --db.")
+    conn = _connect(path)
+    try:
+        _ensure_schema(conn, path)
+        yield conn
+    finally:
+        conn.close()
+
+
+@contextmanager
+def transaction(conn) -> Iterator:
+    """One write transaction: BEGIN IMMEDIATE takes the write lock up front (waiting up to the busy timeout)."""
+    import apsw
+
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except apsw.BusyError:
+        raise CraError(f"The findings store is busy after {BUSY_TIMEOUT_MS / 1000:g} s. Try again.") from None
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def _vector_table(conn, model: str, dimension: int | None) -> str | None:
+    """The vec0 table of a model (created when `dimension` is given and it does not exist yet; call in a write)."""
+    row = conn.execute("SELECT model_id, dimension FROM embedding_models WHERE model = ?", (model,)).fetchone()
+    if row is None and dimension is None:
+        return None
+    if row is None:
+        conn.execute("INSERT INTO embedding_models (model, dimension) VALUES (?, ?)", (model, int(dimension)))
+        row = (conn.last_insert_rowid(), int(dimension))
+        conn.execute(f"CREATE VIRTUAL TABLE vectors_{row[0]} USING vec0(finding_id INTEGER PRIMARY KEY, "
+                     f"owner TEXT PARTITION KEY, repo TEXT, embedding float[{row[1]}] distance_metric=cosine)")  # fmt: skip
+    if dimension is not None and row[1] != dimension:
+        raise CraError(f"The store's vectors of {model} have {row[1]} dimensions, this model gives {dimension}. "
+                       "Use the model the store was filled with, or another --db.")  # fmt: skip
+    return f"vectors_{row[0]}"
+
+
+def add_findings(conn, findings: Sequence[dict], vectors: np.ndarray, model: str) -> list[int]:
+    """Store findings (FINDING_COLUMNS) with their embeddings by `model` in one transaction; returns the ids of the
+    new ones (a finding already stored is skipped)."""
+    vectors = np.asarray(vectors, dtype=np.float32)
+    if len(findings) != len(vectors):
+        raise ValueError(f"{len(findings)} findings but {len(vectors)} vectors")
+    added: list[int] = []
+    with transaction(conn):
+        table = _vector_table(conn, model, vectors.shape[1]) if len(findings) else None
+        for finding, vector in zip(findings, vectors):
+            owner = owner_of(finding["repo"])
+            row = conn.execute(
+                f"INSERT INTO findings (owner, {', '.join(FINDING_COLUMNS)}) VALUES (?{', ?' * len(FINDING_COLUMNS)}) "
+                "ON CONFLICT DO NOTHING RETURNING finding_id", (owner, *(finding[c] for c in FINDING_COLUMNS)),
+            ).fetchone()  # fmt: skip
+            if row is None:
+                continue
+            conn.execute(f"INSERT INTO {table} (finding_id, owner, repo, embedding) VALUES (?, ?, ?, ?)",
+                         (row[0], owner, finding["repo"], vector.tobytes()))  # fmt: skip
+            added.append(row[0])
+    return added
+
+
+def nearest_findings(
+    conn, query_vector: np.ndarray, model: str, repo: str | None, top_k: int, sharing_enabled: bool = False
+) -> pd.DataFrame:
+    """The top_k findings nearest the query (cosine distance), as the seed's isolation layer scopes them: the
+    repository's own; with `sharing_enabled`, every repository of its owner; with no repository, the whole store."""
+    columns = ["finding_id", *FINDING_COLUMNS, "distance"]
+    table = _vector_table(conn, model, None)
+    if table is None or top_k <= 0:
+        return pd.DataFrame(columns=columns)
+    where, params = "", []
+    if repo:
+        where, params = " AND v.owner = ?", [owner_of(repo)]
+        if not sharing_enabled:
+            where, params = where + " AND v.repo = ?", params + [repo]
+    rows = conn.execute(
+        f"SELECT f.finding_id, {', '.join('f.' + c for c in FINDING_COLUMNS)}, v.distance FROM {table} v "
+        f"JOIN findings f USING (finding_id) WHERE v.embedding MATCH ? AND k = ?{where} ORDER BY v.distance",
+        (np.asarray(query_vector, dtype=np.float32).tobytes(), int(top_k), *params),
+    ).fetchall()  # fmt: skip
+    return pd.DataFrame(rows, columns=columns).set_index("finding_id")
+
+
+def findings_count(conn) -> int:
+    """How many findings the store holds."""
+    return conn.execute("SELECT COUNT(*) FROM findings").fetchone()[0]
+
+
+def document_text(finding: dict) -> str:
+    """The text embedded for a stored finding: what it says, then the file it is about."""
+    return f"{finding['finding_text']}\n{finding.get('file_path') or ''}".strip()

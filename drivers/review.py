@@ -1,0 +1,122 @@
+"""Runs review-finding recall (seed 002): the query dataflow, one embedding call, the store's k-nearest, the re-rank.
+
+`recall_findings` is what a review calls: it never fails the review. No embedding provider, an embedding error or
+an unreadable store give no findings and a warning (fail open). `add_findings` validates, embeds and stores
+findings (`cra findings add|import`); there a missing provider is an error, since nothing could be stored.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from datetime import datetime
+from functools import lru_cache
+from pathlib import Path
+
+import pandas as pd
+
+os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")
+from hamilton import driver  # noqa: E402
+
+from dataflows.review import languages, query, rerank  # noqa: E402
+from dataflows.review.models import FindingsRecall, RerankConfig  # noqa: E402
+from drivers.embeddings import EmbeddingProvider, default_provider  # noqa: E402
+from drivers.errors import CraError  # noqa: E402
+from drivers.findings_store import (  # noqa: E402
+    FINDING_COLUMNS, add_findings as store_findings, default_db_path, document_text, nearest_findings, open_store, owner_of,
+)  # fmt: skip
+
+DEFAULT_TOP_K = 5
+REQUIRED = ("finding_text", "severity", "category", "file_path", "outcome", "repo")
+EMBED_BATCH = 1_000
+
+
+@lru_cache(maxsize=1)
+def review_driver() -> driver.Driver:
+    """The review-recall DAG (languages, query, re-rank), built once per process."""
+    return driver.Builder().with_modules(languages, query, rerank).build()
+
+
+def _provider(provider: EmbeddingProvider | None) -> tuple[EmbeddingProvider | None, list[str]]:
+    return (provider, []) if provider is not None else default_provider()
+
+
+def recall_findings(
+    pr_title: str,
+    pr_body: str = "",
+    file_paths: Sequence[str] = (),
+    *,
+    risk_signals: Sequence[str] = (),
+    author_tier: str | None = None,
+    repo: str | None = None,
+    sharing_enabled: bool = False,
+    top_k: int = DEFAULT_TOP_K,
+    distance_threshold: float | None = None,
+    rerank_config: RerankConfig = RerankConfig(),
+    db_path: Path | str | None = None,
+    provider: EmbeddingProvider | None = None,
+    no_provider: bool = False,
+) -> FindingsRecall:
+    """The past findings most like this pull request, best first (`no_provider` simulates a missing model)."""
+    if repo:
+        owner_of(repo)  # a malformed name is the caller's mistake, not a retrieval failure
+    inputs = {"pr_title": pr_title, "pr_body": pr_body or "", "file_paths": list(file_paths),
+              "risk_signals": list(risk_signals), "author_tier": author_tier}  # fmt: skip
+    dr = review_driver()
+    head = dr.execute(["retrieval_query", "pr_languages"], inputs=inputs)
+    text, warnings = head["retrieval_query"], []
+    provider, warnings = (None, ["no embedding provider; review findings are skipped"]) if no_provider else _provider(provider)
+    empty = FindingsRecall(query=text, findings=(), warnings=tuple(warnings))
+    path = Path(db_path) if db_path else default_db_path()
+    if provider is None or not text or not path.exists():
+        return empty
+    try:
+        vector = provider.generate(text, input_type="query")  # the one embedding call of this review
+        with open_store(path) as conn:
+            candidates = nearest_findings(conn, vector, provider.model, repo, top_k, sharing_enabled)
+    except Exception as exc:  # noqa: BLE001 - fail open: the review goes on without findings
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return FindingsRecall(query=text, findings=(), warnings=(*warnings, f"review findings skipped: {reason}"))
+    threshold = float(provider.distance_threshold if distance_threshold is None else distance_threshold)
+    out = dr.execute(["findings_recall"], inputs={**inputs, "candidate_findings": candidates, "distance_threshold": threshold,
+                                                  "rerank_config": rerank_config}, overrides=head)  # fmt: skip
+    result = out["findings_recall"]
+    return FindingsRecall(query=result.query, findings=result.findings, section=result.section, warnings=tuple(warnings))
+
+
+def validate_finding(raw: object, now: datetime) -> dict:
+    """A finding with every column as a clean string (created_at defaults to `now`); ValueError naming the problem."""
+    if not isinstance(raw, dict):
+        raise ValueError(f"expected a JSON object, got {type(raw).__name__}")
+    missing = [k for k in REQUIRED if not isinstance(raw.get(k), str) or not raw[k].strip()]
+    if missing:
+        raise ValueError(f"missing or empty text field(s): {', '.join(missing)}")
+    finding = {k: raw[k].strip() for k in REQUIRED}
+    try:
+        owner_of(finding["repo"])
+    except CraError as exc:
+        raise ValueError(str(exc)) from None
+    created = raw.get("created_at")
+    if created is None:
+        finding["created_at"] = now.isoformat(timespec="seconds")
+    elif not isinstance(created, str) or pd.isna(pd.to_datetime(created, errors="coerce", utc=True, format="ISO8601")):
+        raise ValueError(f"created_at {created!r} is not an ISO 8601 time such as 2026-01-31T12:00:00Z")
+    else:
+        finding["created_at"] = created
+    return {k: finding[k] for k in FINDING_COLUMNS}
+
+
+def add_findings(
+    findings: Sequence[dict], db_path: Path | str | None = None, provider: EmbeddingProvider | None = None
+) -> int:
+    """Embed and store validated findings (transactions of EMBED_BATCH); returns how many were new."""
+    provider, warnings = _provider(provider)
+    if provider is None:
+        raise CraError(f"Cannot store findings: {warnings[0]}. Reinstall cra (`make setup`) to restore the model.")
+    added = 0
+    with open_store(db_path) as conn:
+        for start in range(0, len(findings), EMBED_BATCH):
+            batch = list(findings[start : start + EMBED_BATCH])
+            vectors = provider.generate_many([document_text(f) for f in batch], input_type="document")
+            added += len(store_findings(conn, batch, vectors, provider.model))
+    return added
