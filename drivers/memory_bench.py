@@ -1,16 +1,18 @@
 """Memory query latency (seed 003: < 100 ms for 50 memories in 10 files): `python -m drivers.memory_bench`.
 
 Two synthetic stores in a temporary directory: 50 memories in 10 files, and 10,000 memories that all apply to
-the queried context (universal, go, project hydra, its task coding). Measured in-process (median of repeats,
-store read + Hamilton DAG + token counting, after one warm-up) and as a cold `cra memory query` process
-(median of 5).
+the queried context (universal, go, project hydra, its task coding). Measured in-process (store read + Hamilton
+DAG + token counting; median of repeats after one warm-up) and as a cold `cra memory query` process (median of 5),
+each as wall time and CPU time: on a shared machine the CPU time is the steadier figure.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
+import resource
 import statistics
 import subprocess
 import sys
@@ -55,26 +57,32 @@ def write_store(root: Path, layout: dict[str, int], seed: int = 0) -> int:
     return sum(layout.values())
 
 
-def _median_ms(fn, repeats: int) -> float:
-    fn()  # warm-up: encoding, driver build
-    times = []
+def _median_ms(fn, repeats: int) -> tuple[float, float]:
+    """Median (wall, CPU) milliseconds of fn() in this process, after a warm-up (encoding, driver build)."""
+    fn()
+    wall, cpu = [], []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1000
+        wall.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
+    return statistics.median(wall) * 1000, statistics.median(cpu) * 1000
 
 
-def _cold_cli_ms(root: Path, repeats: int = 5) -> float:
+def _cold_cli_ms(root: Path, repeats: int = 5) -> tuple[float, float]:
+    """Median (wall, CPU) milliseconds of a fresh `cra memory query` process (CPU: the child's user + system)."""
     cra = Path(sys.executable).with_name("cra")
     argv = [str(cra), "memory", "query", "--memory-dir", str(root), "--project", "hydra", "--language", "go",
             "--task", "coding", "--text", TASK_TEXT, "--budget", "1500", "--json"]  # fmt: skip
-    times = []
+    wall, cpu = [], []
     for _ in range(repeats):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         subprocess.run(argv, check=True, capture_output=True)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1000
+        wall.append(time.perf_counter() - start)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return statistics.median(wall) * 1000, statistics.median(cpu) * 1000
 
 
 def measure(root: Path, repeats: int) -> dict:
@@ -101,10 +109,11 @@ def main(argv: list[str] | None = None) -> int:
             write_store(root, layout)
             rows.append((name, measure(root, args.repeats if layout is SMALL else max(3, args.repeats // 3))))
     columns = list(rows[0][1])
-    print("memory query latency, median ms (seed 003 target: < 100 ms for 50 memories in 10 files)")
-    print(f"{'store':<28}" + "".join(f"{c:>22}" for c in columns))
+    print("memory query latency, median ms as wall (CPU) (seed 003 target: < 100 ms for 50 memories in 10 files);"
+          f" load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")  # fmt: skip
+    print(f"{'store':<28}" + "".join(f"{c:>24}" for c in columns))
     for name, figures in rows:
-        print(f"{name:<28}" + "".join(f"{figures[c]:>22.1f}" for c in columns))
+        print(f"{name:<28}" + "".join(f"{f'{figures[c][0]:.1f} ({figures[c][1]:.1f})':>24}" for c in columns))
     return 0
 
 

@@ -51,7 +51,8 @@ def _number(value: str, flag: str, example: str, kind=float, low: float = 0.0, h
         number = None
     if number is None or number < low or (high is not None and number > high):
         bounds = f"between {low:g} and {high:g}" if high is not None else f"at least {low:g}"
-        raise CraError(f"{flag} {value!r} is not a{'n integer' if kind is int else ' number'} {bounds}. Example: {flag} {example}.")
+        what = "an integer" if kind is int else "a number"
+        raise CraError(f"{flag} {value!r} is not {what} {bounds}. Example: {flag} {example}.")
     return number
 
 

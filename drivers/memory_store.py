@@ -259,7 +259,9 @@ def import_hierarchy(source: Path, root: Path) -> dict:
     """Validate another hierarchy and merge its valid memories into root; what was added and what was rejected."""
     source = Path(source)
     if not source.is_dir():
-        raise CraError(f"{source} is not a directory. Pass the root of a memory hierarchy (with profile.json, languages/, projects/).")
+        raise CraError(
+            f"{source} is not a directory. Pass the root of a memory hierarchy (with profile.json, languages/, projects/)."
+        )
     if source.resolve() == root.resolve():
         raise CraError(f"{source} is the memory directory itself. Import from another directory.")
     rejected = [f"skipped {p}: not part of the memory hierarchy" for p in stray_files(source)]
@@ -268,7 +270,8 @@ def import_hierarchy(source: Path, root: Path) -> dict:
         found, problems = _read_file(path, key, scope)
         rejected += problems
         for m in found:  # into the same place of our hierarchy
-            by_target.setdefault((root / path.relative_to(source), key), []).append(_entry(m["content"], m["category"], m["confidence"], m["timestamp"]))
+            entry = _entry(m["content"], m["category"], m["confidence"], m["timestamp"])
+            by_target.setdefault((root / path.relative_to(source), key), []).append(entry)
     added = updated = 0
     with store_lock(root):
         for (path, key), entries in by_target.items():

@@ -216,8 +216,8 @@ SCOPES = ["universal", "language:go", "project:hydra", "project:hydra:task:codin
 @given(items=st.lists(st.tuples(st.sampled_from(SCOPES), st.text(min_size=1, max_size=400)), max_size=30),
        budget=st.integers(0, 600))  # fmt: skip
 def test_budget_is_never_exceeded(items, budget):
-    frame = pd.DataFrame({"content": [c for _, c in items], "scope": [s for s, _ in items], "category": "c",
-                          "confidence": 0.9, "timestamp": _ago(3)}, columns=["content", "scope", "category", "confidence", "timestamp"])  # fmt: skip
+    frame = pd.DataFrame({"content": [c for _, c in items], "scope": [s for s, _ in items]}, dtype=object)
+    frame = frame.assign(category="c", confidence=0.9, timestamp=_ago(3))
     out = memory_driver().execute(["retrieval_result", "memory_context", "memory_tokens", "budgeted_memories"], inputs={
         "memories": frame, "project": "hydra", "language": "go", "task": "coding", "task_text": "fix the go code",
         "now": NOW, "memory_query": MemoryQuery(max_results=1000), "budget": budget, "memory_budget": budget,

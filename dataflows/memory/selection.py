@@ -91,7 +91,8 @@ def _fit(costs: np.ndarray, budget: int) -> np.ndarray:
 
 def _retrieved(frame: pd.DataFrame) -> tuple[RetrievedMemory, ...]:
     return tuple(
-        RetrievedMemory(r.content, r.scope, r.category, float(r.confidence), r.timestamp, round(float(r.relevance_score), 4), r.reason)
+        RetrievedMemory(r.content, r.scope, r.category, float(r.confidence), r.timestamp,
+                        round(float(r.relevance_score), 4), r.reason)
         for r in frame.itertuples(index=False)
     )  # fmt: skip
 
