@@ -235,6 +235,10 @@ def _merge(path: Path, key: str, entries: list[dict]) -> tuple[int, int]:
 
 def store_lock(root: Path):
     """The store's cross-process write lock (one writer at a time for the whole hierarchy)."""
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CraError(f"Cannot create the memory directory {root} ({exc.strerror or exc}). Pass a writable --memory-dir.") from None
     return exclusive_lock(root / LOCK_NAME, timeout=LOCK_TIMEOUT)
 
 

@@ -192,3 +192,11 @@ def test_cli_list_warns_about_malformed_files_and_still_lists(tmp_path, capsys):
     code, out, err = _cra(capsys, "memory", "list", "--memory-dir", str(tmp_path))
     assert code == 0 and "kept" in out
     assert err.startswith("warning: skipped ") and "corrections.json" in err
+
+
+def test_cli_unwritable_memory_dir_is_one_line(tmp_path, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    code, _, err = _cra(capsys, "memory", "add", "x", "--memory-dir", str(blocker / "memory"))
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "--memory-dir" in err
+    assert blocker.read_text() == "not a directory"
