@@ -29,6 +29,9 @@ test-fast: setup  # while developing: everything but the end-to-end runs on real
 bench: setup
 	$(PY) -m drivers.bench
 
+bench-findings: setup  # review-findings store: insert and query latency with 10,000 findings
+	$(PY) -m drivers.findings_bench
+
 bench-escalation: setup  # escalation store with 10,000 tasks / 100,000 attempts: record and report medians
 	$(PY) -m drivers.escalation_bench
 
