@@ -8,6 +8,7 @@ default, streamable HTTP on loopback unless --host says otherwise. `--watch` kee
 import argparse
 import ipaddress
 import logging
+import os
 import sys
 import threading
 import traceback
@@ -177,6 +178,19 @@ def _watch(ws, stop: threading.Event) -> None:
                 log.warning("background re-index of %s failed: %s", root, exc)
 
 
+def _warm(ws) -> None:
+    """At start, in the background: index (or refresh) every served repository and run one request, so an agent's
+    first call finds the KB loaded and its lexicons built (it waits on the repository's lock if it comes sooner)."""
+    from drivers.retriever import retrieve
+
+    for root in list(ws.repos):
+        try:
+            with ws.fresh(str(root)) as (_, kb):
+                retrieve(kb, "warm up: load the knowledge base", budget=1024)
+        except Exception as exc:  # the first request reports it to the agent
+            log.warning("warming %s failed: %s", root, exc)
+
+
 def _is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -213,6 +227,7 @@ def run(args) -> int:
                    Path(args.kb) if args.kb else None, history=args.history, watched=args.watch)  # fmt: skip
     server = build_server(ws)
     stop = threading.Event()
+    threading.Thread(target=_warm, args=(ws,), name="cra-warm", daemon=True).start()
     if args.watch:
         try:
             import watchfiles  # noqa: F401
@@ -222,6 +237,11 @@ def run(args) -> int:
     try:
         if args.transport == "stdio":
             server.run("stdio")
+            # the client closed stdin: leave now. Tearing down the interpreter (pandas, arrow, the encoder) takes
+            # seconds that clients wait on before they kill us; KB writes are atomic, so a cut-off re-index is harmless
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(0)
         else:
             if not _is_loopback(args.host):
                 print(f"cra serve: warning: listening on {args.host}, not loopback: anyone who reaches this port can "

@@ -82,7 +82,8 @@ class Repository:
     loaded_version: str | None = None  # the KB version `kb` holds
     built_version: str | None = None  # the KB version `fingerprint` describes
     fingerprint: str | None = None  # the tree the built version was indexed from
-    changed: bool = True  # a watcher saw a change since the last check (always True without a watcher)
+    watched: bool = False  # a watcher reports its changes (then a request walks the tree only after one)
+    changed: bool = True  # the watcher saw a change since the last check
     last_index: dict | None = field(default=None, repr=False)  # statistics of this process's last index run
 
 
@@ -103,11 +104,10 @@ class Workspace:
         self.repos: dict[Path, Repository] = {}
         for repo in repos:
             root = _resolve_dir(repo, "Repository")
-            self.repos[root] = Repository(root, Path(kb_dir).resolve() if kb_dir else default_kb_dir(root))
+            self.repos[root] = Repository(root, Path(kb_dir).resolve() if kb_dir else default_kb_dir(root), watched=watched)
         self.default = next(iter(self.repos))
         self.allow_roots = [_resolve_dir(r, "Allowed root") for r in allow_roots]
         self.history = history
-        self.watched = watched
         self._lock = threading.Lock()  # guards self.repos when a repository under an allowed root is opened
 
     # --- security -----------------------------------------------------------------------------------------------
@@ -197,7 +197,7 @@ class Workspace:
 
     def _refresh(self, repo: Repository) -> None:
         """Call with repo.lock held: index if the tree moved since the live KB was built, load if not loaded."""
-        if self.watched and not repo.changed and repo.kb is not None and live_version(repo.kb_dir) == repo.loaded_version:
+        if repo.watched and not repo.changed and repo.kb is not None and live_version(repo.kb_dir) == repo.loaded_version:
             return
         repo.changed = False  # cleared before the walk: a change seen from now on is walked again next time
         fingerprint = tree_fingerprint(repo.root)
