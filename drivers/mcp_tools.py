@@ -150,11 +150,22 @@ def memories(ws: Workspace, task: str | None = None, repo: str | None = None, pr
 
     if limit < 1:
         raise CraError(f"limit must be at least 1 (got {limit}).")
-    project = project or ws.repository(repo).root.name
+    project = project or _project_name(ws.repository(repo).root.name)
     result, warnings = query_memories(None, MemoryQuery(category=category, max_results=limit), project=project,
                                       language=language, task_text=task, budget=budget,
                                       now=datetime.now(timezone.utc))  # fmt: skip
     return {"project": project, **result.to_dict(), "warnings": warnings}
+
+
+def _project_name(directory: str) -> str | None:
+    """A repository's directory name as its memory project, when it is a valid one (else only universal and
+    language memories apply)."""
+    from drivers.memory_store import check_name
+
+    try:
+        return check_name(directory, "Project")
+    except CraError:
+        return None
 
 
 def record_attempt(task_id: str, error: str, agent: str = "agent", title: str | None = None,

@@ -59,7 +59,9 @@ async def _session(repo: Path, kb: Path, calls: int, watch: bool, touched: Path 
                     out["after_edit_s"] = await call(TASKS[0])
                 finally:
                     touched.write_text(original)  # the cached source stays as downloaded
-                out["after_restore_s"] = await call(TASKS[0])
+                if watch:
+                    await anyio.sleep(2.0)  # the watcher sees the restore; the call below waits for its re-index
+                await call(TASKS[0])  # so the KB left behind matches the tree (else the next start re-indexes)
     return out
 
 

@@ -151,6 +151,8 @@ class Workspace:
         given = Path(path.strip())
         if given.is_absolute():
             lexical = Path(os.path.normpath(given))
+            if not lexical.is_relative_to(repo.root):  # the root may have been named through a symlink
+                lexical = Path(os.path.realpath(given))
             if not lexical.is_relative_to(repo.root):
                 raise CraError(f"Path {path} is outside repository {repo.root}. Pass a path inside it.")
             rel = lexical.relative_to(repo.root)
