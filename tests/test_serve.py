@@ -261,3 +261,20 @@ def test_http_transport_on_loopback_and_a_warning_for_other_hosts(tmp_path):
         for process in (server, wide):
             process.terminate()
             process.wait(timeout=10)
+
+
+def test_the_fingerprint_moves_with_indexed_files_and_commits_only(tmp_path):
+    from drivers.workspace import tree_fingerprint
+
+    repo = make_repo(tmp_path / "demo")
+    first = tree_fingerprint(repo)
+    assert tree_fingerprint(repo) == first
+    (repo / "build" / "out.py").write_text("def generated():\n    return 2\n")  # ignored by .gitignore
+    (repo / ".cra").mkdir()
+    (repo / ".cra" / "CURRENT").write_text("v-1")  # the KB itself
+    assert tree_fingerprint(repo) == first
+    (repo / "app" / "utils.py").write_text("def slugify(text):\n    return text\n")
+    edited = tree_fingerprint(repo)
+    assert edited != first
+    subprocess.run(["git", "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qam", "edit"], cwd=repo, check=True)
+    assert tree_fingerprint(repo) != edited  # a commit moves history, which the KB also holds
