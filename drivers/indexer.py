@@ -22,7 +22,7 @@ from hamilton.execution import executors  # noqa: E402
 from hamilton.lifecycle import api as lifecycle  # noqa: E402
 
 from dataflows.index import commit_terms, discovery, edges, health, history, lexical_terms, metadata, parsing  # noqa: E402
-from dataflows.index.parsers import language_of as _language  # noqa: E402
+from dataflows.index.parsers import language_of  # noqa: E402
 from dataflows.index.schema import TABLES  # noqa: E402
 from drivers.errors import CraError  # noqa: E402
 from drivers.git_history import git_head, git_log, git_tracked  # noqa: E402
@@ -116,7 +116,7 @@ def _n_changed(source_files: pd.DataFrame, previous_kb: dict[str, pd.DataFrame] 
         known = pd.MultiIndex.from_arrays([previous["path"].astype(object), previous["hash"].astype(object)])
         scanned = pd.MultiIndex.from_arrays([source_files["path"].astype(object), source_files["hash"].astype(object)])
         changed = source_files.loc[~scanned.isin(known), "path"]
-    return sum(_language(p) is not None for p in changed)
+    return sum(language_of(p) is not None for p in changed)
 
 
 def index_frames(

@@ -9,6 +9,18 @@ from pathlib import Path
 from drivers.errors import CraError
 
 
+_UMASK = os.umask(0o022)  # read once, at import (single-threaded): os.umask can only be read by setting it
+os.umask(_UMASK)
+
+
+def _mode_for(path: Path) -> int:
+    """The permissions of the file being replaced, or of a new file under the process's umask."""
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except OSError:
+        return 0o666 & ~_UMASK
+
+
 def write_bytes_atomic(path: Path, data: bytes) -> None:
     """Write to a temp file beside `path`, then rename over it: readers see the old or the new file, never half."""
     path = Path(path)
@@ -17,6 +29,7 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
+        os.chmod(tmp, _mode_for(path))  # mkstemp makes 0600; the result gets the mode a plain write would give
         os.replace(tmp, path)
     except OSError as exc:
         raise CraError(f"Cannot write {path} ({exc.strerror or exc}). Choose a writable location.") from None

@@ -100,3 +100,4 @@ def test_index_of_a_tree_without_history_says_which_signals_are_off(tmp_path, ca
     assert main(["index", str(tmp_path / "tree")]) == 0
     err = capsys.readouterr().err
     assert "no git history (not a git repository)" in err and "co-change" in err
+
