@@ -211,6 +211,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("findings", help="keep past review findings and recall the ones like a pull request")
     findings_cli.add_arguments(p)
     p.set_defaults(run=findings_cli.run)
+
+    from drivers import diagnose_cli
+
+    p = sub.add_parser("diagnose", help="escalation triggers on a handoff bundle, then bounded deep retrieval")
+    diagnose_cli.add_arguments(p)
+    p.set_defaults(run=diagnose_cli.run)
     return parser
 
 
