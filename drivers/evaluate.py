@@ -55,8 +55,10 @@ def load_cases(path: Path) -> pd.DataFrame:
         text = path.read_text(encoding="utf-8-sig")  # a byte-order mark (Windows editors) is not JSON
     except FileNotFoundError:
         raise CraError(f"Case file {path} does not exist. Pass --cases FILE (e.g. data/eval/self.jsonl).") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CraError(f"Cannot read case file {path} ({getattr(exc, 'strerror', None) or exc}). Check the path.") from None
+    except UnicodeDecodeError as exc:
+        raise CraError(f"Case file {path} is not UTF-8 text (at byte offset {exc.start}). Save it as UTF-8 JSON or JSONL.") from None
+    except OSError as exc:
+        raise CraError(f"Cannot read case file {path} ({exc.strerror or exc}). Check the path.") from None
     try:
         return cases(case_records(text, str(path)))
     except CaseFormatError as exc:

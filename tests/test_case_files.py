@@ -106,6 +106,15 @@ def test_wrong_shapes_and_types_are_one_line_errors(tmp_path, text, message):
     assert "\n" not in str(err.value)
 
 
+def test_case_file_that_is_not_utf8_or_not_a_file(tmp_path):
+    binary = tmp_path / "cases.json"
+    binary.write_bytes(b'{"task": "caf\xe9", "expected_files": []}')
+    with pytest.raises(CraError, match=r"cases.json is not UTF-8 text \(byte 12\)"):
+        load_cases(binary)
+    with pytest.raises(CraError, match=r"Cannot read case file .*Check the path"):
+        load_cases(tmp_path)
+
+
 def test_optional_fields_may_be_null(tmp_path):
     frame = load_cases(write(tmp_path, '{"task": "a", "expected_files": ["a.py"], "expected_symbols": null, "repo_path": null}'))
     assert frame.loc[0, "expected_symbols"] == [] and frame.loc[0, "repo_path"] is None
