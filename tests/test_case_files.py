@@ -109,7 +109,7 @@ def test_wrong_shapes_and_types_are_one_line_errors(tmp_path, text, message):
 def test_case_file_that_is_not_utf8_or_not_a_file(tmp_path):
     binary = tmp_path / "cases.json"
     binary.write_bytes(b'{"task": "caf\xe9", "expected_files": []}')
-    with pytest.raises(CraError, match=r"cases.json is not UTF-8 text \(byte 12\)"):
+    with pytest.raises(CraError, match=r"cases.json is not UTF-8 text \(at byte offset 13\)"):
         load_cases(binary)
     with pytest.raises(CraError, match=r"Cannot read case file .*Check the path"):
         load_cases(tmp_path)
