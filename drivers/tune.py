@@ -130,7 +130,8 @@ def _ascend(ranker: Ranker, start: np.ndarray, rounds: int = 5) -> np.ndarray:
     return params
 
 
-def _start(signals: tuple[str, ...], priors: bool = True) -> np.ndarray:
+def start_params(signals: tuple[str, ...], priors: bool = True) -> np.ndarray:
+    """Starting parameters of a fit: default weights of these signals, then the default role priors (or 1: none)."""
     weights = [DEFAULT_WEIGHTS.get(s, 0.1) for s in signals]
     return np.array(weights + [DEFAULT_PRIORS[p] if priors else 1.0 for p in PRIORS])
 
@@ -146,7 +147,7 @@ def cross_validated(frame: pd.DataFrame, signals: tuple[str, ...]) -> dict[str, 
     parts = []
     for repo in sorted(frame["repo"].unique()):
         train, test = Ranker(frame[frame["repo"] != repo], signals), Ranker(frame[frame["repo"] == repo], signals)
-        parts.append(test.metrics(fit(train, _start(signals))))
+        parts.append(test.metrics(fit(train, start_params(signals))))
     return _pooled(parts)
 
 
@@ -157,7 +158,7 @@ def in_sample(frame: pd.DataFrame, signals: tuple[str, ...], per_repository: boo
     (per repository: even with the weights chosen after seeing that repository's answers).
     """
     groups = [g for _, g in frame.groupby("repo")] if per_repository else [frame]
-    return _pooled([Ranker(g, signals).metrics(fit(Ranker(g, signals), _start(signals))) for g in groups])
+    return _pooled([Ranker(g, signals).metrics(fit(Ranker(g, signals), start_params(signals))) for g in groups])
 
 
 MIN_TASK_TYPE_CASES = 15  # fewer training cases of a type than this: that type uses the shared weights
@@ -168,11 +169,11 @@ def cross_validated_by_task_type(frame: pd.DataFrame, signals: tuple[str, ...]) 
     parts = []
     for repo in sorted(frame["repo"].unique()):
         train_all = frame[frame["repo"] != repo]
-        shared = fit(Ranker(train_all, signals), _start(signals))
+        shared = fit(Ranker(train_all, signals), start_params(signals))
         for task_type, test in frame[frame["repo"] == repo].groupby("task_type"):
             train = train_all[train_all["task_type"] == task_type]
             enough = train["case_id"].nunique() >= MIN_TASK_TYPE_CASES
-            params = fit(Ranker(train, signals), _start(signals)) if enough else shared
+            params = fit(Ranker(train, signals), start_params(signals)) if enough else shared
             parts.append(Ranker(test, signals).metrics(params))
     return _pooled(parts)
 
@@ -228,9 +229,9 @@ def _case_means(parts: list[dict[str, float]]) -> dict[str, float]:
 
 def ablation(frame: pd.DataFrame) -> pd.DataFrame:
     """CV figures for growing signal sets, plus the untuned defaults, BM25 alone first."""
-    rows = {"BM25 alone (lexical_match)": {**Ranker(frame, ("lexical_match",)).metrics(_start(("lexical_match",), False)), "fitted": "no"}}
-    rows["seed signals, seed weights, no priors"] = {**Ranker(frame, SEED_SIGNALS).metrics(_start(SEED_SIGNALS, False)), "fitted": "no"}
-    rows["all signals, default weights + priors"] = {**Ranker(frame, SIGNALS).metrics(_start(SIGNALS)), "fitted": "no"}
+    rows = {"BM25 alone (lexical_match)": {**Ranker(frame, ("lexical_match",)).metrics(start_params(("lexical_match",), False)), "fitted": "no"}}
+    rows["seed signals, seed weights, no priors"] = {**Ranker(frame, SEED_SIGNALS).metrics(start_params(SEED_SIGNALS, False)), "fitted": "no"}
+    rows["all signals, default weights + priors"] = {**Ranker(frame, SIGNALS).metrics(start_params(SIGNALS)), "fitted": "no"}
     rows["seed signals, learned (LORO CV)"] = {**cross_validated(frame, SEED_SIGNALS), "fitted": "CV"}
     extra = [s for s in SIGNALS if s not in SEED_SIGNALS]
     for signal in extra:
@@ -317,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     write_bytes_atomic(out / "ablation.parquet", _parquet_bytes(table.rename_axis("configuration").reset_index()))
     _plot_ablation(table, out / "ablation.png")
     if args.write_weights:
-        params = fit(Ranker(frame, SIGNALS), _start(SIGNALS))
+        params = fit(Ranker(frame, SIGNALS), start_params(SIGNALS))
         note = (f"Signal weights and role priors fitted by `python -m drivers.tune` on {frame['case_id'].nunique()} "
                 "development cases\n(coordinate ascent on mean of Acc@1, Acc@5, MRR); task-type adjustments off "
                 "(not fitted).\nCross-validated figures: out/tune/ablation.txt.")

@@ -29,8 +29,8 @@ def synthetic_rows(n_cases: int = 24, n_files: int = 30, seed: int = 0) -> pd.Da
 
 def test_fit_puts_the_weight_on_the_predictive_signal_and_cross_validation_confirms_it():
     rows = synthetic_rows()
-    untuned = tune.Ranker(rows, SIGNALS).metrics(tune._start(SIGNALS))
-    params = tune.fit(tune.Ranker(rows, SIGNALS), tune._start(SIGNALS))
+    untuned = tune.Ranker(rows, SIGNALS).metrics(tune.start_params(SIGNALS))
+    params = tune.fit(tune.Ranker(rows, SIGNALS), tune.start_params(SIGNALS))
     weights = dict(zip(SIGNALS, params))
     assert max(weights, key=weights.get) == "history_match"
     assert tune.Ranker(rows, SIGNALS).metrics(params)["acc@1"] == 1.0 > untuned["acc@1"]
@@ -49,7 +49,7 @@ def test_per_repository_in_sample_fit_bounds_what_one_shared_weighting_can_reach
 
 
 def test_fitted_weights_file_loads_back_as_the_default_profile_format(tmp_path):
-    params = dict(zip(SIGNALS + tune.PRIORS, tune.fit(tune.Ranker(synthetic_rows(), SIGNALS), tune._start(SIGNALS))))
+    params = dict(zip(SIGNALS + tune.PRIORS, tune.fit(tune.Ranker(synthetic_rows(), SIGNALS), tune.start_params(SIGNALS))))
     path = tmp_path / "weights.toml"
     path.write_text(tune.weights_toml(params, "fitted on synthetic rows"))
     loaded = load_weights(path)
