@@ -38,6 +38,9 @@ bench-escalation: setup  # escalation store with 10,000 tasks / 100,000 attempts
 bench-memory: setup
 	$(PY) -m drivers.memory_bench
 
+bench-diagnose: setup  # cold `cra diagnose`: 5,000 files / 2 GB of logs (sparse) against Django with a KB
+	$(PY) -m drivers.diagnose_bench
+
 eval: setup
 	$(CRA) evaluate --cases ../shared/eval/dev.jsonl --mirror ../.mirror --out out/eval-dev
 

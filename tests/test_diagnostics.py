@@ -235,7 +235,6 @@ def test_sot_size_cap(dirs):
     assert d["sot_files"][1]["content"].endswith(MARKER) and d["stats"]["sot_files_size"] <= 15 * 1024
 
 
-@pytest.mark.slow
 def test_sot_ranked_by_the_kb_when_the_repository_has_one(dirs):
     from drivers.kb import index_repository
 
