@@ -200,3 +200,23 @@ def guide(task_id: str, hint: str | None = None) -> dict:
     report, task = escalation.guide(None, task_id, hint)
     return {"task_id": task_id, "status": task["status"], "retry_count": task["retry_count"],
             "max_retries": task["max_retries"], "report_answered": report}  # fmt: skip
+
+
+def diagnose(ws: Workspace, bundle: dict | None, run_dir: str, phase_id: str, attempt: int, repo: str | None = None,
+             force: bool = False, format: str = "json", adaptive_caps: bool = False) -> str:  # fmt: skip
+    """Escalation triggers on a handoff bundle and the bounded deep-retrieval bundle (drivers.diagnose), the run
+    directory taken inside the repository (no '..', no symlink out), SOT files ranked with the warm KB."""
+    from drivers import diagnose as diagnostics
+
+    if format not in FORMATS:
+        raise CraError(f"Unknown format {format!r}; use one of {', '.join(FORMATS)}.")
+    if bundle is not None and not isinstance(bundle, dict):
+        raise CraError("The bundle is not an object. Pass the handoff bundle (error_message, stack_trace, root_cause, "
+                       "recent_changes), or null.")  # fmt: skip
+    node = f"bundle_{format}"
+    with ws.fresh(repo) as (served, _):
+        run_root = served.root / ws.relative_path(served, run_dir)
+        result = diagnostics.diagnose(bundle, run_root, served.root, phase_id, attempt, now=datetime.now(timezone.utc),
+                                      force=force, adaptive_caps=adaptive_caps, kb_dir=served.kb_dir,
+                                      outputs=(node,))  # fmt: skip
+    return result.outputs[node]

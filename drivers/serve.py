@@ -115,6 +115,24 @@ def build_server(ws):
     ) -> dict[str, Any]:
         return _tool(mcp_tools.memories)(ws, task, repo, project, language, category, limit, budget)
 
+    @server.tool(description=(
+        "Diagnose a failed attempt from its handoff bundle: whether the bundle is too thin to act on (empty, no "
+        "actionable context, repeated failures in <phase_id>_attempt_<n>.log, no clear root cause), the priority, "
+        "and bounded evidence: recent run artifacts, relevant docs/src/tests files, memories and similar past "
+        "failures with their resolutions. Call it when an attempt failed and you do not know why."))  # fmt: skip
+    def diagnose(
+        bundle: Annotated[dict[str, Any] | None, Field(description=(
+            "The handoff bundle: error_message, stack_trace, root_cause, recent_changes (any may be missing)."))],
+        run_dir: Annotated[str, Field(description="The run's directory, inside the repository (e.g. .autonomous_runs/run_1).")],
+        phase_id: Annotated[str, Field(description="The phase (its attempt logs are <phase_id>_attempt_<n>.log).")],
+        attempt: Annotated[int, Field(ge=1, le=10_000, description="The attempt being diagnosed (1 for the first).")],
+        repo: Repo = None,
+        force: Annotated[bool, Field(description="Retrieve evidence even when no trigger fires.")] = False,
+        format: Annotated[Literal["json", "markdown"], Field(description="json (the retrieval bundle) or markdown.")] = "json",
+        adaptive_caps: Annotated[bool, Field(description="Scale the caps by priority.")] = False,
+    ) -> str:
+        return _tool(mcp_tools.diagnose)(ws, bundle, run_dir, phase_id, attempt, repo, force, format, adaptive_caps)
+
     _escalation_tools(server)
     return server
 

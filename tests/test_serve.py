@@ -25,7 +25,8 @@ from tests.fixture_repo import make_repo  # noqa: E402
 
 CRA = str(Path(sys.executable).parent / "cra")
 TASK = "fix the login password validation: short passwords should return an error"
-TOOLS = {"get_context", "explain_file", "index", "search_symbols", "memories", "record_attempt", "escalation_report", "guide"}
+TOOLS = {"get_context", "explain_file", "index", "search_symbols", "memories", "record_attempt", "escalation_report", "guide",
+         "diagnose"}
 
 
 @asynccontextmanager
@@ -153,6 +154,32 @@ def test_bad_requests_are_tool_errors_and_the_server_keeps_answering(served, tmp
     finally:
         (repo / "escape.py").unlink()
         (repo / "escape_dir").unlink()
+
+
+def test_diagnose_reads_a_run_directory_inside_the_repository_and_ranks_with_the_kb(served, tmp_path):
+    run = served.repo / ".autonomous_runs" / "run_1"
+    run.mkdir(parents=True)
+    (run / "phase_1_attempt_1.log").write_text("ERROR: validate_login rejected a valid password\nFAILED\n")
+    bundle = {"error_message": "validate_login fails", "root_cause": "unknown"}
+    try:
+        doc = json.loads(text(served.call("diagnose", bundle=bundle, run_dir=".autonomous_runs/run_1", phase_id="phase_1",
+                                          attempt=2)))  # fmt: skip
+        assert doc["escalate"] and doc["priority"] == "high" and doc["stats"]["sot_ranking"] == "kb"
+        assert [t["name"] for t in doc["triggers"] if t["fired"]][-2:] == ["repeated_failures", "no_clear_root_cause"]
+        assert [a["path"] for a in doc["run_artifacts"]] == ["phase_1_attempt_1.log"]
+        assert doc["sot_files"][0]["path"] == "tests/test_auth.py"  # the only SOT directory of the fixture
+        markdown = text(served.call("diagnose", bundle=None, run_dir=str(run), phase_id="phase_1", attempt=1,
+                                    format="markdown"))  # fmt: skip
+        assert markdown.startswith("# Diagnostics for phase_1") and "the handoff bundle is empty" in markdown
+        for run_dir, message in (("../outside", "path traversal"), (str(tmp_path), "outside repository")):
+            result = served.call("diagnose", bundle={}, run_dir=run_dir, phase_id="phase_1", attempt=1)
+            assert result.is_error and message in text(result), text(result)
+        result = served.call("diagnose", bundle={}, run_dir=".autonomous_runs/run_1", phase_id="../x", attempt=1)
+        assert result.is_error and "Phase id" in text(result)
+    finally:
+        import shutil
+
+        shutil.rmtree(served.repo / ".autonomous_runs")
 
 
 def test_concurrent_calls_each_get_their_own_answer(served):
