@@ -63,6 +63,7 @@ def kb_inputs(kb: KnowledgeBase) -> dict:
     `kb.word_overrides`)."""
     t = kb.tables
     return {
+        "kb_warnings": list((kb.metadata.get("stats") or {}).get("warnings") or []),
         "kb_files": t["files"],
         "kb_symbols": t["symbols"],
         "kb_comments": t["comments"],

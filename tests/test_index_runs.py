@@ -101,3 +101,19 @@ def test_index_of_a_tree_without_history_says_which_signals_are_off(tmp_path, ca
     err = capsys.readouterr().err
     assert "no git history (not a git repository)" in err and "co-change" in err
 
+
+
+def test_retrieve_repeats_the_index_warnings_and_says_when_the_package_is_empty(tmp_path, capsys):
+    import json
+
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "big.py").write_text("def f():\n    return 1\n" * 200)
+    assert main(["index", str(tree), "--max-file-bytes", "100"]) == 0
+    capsys.readouterr()
+    assert main(["retrieve", "fix f in big.py", "--repo", str(tree), "--format", "json"]) == 0
+    out = capsys.readouterr()
+    warnings = json.loads(out.out)["provenance"]["warnings"]
+    assert any("nothing was indexed" in w for w in warnings) and any("no git history" in w for w in warnings)
+    assert any("the package holds no file" in w for w in warnings)
+    assert "warning: nothing was indexed" in out.err and "warning: the package holds no file" in out.err

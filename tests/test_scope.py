@@ -168,16 +168,16 @@ def test_scope_falls_back_to_the_most_central_files_with_a_warning():
     m["structural_centrality"] = [i / 11 for i in m.index]
     s = run_node("scope", signal_matrix=m, kb_files=files, kb_edges=kb_edges(), kb_cochange=kb_cochange(), scope_size=75)
     assert sorted(s.index) == list(range(2, 12))
-    warnings = scope.scope_warnings(m, files, TaskQuery("speed", "investigation"), [])
+    warnings = scope.scope_warnings(m, files, TaskQuery("speed", "investigation"), [], [])
     assert any("falls back" in w for w in warnings)
-    assert scope.scope_warnings(matrix({0: 0.5}), kb_files("a.py"), TaskQuery("x", "feature"), []) == []
+    assert scope.scope_warnings(matrix({0: 0.5}), kb_files("a.py"), TaskQuery("x", "feature"), [], []) == []
 
 
-def test_scope_warnings_name_unmatched_file_hints_and_carry_analysis_warnings():
+def test_scope_warnings_name_unmatched_file_hints_and_carry_index_and_analysis_warnings():
     files = kb_files("a.py")
     q = TaskQuery("fix b.py", "bug_fix", file_hints=("b.py",))
-    warnings = scope.scope_warnings(matrix({0: 0.5}), files, q, ["LLM assist failed"])
-    assert warnings == ["LLM assist failed", "file hint 'b.py' matches no indexed file"]
+    warnings = scope.scope_warnings(matrix({0: 0.5}), files, q, ["LLM assist failed"], ["12 of 40 go files tracked ..."])
+    assert warnings == ["12 of 40 go files tracked ...", "LLM assist failed", "file hint 'b.py' matches no indexed file"]
 
 
 def test_stage_one_dataflow_end_to_end():
@@ -198,7 +198,7 @@ def test_stage_one_dataflow_end_to_end():
             columns=["symbol_id", "term", "tf"]), "symbol_id"),
         "kb_commit_files": pd.DataFrame(columns=list(TABLES["commit_files"])),
         "commit_lexicon": Bm25Index.from_terms(pd.DataFrame(columns=["commit", "term", "tf"]), "commit"),
-        "scope_size": 2, "weights_override": None, "weight_profile": None,
+        "scope_size": 2, "weights_override": None, "weight_profile": None, "kb_warnings": [],
     }
     dr = driver.Builder().with_modules(word_tables, task_analysis, signals, combination, scope).build()
     out = dr.execute(["scope", "signal_weights", "scope_warnings"], inputs=inputs)

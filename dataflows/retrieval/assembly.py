@@ -43,11 +43,19 @@ def context_package(
         "scope": _scope_provenance(scope),
         "weights": {str(k): float(v) for k, v in signal_weights.items()},
         "budget": budget_report,
-        "warnings": [*scope_warnings, *budget_report.get("warnings", [])],
+        "warnings": [*scope_warnings, *budget_report.get("warnings", []), *_empty_package_warning(files, scope)],
         "symbols": _symbol_provenance(files, symbol_tiers),
     }
     tokens = count_tokens(package_markdown(query.raw_description, files, included_edges))
     return ContextPackage(query, files, included_edges, tokens, int(budget), provenance)
+
+
+def _empty_package_warning(files: list[FileContext], scope: pd.DataFrame) -> list[str]:
+    """A package without code is worth saying out loud: the agent gets the task and nothing to work from."""
+    if files:
+        return []
+    why = "the scope is empty" if scope.empty else "no file of the scope fitted the budget"
+    return [f"the package holds no file ({why}); re-index the repository or raise --budget"]
 
 
 def _scope_provenance(scope: pd.DataFrame) -> list[dict]:

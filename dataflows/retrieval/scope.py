@@ -115,10 +115,15 @@ def scope(
 
 
 def scope_warnings(
-    signal_matrix: pd.DataFrame, kb_files: pd.DataFrame, task_query: TaskQuery, task_analysis_warnings: list[str]
+    signal_matrix: pd.DataFrame,
+    kb_files: pd.DataFrame,
+    task_query: TaskQuery,
+    task_analysis_warnings: list[str],
+    kb_warnings: list[str],
 ) -> list[str]:
-    """What the user should know about this scope: LLM fallback, unmatched or ambiguous file hints, no matches."""
-    warnings = list(task_analysis_warnings)
+    """What the user should know about this scope: the index's own warnings (e.g. sources left out, no history),
+    LLM fallback, unmatched or ambiguous file hints, no matches."""
+    warnings = [*kb_warnings, *task_analysis_warnings]
     for hint in task_query.file_hints:
         count = int(path_matches(kb_files["path"], hint).sum()) if not kb_files.empty else 0
         if count == 0:
