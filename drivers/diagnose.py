@@ -226,7 +226,8 @@ def _kb_ranking(kb_dir: Path, task_text: str, warnings: list[str]) -> pd.DataFra
 def _read_ranked(root: Path, order: pd.DataFrame, limit: int, wanted: int, texts: dict) -> None:
     """Read the ranked candidates' texts (at most `limit` bytes each) until `wanted` of them are text."""
     got = 0
-    for cid, path in list(zip(order.index, order["path"]))[: wanted + READS_PER_CATEGORY]:
+    head = order.head(wanted + READS_PER_CATEGORY)
+    for cid, path in zip(head.index, head["path"]):
         text = texts[cid] if cid in texts else read_text(root, path, limit)
         if text is not None:
             texts[cid] = text

@@ -104,7 +104,8 @@ def main() -> None:
         bundle = tmp / "handoff.json"
         bundle.write_text(json.dumps(BUNDLE))
         base = [cra, "diagnose", "--bundle", str(bundle), "--run-dir", str(run), "--repo", str(repo),
-                "--phase-id", PHASE, "--attempt", "3", "--memory-dir", str(tmp / "memory"), "--db", str(tmp / "none.db")]  # fmt: skip
+                "--phase-id", PHASE, "--attempt", "3", "--memory-dir", str(tmp / "memory"),
+                "--db", str(tmp / "none.db")]  # fmt: skip
         print(f"run directory: {files} files, {apparent / 2**30:.2f} GiB of logs (10 sparse, grown with truncate), "
               f"made in {made:.1f} s; repository: {repo} with KB {kb}")  # fmt: skip
         rows = []

@@ -77,7 +77,8 @@ def run(args) -> int:
     try:
         attempt = int(args.attempt)
     except ValueError:
-        raise CraError(f"--attempt {args.attempt!r} is not a whole number. Pass the attempt being diagnosed, e.g. --attempt 2.") from None
+        raise CraError(f"--attempt {args.attempt!r} is not a whole number. Pass the attempt being diagnosed, "
+                       "e.g. --attempt 2.") from None
     bundle, warnings = read_bundle(args.bundle)
     node = f"bundle_{args.format}"
     result = diagnose(bundle, args.run_dir, args.repo, args.phase_id, attempt, now=datetime.now(timezone.utc),

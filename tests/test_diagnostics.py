@@ -127,7 +127,8 @@ def test_malformed_and_unicode_bundles_do_not_crash(dirs):
     odd = {"error_message": None, "stack_trace": 123, "recent_changes": "file.py", "root_cause": ["a", {"b": 1}]}
     d = _diagnose(*dirs, bundle=odd)
     assert d["escalate"] and len(d["triggers"]) == 4
-    uni = {"error_message": "Ошибка: не найден файл конфигурации 設定.yaml 🚨", "root_cause": "ファイル設定が見つかりません in /etc/app 設定"}
+    uni = {"error_message": "Ошибка: не найден файл конфигурации 設定.yaml 🚨",
+           "root_cause": "ファイル設定が見つかりません in /etc/app 設定"}
     d = _diagnose(*dirs, bundle=uni, force=True)
     assert json.loads(json.dumps(d, ensure_ascii=False)) == d
 

@@ -69,7 +69,8 @@ def actionable_context_trigger(handoff: Handoff) -> tuple[bool, str]:
     short = len(message) < MIN_ACTIONABLE_CHARS
     locator = _LOCATOR.search(message)
     if (generic or short) and not locator:
-        why = f"the generic phrase {generic[0]!r}" if generic else f"only {len(message)} characters (under {MIN_ACTIONABLE_CHARS})"
+        why = (f"the generic phrase {generic[0]!r}" if generic
+               else f"only {len(message)} characters (under {MIN_ACTIONABLE_CHARS})")  # fmt: skip
         return True, f"the error message has {why} and names no file path, line number or module"
     if locator:
         return False, f"the error message names {locator.group(0).strip()!r}"
