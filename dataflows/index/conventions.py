@@ -1,0 +1,53 @@
+"""Per-language conventions as data (issue 18): helpers over the tables of `data/conventions/*.toml`.
+
+Not a Hamilton module: pure functions the index nodes (and the case miner) call with the `language_conventions`
+input, a dict language -> table loaded by the driver (`drivers.conventions.load_conventions`). A table has
+`tests.names` / `tests.dirs` (what a test file is), `tests.subjects` ((pattern, replacement) pairs: the source a
+test exercises), `non_source.names` / `non_source.dirs` (vendored, generated, build output) and `imports.manifests`.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+
+def _table(conventions: dict | None, language: str | None) -> dict:
+    return (conventions or {}).get(language or "", {}) or {}
+
+
+@lru_cache(maxsize=256)
+def _any_of(patterns: tuple[str, ...]) -> re.Pattern | None:
+    return re.compile("|".join(f"(?:{p})" for p in patterns)) if patterns else None
+
+
+def _matches(path: str, section: dict) -> bool:
+    parts = path.split("/")
+    if set(section.get("dirs", ())) & set(parts[:-1]):
+        return True
+    names = _any_of(tuple(section.get("names", ())))
+    return bool(names and names.search(parts[-1]))
+
+
+def is_test_path(path: str, language: str | None, conventions: dict | None) -> bool:
+    """Whether the language's table says this path is a test (by file name or by a test directory on its path)."""
+    return _matches(path, _table(conventions, language).get("tests", {}))
+
+
+def is_non_source_path(path: str, language: str | None, conventions: dict | None) -> bool:
+    """Whether the language's table says this path is vendored, generated or build output."""
+    return _matches(path, _table(conventions, language).get("non_source", {}))
+
+
+def test_subjects(path: str, language: str | None, conventions: dict | None) -> list[str]:
+    """Candidate paths of the source file a test exercises, most specific first (none when no rule matches)."""
+    out = []
+    for pattern, replacement in _table(conventions, language).get("tests", {}).get("subjects", ()):
+        if re.search(pattern, path):
+            out.append(re.sub(pattern, replacement, path))
+    return [p for p in dict.fromkeys(out) if p != path]
+
+
+def manifest_names(conventions: dict | None) -> frozenset[str]:
+    """File names that carry module-resolution facts in any language's table (go.mod, package.json, ...)."""
+    return frozenset(m for table in (conventions or {}).values() for m in table.get("imports", {}).get("manifests", ()))

@@ -1,0 +1,25 @@
+"""Load the per-language convention tables (`data/conventions/*.toml`, issue 18) for the index dataflow."""
+
+from __future__ import annotations
+
+import tomllib
+from functools import lru_cache
+from pathlib import Path
+
+from drivers.errors import CraError
+
+CONVENTIONS_DIR = Path(__file__).resolve().parent.parent / "data" / "conventions"
+
+
+@lru_cache(maxsize=8)
+def load_conventions(directory: Path = CONVENTIONS_DIR) -> dict[str, dict]:
+    """language -> its convention table, from every TOML file in `directory` (a table names its `languages`)."""
+    tables: dict[str, dict] = {}
+    for path in sorted(Path(directory).glob("*.toml")):
+        try:
+            table = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise CraError(f"Convention table {path} cannot be read ({exc}). Fix or remove that file.") from None
+        for language in table.get("languages", [path.stem]):
+            tables[language] = table
+    return tables

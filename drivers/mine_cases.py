@@ -1,0 +1,190 @@
+"""Mine evaluation cases beyond Python from the fix history of git mirrors (issue 18).
+
+    python -m drivers.mine_cases --mirror ../.mirror --out data/eval/multilang.jsonl
+
+A case is a non-merge commit whose message references an issue (#123, GH-123, an issue URL) and describes a
+problem (fix/bug/crash/...), touching 1-3 existing non-test source files of its repository's language (tests,
+docs and changelogs may change too). Test and non-source paths are judged by the convention tables
+(`data/conventions/*.toml`). The case text is the commit message (subject + body, trailers dropped; never the
+diff), gold_files the changed non-test source files, gold_functions the def/class around each edit at the
+parent (`dataflows.evaluation.cases` patch helpers), base_commit the parent. The newest PER_REPO cases of each
+repository are kept. Prints how many commits each filter removed. Records are in the shared format of
+`../shared/eval/dev.jsonl` plus `language` (go, rust, javascript, java).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+from dataflows.evaluation.cases import patch_edits, patch_symbols
+from dataflows.index.conventions import is_non_source_path, is_test_path
+from dataflows.index.parsers import language_of, parse_source
+from dataflows.index.parsers.models import ParsedFile
+from drivers.conventions import load_conventions
+from drivers.findings_mine import FIX_WORDS, TRAILER
+from drivers.output import write_text_atomic
+from drivers.trees import mirror_git_dir, read_at_commit
+
+# the development set: well-known medium-sized repositories in none of SWE-bench, SWE-bench-java, Multi-SWE-bench
+REPOSITORIES = {
+    "go": ("spf13/cobra", "urfave/cli", "sirupsen/logrus", "go-chi/chi", "labstack/echo", "pelletier/go-toml", "rs/zerolog"),
+    "rust": ("casey/just", "rust-lang/mdBook", "starship/starship", "dandavison/delta", "chronotope/chrono",
+             "XAMPPRocky/tokei", "seanmonstar/reqwest"),
+    "javascript": ("tj/commander.js", "yargs/yargs", "koajs/koa", "colinhacks/zod", "immerjs/immer", "mochajs/mocha",
+                   "knex/knex"),
+    "java": ("jhy/jsoup", "mybatis/mybatis-3", "OpenFeign/feign", "square/retrofit", "square/javapoet", "jline/jline3",
+             "brettwooldridge/HikariCP"),
+}  # fmt: skip
+FAMILY = {"go": "go", "rust": "rust", "java": "java", "javascript": "javascript", "typescript": "javascript",
+          "tsx": "javascript", "jsx": "javascript"}  # fmt: skip
+PER_REPO = 9
+MAX_SOURCES = 3
+MAX_FILES = 12  # sources + tests + docs: a larger commit is a sweep, not one fix
+MIN_WORDS = 8  # a text shorter than this (issue references aside) says too little to be a task
+ISSUE_REF = re.compile(r"(?:^|[\s(\[])(?:#|GH-)\d+\b|github\.com/[\w.-]+/[\w.-]+/(?:issues|pull)/\d+"
+                       r"|\b(?:fix(?:es|ed)?|close[sd]?|resolve[sd]?)\s+#?\d+", re.IGNORECASE)  # fmt: skip
+SKIP_SUBJECT = re.compile(r"^(merge|revert|bump|release|chore\(deps\)|prepare|version)\b", re.IGNORECASE)
+FILTERS = ("no issue reference", "not a problem (no fix/bug words)", "merge/revert/release/bump",
+           f"not 1-{MAX_SOURCES} non-test source files of the language", f"more than {MAX_FILES} files",
+           "a gold file is new or deleted", f"text under {MIN_WORDS} words", f"beyond the newest {PER_REPO}")  # fmt: skip
+
+
+def _git(git_dir: Path, *args: str) -> str:
+    return subprocess.run(["git", f"--git-dir={git_dir}", *args], capture_output=True, text=True, errors="replace",
+                          check=True).stdout  # fmt: skip
+
+
+def case_text(subject: str, body: str) -> str:
+    """The task text of a commit: subject and body, trailers (Signed-off-by, Co-authored-by, ...) dropped."""
+    lines = [line.rstrip() for line in body.strip().splitlines() if not TRAILER.match(line)]
+    return "\n".join([subject.strip(), "", *lines]).strip()
+
+
+def _changes(status: str) -> list[tuple[str, str]]:
+    """(status letter, path) per file of a `--name-status` block."""
+    out = []
+    for line in status.strip().splitlines():
+        parts = line.split("\t")
+        if len(parts) >= 2:
+            out.append((parts[0][:1], parts[-1]))
+    return out
+
+
+def _why_not(subject: str, body: str, changes: list[tuple[str, str]], family: str, conventions: dict) -> str | None:
+    """The filter a commit fails (None when it is a case); gold files come from `_gold`."""
+    message = f"{subject}\n{body}"
+    if not ISSUE_REF.search(message):
+        return FILTERS[0]
+    if not FIX_WORDS.search(message):
+        return FILTERS[1]
+    if SKIP_SUBJECT.match(subject.strip()):
+        return FILTERS[2]
+    gold = _gold(changes, family, conventions)
+    if not 1 <= len(gold) <= MAX_SOURCES:
+        return FILTERS[3]
+    if len(changes) > MAX_FILES:
+        return FILTERS[4]
+    if any(status != "M" for status, path in changes if path in gold):
+        return FILTERS[5]
+    words = re.sub(r"(?:#|GH-)\d+", " ", case_text(subject, body)).split()
+    if len(words) < MIN_WORDS:
+        return FILTERS[6]
+    return None
+
+
+def _gold(changes: list[tuple[str, str]], family: str, conventions: dict) -> list[str]:
+    """The changed non-test, non-vendored source files of the repository's language family."""
+    out = []
+    for _, path in changes:
+        language = language_of(path)
+        if FAMILY.get(language) != family:
+            continue
+        if is_test_path(path, language, conventions) or is_non_source_path(path, language, conventions):
+            continue
+        out.append(path)
+    return list(dict.fromkeys(out))
+
+
+def _ranges(lines: tuple[int, ...]) -> list[list[int]]:
+    out: list[list[int]] = []
+    for n in sorted(lines):
+        if out and n == out[-1][1] + 1:
+            out[-1][1] = n
+        else:
+            out.append([n, n])
+    return out
+
+
+def _record(git_dir: Path, repo: str, family: str, sha: str, parent: str, date: str, text: str, gold: list[str]) -> dict:
+    """One case in the shared format, with gold_edits and gold_functions from the fix's diff at the parent."""
+    patch = _git(git_dir, "diff", "--no-renames", parent, sha, "--", *gold)
+    edits, functions = [], []
+    for edit in patch_edits(patch):
+        edits.append({"path": edit.path, "new_file": False, "deleted_file": False, "removed": _ranges(edit.removed),
+                      "inserted": [list(i) for i in edit.inserted]})  # fmt: skip
+        source = read_at_commit(git_dir, parent, edit.path) or ""
+        language = language_of(edit.path)
+        parsed = parse_source(language, source) if language else None
+        functions += patch_symbols(edit, parsed or ParsedFile(), source)
+    owner, name = repo.split("/")
+    return {"instance_id": f"{owner}__{name}-{sha[:10]}", "repo": repo, "base_commit": parent, "created_at": date,
+            "problem_statement": text, "gold_files": gold, "gold_edits": edits,
+            "gold_functions": list(dict.fromkeys(functions)), "language": family}  # fmt: skip
+
+
+def mine_repository(git_dir: Path, repo: str, family: str, conventions: dict, per_repo: int = PER_REPO) -> tuple[list[dict], Counter]:
+    """(the newest `per_repo` cases of one repository, commits removed per filter)."""
+    log = _git(git_dir, "log", "--no-merges", "--no-renames", "--name-status", "--format=%x1e%H%x1f%P%x1f%cI%x1f%s%x1f%b%x1f")
+    removed: Counter = Counter()
+    kept = []
+    for record in log.split("\x1e")[1:]:
+        sha, parents, date, subject, body, status = (record.split("\x1f") + [""] * 6)[:6]
+        changes = _changes(status)
+        why = _why_not(subject, body, changes, family, conventions) if parents.strip() else FILTERS[2]
+        if why:
+            removed[why] += 1
+        elif len(kept) >= per_repo:  # git log is newest first
+            removed[FILTERS[7]] += 1
+        else:
+            kept.append(_record(git_dir, repo, family, sha, parents.split()[0], date, case_text(subject, body),
+                                _gold(changes, family, conventions)))  # fmt: skip
+    removed["commits read"] = sum(removed.values()) + len(kept)
+    return kept, removed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m drivers.mine_cases", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--mirror", default="../.mirror", help="git mirrors laid out as DIR/<owner>+<name>/repo")
+    parser.add_argument("--out", default="data/eval/multilang.jsonl", help="the case file to write (JSONL)")
+    parser.add_argument("--per-repo", type=int, default=PER_REPO, help=f"newest cases kept per repository (default {PER_REPO})")
+    args = parser.parse_args(argv)
+    conventions = load_conventions()
+    cases, totals = [], Counter()
+    for family, repos in REPOSITORIES.items():
+        for repo in repos:
+            git_dir = mirror_git_dir(Path(args.mirror), repo)
+            if not git_dir.is_dir():
+                print(f"{repo}: no mirror at {git_dir}; fetch it (github:{repo})", file=sys.stderr)
+                continue
+            kept, removed = mine_repository(git_dir, repo, family, conventions, args.per_repo)
+            cases += kept
+            totals += removed
+            print(f"{repo} ({family}): {len(kept)} cases of {removed['commits read']} commits", file=sys.stderr)
+    write_text_atomic(Path(args.out), "".join(json.dumps(c, ensure_ascii=False) + "\n" for c in cases))
+    print(f"commits read: {totals['commits read']}")
+    for name in FILTERS:
+        print(f"  removed, {name}: {totals[name]}")
+    by_language = Counter(c["language"] for c in cases)
+    print(f"cases: {len(cases)} ({', '.join(f'{k} {v}' for k, v in sorted(by_language.items()))}) "
+          f"from {len({c['repo'] for c in cases})} repositories -> {args.out}")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
