@@ -53,7 +53,8 @@ def _peak_rss_mb() -> float:
 
 def _child(kind: str, repo: str, kb: str) -> dict:
     """One measurement inside this (fresh) process."""
-    from drivers.kb import index_repository, load_kb
+    from drivers.indexer import index_repository
+    from drivers.kb import load_kb
     from drivers.retriever import retrieve
 
     if kind == "index":

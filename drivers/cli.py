@@ -14,7 +14,7 @@ from drivers.output import write_text_atomic
 
 
 def _index(args) -> int:
-    from drivers.kb import index_repository
+    from drivers.indexer import index_repository
     from drivers.progress import Progress
 
     if args.workers is not None and args.workers < 1:

@@ -35,7 +35,8 @@ BUNDLE = {
 
 
 def _kb(repo: Path) -> Path:
-    from drivers.kb import has_usable_kb, index_repository
+    from drivers.indexer import index_repository
+    from drivers.kb import has_usable_kb
 
     for name in KB_DIRS:
         if has_usable_kb(CACHE / name):

@@ -74,7 +74,8 @@ def _tree_key(location: dict) -> str:
 
 def index_tree(job: dict) -> dict:
     """Materialise one tree if it comes from a mirror, and make sure it has a KB (reused when present)."""
-    from drivers.kb import default_kb_dir, has_usable_kb, index_repository
+    from drivers.indexer import index_repository
+    from drivers.kb import default_kb_dir, has_usable_kb
     from drivers.trees import materialize_tree
 
     started = time.perf_counter()

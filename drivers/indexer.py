@@ -1,8 +1,9 @@
-"""Index a repository: scan files and git history, run the index dataflow, return the KB frames + stats.
+"""Index a repository: scan files and git history, run the index dataflow, write the KB (`index_repository`).
 
 The per-file work of changed files (`parsing.parsed_batch`) runs through Hamilton's dynamic execution:
 over a process pool (one worker per core) when at least PARALLEL_MIN_FILES files changed, in-process
-otherwise, so an incremental run over a handful of files pays no process start-up.
+otherwise, so an incremental run over a handful of files pays no process start-up. The KB store itself
+(versions, tables, loading) is `drivers.kb`; the persisted word tables are `drivers.word_cache`.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import concurrent.futures
 import os
 import time
 from collections.abc import Callable
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
@@ -26,10 +28,14 @@ from dataflows.index.parsers import language_of  # noqa: E402
 from dataflows.index.schema import TABLES  # noqa: E402
 from drivers.errors import CraError  # noqa: E402
 from drivers.git_history import git_head, git_log, git_tracked  # noqa: E402
+from drivers.kb import check_writable, default_kb_dir, live_version, read_metadata, read_tables, write_kb  # noqa: E402
+from drivers.locks import exclusive_lock  # noqa: E402
+from drivers.tokens import tokens_are_exact  # noqa: E402
 from drivers.sources import scan_sources  # noqa: E402
 
 INDEX_MODULES = (discovery, parsing, edges, history, metadata, lexical_terms, commit_terms, health)
 KB_OUTPUTS = [f"kb_{name}" for name in TABLES]
+INDEX_LOCK = ".index.lock"  # in a KB directory: held by the one index run writing it
 PARALLEL_MIN_FILES = 2 * parsing.BATCH_FILES  # below this, process start-up and pickling cost more than they save
 _POLL_SECONDS = 0.02
 
@@ -173,3 +179,67 @@ def index_frames(
         "seconds": round(time.perf_counter() - started, 3),
     }
     return tables, stats
+
+
+def _check_repo(repo: Path) -> Path:
+    if not repo.exists():
+        raise CraError(f"Repository path {repo} does not exist. Pass the directory of a source tree.")
+    if not repo.is_dir():
+        raise CraError(f"{repo} is a file, not a directory. Pass the repository's root directory.")
+    if not os.access(repo, os.R_OK | os.X_OK):
+        raise CraError(f"Repository directory {repo} is not readable. Fix its permissions.")
+    return repo.resolve()
+
+
+def index_repository(
+    repo: Path,
+    kb_dir: Path | None = None,
+    history: int = 2000,
+    max_file_bytes: int = 1_000_000,
+    on_progress=None,
+    history_from: tuple[Path, str] | None = None,
+    workers: int | None = None,
+    on_wait=None,
+) -> dict:
+    """Index (or incrementally re-index) a repository into its KB; returns the run's statistics.
+
+    One index run per KB at a time: a second run waits for the first (on_wait() is called once if it has to),
+    then re-indexes incrementally from what the first wrote."""
+    repo = _check_repo(Path(repo))
+    kb_dir = Path(kb_dir) if kb_dir else default_kb_dir(repo)
+    check_writable(kb_dir)
+    with exclusive_lock(index_lock_path(kb_dir), on_wait=on_wait):
+        return _index_locked(repo, kb_dir, history, max_file_bytes, on_progress, history_from, workers)
+
+
+def _index_locked(repo: Path, kb_dir: Path, history, max_file_bytes, on_progress, history_from, workers) -> dict:
+    started = time.perf_counter()  # the whole run: reading the previous KB, indexing, writing the new one
+    previous, notes = None, []
+    if live_version(kb_dir) is not None:
+        try:
+            previous = read_tables(kb_dir, TABLES)
+            # nothing re-counted: every count is the previous KB's (tiktoken is then not loaded at all)
+            previous_exact = read_metadata(kb_dir).get("tokenizer") == "cl100k_base"
+        except CraError as exc:
+            notes.append(f"previous KB not reused: {exc}")
+    tables, stats = index_frames(repo, previous_kb=previous, history=history, max_file_bytes=max_file_bytes,
+                                 on_progress=on_progress, history_from=history_from, workers=workers)
+    exact = tokens_are_exact() if stats["n_parsed"] or previous is None else previous_exact
+    stats = {**stats, "seconds": round(time.perf_counter() - started, 3), "notes": notes, "tokens_exact": exact}
+    metadata = {
+        "repo_root": str(repo),
+        "indexed_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "head": stats.get("head"),
+        "history_available": bool(stats.get("history_available")),
+        "tokenizer": "cl100k_base" if exact else "len/4 estimate",
+        "stats": stats,
+    }
+    write_kb(kb_dir, tables, metadata)
+    stats["seconds"] = round(time.perf_counter() - started, 3)
+    stats["kb_dir"] = str(kb_dir)
+    return stats
+
+
+def index_lock_path(kb_dir: Path) -> Path:
+    """The lock file that one `cra index` run holds while it writes kb_dir (a second run waits on it)."""
+    return Path(kb_dir) / INDEX_LOCK

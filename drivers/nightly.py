@@ -63,7 +63,8 @@ def load_config(path: Path) -> dict:
 def refresh_index(entry: dict) -> dict:
     """Re-index the repository when its HEAD moved since the KB was built (or there is no KB)."""
     from drivers.git_history import git_head
-    from drivers.kb import default_kb_dir, index_repository, read_metadata
+    from drivers.indexer import index_repository
+    from drivers.kb import default_kb_dir, read_metadata
 
     head = git_head(entry["path"])
     try:

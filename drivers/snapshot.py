@@ -36,7 +36,8 @@ def snapshot_kb_dir(cache: Path, location: dict) -> Path:
 
 def _tree_and_kb(location: dict, cache: Path) -> tuple[Path, Path]:
     """The case's source tree and its snapshot KB, indexed only when the cache has none yet."""
-    from drivers.kb import has_usable_kb, index_repository
+    from drivers.indexer import index_repository
+    from drivers.kb import has_usable_kb
     from drivers.trees import materialize_tree
 
     kb_dir = snapshot_kb_dir(cache, location)

@@ -284,7 +284,8 @@ def _plot_ablation(table: pd.DataFrame, path: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     from drivers.evaluate import load_cases
     from drivers.kb import load_kb
-    from drivers.kb import default_kb_dir, has_usable_kb, index_repository
+    from drivers.indexer import index_repository
+    from drivers.kb import default_kb_dir, has_usable_kb
     from drivers.trees import materialize_tree, mirror_git_dir
 
     parser = argparse.ArgumentParser(prog="python -m drivers.tune", description=__doc__.splitlines()[0])

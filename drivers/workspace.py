@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from drivers.errors import CraError
-from drivers.kb import KnowledgeBase, default_kb_dir, index_repository, load_kb
+from drivers.indexer import index_repository
+from drivers.kb import KnowledgeBase, default_kb_dir, load_kb
 from drivers.output import write_text_atomic
 from drivers.sources import source_paths
 

@@ -237,7 +237,7 @@ def test_sot_size_cap(dirs):
 
 
 def test_sot_ranked_by_the_kb_when_the_repository_has_one(dirs):
-    from drivers.kb import index_repository
+    from drivers.indexer import index_repository
 
     run, repo = dirs
     _file(repo / "src" / "scheduler.py", "def reschedule_backoff(job):\n    return job.delay * 2\n")

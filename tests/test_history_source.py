@@ -2,7 +2,8 @@
 
 import subprocess
 
-from drivers.kb import index_repository, load_kb
+from drivers.indexer import index_repository
+from drivers.kb import load_kb
 from tests.fixture_repo import HISTORY, make_repo
 
 

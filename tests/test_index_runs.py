@@ -13,8 +13,8 @@ import pytest
 
 from drivers.cli import main
 from drivers.errors import CraError
-from drivers.indexer import ParseProgress, index_frames
-from drivers.kb import index_lock_path, load_kb
+from drivers.indexer import ParseProgress, index_frames, index_lock_path
+from drivers.kb import load_kb
 from drivers.locks import exclusive_lock
 from tests.fixture_repo import make_repo
 

@@ -20,7 +20,10 @@ from dataflows.retrieval.models import FileContext, SymbolContext, TaskQuery
 from tests.retrieval_dag import run_node
 from drivers import kb as kb_store
 from drivers import tokens
-from drivers.kb import _live_version, index_repository, load_kb, word_tables
+from drivers import word_cache
+from drivers.indexer import index_repository
+from drivers.kb import live_version, load_kb
+from drivers.word_cache import word_tables
 from drivers.retriever import retrieve
 from tests.fixture_repo import make_repo
 
@@ -66,7 +69,7 @@ def test_categorical_terms_in_any_category_order_score_like_plain_strings():
 
 
 def test_index_writes_bm25_arrays_that_score_like_a_rebuild(indexed):
-    version = _live_version(indexed / ".cra")
+    version = live_version(indexed / ".cra")
     assert {"file_terms.bm25.parquet", "symbol_terms.bm25.parquet"} <= {p.name for p in version.iterdir()}
     kb = fresh_kb(indexed)
     rebuilt = Bm25Index.from_terms(kb_store._read_terms(indexed / ".cra", "symbol_terms"), "symbol_id")
@@ -76,7 +79,7 @@ def test_index_writes_bm25_arrays_that_score_like_a_rebuild(indexed):
 
 def test_missing_or_foreign_bm25_arrays_are_rebuilt_from_the_terms(indexed, tmp_path):
     expected = fresh_kb(indexed).file_lexicon.scores(QUERY)
-    version = _live_version(indexed / ".cra")
+    version = live_version(indexed / ".cra")
     stored = version / "file_terms.bm25.parquet"
     backup = tmp_path / "lexicon.parquet"
     backup.write_bytes(stored.read_bytes())
@@ -105,17 +108,17 @@ def assert_same_word_table(got, expected):
 
 def test_persisted_word_tables_equal_the_computed_ones(indexed):
     kb = fresh_kb(indexed)
-    version = _live_version(indexed / ".cra")
-    persisted = kb_store._read_word_tables(version)
-    assert sorted(persisted) == sorted(kb_store.WORD_TABLES)
+    version = live_version(indexed / ".cra")
+    persisted = word_cache.read_word_tables(version)
+    assert sorted(persisted) == sorted(word_cache.WORD_TABLES)
     computed = word_tables(kb.files, kb.tables["symbols"])
-    for name in kb_store.WORD_TABLES:
+    for name in word_cache.WORD_TABLES:
         assert_same_word_table(persisted[name], computed[name])
 
 
 def test_word_tables_written_by_other_code_are_recomputed(indexed, monkeypatch):
-    monkeypatch.setattr(kb_store, "_words_stamp", lambda: b"other vocabulary code")
-    assert kb_store._read_word_tables(_live_version(indexed / ".cra")) == {}
+    monkeypatch.setattr(word_cache, "_words_stamp", lambda: b"other vocabulary code")
+    assert word_cache.read_word_tables(live_version(indexed / ".cra")) == {}
     kb = fresh_kb(indexed)
     assert_same_word_table(kb.words["symbol_name_words"], word_tables(kb.files, kb.tables["symbols"])["symbol_name_words"])
 
@@ -125,7 +128,7 @@ def test_reindex_links_the_word_tables_whose_inputs_did_not_change_and_rebuilds_
     index_repository(root, history=0)
 
     def inode(name):
-        return (_live_version(root / ".cra") / f"words.{name}.parquet").stat().st_ino
+        return (live_version(root / ".cra") / f"words.{name}.parquet").stat().st_ino
 
     before = {name: inode(name) for name in ("symbol_names", "path_components.rows", "symbol_norms")}
     handler = root / "app" / "auth" / "handler.py"
@@ -137,17 +140,17 @@ def test_reindex_links_the_word_tables_whose_inputs_did_not_change_and_rebuilds_
     assert inode("symbol_names") != before["symbol_names"] and inode("symbol_norms") != before["symbol_norms"]
     assert inode("path_components.rows") == before["path_components.rows"]
     kb = fresh_kb(root)
-    persisted = kb_store._read_word_tables(_live_version(root / ".cra"))
+    persisted = word_cache.read_word_tables(live_version(root / ".cra"))
     computed = word_tables(kb.files, kb.tables["symbols"])
     assert "brand_new_helper" in set(persisted["symbol_names"]["name"])
-    for name in kb_store.WORD_TABLES:
+    for name in word_cache.WORD_TABLES:
         assert_same_word_table(persisted[name], computed[name])
 
 
 def test_retrieval_is_the_same_without_any_persisted_speed_data(indexed, tmp_path):
     task = "validate_login fails for LDAP users with a wrong password"
     with_speed = retrieve(fresh_kb(indexed), task, budget=2000, outputs=("json_text",)).outputs["json_text"]
-    version = _live_version(indexed / ".cra")
+    version = live_version(indexed / ".cra")
     moved = tmp_path / "moved"
     moved.mkdir()
     derived = [p for p in version.iterdir() if p.name.startswith("words.") or p.name.endswith(".bm25.parquet")]

@@ -9,7 +9,7 @@ import pytest
 from dataflows.lexical import stable_order
 from dataflows.retrieval import vocabulary
 from dataflows.retrieval.models import TaskQuery
-from drivers.kb import word_tables
+from drivers.word_cache import word_tables
 from tests.retrieval_dag import run_node
 from tests.test_signals import kb_files, kb_symbols
 
@@ -39,7 +39,7 @@ def query() -> TaskQuery:
 
 
 def tables(kb_files_: pd.DataFrame, kb_symbols_: pd.DataFrame) -> dict:
-    """The word tables a loaded KB passes to the DAG (`drivers.kb.word_tables`, named as DAG inputs)."""
+    """The word tables a loaded KB passes to the DAG (`drivers.word_cache.word_tables`, named as DAG inputs)."""
     return {f"kb_{name}": table for name, table in word_tables(kb_files_, kb_symbols_).items()}
 
 

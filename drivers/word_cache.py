@@ -1,0 +1,191 @@
+"""The per-KB word tables on disk (`words.<name>[.<part>].parquet` in a KB version): written with the KB, reused
+when their inputs did not change, read back with exact dtypes. Derived data: a version without them (or written
+by other word-table code) is still read, by rebuilding them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from concurrent.futures import ThreadPoolExecutor
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from dataflows import text as text_module
+from dataflows.retrieval import vocabulary
+from dataflows.retrieval import word_tables as word_table_nodes
+
+METADATA = "metadata.json"  # of a KB version: `word_inputs` holds the digests of the tables written with it
+
+# per-KB word tables (`dataflows.retrieval.vocabulary`), built from files + symbols when the KB is written
+WORD_TABLES = word_table_nodes.PERSISTED  # node `kb_<name>` of dataflows.retrieval.word_tables
+_WORD_INDEXES = ("path_components", "path_words", "symbol_name_words")  # vocabulary.WordIndex, three frames each
+_WORD_INDEX_PARTS = ("rows", "vocabulary", "offsets")
+
+
+# what each word table is built from (frame, columns): a table whose inputs did not change is reused as it was
+_WORD_INPUTS = {
+    "path_components": (("files", "file_id"), ("files", "path")),
+    "path_words": (("files", "file_id"), ("files", "path")),
+    "symbol_names": (("symbols", "name"),),
+    "symbol_name_words": (("symbols", "name"),),
+    "symbol_name_codes": (("symbols", "symbol_id"), ("symbols", "file_id"), ("symbols", "name")),
+    "symbol_name_terms": (("symbols", "name"),),
+    "symbol_norms": (("symbols", "name"), ("symbols", "qualified_name")),
+    "domain_words": (("files", "file_id"), ("files", "domain")),
+    "module_words": (("files", "file_id"), ("files", "module")),
+    "file_concepts": (("files", "file_id"), ("files", "concepts")),
+    "concept_vocabulary": (("files", "concepts"),),
+}
+
+
+@cache
+def _word_table_driver():
+    """A Hamilton driver over the word-table nodes (built once per process)."""
+    from hamilton import driver
+
+    return driver.Builder().with_modules(word_table_nodes).build()
+
+
+def word_tables(files: pd.DataFrame, symbols: pd.DataFrame,
+                wanted: tuple[str, ...] = WORD_TABLES) -> dict[str, pd.DataFrame | vocabulary.WordIndex]:
+    """The word tables named in `wanted` for these KB frames, built by their nodes (`dataflows.retrieval.word_tables`)."""
+    if not wanted:
+        return {}
+    built = _word_table_driver().execute([f"kb_{n}" for n in wanted], inputs={"kb_files": files, "kb_symbols": symbols})
+    return {name: built[f"kb_{name}"] for name in wanted}
+
+
+def _words_stamp() -> bytes:
+    """Identifies the code that builds word tables: persisted ones made by other code are rebuilt, not trusted."""
+    source = b"".join(Path(m.__file__).read_bytes() for m in (vocabulary, text_module, word_table_nodes))
+    return hashlib.sha1(b"cra-words-1" + source).hexdigest().encode()
+
+
+def _dtype_spec(dtype) -> str:
+    """A dtype as a string `astype` takes back ('str' is the default string dtype, 'string[pyarrow]' the NA one)."""
+    if isinstance(dtype, pd.StringDtype):
+        return "str" if dtype.na_value is not pd.NA else f"string[{dtype.storage}]"
+    return str(dtype)
+
+
+def _word_frames(name: str, table) -> dict[str, pd.DataFrame]:
+    """File stem -> frame: a word table as frames (a WordIndex as its rows, vocabulary and offsets)."""
+    if isinstance(table, vocabulary.WordIndex):
+        return {f"{name}.{part}": (pd.DataFrame({"offset": table.offsets}) if part == "offsets" else getattr(table, part))
+                for part in _WORD_INDEX_PARTS}  # fmt: skip
+    return {name: table}
+
+
+def _write_frame(path: Path, frame: pd.DataFrame, stamp: bytes) -> None:
+    """A frame as Parquet with its exact column and index dtypes recorded, so `_read_frame` restores it equal."""
+    table = pa.Table.from_pandas(frame, preserve_index=None)  # a RangeIndex as metadata, any other as a column
+    dtypes = {"columns": {c: _dtype_spec(frame[c].dtype) for c in frame.columns}, "index": _dtype_spec(frame.index.dtype)}
+    meta = {**(table.schema.metadata or {}), b"cra_words": stamp, b"cra_dtypes": json.dumps(dtypes).encode()}
+    pq.write_table(table.replace_schema_metadata(meta), path)
+
+
+def _read_frame(path: Path, stamp: bytes) -> pd.DataFrame | None:
+    """A frame written by `_write_frame`, dtypes restored; None when written by other word-table code."""
+    table = pq.read_table(path)
+    meta = table.schema.metadata or {}
+    if meta.get(b"cra_words") != stamp:
+        return None
+    dtypes = json.loads(meta[b"cra_dtypes"])
+    frame = table.to_pandas()
+    frame = frame.astype({c: d for c, d in dtypes["columns"].items() if _dtype_spec(frame[c].dtype) != d})
+    if _dtype_spec(frame.index.dtype) != dtypes["index"]:
+        frame.index = frame.index.astype(dtypes["index"])
+    return frame
+
+
+def word_input_digests(files: pd.DataFrame, symbols: pd.DataFrame) -> dict[str, str]:
+    """Per word table: a hash of the building code and of its input columns (row order included)."""
+    frames, stamp = {"files": files, "symbols": symbols}, _words_stamp()
+
+    @cache
+    def column(frame: str, name: str) -> bytes:
+        values = frames[frame][name] if name in frames[frame] else pd.Series([], dtype=object)
+        if name == "concepts":  # lists (built) or arrays (read back): hashed as joined text either way
+            values = values.map(lambda v: "\x1f".join(map(str, v)) if isinstance(v, (list, tuple, np.ndarray)) else "")
+        return pd.util.hash_pandas_object(values, index=False).to_numpy().tobytes()
+
+    return {table: hashlib.sha1(b"".join([stamp, *(f.encode() + c.encode() + column(f, c) for f, c in inputs)])).hexdigest()
+            for table, inputs in _WORD_INPUTS.items()}  # fmt: skip
+
+
+def _word_table_stems(name: str) -> list[str]:
+    """The file stems of one persisted word table (a WordIndex is three files)."""
+    return [f"{name}.{part}" for part in _WORD_INDEX_PARTS] if name in _WORD_INDEXES else [name]
+
+
+def _reused_word_tables(staging: Path, previous: Path | None, digests: dict[str, str]) -> set[str]:
+    """Hard-link into staging the previous version's word tables that were built from the same inputs by the same
+    code (on most re-indexes names and paths did not change); the names of those linked."""
+    try:
+        before = json.loads((previous / METADATA).read_text()).get("word_inputs") if previous else None
+    except (OSError, ValueError):
+        return set()
+    if not isinstance(before, dict):  # an older KB: everything is built
+        return set()
+    linked = set()
+    for name, digest in digests.items():
+        if before.get(name) != digest:
+            continue
+        try:
+            for stem in _word_table_stems(name):
+                os.link(previous / f"words.{stem}.parquet", staging / f"words.{stem}.parquet")
+        except OSError:
+            for stem in _word_table_stems(name):
+                (staging / f"words.{stem}.parquet").unlink(missing_ok=True)
+            continue
+        linked.add(name)
+    return linked
+
+
+def write_word_tables(staging: Path, files: pd.DataFrame, symbols: pd.DataFrame, previous: Path | None,
+                       digests: dict[str, str]) -> None:
+    """Every word table of these KB frames as `words.<name>[.<part>].parquet`, stamped with the code's hash;
+    those whose inputs are unchanged are linked from the previous version instead of built."""
+    reused = _reused_word_tables(staging, previous, digests)
+    stamp = _words_stamp()
+    for name, table in word_tables(files, symbols, tuple(n for n in WORD_TABLES if n not in reused)).items():
+        for stem, frame in _word_frames(name, table).items():
+            _write_frame(staging / f"words.{stem}.parquet", frame, stamp)
+
+
+def read_word_tables(version: Path) -> dict[str, pd.DataFrame | vocabulary.WordIndex]:
+    """The persisted word tables of a KB version: all of them, or {} (absent, partial or by other code)."""
+    stamp = _words_stamp()
+    wanted = [stem for name in WORD_TABLES for stem in _word_table_stems(name)]
+    paths = [version / f"words.{stem}.parquet" for stem in wanted]
+    if not all(p.is_file() for p in paths):
+        return {}
+    with ThreadPoolExecutor(max_workers=4) as pool:  # Parquet decoding releases the GIL
+        frames = dict(zip(wanted, pool.map(lambda p: _read_frame(p, stamp), paths)))
+    if any(f is None for f in frames.values()):
+        return {}
+    out = {}
+    for name in WORD_TABLES:
+        if name in _WORD_INDEXES:
+            offsets = frames[f"{name}.offsets"]["offset"].to_numpy()
+            out[name] = vocabulary.WordIndex(frames[f"{name}.rows"], frames[f"{name}.vocabulary"], offsets)
+        else:
+            out[name] = frames[name]
+    return out
+
+
+def word_table_overrides(words: dict, tables: dict[str, pd.DataFrame]) -> dict[str, object]:
+    """Every node of `dataflows.retrieval.word_tables` as a retrieval-DAG override (`kb_<name>`): the persisted
+    tables, and the name index and symbol table built from them and the KB's tables."""
+    overrides = {f"kb_{name}": table for name, table in words.items()}
+    inputs = {"kb_files": tables["files"], "kb_symbols": tables["symbols"], "kb_comments": tables["comments"],
+              "kb_symbol_edges": tables["symbol_edges"]}  # fmt: skip
+    derived = [f"kb_{name}" for name in word_table_nodes.DERIVED]
+    return overrides | _word_table_driver().execute(derived, inputs=inputs, overrides=overrides)
