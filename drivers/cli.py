@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import os
 import sys
@@ -137,7 +138,20 @@ def _enrich(args) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+# commands that live in their own modules (each with add_arguments(parser) and run(args)): name -> (module, help)
+MODULE_COMMANDS = {
+    "evaluate": ("drivers.evaluate", "measure retrieval quality over a case file"),
+    "memory": ("drivers.memory_cli", "keep and query scoped memories (preferences, corrections, decisions, rules)"),
+    "serve": ("drivers.serve", "serve warm knowledge bases to coding agents over MCP (stdio or HTTP)"),
+    "dag": ("drivers.dag", "draw the index, retrieval and evaluation DAGs as SVG (needs Graphviz)"),
+    "findings": ("drivers.findings_cli", "keep past review findings and recall the ones like a pull request"),
+    "diagnose": ("drivers.diagnose_cli", "escalation triggers on a handoff bundle, then bounded deep retrieval"),
+}
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The `cra` parser; of the MODULE_COMMANDS, only the one named in argv is imported and given its options."""
+    chosen = next((a for a in (sys.argv[1:] if argv is None else argv) if not a.startswith("-")), None)
     parser = argparse.ArgumentParser(prog="cra", description="Context engine for coding agents.")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -175,53 +189,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-v", "--verbose", action="store_true", help="show progress")
     p.set_defaults(run=_enrich)
 
-    try:
-        from drivers import evaluate
-    except ImportError:  # evaluation extras not installed
-        evaluate = None
-    if evaluate is not None:
-        p = sub.add_parser("evaluate", help="measure retrieval quality over a case file")
-        evaluate.add_arguments(p)
-        p.set_defaults(run=evaluate.run)
-
-    from drivers import memory_cli
-
-    p = sub.add_parser("memory", help="keep and query scoped memories (preferences, corrections, decisions, rules)")
-    memory_cli.add_arguments(p)
-    p.set_defaults(run=memory_cli.run)
+    for name, (module_name, help_text) in MODULE_COMMANDS.items():
+        p = sub.add_parser(name, help=help_text)
+        if name == chosen:  # only the command that runs pays for its imports
+            command = importlib.import_module(module_name)
+            command.add_arguments(p)
+            p.set_defaults(run=command.run)
 
     from drivers import escalation_cli
 
     escalation_cli.add_commands(sub)
-
-    from drivers import serve
-
-    p = sub.add_parser("serve", help="serve warm knowledge bases to coding agents over MCP (stdio or HTTP)")
-    serve.add_arguments(p)
-    p.set_defaults(run=serve.run)
-
-    from drivers import dag
-
-    p = sub.add_parser("dag", help="draw the index, retrieval and evaluation DAGs as SVG (needs Graphviz)")
-    dag.add_arguments(p)
-    p.set_defaults(run=dag.run)
-
-    from drivers import findings_cli
-
-    p = sub.add_parser("findings", help="keep past review findings and recall the ones like a pull request")
-    findings_cli.add_arguments(p)
-    p.set_defaults(run=findings_cli.run)
-
-    from drivers import diagnose_cli
-
-    p = sub.add_parser("diagnose", help="escalation triggers on a handoff bundle, then bounded deep retrieval")
-    diagnose_cli.add_arguments(p)
-    p.set_defaults(run=diagnose_cli.run)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser(argv).parse_args(argv)
     logging.getLogger("hamilton").addHandler(logging.NullHandler())  # failures reach the user as one CraError line
     try:
         return args.run(args)

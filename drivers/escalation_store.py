@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from drivers.errors import CraError
+from drivers.transactions import sqlite_transaction
 from drivers.home import cra_home
 from drivers.locks import exclusive_lock
 
@@ -144,19 +145,10 @@ def open_store(db_path: Path | None = None) -> Iterator[sqlite3.Connection]:
         yield conn
 
 
-@contextmanager
-def transaction(conn: sqlite3.Connection, write: bool = True) -> Iterator[sqlite3.Connection]:
+def transaction(conn: sqlite3.Connection, write: bool = True):
     """One transaction: IMMEDIATE (takes the write lock up front, waiting up to the busy timeout) or a read snapshot."""
-    try:
-        conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-    except sqlite3.OperationalError as exc:
-        raise CraError(f"The escalation store is busy ({exc}) after {BUSY_TIMEOUT_S:g} s. Try again.") from None
-    try:
-        yield conn
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
+    return sqlite_transaction(conn, sqlite3.OperationalError,
+                              f"The escalation store is busy ({{exc}}) after {BUSY_TIMEOUT_S:g} s. Try again.", write)
 
 
 def _rows(conn: sqlite3.Connection, sql: str, params=()) -> list[dict]:

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from drivers.errors import CraError
+from drivers.transactions import sqlite_transaction
 from drivers.home import cra_home
 
 APPLICATION_ID = 0x43524146  # "CRAF": marks a cra findings store
@@ -118,21 +119,11 @@ def open_store(db_path: Path | str | None = None) -> Iterator:
         conn.close()
 
 
-@contextmanager
-def transaction(conn) -> Iterator:
+def transaction(conn):
     """One write transaction: BEGIN IMMEDIATE takes the write lock up front (waiting up to the busy timeout)."""
     import apsw
 
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-    except apsw.BusyError:
-        raise CraError(f"The findings store is busy after {BUSY_TIMEOUT_MS / 1000:g} s. Try again.") from None
-    try:
-        yield conn
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
+    return sqlite_transaction(conn, apsw.BusyError, f"The findings store is busy after {BUSY_TIMEOUT_MS / 1000:g} s. Try again.")
 
 
 def _vector_table(conn, model: str, dimension: int | None) -> str | None:
