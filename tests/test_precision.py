@@ -198,10 +198,21 @@ def tiers_for(query: TaskQuery, lexicon: Bm25Index | None = None, seed_file: int
     return _tiers(scope(seed_file), query, kb_symbols(), weights)
 
 
-def _tiers(scoped, query, symbols, weights, best=None):
-    return run_node("symbol_tiers", scope=scoped, task_query=query, kb_symbols=symbols, kb_comments=kb_comments(),
+def _tiers(scoped, query, symbols, weights, best=None, node="symbol_tiers"):
+    return run_node(node, scope=scoped, task_query=query, kb_symbols=symbols, kb_comments=kb_comments(),
                     kb_symbol_edges=kb_symbol_edges(), precision_terms=weights,
                     best_lexical_symbols=pd.Series(dtype=object) if best is None else best)
+
+
+def tier_node(node: str, query: TaskQuery) -> pd.Series:
+    """One classification node (symbol_id -> reason) for the hand-built scope with seed file 0."""
+    return _tiers(scope(), query, kb_symbols(), precision_terms(query, symbol_lexicon()), node=node)
+
+
+def names(symbols: pd.Series) -> dict[str, str]:
+    """name -> reason of a symbol_id-indexed node output."""
+    by_id = kb_symbols().set_index("symbol_id")["name"]
+    return dict(zip(by_id.loc[symbols.index], symbols))
 
 
 def tier_of(tiers: pd.DataFrame) -> dict[str, str]:
@@ -346,3 +357,48 @@ def test_a_dotted_hint_names_a_more_qualified_symbol():
     tiers = _tiers(scope(), query, symbols, precision_terms(query, symbol_lexicon()))
     reasons = dict(zip(symbols.set_index("symbol_id").loc[tiers["symbol_id"], "name"], tiers["reason"]))
     assert reasons["validate_login"] == "symbol hint 'LoginHandler.validate_login'"
+
+
+TIER_NODES = {"primary": "primary_symbols", "supporting": "supporting_symbols", "type_context": "type_context_symbols",
+              "outline": "outline_symbols"}
+
+
+@pytest.mark.parametrize("query", [task(), task(symbol_hints=("LoginHandler", "validate_login")),
+                                   TaskQuery(raw_description="the widget flickers", task_type="feature")])
+def test_symbol_tiers_joins_the_four_tier_nodes(query):
+    tiers = tier_node("symbol_tiers", query)
+    chosen = {}
+    for tier, node in TIER_NODES.items():
+        got = tier_node(node, query)
+        rows = tiers[tiers["tier"] == tier]
+        assert sorted(got.index) == sorted(rows["symbol_id"]), tier
+        assert dict(zip(rows["symbol_id"], rows["reason"])) == got.to_dict(), tier
+        chosen |= dict.fromkeys(got.index)
+    assert len(chosen) == sum(len(tier_node(n, query)) for n in TIER_NODES.values())  # each symbol in one tier only
+
+
+def test_primary_and_supporting_nodes_name_their_reasons():
+    primary, supporting = names(tier_node("primary_symbols", task())), names(tier_node("supporting_symbols", task()))
+    assert primary["validate_login"] == "symbol hint 'validate_login'"
+    assert supporting["hash_password"] == "used by LoginHandler.validate_login"
+    assert supporting["LoginHandler"] == "contains primary LoginHandler.validate_login"
+    assert names(tier_node("type_context_symbols", task()))["Credentials"] == "type of LoginRequest"
+    assert names(tier_node("outline_symbols", task()))["get"] == "outline of a top-5 file"
+
+
+def test_a_matching_class_that_holds_a_primary_method_is_supporting():
+    query = task(symbol_hints=("LoginHandler", "validate_login"))
+    assert names(tier_node("symbol_matches", query))["LoginHandler"] == "symbol hint 'LoginHandler'"
+    assert "LoginHandler" not in names(tier_node("primary_symbols", query))
+    supporting = names(tier_node("supporting_symbols", query))
+    assert supporting["LoginHandler"] == "contains primary LoginHandler.validate_login"
+    assert tier_of(tier_node("symbol_tiers", query))["LoginHandler"] == "supporting"
+
+
+def test_only_test_files_with_a_matching_test_are_live():
+    live = tier_node("live_test_files", task())
+    assert list(live) == [3]  # tests/test_auth.py has test_validate_login_ldap; tests/test_other.py has none
+    supporting = names(tier_node("supporting_symbols", task()))
+    assert "make_request" in supporting and "other_helper" not in supporting
+    reasons = dict(zip(tier_node("symbol_tiers", task())["symbol_id"], tier_node("symbol_tiers", task())["reason"]))
+    assert reasons[13] == reasons[14] == "test file without a test matching the task"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+import numpy as np
+
 TIERS = ("primary", "supporting", "type_context", "outline")  # the tiers a package carries, most relevant first
 # every tier precision assigns, in the one order precision, assembly, render and the -v report use
 TIER_ORDER = {tier: i for i, tier in enumerate((*TIERS, "excluded"))}
@@ -27,6 +29,27 @@ class TaskQuery:
         d = asdict(self)
         d.pop("trace_frames")
         return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
+
+
+@dataclass(frozen=True, eq=False)
+class ScopedSymbols:
+    """The symbols of the scoped files (KB symbol-table rows, in KB order) with their file's rank, seed and test
+    flags, and the symbol edges between them: what precision classifies into tiers."""
+
+    rows: np.ndarray  # row of each scoped symbol in the SymbolTable
+    local: np.ndarray  # per KB row: its position among the scoped symbols, -1 when not scoped
+    at: np.ndarray  # per scoped symbol: its file's row in scope
+    symbol_id: np.ndarray
+    file_id: np.ndarray
+    rank: np.ndarray
+    seed: np.ndarray
+    is_test: np.ndarray
+    kind: np.ndarray
+    name: np.ndarray
+    qualified_name: np.ndarray
+    edge_src: np.ndarray  # symbol edges with both ends scoped (positions), in KB edge order
+    edge_dst: np.ndarray
+    type_edge: np.ndarray  # the edge names a type (annotation or base)
 
 
 @dataclass(frozen=True)

@@ -9,20 +9,21 @@ outline       any other definition of a top-ranked source file, by signature: th
               what else is there; the budget fills it last from what the tiers above leave unused
 excluded      everything else; and every symbol of a test file that has no test matching the task
 Only scoped symbols are classified; bodies are sliced from kb_contents for the files that contribute something.
+Each tier is a node (symbol_id -> reason): symbol_matches -> primary_holders -> primary_symbols -> live_test_files
+-> supporting_symbols -> type_context_symbols -> outline_symbols; symbol_tiers joins them into one frame.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from dataflows.lexical import Bm25Index
 from dataflows.retrieval import vocabulary
-from dataflows.retrieval.models import TIER_ORDER, FileContext, SymbolContext, TaskQuery
+from dataflows.retrieval.models import TIER_ORDER, FileContext, ScopedSymbols, SymbolContext, TaskQuery
 from dataflows.retrieval.markdown import symbol_text
 from dataflows.text import terms
 
@@ -98,61 +99,157 @@ def _scores_of(lexicon: Bm25Index, query_terms: list[str], doc_ids: np.ndarray) 
     return np.where(known[at] == doc_ids, scores.to_numpy()[at], 0.0)
 
 
-def symbol_tiers(
-    scope: pd.DataFrame,
+def scoped_symbols(scope: pd.DataFrame, kb_symbol_table: vocabulary.SymbolTable) -> ScopedSymbols:
+    """The symbols of the scoped files as positions into the KB's symbol table, with their file's scope columns and
+    the symbol edges between them: what every tier is classified over."""
+    table = kb_symbol_table
+    rows = np.flatnonzero(np.isin(table.file_id, scope.index.to_numpy()))
+    local = np.full(len(table.symbol_id), -1, dtype=np.int64)
+    local[rows] = np.arange(len(rows))
+    at = scope.index.get_indexer(table.file_id[rows])
+    flag = lambda column: scope[column].fillna(False).astype(bool).to_numpy()[at]  # noqa: E731
+    src, dst = local[table.edge_src], local[table.edge_dst]
+    inside = (src >= 0) & (dst >= 0)  # both ends scoped, in KB edge order
+    return ScopedSymbols(rows, local, at, table.symbol_id[rows], table.file_id[rows], scope["rank"].to_numpy()[at],
+                         flag("seed"), flag("is_test"), table.kind[rows], table.name[rows], table.qualified_name[rows],
+                         src[inside], dst[inside], np.isin(table.edge_kind[inside], TYPE_EDGE_KINDS))  # fmt: skip
+
+
+def symbol_matches(
+    scoped_symbols: ScopedSymbols,
+    kb_symbol_table: vocabulary.SymbolTable,
     task_query: TaskQuery,
+    scope: pd.DataFrame,
     precision_terms: pd.Series,
     best_lexical_symbols: pd.Series,
-    kb_symbol_table: vocabulary.SymbolTable,
-) -> pd.DataFrame:
-    """One row per scoped symbol: symbol_id, file_id, tier (primary|supporting|type_context|outline|excluded), reason."""
-    table = kb_symbol_table
-    s = _scoped_symbols(scope, table)
+) -> pd.Series:
+    """symbol_id -> why it matches the task (docstring, name, trace frame, hint; else the task's kind in a seed file,
+    or a file's best lexical match): the primary candidates, before the symbols holding another one step down."""
+    s, table = scoped_symbols, kb_symbol_table
     primary = _primary_reasons(s, table, task_query, scope, precision_terms)
     if not ((primary != "") & s.seed & ~s.is_test).any():
         kinds = PROMOTED_KINDS.get(task_query.task_type, ("function", "method"))
         promoted = s.seed & ~s.is_test & np.isin(s.kind, kinds)
         primary[promoted & (primary == "")] = f"promoted: {task_query.task_type} kind in seed file"
     if len(best_lexical_symbols):
-        backfill = best_lexical_symbols.reindex(table.symbol_id[s.rows]).to_numpy(dtype=object)
+        backfill = best_lexical_symbols.reindex(s.symbol_id).to_numpy(dtype=object)
         files_with_primary = np.unique(s.file_id[primary != ""])
         take = ~pd.isna(backfill) & ~np.isin(s.file_id, files_with_primary) & (primary == "")
         primary[take] = backfill[take]
-    tier = np.where(primary != "", "primary", "excluded").astype(object)
-    reason = primary.copy()
-    holders, why = _holders_of(s, table, primary != "")  # a class around primary methods: its signature, not its body
-    tier[holders], reason[holders] = "supporting", why
+    return _by_symbol(s, primary != "", primary)
 
-    live_tests = np.unique(s.file_id[(tier == "primary") & s.is_test])
-    allowed = ~s.is_test | np.isin(s.file_id, live_tests)
-    src, dst = s.local[table.edge_src], s.local[table.edge_dst]
-    inside = (src >= 0) & (dst >= 0)  # both ends scoped, in KB edge order
-    src, dst, type_edge = src[inside], dst[inside], np.isin(table.edge_kind[inside], TYPE_EDGE_KINDS)
-    is_type = np.isin(s.kind, TYPE_KINDS)
-    calls = (tier[src] == "primary") & ~(type_edge & is_type[dst])
+
+def primary_holders(
+    symbol_matches: pd.Series, scoped_symbols: ScopedSymbols, kb_symbol_table: vocabulary.SymbolTable
+) -> pd.Series:
+    """symbol_id -> 'contains primary X': the scoped symbols around a task match (at any depth; X named from every
+    match, holders included): a class around primary methods shows its signature, not its whole body."""
+    s = scoped_symbols
+    holders, why = _holders_of(s, kb_symbol_table, _mask(s, kb_symbol_table, symbol_matches))
+    mask, reason = np.zeros(len(s.rows), dtype=bool), np.full(len(s.rows), "", dtype=object)
+    mask[holders], reason[holders] = True, why
+    return _by_symbol(s, mask, reason)
+
+
+def primary_symbols(symbol_matches: pd.Series, primary_holders: pd.Series) -> pd.Series:
+    """symbol_id -> reason: the symbols the package shows whole, first: task matches that hold no other match."""
+    return symbol_matches[~symbol_matches.index.isin(primary_holders.index)]
+
+
+def live_test_files(
+    primary_symbols: pd.Series, scoped_symbols: ScopedSymbols, kb_symbol_table: vocabulary.SymbolTable
+) -> np.ndarray:
+    """file_ids of the scoped test files with a primary (a test matching the task): no other test file contributes."""
+    s = scoped_symbols
+    return np.unique(s.file_id[_mask(s, kb_symbol_table, primary_symbols) & s.is_test])
+
+
+def supporting_symbols(
+    primary_symbols: pd.Series,
+    primary_holders: pd.Series,
+    live_test_files: np.ndarray,
+    scoped_symbols: ScopedSymbols,
+    kb_symbol_table: vocabulary.SymbolTable,
+) -> pd.Series:
+    """symbol_id -> reason: the holders of primaries, and what a primary uses (kb_symbol_edges other than to the
+    types it names), each by signature."""
+    s, table = scoped_symbols, kb_symbol_table
+    primary, holder = _mask(s, table, primary_symbols), _mask(s, table, primary_holders)
+    reason = np.full(len(s.rows), "", dtype=object)
+    reason[_positions(s, table, primary_holders)] = primary_holders.to_numpy(dtype=object)
+    src, dst = s.edge_src, s.edge_dst
+    calls = primary[src] & ~(s.type_edge & np.isin(s.kind, TYPE_KINDS)[dst])
     first = _first_of_each(dst[calls])
     callers, callees = src[calls][first], dst[calls][first]
-    take = (tier[callees] == "excluded") & allowed[callees]
-    tier[callees[take]] = "supporting"
+    take = ~primary[callees] & ~holder[callees] & _allowed(s, live_test_files)[callees]
     reason[callees[take]] = "used by " + s.qualified_name[callers[take]]
+    return _by_symbol(s, reason != "", reason)
 
+
+def type_context_symbols(
+    primary_symbols: pd.Series,
+    supporting_symbols: pd.Series,
+    live_test_files: np.ndarray,
+    scoped_symbols: ScopedSymbols,
+    kb_symbol_table: vocabulary.SymbolTable,
+) -> pd.Series:
+    """symbol_id -> 'type of X': classes, interfaces, enums and type aliases a primary or supporting symbol names as
+    annotation or base, followed transitively (up to MAX_TYPE_HOPS)."""
+    s, table = scoped_symbols, kb_symbol_table
+    frontier = _mask(s, table, primary_symbols) | _mask(s, table, supporting_symbols)
+    candidates = _allowed(s, live_test_files) & np.isin(s.kind, TYPE_KINDS)
+    reason = np.full(len(s.rows), "", dtype=object)
+    src, dst = s.edge_src, s.edge_dst
     for _ in range(MAX_TYPE_HOPS):
-        frontier = tier != "excluded"
-        open_types = (tier == "excluded") & allowed & is_type
-        hop = np.flatnonzero(frontier[src] & type_edge & open_types[dst])
+        hop = np.flatnonzero(frontier[src] & s.type_edge & (candidates & ~frontier)[dst])
         if not len(hop):
             break
         hop = hop[_first_of_each(dst[hop])]
-        tier[dst[hop]] = "type_context"
+        frontier[dst[hop]] = True
         reason[dst[hop]] = "type of " + s.qualified_name[src[hop]]
+    return _by_symbol(s, reason != "", reason)
 
-    reason[(tier == "excluded") & s.is_test & ~allowed] = "test file without a test matching the task"
-    outline = (tier == "excluded") & ~s.is_test & (s.rank <= OUTLINE_RANK) & np.isin(s.kind, OUTLINE_KINDS)
-    tier[outline], reason[outline] = "outline", f"outline of a top-{OUTLINE_RANK} file"
+
+def outline_symbols(
+    primary_symbols: pd.Series,
+    supporting_symbols: pd.Series,
+    type_context_symbols: pd.Series,
+    scoped_symbols: ScopedSymbols,
+    kb_symbol_table: vocabulary.SymbolTable,
+) -> pd.Series:
+    """symbol_id -> reason: every other definition of a top-ranked source file (OUTLINE_RANK), by signature: the
+    file's map, filled last by the budget."""
+    s, table = scoped_symbols, kb_symbol_table
+    tiered = np.zeros(len(s.rows), dtype=bool)
+    for chosen in (primary_symbols, supporting_symbols, type_context_symbols):
+        tiered |= _mask(s, table, chosen)
+    outline = ~tiered & ~s.is_test & (s.rank <= OUTLINE_RANK) & np.isin(s.kind, OUTLINE_KINDS)
+    return _by_symbol(s, outline, np.full(len(s.rows), f"outline of a top-{OUTLINE_RANK} file", dtype=object))
+
+
+def symbol_tiers(
+    primary_symbols: pd.Series,
+    supporting_symbols: pd.Series,
+    type_context_symbols: pd.Series,
+    outline_symbols: pd.Series,
+    live_test_files: np.ndarray,
+    scoped_symbols: ScopedSymbols,
+    kb_symbol_table: vocabulary.SymbolTable,
+) -> pd.DataFrame:
+    """One row per scoped symbol: symbol_id, file_id, tier (primary|supporting|type_context|outline|excluded), reason;
+    by file rank, tier, line."""
+    s, table = scoped_symbols, kb_symbol_table
+    tier = np.full(len(s.rows), "excluded", dtype=object)
+    reason = np.full(len(s.rows), "", dtype=object)
+    for name, chosen in (("primary", primary_symbols), ("supporting", supporting_symbols),
+                         ("type_context", type_context_symbols), ("outline", outline_symbols)):  # fmt: skip
+        at = _positions(s, table, chosen)
+        tier[at], reason[at] = name, chosen.to_numpy(dtype=object)
+    reason[(tier == "excluded") & ~_allowed(s, live_test_files)] = "test file without a test matching the task"
     tier_rank = np.select([tier == t for t in TIER_ORDER], list(TIER_ORDER.values()))
     order = np.lexsort((table.start_line[s.rows], tier_rank, s.rank))
     return pd.DataFrame({
-        "symbol_id": table.symbol_id[s.rows][order],
+        "symbol_id": s.symbol_id[order],
         "file_id": s.file_id[order],
         "tier": pd.Series(tier[order], dtype=object),
         "reason": pd.Series(reason[order], dtype=object),
@@ -222,35 +319,30 @@ def file_contexts(
     return out
 
 
-@dataclass(frozen=True)
-class _Scoped:
-    """The symbols of the scoped files (KB rows, in KB order) with their file's rank, seed and test flags."""
-
-    rows: np.ndarray  # row of each scoped symbol in the SymbolTable
-    local: np.ndarray  # per KB row: its position among the scoped symbols, -1 when not scoped
-    at: np.ndarray  # per scoped symbol: its file's row in scope
-    file_id: np.ndarray
-    rank: np.ndarray
-    seed: np.ndarray
-    is_test: np.ndarray
-    kind: np.ndarray
-    name: np.ndarray
-    qualified_name: np.ndarray
+def _by_symbol(s: ScopedSymbols, mask: np.ndarray, values: np.ndarray) -> pd.Series:
+    """The values of the masked scoped symbols, indexed by symbol_id, in KB order."""
+    return pd.Series(values[mask], index=pd.Index(s.symbol_id[mask], name="symbol_id"), dtype=object)
 
 
-def _scoped_symbols(scope: pd.DataFrame, table: vocabulary.SymbolTable) -> _Scoped:
-    """The symbols of scoped files as positions into the KB's symbol table, with their file's scope columns."""
-    rows = np.flatnonzero(np.isin(table.file_id, scope.index.to_numpy()))
-    local = np.full(len(table.symbol_id), -1, dtype=np.int64)
-    local[rows] = np.arange(len(rows))
-    at = scope.index.get_indexer(table.file_id[rows])
-    flag = lambda column: scope[column].fillna(False).astype(bool).to_numpy()[at]  # noqa: E731
-    return _Scoped(rows, local, at, table.file_id[rows], scope["rank"].to_numpy()[at], flag("seed"), flag("is_test"),
-                   table.kind[rows], table.name[rows], table.qualified_name[rows])  # fmt: skip
+def _positions(s: ScopedSymbols, table: vocabulary.SymbolTable, symbols: pd.Series) -> np.ndarray:
+    """Positions among the scoped symbols of a Series indexed by symbol_id."""
+    return s.local[table.rows.get_indexer(symbols.index)]
+
+
+def _mask(s: ScopedSymbols, table: vocabulary.SymbolTable, symbols: pd.Series) -> np.ndarray:
+    """Per scoped symbol: whether it is in a Series indexed by symbol_id."""
+    mask = np.zeros(len(s.rows), dtype=bool)
+    mask[_positions(s, table, symbols)] = True
+    return mask
+
+
+def _allowed(s: ScopedSymbols, live_test_files: np.ndarray) -> np.ndarray:
+    """Per scoped symbol: whether it may enter a tier (source files; test files only with a test matching the task)."""
+    return ~s.is_test | np.isin(s.file_id, live_test_files)
 
 
 def _primary_reasons(
-    s: _Scoped, table: vocabulary.SymbolTable, task_query: TaskQuery, scope: pd.DataFrame, weights: pd.Series
+    s: ScopedSymbols, table: vocabulary.SymbolTable, task_query: TaskQuery, scope: pd.DataFrame, weights: pd.Series
 ) -> np.ndarray:
     """Why each scoped symbol is primary ('' when it is not): seed docstring, name keywords, trace frame, hint
     (a later reason wins)."""
@@ -326,7 +418,7 @@ def _first_of_each(values: np.ndarray) -> np.ndarray:
     return np.sort(first)
 
 
-def _holders_of(s: _Scoped, table: vocabulary.SymbolTable, primary: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _holders_of(s: ScopedSymbols, table: vocabulary.SymbolTable, primary: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Enclosing scoped symbols (at any depth) of primary symbols, and 'contains primary X' for each."""
     child = s.qualified_name[primary]
     ancestor = table.parent[s.rows[primary]]  # KB rows, -1: none
