@@ -27,6 +27,7 @@ from dataflows.index import commit_terms, discovery, edges, health, history, lex
 from dataflows.index.parsers import language_of  # noqa: E402
 from dataflows.index.schema import TABLES  # noqa: E402
 from drivers.errors import CraError  # noqa: E402
+from drivers.conventions import load_conventions  # noqa: E402
 from drivers.git_history import git_head, git_log, git_tracked  # noqa: E402
 from drivers.kb import check_writable, default_kb_dir, live_version, read_metadata, read_tables, write_kb  # noqa: E402
 from drivers.locks import exclusive_lock  # noqa: E402
@@ -160,6 +161,7 @@ def index_frames(
         "max_commit_files": max_commit_files,
         "tracked_paths": None if history_from else git_tracked(root),
         "history_limit": history,
+        "language_conventions": load_conventions(),
     }
     try:
         results = index_driver(workers, on_progress, adapters).execute([*KB_OUTPUTS, "index_stats", "index_warnings"], inputs=inputs)

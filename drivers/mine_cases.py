@@ -52,7 +52,7 @@ ISSUE_REF = re.compile(r"(?:^|[\s(\[])(?:#|GH-)\d+\b|github\.com/[\w.-]+/[\w.-]+
 SKIP_SUBJECT = re.compile(r"^(merge|revert|bump|release|chore\(deps\)|prepare|version)\b", re.IGNORECASE)
 FILTERS = ("no issue reference", "not a problem (no fix/bug words)", "merge/revert/release/bump",
            f"not 1-{MAX_SOURCES} non-test source files of the language", f"more than {MAX_FILES} files",
-           "a gold file is new or deleted", f"text under {MIN_WORDS} words", f"beyond the newest {PER_REPO}")  # fmt: skip
+           "a gold file is new or deleted", f"text under {MIN_WORDS} words", f"beyond the newest {PER_REPO}", "root commit (no parent)")  # fmt: skip
 
 
 def _git(git_dir: Path, *args: str) -> str:
@@ -146,7 +146,7 @@ def mine_repository(git_dir: Path, repo: str, family: str, conventions: dict, pe
     for record in log.split("\x1e")[1:]:
         sha, parents, date, subject, body, status = (record.split("\x1f") + [""] * 6)[:6]
         changes = _changes(status)
-        why = _why_not(subject, body, changes, family, conventions) if parents.strip() else FILTERS[2]
+        why = _why_not(subject, body, changes, family, conventions) if parents.strip() else FILTERS[8]
         if why:
             removed[why] += 1
         elif len(kept) >= per_repo:  # git log is newest first

@@ -14,6 +14,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from dataflows.index.conventions import is_non_source_path, is_test_path
 from dataflows.index.parsers import language_of
 from dataflows.index.schema import TABLES
 
@@ -114,15 +115,20 @@ def _is_generated(path: str, text: str) -> bool:
     return False
 
 
-def skipped_generated(decoded_files: pd.DataFrame) -> list[str]:
+def skipped_generated(decoded_files: pd.DataFrame, language_conventions: dict | None = None) -> list[str]:
     """Paths of a known language left out because they are generated (lock files, `@generated`/DO NOT EDIT
-    headers, minified); only decoded files are checked: a reused file was indexed with this very content."""
+    headers, minified) or, by their language's convention table, vendored / build output; only decoded files
+    are checked: a reused file was indexed with this very content."""
     text_rows = decoded_files[decoded_files["text"].notna() & decoded_files["language"].notna()]
-    return [p for p, t in zip(text_rows["path"], text_rows["text"]) if _is_generated(p, t)]
+    rows = zip(text_rows["path"], text_rows["language"], text_rows["text"])
+    return [p for p, lang, t in rows if _is_generated(p, t) or is_non_source_path(p, lang, language_conventions)]
 
 
-def _is_test(path: str) -> bool:
-    """Test files by name (test_*.py, *_test.go, *.spec.ts, conftest.py, ...) or by a tests/ test/ dir."""
+def _is_test(path: str, language: str | None, conventions: dict | None) -> bool:
+    """Test files by their language's convention table; for a language without one, by name (test_*.py,
+    *_test.go, *.spec.ts, conftest.py, ...) or by a tests/ test/ dir."""
+    if conventions and language in conventions:
+        return is_test_path(path, language, conventions)
     parts = path.split("/")
     return bool(_TEST_NAME.match(parts[-1])) or any(p in TEST_DIRS for p in parts[:-1])
 
@@ -174,10 +180,14 @@ def _n_lines(texts: list[str]) -> list[int]:
 
 
 def file_facts(
-    decoded_files: pd.DataFrame, skipped_generated: list[str], skipped_unsupported: list[str], previous_files: pd.DataFrame
+    decoded_files: pd.DataFrame,
+    skipped_generated: list[str],
+    skipped_unsupported: list[str],
+    previous_files: pd.DataFrame,
+    language_conventions: dict | None = None,
 ) -> pd.DataFrame:
-    """The indexed files (text, known language, not generated) with language, is_test, module, package,
-    domain, n_lines. Reused files (text None here, see kb_contents) take their facts from the previous KB,
+    """The indexed files (text, known language, not generated) with language, is_test (by the language's
+    convention table when it has one), module, package, domain, n_lines. Reused files (text None here, see kb_contents) take their facts from the previous KB,
     except python modules, recomputed for every file: adding or removing an __init__.py renames modules."""
     skipped = set(skipped_generated) | set(skipped_unsupported)
     reused = decoded_files["reused"]
@@ -187,7 +197,7 @@ def file_facts(
     paths, languages = fresh["path"].tolist(), fresh["language"].tolist()
     facts = pd.DataFrame(
         {
-            "is_test": [_is_test(p) for p in paths],
+            "is_test": [_is_test(p, lang, language_conventions) for p, lang in zip(paths, languages)],
             "module": [_module(p, lang, t, frozenset()) for p, lang, t in zip(paths, languages, fresh["text"])],
             "package": [posixpath.dirname(p) for p in paths],
             "domain": [_domain(p) for p in paths],

@@ -11,13 +11,16 @@ names of the top-level symbols the files declare.
 
 from __future__ import annotations
 
+import json
 import posixpath
 import re
+import tomllib
 from collections import defaultdict
 
 import numpy as np
 import pandas as pd
 
+from dataflows.index.conventions import manifest_names, test_subjects
 from dataflows.index.frames import conform
 
 JS_LANGUAGES = frozenset({"javascript", "typescript", "tsx", "jsx"})
@@ -43,12 +46,90 @@ def go_modules(decoded_files: pd.DataFrame) -> dict[str, str]:
     return out
 
 
+_JS_ENTRY_FIELDS = ("source", "module", "main", "types", "typings")
+_JSONC_NOISE = re.compile(r'("(?:\\.|[^"\\])*")|//[^\n]*|/\*.*?\*/', re.DOTALL)  # strings kept, comments dropped
+_TRAILING_COMMA = re.compile(r",(\s*[}\]])")
+
+
+def _json(text: str) -> dict:
+    """A JSON object, also from JSON with comments and trailing commas (tsconfig.json); {} when unreadable."""
+    for attempt in (text, _TRAILING_COMMA.sub(r"\1", _JSONC_NOISE.sub(lambda m: m.group(1) or "", text))):
+        try:
+            value = json.loads(attempt)
+            return value if isinstance(value, dict) else {}
+        except ValueError:
+            continue
+    return {}
+
+
+def _export_targets(exports) -> list[str]:
+    """The file paths of a package.json `exports` value for its root entry ("." or the whole value)."""
+    if isinstance(exports, str):
+        return [exports]
+    if isinstance(exports, list):
+        return [t for e in exports for t in _export_targets(e)]
+    if isinstance(exports, dict):
+        root = exports.get(".", exports if not any(k.startswith(".") for k in exports) else None)
+        if isinstance(root, dict):
+            return [t for v in root.values() for t in _export_targets(v)]
+        return _export_targets(root) if root is not None else []
+    return []
+
+
+def _js_manifest(directory: str, text: str, name: str) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """(package name -> entry paths, import alias prefix -> path prefixes) of one package.json / tsconfig.json."""
+    data = _json(text)
+    if name == "package.json":
+        if not isinstance(data.get("name"), str):
+            return {}, {}
+        entries = [data[f] for f in _JS_ENTRY_FIELDS if isinstance(data.get(f), str)] + _export_targets(data.get("exports"))
+        paths = [posixpath.normpath(posixpath.join(directory, e)) for e in entries]
+        return {data["name"]: [*paths, posixpath.join(directory, "src/index"), posixpath.join(directory, "index"),
+                               posixpath.join(directory, "lib/index")]}, {data["name"] + "/": [directory + "/" if directory else ""]}
+    options = data.get("compilerOptions") if isinstance(data.get("compilerOptions"), dict) else {}
+    base = posixpath.normpath(posixpath.join(directory, options.get("baseUrl") or "."))
+    aliases = {}
+    for alias, targets in (options.get("paths") or {}).items():
+        if isinstance(targets, list) and alias != "*":
+            aliases[alias.rstrip("*")] = [posixpath.normpath(posixpath.join(base, t.rstrip("*"))) + ("/" if t.endswith("/*") else "")
+                                          for t in targets if isinstance(t, str)]
+    return {}, aliases
+
+
+def package_roots(decoded_files: pd.DataFrame, language_conventions: dict | None = None) -> dict[str, dict[str, list[str]]]:
+    """Bare import names -> repository paths, read from the manifests the convention tables name: JS/TS package.json
+    `name` -> its entry files (source/module/main/exports) and `name/` -> its directory, tsconfig.json `paths`
+    aliases; Rust Cargo.toml package names -> their src/ directory (so `use other_crate::x` resolves in a workspace)."""
+    wanted = manifest_names(language_conventions)
+    names = decoded_files["path"].str.rsplit("/", n=1).str[-1]
+    manifests = decoded_files[names.isin(wanted - {"go.mod"}) & decoded_files["text"].notna()]
+    roots: dict[str, dict[str, list[str]]] = {"js_packages": {}, "js_aliases": {}, "rust_crates": {}}
+    for path, text in zip(manifests["path"], manifests["text"]):
+        directory, name = posixpath.split(path)
+        if name == "Cargo.toml":
+            try:
+                crate = tomllib.loads(text).get("package", {}).get("name")
+            except tomllib.TOMLDecodeError:
+                continue
+            if isinstance(crate, str):
+                roots["rust_crates"][crate.replace("-", "_")] = [posixpath.join(directory, "src")]
+            continue
+        packages, aliases = _js_manifest(directory, text, name)
+        for key, value in packages.items():
+            roots["js_packages"].setdefault(key, value)
+        for key, value in aliases.items():
+            roots["js_aliases"].setdefault(key, value)
+    return roots
+
+
 class _Resolver:
     """Lookup tables over the indexed files; `resolve` maps one import row to (dst_file_id, local, member)s."""
 
-    def __init__(self, files: pd.DataFrame, go_modules: dict[str, str], symbols: pd.DataFrame | None = None):
+    def __init__(self, files: pd.DataFrame, go_modules: dict[str, str], symbols: pd.DataFrame | None = None,
+                 package_roots: dict[str, dict[str, list[str]]] | None = None):
         self.by_path = dict(zip(files["path"], files["file_id"]))
         self.go_modules = go_modules
+        self.roots = package_roots or {}
         self.by_suffix: dict[str, list[str]] = defaultdict(list)
         for path in files.loc[files["language"].isin(PATH_LANGUAGES), "path"]:
             parts = path.split("/")
@@ -114,13 +195,29 @@ class _Resolver:
                 out.append((dst, None if orig == "*" else local, None if orig == "*" else orig))
         return list(dict.fromkeys(out))
 
-    def javascript(self, package: str, target: str, names: list[str]):
-        if not target.startswith("."):
-            return []
-        base = posixpath.normpath(posixpath.join(package, target))
+    def _js_file(self, base: str) -> int | None:
+        """The indexed file a JS/TS module path names: as is, with an extension, or its directory's index file."""
         stems = [base, base[: -len(posixpath.splitext(base)[1])]] if base.endswith((".js", ".jsx", ".mjs", ".cjs")) else [base]
         candidates = [c for stem in stems for c in (stem, *(stem + e for e in JS_EXTENSIONS), *(f"{stem}/index{e}" for e in JS_EXTENSIONS))]
-        dst = next((self.by_path[c] for c in candidates if c in self.by_path), None)
+        return next((self.by_path[c] for c in candidates if c in self.by_path), None)
+
+    def _js_bare(self, target: str) -> int | None:
+        """A bare specifier through the manifests: a workspace package's entry, `pkg/sub` inside it, a tsconfig alias."""
+        for entry in self.roots.get("js_packages", {}).get(target, ()):
+            if (dst := self._js_file(entry)) is not None:
+                return dst
+        prefixes = {**self.roots.get("js_aliases", {})}
+        for prefix in sorted(prefixes, key=len, reverse=True):
+            if prefix and (target == prefix.rstrip("/") or target.startswith(prefix)):
+                rest = target[len(prefix):]
+                for root in prefixes[prefix]:
+                    for sub in ("", "src/", "lib/"):
+                        if (dst := self._js_file(posixpath.normpath(root + (sub if root.endswith("/") or not root else "") + rest))) is not None:
+                            return dst
+        return None
+
+    def javascript(self, package: str, target: str, names: list[str]):
+        dst = self._js_file(posixpath.normpath(posixpath.join(package, target))) if target.startswith(".") else self._js_bare(target)
         if dst is None:
             return []
         bound = [n.partition(" as ") for n in names if n and n != "*"]
@@ -144,7 +241,12 @@ class _Resolver:
                 return [(self.java_modules[candidate], cls, cls)]
         return []
 
-    def rust(self, path: str, target: str):
+    def _rust_crate_root(self, src: str):
+        """The root file of a crate's src/ directory (lib.rs, else main.rs)."""
+        found = next((self.by_path[c] for c in (f"{src}/lib.rs", f"{src}/main.rs") if c in self.by_path), None)
+        return [] if found is None else [(found, None, None)]
+
+    def rust(self, path: str, target: str, names: list[str] = ()):
         directory, name = posixpath.split(path)
         stem = name[:-3] if name.endswith(".rs") else name
         module_dir = directory if stem in ("lib", "main", "mod") else posixpath.join(directory, stem)
@@ -159,6 +261,12 @@ class _Resolver:
             while parts and parts[0] in ("self", "super"):
                 root = posixpath.dirname(root) if parts[0] == "super" else root
                 parts = parts[1:]
+        elif parts[0] in self.roots.get("rust_crates", {}):  # another crate of the workspace (Cargo.toml name)
+            root, parts = self.roots["rust_crates"][parts[0]][0], parts[1:]
+            named = [n for n in names if n.isidentifier()]
+            found = [self.by_path[c] for n in named for c in (posixpath.join(root, *parts, n) + ".rs",) if c in self.by_path]
+            if found or not parts:
+                return [(dst, None, None) for dst in dict.fromkeys(found)] or self._rust_crate_root(root)
         elif len(parts) == 1:  # `mod x;`
             root = module_dir
         else:
@@ -218,7 +326,7 @@ class _Resolver:
         if lang == "java":
             return self.java(target, names)
         if lang == "rust":
-            return self.rust(path, target)
+            return self.rust(path, target, names)
         if lang in ("c", "cpp"):
             return self.file_path(path, target, level, ())
         if lang == "ruby":
@@ -253,10 +361,12 @@ def import_bindings(
     kb_imports: pd.DataFrame,
     go_modules: dict[str, str],
     kb_symbols: pd.DataFrame | None = None,
+    package_roots: dict[str, dict[str, list[str]]] | None = None,
 ) -> pd.DataFrame:
     """Every import resolved inside the repository: (file_id, dst_file_id, local, member), member None for modules
-    (kb_symbols: the namespaced names C# `using` / PHP `use` resolve through)."""
-    resolver = _Resolver(indexed_files, go_modules, kb_symbols)
+    (kb_symbols: the namespaced names C# `using` / PHP `use` resolve through; package_roots: bare JS/TS and Rust
+    crate names from the manifests)."""
+    resolver = _Resolver(indexed_files, go_modules, kb_symbols, package_roots)
     info = indexed_files.set_index("file_id")[["language", "path", "module", "package"]]
     imports = kb_imports.join(info, on="file_id", how="inner")
     rows = []
@@ -270,11 +380,28 @@ def import_bindings(
     return pd.DataFrame(rows, columns=_BINDING_COLUMNS)
 
 
-def kb_edges(import_bindings: pd.DataFrame) -> pd.DataFrame:
-    """File -> file import edges inside the repository (kind "import"), deduplicated, no self-edges."""
-    edges = import_bindings.rename(columns={"file_id": "src_file_id"})[["src_file_id", "dst_file_id"]]
-    edges = edges[edges["src_file_id"] != edges["dst_file_id"]].drop_duplicates().sort_values(["src_file_id", "dst_file_id"])
-    return conform(edges.assign(kind="import"), "edges")
+def test_edges(indexed_files: pd.DataFrame, language_conventions: dict | None = None) -> pd.DataFrame:
+    """Test file -> the source file it exercises by its language's convention table (foo_test.go -> foo.go,
+    src/test/java/.../FooTest.java -> src/main/java/.../Foo.java, __tests__/foo.test.ts -> foo.ts, ...)."""
+    by_path = dict(zip(indexed_files["path"], indexed_files["file_id"]))
+    tests = indexed_files[indexed_files["is_test"].astype(bool)]
+    rows = []
+    for fid, path, language in zip(tests["file_id"].tolist(), tests["path"].tolist(), tests["language"].tolist()):
+        dst = next((by_path[c] for c in test_subjects(path, language, language_conventions) if c in by_path), None)
+        if dst is not None and dst != fid:
+            rows.append((int(fid), int(dst)))
+    return pd.DataFrame(rows, columns=["src_file_id", "dst_file_id"], dtype="int64")
+
+
+def kb_edges(import_bindings: pd.DataFrame, test_edges: pd.DataFrame) -> pd.DataFrame:
+    """File -> file edges inside the repository: imports (kind "import") and test -> tested source (kind "tests"),
+    deduplicated, no self-edges."""
+    imports = import_bindings.rename(columns={"file_id": "src_file_id"})[["src_file_id", "dst_file_id"]]
+    imports = imports[imports["src_file_id"] != imports["dst_file_id"]].drop_duplicates()
+    tested = test_edges.merge(imports, how="left", indicator=True)  # an import edge already says it
+    tested = tested.loc[tested["_merge"] == "left_only", ["src_file_id", "dst_file_id"]]
+    edges = pd.concat([imports.assign(kind="import"), tested.assign(kind="tests")], ignore_index=True)
+    return conform(edges.sort_values(["src_file_id", "dst_file_id"], ignore_index=True), "edges")
 
 
 def _enclosing_class(symbols: pd.DataFrame) -> pd.Series:

@@ -1,0 +1,70 @@
+"""Per-language figures of `cra evaluate` runs (issue 18): Acc@1/5/10 of the pipeline with BM25 beside it.
+
+    python -m drivers.language_report --cases data/eval/multilang.jsonl out/ml-base [out/ml-conventions ...]
+
+The language of a case is its record's `language` field (as `drivers.mine_cases` writes it), else the language
+family of its gold files. Only cases every run evaluated are compared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from dataflows.index.parsers import language_of
+from drivers.errors import CraError
+from drivers.mine_cases import FAMILY
+
+METRICS = ("file_acc@1", "file_acc@5", "file_acc@10")
+
+
+def case_languages(case_file: Path) -> pd.Series:
+    """case_id -> language family, from the case file."""
+    out = {}
+    for line in Path(case_file).read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            record = json.loads(line)
+            families = [FAMILY.get(language_of(p) or "", language_of(p) or "other") for p in record.get("gold_files", [])]
+            out[str(record["instance_id"])] = record.get("language") or (max(set(families), key=families.count) if families else "other")
+    return pd.Series(out, name="language")
+
+
+def language_table(results: pd.DataFrame, languages: pd.Series) -> pd.DataFrame:
+    """Per language (and all): n, pipeline Acc@1/5/10 and BM25 Acc@1/5/10 over the evaluated cases of one run."""
+    ok = results[results["status"] == "ok"].join(languages, on="case_id")
+    columns = [*METRICS, *(f"bm25_{m}" for m in METRICS)]
+    table = ok.groupby("language")[columns].mean()
+    table.loc["all"] = ok[columns].mean()
+    table.insert(0, "n", ok.groupby("language").size().reindex(table.index).fillna(len(ok)).astype(int))
+    return table.rename(columns=lambda c: c.replace("file_", "").replace("bm25_", "bm25 "))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m drivers.language_report", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cases", required=True, help="the case file the runs evaluated")
+    parser.add_argument("runs", nargs="+", help="`cra evaluate --out` directories (each with cases.parquet)")
+    args = parser.parse_args(argv)
+    languages = case_languages(Path(args.cases))
+    frames = {}
+    for run in args.runs:
+        path = Path(run) / "cases.parquet"
+        if not path.exists():
+            raise CraError(f"No {path}: run `cra evaluate --out {run}` first.")
+        frames[run] = pd.read_parquet(path)
+    common = set.intersection(*(set(f.loc[f["status"] == "ok", "case_id"]) for f in frames.values()))
+    for run, frame in frames.items():
+        print(f"== {run} ({len(common)} cases evaluated by every run)")
+        print(language_table(frame[frame["case_id"].isin(common)], languages).to_string(float_format=lambda x: f"{x:.3f}"))
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except CraError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)

@@ -1,0 +1,132 @@
+"""Language conventions as data (issue 18): test <-> source mapping, module resolution through manifests,
+non-source paths, each on a small fixture tree indexed through `drivers.indexer.index_frames`; the tables'
+loader; and the case miner on a fixture git history."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from drivers.conventions import load_conventions
+from drivers.errors import CraError
+from drivers.indexer import index_frames
+
+
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    return root
+
+
+def _index(root: Path):
+    tables, stats = index_frames(root, history=0, workers=1)
+    files = tables["files"].set_index("file_id")
+    edges = tables["edges"].assign(src=lambda e: e["src_file_id"].map(files["path"]), dst=lambda e: e["dst_file_id"].map(files["path"]))
+    return files.set_index("path"), set(zip(edges["src"], edges["dst"], edges["kind"]))
+
+
+def test_go_test_maps_to_its_source_and_vendor_is_not_indexed(tmp_path):
+    files, edges = _index(_tree(tmp_path, {
+        "go.mod": "module example.com/m\n",
+        "parse.go": "package m\n\nfunc Parse() int { return 1 }\n",
+        "parse_test.go": "package m\n\nimport \"testing\"\n\nfunc TestParse(t *testing.T) { Parse() }\n",
+        "vendor/x/x.go": "package x\n\nfunc X() {}\n",
+        "api.pb.go": "package m\n\nfunc Proto() {}\n",
+    }))  # fmt: skip
+    assert ("parse_test.go", "parse.go", "tests") in edges
+    assert files.loc["parse_test.go", "is_test"] and not files.loc["parse.go", "is_test"]
+    assert "vendor/x/x.go" not in files.index and "api.pb.go" not in files.index
+
+
+def test_java_test_maps_across_the_maven_layout(tmp_path):
+    files, edges = _index(_tree(tmp_path, {
+        "core/src/main/java/org/ex/Parser.java": "package org.ex;\n\npublic class Parser { public int parse() { return 1; } }\n",
+        "core/src/test/java/org/ex/ParserTest.java": "package org.ex;\n\nclass ParserTest { void t() { } }\n",
+        "core/target/classes/Gen.java": "package org.ex;\n\nclass Gen {}\n",
+    }))  # fmt: skip
+    assert ("core/src/test/java/org/ex/ParserTest.java", "core/src/main/java/org/ex/Parser.java", "tests") in edges
+    assert files.loc["core/src/test/java/org/ex/ParserTest.java", "is_test"]
+    assert "core/target/classes/Gen.java" not in files.index
+
+
+def test_rust_integration_tests_and_workspace_crates(tmp_path):
+    files, edges = _index(_tree(tmp_path, {
+        "Cargo.toml": "[workspace]\nmembers = [\"core\", \"cli\"]\n",
+        "core/Cargo.toml": "[package]\nname = \"my-core\"\nversion = \"0.1.0\"\n",
+        "core/src/lib.rs": "pub mod lexer;\n",
+        "core/src/lexer.rs": "pub fn lex() -> u32 { 1 }\n",
+        "core/tests/lexer.rs": "#[test]\nfn lexes() { my_core::lexer::lex(); }\n",
+        "cli/Cargo.toml": "[package]\nname = \"cli\"\nversion = \"0.1.0\"\n",
+        "cli/src/main.rs": "use my_core::lexer;\n\nfn main() { lexer::lex(); }\n",
+    }))  # fmt: skip
+    assert ("core/tests/lexer.rs", "core/src/lexer.rs", "tests") in edges
+    assert ("cli/src/main.rs", "core/src/lexer.rs", "import") in edges
+    assert files.loc["core/tests/lexer.rs", "is_test"]
+
+
+def test_js_tests_packages_aliases_and_build_output(tmp_path):
+    files, edges = _index(_tree(tmp_path, {
+        "packages/core/package.json": json.dumps({"name": "@ex/core", "main": "./dist/index.js", "source": "./src/index.ts"}),
+        "packages/core/src/index.ts": "export function core(): number { return 1 }\n",
+        "packages/core/src/util.ts": "export function util(): number { return 2 }\n",
+        "packages/core/src/__tests__/util.test.ts": "import { util } from '../util'\ntest('u', () => util())\n",
+        "packages/core/dist/index.js": "export function core() { return 1 }\n",
+        "packages/app/tsconfig.json": '{\n  // aliases\n  "compilerOptions": {"baseUrl": ".", "paths": {"@/*": ["src/*"]},},\n}\n',
+        "packages/app/src/main.ts": "import { core } from '@ex/core'\nimport { helper } from '@/helper'\ncore(); helper()\n",
+        "packages/app/src/helper.ts": "export function helper() { return 3 }\n",
+    }))  # fmt: skip
+    assert ("packages/core/src/__tests__/util.test.ts", "packages/core/src/util.ts", "import") in edges  # no duplicate
+    assert not any(s == "packages/core/src/__tests__/util.test.ts" and k == "tests" for s, _, k in edges)
+    assert ("packages/app/src/main.ts", "packages/core/src/index.ts", "import") in edges
+    assert ("packages/app/src/main.ts", "packages/app/src/helper.ts", "import") in edges
+    assert "packages/core/dist/index.js" not in files.index
+
+
+def test_js_spec_file_without_import_gets_a_tests_edge(tmp_path):
+    files, edges = _index(_tree(tmp_path, {
+        "lib/command.js": "exports.Command = class Command {}\n",
+        "lib/command.spec.js": "const assert = require('assert')\nassert.ok(true)\n",
+    }))  # fmt: skip
+    assert ("lib/command.spec.js", "lib/command.js", "tests") in edges
+    assert files.loc["lib/command.spec.js", "is_test"]
+
+
+def test_a_broken_table_is_one_clear_error(tmp_path):
+    (tmp_path / "go.toml").write_text("languages = [\n")
+    with pytest.raises(CraError, match="go.toml"):
+        load_conventions(tmp_path)
+
+
+def _git(root: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True,
+                   env={"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@x", "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@x",
+                        "PATH": "/usr/bin:/bin"})  # fmt: skip
+
+
+def test_miner_keeps_issue_fixes_and_counts_what_each_filter_removed(tmp_path):
+    from drivers.mine_cases import FILTERS, mine_repository
+
+    repo = _tree(tmp_path / "r", {"parse.go": "package m\n\nfunc Parse() int {\n\treturn 1\n}\n", "parse_test.go": "package m\n"})
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "initial import")
+    (repo / "parse.go").write_text("package m\n\nfunc Parse() int {\n\treturn 2\n}\n")
+    (repo / "parse_test.go").write_text("package m\n\n// covers #12\n")
+    _git(repo, "commit", "-qam", "Fix Parse returning the wrong count for empty input\n\nCloses #12\n\nSigned-off-by: a <a@x>")
+    (repo / "parse_test.go").write_text("package m\n\n// more\n")
+    _git(repo, "commit", "-qam", "Fix flaky test of the parser on slow machines (#13)")
+    (repo / "parse.go").write_text("package m\n\nfunc Parse() int {\n\treturn 3\n}\n")
+    _git(repo, "commit", "-qam", "Tune parse (#14)")
+    cases, removed = mine_repository(repo / ".git", "ex/r", "go", load_conventions())
+    assert [c["gold_files"] for c in cases] == [["parse.go"]]
+    case = cases[0]
+    assert "Signed-off-by" not in case["problem_statement"] and "Closes #12" in case["problem_statement"]
+    assert case["gold_functions"] == ["parse.go::Parse"]
+    assert removed[FILTERS[8]] == 1  # the initial import has no parent to index
+    assert removed[FILTERS[3]] == 1  # the test-only fix has no source file
+    assert removed[FILTERS[1]] == 1  # "Tune parse" describes no problem
+    assert removed["commits read"] == 4
