@@ -10,14 +10,10 @@ import pytest
 import tiktoken
 
 from dataflows.retrieval.assembly import context_package, included_edges
-from dataflows.retrieval.budget import (
-    EVICTION_ORDER,
-    budget_items,
-    budget_plan,
-    budgeted_task_text,
-)
+from dataflows.retrieval.budget import EVICTION_ORDER, SECTION_SHARES
 from dataflows.retrieval.models import FileContext, SymbolContext, TaskQuery
 from dataflows.retrieval.render import markdown_text
+from tests.retrieval_dag import run_node
 
 N_FILES = 30
 N_TESTS = 5
@@ -92,13 +88,19 @@ def query(text: str = "Fix handle_0 and handle_1: they drop the retry settings."
     return TaskQuery(raw_description=text, task_type="bug_fix", keywords=("handle_0", "retry"))
 
 
+def budget_node(name: str, fs: list[FileContext], budget: int, q: TaskQuery | None = None):
+    """One node of the budget stage for these file contexts, as a request computes it."""
+    return run_node(name, file_contexts=fs, task_query=q or query(), budget=budget, count_tokens=count_tokens,
+                    kb_edges=kb_edges())
+
+
 @cache
 def run(budget: int, text: str | None = None):
     """(budget report, package, markdown) for the fixture package at one budget."""
     q = query(text) if text else query()
     fs = files()
-    plan = budget_plan(fs, budget_items(fs, count_tokens), q, budget, count_tokens, kb_edges())
-    task_text = budgeted_task_text(plan)
+    plan = budget_node("budget_plan", fs, budget, q)
+    task_text = plan.task_text
     tiers = pd.DataFrame([(s.symbol_id, f.file_id, s.relevance, s.reason) for f in fs for s in f.symbols],
                          columns=["symbol_id", "file_id", "tier", "reason"])  # fmt: skip
     edges = included_edges(plan.files, kb_edges())
@@ -219,8 +221,7 @@ def outlined_files() -> list[FileContext]:
 
 
 def outlined_plan(budget: int):
-    fs = outlined_files()
-    return budget_plan(fs, budget_items(fs, count_tokens), query(), budget, count_tokens, kb_edges())
+    return budget_node("budget_plan", outlined_files(), budget)
 
 
 def test_outlines_fill_what_the_other_sections_leave():
@@ -243,3 +244,39 @@ def test_outlines_are_cut_first_and_filled_best_file_first():
     kept_ranks = [f.relevance_rank for f in plan.files if any(s.relevance == "outline" for s in f.symbols)]
     cut_ranks = [e["rank"] for e in plan.report["evicted"] if e["section"] == "outline"]
     assert not kept_ranks or max(kept_ranks) <= min(cut_ranks)
+
+
+@pytest.mark.parametrize("budget", (2000, 8192))
+def test_evicted_and_demoted_items_are_the_reported_cuts_in_cut_order(budget):
+    report, package, _ = run(budget)
+    evicted, demoted = budget_node("evicted_items", files(), budget), budget_node("demoted_items", files(), budget)
+    where = lambda frame: list(zip(frame["path"], frame["kind"], frame["section"]))  # noqa: E731
+    assert where(evicted) == [(e["path"], e["kind"], e["section"]) for e in report["evicted"]]
+    assert where(demoted) == [(d["path"], d["kind"], d["section"]) for d in report["demoted"]]
+    assert len(evicted) and len(demoted)
+    assert not set(evicted.index) & set(demoted.index)  # an item ends in one state
+    kept = {(f.path, s.name) for f in package.files for s in f.symbols}
+    symbols = evicted[evicted["kind"] == "symbol"]
+    assert not kept & set(zip(symbols["path"], symbols["symbol"]))
+    assert all(s.body is None for f in package.files for s in f.symbols if (f.path, s.name) in
+               set(zip(demoted["path"], demoted["symbol"])))  # fmt: skip
+
+
+def test_section_allocation_shares_the_room_and_flows_what_a_section_does_not_need():
+    room = budget_node("section_room", files(), 8192)
+    allocation = budget_node("section_allocation", files(), 8192)
+    assert 0 < room < 8192 and set(allocation) == set(SECTION_SHARES)
+    assert abs(sum(allocation.values()) - room) <= len(SECTION_SHARES)  # rounding only
+    items = budget_node("budget_items", files(), 8192)
+    needs = items.groupby("section")["full"].sum().reindex(list(SECTION_SHARES), fill_value=0)
+    capped = [s for s, share in SECTION_SHARES.items() if needs[s] < share * room]
+    assert capped and all(allocation[s] == needs[s] for s in capped)  # a section gets no more than it needs
+    assert allocation["primary"] > SECTION_SHARES["primary"] * room  # and the rest flowed on
+
+
+def test_budget_cuts_keep_the_task_whole_when_it_fits_and_cut_it_when_it_alone_is_too_long():
+    assert budget_node("budget_cuts", files(), 4096).task_text == query().raw_description
+    long_task = query("The retry settings are dropped by handle_0. " * 400)
+    cuts = budget_node("budget_cuts", files(), 4096, long_task)
+    assert cuts.task_truncated and cuts.task_text.endswith("[…]") and count_tokens(cuts.task_text) <= 512
+    assert cuts.tokens <= 4096

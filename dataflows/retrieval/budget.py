@@ -7,6 +7,8 @@ When the package is too big, sections are cut bottom-up (outline, rationale, typ
 down to their share, within a section lowest file score first, bodies demoted to signatures before anything is
 evicted. The floor (task + primaries of seed files) goes last. Freed room is refilled best-first, and the real
 markdown is measured with `count_tokens` until it fits: `token_count <= budget` holds by construction.
+Nodes: budget_items, file_overhead, allotted_task_text, unbudgeted_tokens -> section_room -> section_allocation ->
+budget_cuts (the one cut/measure/refill loop, a frozen BudgetCuts) -> evicted_items, demoted_items -> budget_plan.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from dataflows.retrieval.models import FileContext, TaskQuery
+from dataflows.retrieval.models import BudgetCuts, BudgetPlan, FileContext, TaskQuery
 from dataflows.retrieval.markdown import assertion_bullet, edges_between, ordered_files, package_markdown, symbol_text
 
 TASK_ALLOCATION = 512
@@ -27,17 +29,7 @@ EVICTION_ORDER = ("outline", "rationale", "type_context", "supporting", "tests",
 REFILL_ROUNDS = 3
 REFILL_MIN_SLACK = 0.005  # a refill round re-renders the package: not worth it for under 0.5% of the budget
 FULL, DEMOTED, EVICTED = 0, 1, 2
-_STATE_NAMES = np.array(["full", "demoted", "evicted"])
 _TRUNCATION_MARK = " […]"
-
-
-@dataclass(frozen=True)
-class BudgetPlan:
-    """What survived the budget (files as they will be rendered) and the report explaining the cuts."""
-
-    files: list[FileContext]
-    task_text: str
-    report: dict
 
 
 def budget_items(file_contexts: list[FileContext], count_tokens: Callable) -> pd.DataFrame:
@@ -72,63 +64,162 @@ def budget_items(file_contexts: list[FileContext], count_tokens: Callable) -> pd
     return pd.DataFrame(rows, columns=[*columns, "full", "demoted", "demotable"])
 
 
-def budget_plan(
+def file_overhead(file_contexts: list[FileContext], kb_edges: pd.DataFrame, count_tokens: Callable) -> np.ndarray:
+    """Tokens each file costs beyond its items: heading, fence, and its edges (charged to the lower-ranked end)."""
+    files = file_contexts
+    heading = [count_tokens(f"### {f.path} (rank #{f.relevance_rank})\n```{f.language}\n\n```") + 2 for f in files]
+    overhead = np.array(heading, dtype=np.int64)
+    edges = edges_between(ordered_files(files), kb_edges)
+    position = {f.path: i for i, f in enumerate(files)}
+    for src, dst in edges:
+        later = max(position[src], position[dst], key=lambda i: (files[i].relevance_rank, i))
+        overhead[later] += count_tokens(f"{src} → {dst}") + count_tokens(f", `{dst}`") + 1
+    return overhead
+
+
+def allotted_task_text(task_query: TaskQuery, budget: int, count_tokens: Callable) -> str:
+    """The task text within its allocation (TASK_ALLOCATION tokens, at most half the budget, so the floor keeps
+    room), marked when cut."""
+    return _truncate(task_query.raw_description, min(TASK_ALLOCATION, int(budget) // 2), count_tokens)
+
+
+def unbudgeted_tokens(
+    file_contexts: list[FileContext], budget_items: pd.DataFrame, allotted_task_text: str, kb_edges: pd.DataFrame,
+    count_tokens: Callable,
+) -> int:
+    """Tokens of the package's real markdown before any cut (what the budget report calls `before`)."""
+    items = _arrays(budget_items)
+    return _package_tokens(file_contexts, items, np.full(len(budget_items), FULL), allotted_task_text, kb_edges,
+                           count_tokens)  # fmt: skip
+
+
+def section_room(budget_items: pd.DataFrame, file_overhead: np.ndarray, unbudgeted_tokens: int, budget: int) -> int:
+    """Tokens the sections share: the budget less file headings, fences and edges, the task text, and what the
+    per-item estimates miss of the real rendering."""
+    items = _arrays(budget_items)
+    correction = unbudgeted_tokens - _estimate(items, file_overhead, np.full(len(budget_items), FULL))
+    return max(0, int(budget) - correction - int(file_overhead.sum()))
+
+
+def section_allocation(budget_items: pd.DataFrame, section_room: int) -> dict[str, int]:
+    """Tokens per section: SECTION_SHARES of the room, and what a section does not need flows to the others by share
+    (outlines get what is left)."""
+    section, full = budget_items["section"].to_numpy(dtype=object), budget_items["full"].to_numpy(dtype=np.int64)
+    demand = np.array([int(full[section == s].sum()) for s in SECTION_SHARES], dtype=float)
+    return _flowed_allocation(demand, section_room)
+
+
+def budget_cuts(
     file_contexts: list[FileContext],
     budget_items: pd.DataFrame,
+    file_overhead: np.ndarray,
+    section_allocation: dict[str, int],
+    allotted_task_text: str,
+    unbudgeted_tokens: int,
     task_query: TaskQuery,
     budget: int,
     count_tokens: Callable,
     kb_edges: pd.DataFrame,
-) -> BudgetPlan:
-    """Allocate, cut bottom-up, refill best-first and verify on the real rendering until the package fits."""
-    budget = int(budget)
-    items = {c: budget_items[c].to_numpy() for c in budget_items.columns}  # tens to hundreds of rows, as arrays
-    overhead = _file_overhead(file_contexts, kb_edges, count_tokens)
-    plan = _Plan(items, overhead, budget)
-    # the task gets its allocation (512 tokens, at most half the budget), so the floor keeps room
-    task = _truncate(task_query.raw_description, min(TASK_ALLOCATION, budget // 2), count_tokens)
+) -> BudgetCuts:
+    """Each item's state (full, body demoted, evicted) and cut order: cut bottom-up to the section allocation, then
+    measure the real markdown and cut or refill best-first until it fits (demotion and eviction are one loop)."""
+    budget, items, overhead = int(budget), _arrays(budget_items), file_overhead
+    task = allotted_task_text
+    cuts = _Cuts.none(len(budget_items))
+    measured = {(cuts.state.tobytes(), task): unbudgeted_tokens}  # (state, task) -> tokens: none is rendered twice
 
-    measured: dict[tuple[bytes, str], int] = {}  # (cut state, task text) -> tokens: an unchanged package is not re-rendered
-
-    def measure() -> int:
-        key = (plan.state.tobytes(), task)
+    def measure(state: np.ndarray, text: str) -> int:
+        key = (state.tobytes(), text)
         if key not in measured:
-            files = ordered_files(_apply(file_contexts, items, plan.state))
-            measured[key] = count_tokens(package_markdown(task, files, edges_between(files, kb_edges)))
+            measured[key] = _package_tokens(file_contexts, items, state, text, kb_edges, count_tokens)
         return measured[key]
 
-    before = measure()
-    plan.correction = before - plan.raw_estimate()
-    section = items["section"].astype(object)
-    tokens = plan.tokens()
-    demand = np.array([int(tokens[section == s].sum()) for s in SECTION_SHARES], dtype=float)
-    available = max(0, budget - plan.correction - int(overhead.sum()))
-    allocation = _flowed_allocation(demand, available)
-    if before > budget:
-        for name in EVICTION_ORDER:
-            section_over = plan.tokens()[section == name].sum() - allocation[name]
-            plan.cut(_cut_sequence(items, plan.state, (name,), floor=False), min(section_over, plan.over()))
-        plan.cut(_global_sequence(items, plan.state), plan.over())
+    if unbudgeted_tokens > budget:
+        correction = unbudgeted_tokens - _estimate(items, overhead, cuts.state)
+        section = items["section"].astype(object)
+        for name in (*EVICTION_ORDER, None):  # each section down to its allocation, then whatever is still over
+            over = _estimate(items, overhead, cuts.state) + correction - budget
+            if name is None:
+                sequence, need = _global_sequence(items, cuts.state), over
+            else:
+                sequence = _cut_sequence(items, cuts.state, (name,), floor=False)
+                need = min(_tokens(items, cuts.state)[section == name].sum() - section_allocation[name], over)
+            cuts = _cut(items, overhead, cuts, sequence, need) or cuts
 
     truncated = task != task_query.raw_description
     rounds = 0
     while True:
-        real = measure()
-        plan.correction = real - plan.raw_estimate()
+        real = measure(cuts.state, task)
         if real > budget:
             margin = int(REFILL_MIN_SLACK * budget) // 2  # estimates run a little low: one cut, not several
-            if not plan.cut(_global_sequence(items, plan.state), real - budget + margin, lock=True):
+            cut = _cut(items, overhead, cuts, _global_sequence(items, cuts.state), real - budget + margin, lock=True)
+            if cut is None:
                 if not task:
                     break  # nothing left but section headers: a budget below a handful of tokens
                 task = _truncate(task, count_tokens(task) - (real - budget) - 1, count_tokens)
                 truncated = True
+            cuts = cut or cuts
             continue
-        if rounds >= REFILL_ROUNDS or budget - real < REFILL_MIN_SLACK * budget or not plan.refill(budget - real):
+        if rounds >= REFILL_ROUNDS or budget - real < REFILL_MIN_SLACK * budget:
             break
-        rounds += 1
+        refilled = _refill(items, overhead, cuts, budget - real)
+        if refilled is None:
+            break
+        cuts, rounds = refilled, rounds + 1
+    return BudgetCuts(cuts.state, cuts.cut_at, task, truncated, real)
 
-    report = _report(items, plan, budget, before, real, allocation, available, task, truncated, count_tokens)
-    return BudgetPlan(_apply(file_contexts, items, plan.state), task, report)
+
+def evicted_items(budget_items: pd.DataFrame, budget_cuts: BudgetCuts) -> pd.DataFrame:
+    """The budget items the cuts dropped, in the order they were cut."""
+    return _cut_items(budget_items, budget_cuts, EVICTED)
+
+
+def demoted_items(budget_items: pd.DataFrame, budget_cuts: BudgetCuts) -> pd.DataFrame:
+    """The budget items whose body the cuts replaced by their signature, in the order they were cut."""
+    return _cut_items(budget_items, budget_cuts, DEMOTED)
+
+
+def budget_plan(
+    file_contexts: list[FileContext],
+    budget_items: pd.DataFrame,
+    budget_cuts: BudgetCuts,
+    evicted_items: pd.DataFrame,
+    demoted_items: pd.DataFrame,
+    section_allocation: dict[str, int],
+    section_room: int,
+    unbudgeted_tokens: int,
+    budget: int,
+    count_tokens: Callable,
+) -> BudgetPlan:
+    """The files as the cuts leave them, the task text that fits, and the report explaining the cuts."""
+    budget, items, cuts = int(budget), _arrays(budget_items), budget_cuts
+    warnings = []
+    if cuts.task_truncated:
+        warnings.append(f"task text truncated to {count_tokens(cuts.task_text)} tokens to fit the budget of {budget}")
+    floor = np.flatnonzero(items["floor"].astype(bool) & (cuts.state != FULL)).tolist()
+    if floor:
+        path, symbol = items["path"].tolist(), items["symbol"].tolist()
+        what = "; ".join(f"{path[i]}::{symbol[i]} ({'body demoted' if cuts.state[i] == DEMOTED else 'dropped'})"
+                         for i in floor)  # fmt: skip
+        warnings.append(f"budget {budget} cannot hold the floor (task + seed primaries): {what}")
+    task_tokens = count_tokens(cuts.task_text)
+    sections, tokens = items["section"].astype(object), _tokens(items, cuts.state)
+    report = {
+        "budget": budget,
+        "before": int(unbudgeted_tokens),
+        "after": int(cuts.tokens),
+        "allocation": {"task_cap": min(TASK_ALLOCATION, budget // 2), "task": task_tokens}
+        | {"rendering_overhead": int(budget - task_tokens - section_room)}
+        | {s: int(round(share * section_room)) for s, share in SECTION_SHARES.items()},
+        "allocation_after_flow": {"task": task_tokens} | {s: int(v) for s, v in section_allocation.items()},
+        "used": {s: int(tokens[sections == s].sum()) for s in SECTION_SHARES},
+        "evicted": [e | {"tokens": int(full) - 1} for e, full in zip(_entries(evicted_items), evicted_items["full"])],
+        "demoted": [e | {"tokens_before": int(full) - 1, "tokens_after": int(after) - 1}
+                    for e, full, after in zip(_entries(demoted_items), demoted_items["full"], demoted_items["demoted"])],
+        "task_truncated": bool(cuts.task_truncated),
+        "warnings": warnings,
+    }  # fmt: skip
+    return BudgetPlan(_apply(file_contexts, items, cuts.state), cuts.task_text, report)
 
 
 def budgeted_files(budget_plan: BudgetPlan) -> list[FileContext]:
@@ -146,84 +237,104 @@ def budget_report(budget_plan: BudgetPlan) -> dict:
     return budget_plan.report
 
 
-class _Plan:
-    """Mutable cut state of the budget items: full / demoted / evicted, the order of cuts, items locked out."""
+@dataclass(frozen=True)
+class _Cuts:
+    """The cut state while budget_cuts runs: per item full / demoted / evicted, the step that cut it, whether a
+    refill may bring it back; every step returns a new one."""
 
-    def __init__(self, items: dict[str, np.ndarray], overhead: np.ndarray, budget: int):
-        self.items, self.overhead, self.budget = items, overhead, budget
-        n = len(items["file"])
-        self.state = np.full(n, FULL)
-        self.cut_at = np.full(n, -1)
-        self.locked = np.zeros(n, dtype=bool)
-        self.correction = 0
-        self.steps = 0
-        self.files = items["file"].astype(np.int64)
+    state: np.ndarray
+    cut_at: np.ndarray
+    locked: np.ndarray
+    steps: int
 
-    def tokens(self) -> np.ndarray:
-        full, demoted = self.items["full"], self.items["demoted"]
-        return np.select([self.state == FULL, self.state == DEMOTED], [full, demoted], 0).astype(np.int64)
+    @classmethod
+    def none(cls, n: int) -> _Cuts:
+        return cls(np.full(n, FULL), np.full(n, -1), np.zeros(n, dtype=bool), 0)
 
-    def raw_estimate(self) -> int:
-        live = np.unique(self.files[self.state != EVICTED])
-        return int(self.tokens().sum() + self.overhead[live].sum())
 
-    def over(self) -> int:
-        return self.raw_estimate() + self.correction - self.budget
+def _arrays(budget_items: pd.DataFrame) -> dict[str, np.ndarray]:
+    """The budget items as one array per column (tens to hundreds of rows)."""
+    return {c: budget_items[c].to_numpy() for c in budget_items.columns}
 
-    def cut(self, actions: tuple[np.ndarray, np.ndarray, np.ndarray], need: float, lock: bool = False) -> bool:
-        """Apply cut actions (item, to, saving) in order until they save `need` tokens (emptied files save their
-        overhead too)."""
-        if need <= 0 or not len(actions[0]):
-            return False
-        files = self.files
-        live = np.bincount(files[self.state != EVICTED], minlength=len(self.overhead))
-        saved = 0
-        for item, to, saving in zip(*(a.tolist() for a in actions)):
-            self.state[item], self.cut_at[item], self.locked[item] = to, self.steps, self.locked[item] or lock
-            self.steps += 1
-            saved += saving
-            if to == EVICTED:
-                live[files[item]] -= 1
-                saved += int(self.overhead[files[item]]) if live[files[item]] == 0 else 0
-            if saved >= need:
+
+def _tokens(items: dict[str, np.ndarray], state: np.ndarray) -> np.ndarray:
+    """Per item: what it costs in this state (full, demoted to its signature, or 0 when evicted)."""
+    return np.select([state == FULL, state == DEMOTED], [items["full"], items["demoted"]], 0).astype(np.int64)
+
+
+def _estimate(items: dict[str, np.ndarray], overhead: np.ndarray, state: np.ndarray) -> int:
+    """The package size the items and the overhead of their files add up to (the real rendering differs a little)."""
+    live = np.unique(items["file"].astype(np.int64)[state != EVICTED])
+    return int(_tokens(items, state).sum() + overhead[live].sum())
+
+
+def _cut(items: dict[str, np.ndarray], overhead: np.ndarray, cuts: _Cuts, actions: tuple[np.ndarray, ...], need: float,
+         lock: bool = False) -> _Cuts | None:
+    """The cuts after applying actions (item, to, saving) in order until they save `need` tokens (emptied files save
+    their overhead too); None when there is nothing to save or to cut."""
+    if need <= 0 or not len(actions[0]):
+        return None
+    state, cut_at, locked, steps = cuts.state.copy(), cuts.cut_at.copy(), cuts.locked.copy(), cuts.steps
+    files = items["file"].astype(np.int64)
+    live = np.bincount(files[state != EVICTED], minlength=len(overhead))
+    saved = 0
+    for item, to, saving in zip(*(a.tolist() for a in actions)):
+        state[item], cut_at[item], locked[item] = to, steps, locked[item] or lock
+        steps += 1
+        saved += saving
+        if to == EVICTED:
+            live[files[item]] -= 1
+            saved += int(overhead[files[item]]) if live[files[item]] == 0 else 0
+        if saved >= need:
+            break
+    return _Cuts(state, cut_at, locked, steps)
+
+
+def _refill(items: dict[str, np.ndarray], overhead: np.ndarray, cuts: _Cuts, slack: int) -> _Cuts | None:
+    """The cuts with pieces brought back best-first (section priority, then score) while they fit in `slack`; None
+    when none fits."""
+    priority = {s: i for i, s in enumerate(reversed(EVICTION_ORDER))}
+    p = np.array([priority.get(s, len(priority)) for s in items["section"].tolist()], dtype=np.int64)
+    state, cut_at = cuts.state.copy(), cuts.cut_at.copy()
+    files = items["file"].astype(np.int64)
+    open_ = np.flatnonzero((state != FULL) & ~cuts.locked)
+    order = open_[np.lexsort((items["line"][open_], items["rank"][open_], -items["score"][open_], p[open_]))]
+    live = set(files[state != EVICTED].tolist())
+    changed = False
+    full, demoted, demotable = items["full"].tolist(), items["demoted"].tolist(), items["demotable"].tolist()
+    for i in order.tolist():
+        file = int(files[i])
+        current = (0, demoted[i], full[i])[[EVICTED, DEMOTED, FULL].index(state[i])]
+        extra = 0 if file in live else int(overhead[file])
+        options = [(FULL, full[i])] + ([(DEMOTED, demoted[i])] if demotable[i] and state[i] == EVICTED else [])
+        for to, cost in options:
+            if cost - current + extra <= slack:
+                slack -= cost - current + extra
+                state[i], cut_at[i] = to, (-1 if to == FULL else cut_at[i])
+                live.add(file)
+                changed = True
                 break
-        return True
-
-    def refill(self, slack: int) -> bool:
-        """Bring back cut pieces best-first (section priority, then score) while they fit in `slack`."""
-        items = self.items
-        priority = {s: i for i, s in enumerate(reversed(EVICTION_ORDER))}
-        p = np.array([priority.get(s, len(priority)) for s in items["section"].tolist()], dtype=np.int64)
-        open_ = np.flatnonzero((self.state != FULL) & ~self.locked)
-        order = open_[np.lexsort((items["line"][open_], items["rank"][open_], -items["score"][open_], p[open_]))]
-        live = set(self.files[self.state != EVICTED].tolist())
-        changed = False
-        full, demoted, demotable = items["full"].tolist(), items["demoted"].tolist(), items["demotable"].tolist()
-        for i in order.tolist():
-            file = int(self.files[i])
-            current = (0, demoted[i], full[i])[[EVICTED, DEMOTED, FULL].index(self.state[i])]
-            extra = 0 if file in live else int(self.overhead[file])
-            options = [(FULL, full[i])] + ([(DEMOTED, demoted[i])] if demotable[i] and self.state[i] == EVICTED else [])
-            for to, cost in options:
-                if cost - current + extra <= slack:
-                    slack -= cost - current + extra
-                    self.state[i], self.cut_at[i] = to, (-1 if to == FULL else self.cut_at[i])
-                    live.add(file)
-                    changed = True
-                    break
-        return changed
+    return _Cuts(state, cut_at, cuts.locked, cuts.steps) if changed else None
 
 
-def _file_overhead(files: list[FileContext], kb_edges: pd.DataFrame, count_tokens) -> np.ndarray:
-    """Tokens a file costs beyond its items: heading, fence, and its edges (charged to the lower-ranked end)."""
-    heading = [count_tokens(f"### {f.path} (rank #{f.relevance_rank})\n```{f.language}\n\n```") + 2 for f in files]
-    overhead = np.array(heading, dtype=np.int64)
-    edges = edges_between(ordered_files(files), kb_edges)
-    position = {f.path: i for i, f in enumerate(files)}
-    for src, dst in edges:
-        later = max(position[src], position[dst], key=lambda i: (files[i].relevance_rank, i))
-        overhead[later] += count_tokens(f"{src} → {dst}") + count_tokens(f", `{dst}`") + 1
-    return overhead
+def _package_tokens(files: list[FileContext], items: dict[str, np.ndarray], state: np.ndarray, task: str,
+                    kb_edges: pd.DataFrame, count_tokens: Callable) -> int:
+    """Tokens of the package's real markdown with the items in this state."""
+    kept = ordered_files(_apply(files, items, state))
+    return count_tokens(package_markdown(task, kept, edges_between(kept, kb_edges)))
+
+
+def _cut_items(budget_items: pd.DataFrame, budget_cuts: BudgetCuts, state: int) -> pd.DataFrame:
+    """The budget items the cuts left in this state, in the order they were cut."""
+    at = np.flatnonzero(budget_cuts.state == state)
+    return budget_items.iloc[at[np.argsort(budget_cuts.cut_at[at], kind="stable")]]
+
+
+def _entries(cut_items: pd.DataFrame) -> list[dict]:
+    """Report entries of cut items: where they were and how relevant (the token columns are added by the caller)."""
+    columns = (cut_items[c].tolist() for c in ("path", "symbol", "kind", "section", "score", "rank"))
+    return [{"path": path, "symbol": symbol if isinstance(symbol, str) else None, "kind": kind, "section": section,
+             "score": float(score), "rank": int(rank)} for path, symbol, kind, section, score, rank in zip(*columns)]
 
 
 def _piece(kind: str, pos: int, symbol: str | None, section: str, cost: int) -> dict:
@@ -309,45 +420,3 @@ def _truncate(text: str, limit: int, count_tokens: Callable) -> str:
         else:
             hi = mid - 1
     return text[:lo].rstrip() + _TRUNCATION_MARK if lo else ""
-
-
-def _report(items, plan, budget, before, after, allocation, available, task, truncated, count_tokens) -> dict:
-    """The budget report: totals, allocation, evictions and demotions in the order they were made, warnings."""
-    state, tokens = plan.state, plan.tokens()
-    cut = np.flatnonzero(state != FULL)
-    cut = cut[np.argsort(plan.cut_at[cut], kind="stable")].tolist()
-    path, kind, section, symbol = (items[c].tolist() for c in ("path", "kind", "section", "symbol"))
-    score, rank, full, demoted = (items[c].tolist() for c in ("score", "rank", "full", "demoted"))
-
-    def entry(i, extra):
-        name = symbol[i] if isinstance(symbol[i], str) else None
-        base = {"path": path[i], "symbol": name, "kind": kind[i], "section": section[i]}
-        return base | {"score": float(score[i]), "rank": int(rank[i])} | extra
-
-    evicted = [entry(i, {"tokens": int(full[i]) - 1}) for i in cut if state[i] == EVICTED]
-    demoted_ = [entry(i, {"tokens_before": int(full[i]) - 1, "tokens_after": int(demoted[i]) - 1})
-                for i in cut if state[i] == DEMOTED]  # fmt: skip
-    warnings = []
-    if truncated:
-        warnings.append(f"task text truncated to {count_tokens(task)} tokens to fit the budget of {budget}")
-    floor = np.flatnonzero(items["floor"].astype(bool) & (state != FULL)).tolist()
-    if floor:
-        what = "; ".join(f"{path[i]}::{symbol[i]} ({'body demoted' if state[i] == DEMOTED else 'dropped'})"
-                         for i in floor)  # fmt: skip
-        warnings.append(f"budget {budget} cannot hold the floor (task + seed primaries): {what}")
-    task_tokens = count_tokens(task)
-    sections = items["section"].astype(object)
-    return {
-        "budget": budget,
-        "before": int(before),
-        "after": int(after),
-        "allocation": {"task_cap": min(TASK_ALLOCATION, budget // 2), "task": task_tokens}
-        | {"rendering_overhead": int(budget - task_tokens - available)}
-        | {s: int(round(share * available)) for s, share in SECTION_SHARES.items()},
-        "allocation_after_flow": {"task": task_tokens} | {s: int(v) for s, v in allocation.items()},
-        "used": {s: int(tokens[sections == s].sum()) for s in SECTION_SHARES},
-        "evicted": evicted,
-        "demoted": demoted_,
-        "task_truncated": bool(truncated),
-        "warnings": warnings,
-    }

@@ -82,6 +82,26 @@ class FileContext:
     test_assertions: tuple[str, ...] | None = None  # only for test files
 
 
+@dataclass(frozen=True, eq=False)
+class BudgetCuts:
+    """Where the budget's cut-to-fit loop left every budget item, the task text that fits, the real package size."""
+
+    state: np.ndarray  # per budget item: 0 full, 1 body demoted to its signature, 2 evicted
+    cut_at: np.ndarray  # per budget item: the step that cut it (-1: never cut, or brought back whole)
+    task_text: str  # whole, or cut (marked) when it alone would break the budget
+    task_truncated: bool
+    tokens: int  # of the package's real markdown after the cuts
+
+
+@dataclass(frozen=True)
+class BudgetPlan:
+    """What survived the budget (files as they will be rendered) and the report explaining the cuts."""
+
+    files: list[FileContext]
+    task_text: str
+    report: dict
+
+
 @dataclass(frozen=True)
 class ContextPackage:
     task_query: TaskQuery
