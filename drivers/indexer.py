@@ -23,7 +23,7 @@ from hamilton import driver  # noqa: E402
 from hamilton.execution import executors  # noqa: E402
 from hamilton.lifecycle import api as lifecycle  # noqa: E402
 
-from dataflows.index import commit_terms, discovery, edges, health, history, lexical_terms, metadata, parsing  # noqa: E402
+from dataflows.index import commit_terms, companions, discovery, edges, health, history, lexical_terms, metadata, parsing  # noqa: E402
 from dataflows.index.parsers import language_of  # noqa: E402
 from dataflows.index.schema import TABLES  # noqa: E402
 from drivers.errors import CraError  # noqa: E402
@@ -34,7 +34,7 @@ from drivers.locks import exclusive_lock  # noqa: E402
 from drivers.tokens import tokens_are_exact  # noqa: E402
 from drivers.sources import scan_sources  # noqa: E402
 
-INDEX_MODULES = (discovery, parsing, edges, history, metadata, lexical_terms, commit_terms, health)
+INDEX_MODULES = (discovery, parsing, edges, history, metadata, lexical_terms, commit_terms, health, companions)
 KB_OUTPUTS = [f"kb_{name}" for name in TABLES]
 INDEX_LOCK = ".index.lock"  # in a KB directory: held by the one index run writing it
 PARALLEL_MIN_FILES = 2 * parsing.BATCH_FILES  # below this, process start-up and pickling cost more than they save

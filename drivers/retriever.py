@@ -18,6 +18,7 @@ from dataflows.retrieval import (  # noqa: E402
     assembly, budget, combination, precision, render, scope, signals, task_analysis, word_tables,
 )
 from dataflows.retrieval.models import ContextPackage  # noqa: E402
+from dataflows.retrieval.signal_list import KNOBS, checked_weights  # noqa: E402
 from drivers.errors import CraError  # noqa: E402
 from drivers.kb import KnowledgeBase  # noqa: E402
 from drivers.tokens import count_tokens  # noqa: E402
@@ -72,6 +73,7 @@ def kb_inputs(kb: KnowledgeBase) -> dict:
         "kb_cochange": t["cochange"],
         "kb_commits": t["commits"],
         "kb_commit_files": t["commit_files"],
+        "kb_companions": t.get("companions"),
         "kb_contents": kb.contents,
         "file_lexicon": kb.file_lexicon,
         "symbol_lexicon": kb.symbol_lexicon,
@@ -88,18 +90,19 @@ def _read_toml(path: Path) -> dict:
         raise CraError(f"Weights file {path} is not valid TOML ({exc}). Fix it, e.g. `lexical_match = 0.3`.") from None
 
 
-def _numbers(table: dict, path: Path) -> dict[str, float]:
-    bad = {k: v for k, v in table.items() if not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0}
-    if bad:
-        raise CraError(f"Weights file {path}: weights must be non-negative numbers; got {bad}.")
-    return {k: float(v) for k, v in table.items()}
+def _numbers(table: dict, path: Path, known: tuple[str, ...] | None = None) -> dict[str, float]:
+    """A table of weights as floats, checked by `signal_list.checked_weights` (names too, when `known`)."""
+    try:
+        return checked_weights(table, known)
+    except ValueError as exc:
+        raise CraError(f"Weights file {path}: {exc}.") from None
 
 
 def load_weights(path: Path) -> dict[str, float]:
     """User overrides from TOML: `[weights]` and `[priors]` tables, or top-level `name = number` pairs."""
     data = _read_toml(path)
     tables = [data[t] for t in ("weights", "priors") if isinstance(data.get(t), dict)] or [data]
-    return {k: v for table in tables for k, v in _numbers(table, path).items()}
+    return {k: v for table in tables for k, v in _numbers(table, path, KNOBS).items()}
 
 
 @lru_cache(maxsize=1)
@@ -147,9 +150,10 @@ def retrieve(
     }
     if llm_assist:
         inputs["llm_client"] = llm_client
-    unknown = sorted(set(weights or {}) - set(combination.KNOBS))
-    if unknown:
-        raise CraError(f"Unknown signal weight(s) {unknown}; valid names: {', '.join(combination.KNOBS)}.")
+    try:
+        checked_weights(weights)
+    except ValueError as exc:
+        raise CraError(f"Weights: {exc}.") from None
     wanted = ["context_package", "scope", "signal_matrix", *outputs]
     started = time.perf_counter()
     result = retrieval_driver(llm_assist, adapters).execute(list(dict.fromkeys(wanted)), inputs=inputs,

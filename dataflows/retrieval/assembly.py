@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from dataflows.retrieval.combination import SIGNALS
-from dataflows.retrieval.models import ContextPackage, FileContext, TaskQuery
+from dataflows.retrieval.models import CompanionNote, ContextPackage, FileContext, TaskQuery
 from dataflows.retrieval.markdown import edges_between, ordered_files, package_markdown
 
 
@@ -21,6 +21,17 @@ from dataflows.retrieval.markdown import edges_between, ordered_files, package_m
 def included_edges(budgeted_files: list[FileContext], kb_edges: pd.DataFrame) -> tuple[tuple[str, str], ...]:
     """(source path, target path) import edges among the files the package contains, by source then target rank."""
     return edges_between(ordered_files(budgeted_files), kb_edges)
+
+
+def companion_notes(kb_companions: pd.DataFrame | None = None) -> tuple[CompanionNote, ...]:
+    """Changelogs / release notes the repository's fixes usually change too (learned at index time), as notes
+    shown beside the code instead of files ranked against it (issue 18)."""
+    if kb_companions is None or kb_companions.empty:
+        return ()
+    rows = zip(kb_companions["path"], kb_companions["share"], kb_companions["n_fix_commits"], kb_companions["latest"])
+    return tuple(CompanionNote(str(path), f"changed by {share:.0%} of this repository's fix commits ({int(n)}); a fix "
+                               "usually adds an entry here. Latest entries:", str(latest or ""))
+                 for path, share, n, latest in rows)  # fmt: skip
 
 
 def context_package(
@@ -35,8 +46,10 @@ def context_package(
     scope_warnings: list[str],
     symbol_tiers: pd.DataFrame,
     count_tokens: Callable,
+    companion_notes: tuple[CompanionNote, ...] = (),
 ) -> ContextPackage:
-    """The curated package for stage 3: ordered files, edges among them, exact token count, provenance."""
+    """The curated package for stage 3: ordered files, edges among them, companion notes when they fit the budget,
+    exact token count, provenance."""
     files = ordered_files(budgeted_files)
     query = dataclasses.replace(task_query, raw_description=budgeted_task_text)
     provenance = {
@@ -46,8 +59,11 @@ def context_package(
         "warnings": [*scope_warnings, *budget_report.get("warnings", []), *_empty_package_warning(files, scope)],
         "symbols": _symbol_provenance(files, symbol_tiers),
     }
-    tokens = count_tokens(package_markdown(query.raw_description, files, included_edges))
-    return ContextPackage(query, files, included_edges, tokens, int(budget), provenance)
+    tokens = count_tokens(package_markdown(query.raw_description, files, included_edges, companion_notes))
+    if companion_notes and tokens > budget:  # the notes never push a package over its budget
+        companion_notes = ()
+        tokens = count_tokens(package_markdown(query.raw_description, files, included_edges))
+    return ContextPackage(query, files, included_edges, tokens, int(budget), provenance, companion_notes)
 
 
 def _empty_package_warning(files: list[FileContext], scope: pd.DataFrame) -> list[str]:

@@ -19,15 +19,18 @@ from dataflows.retrieval.models import TIER_ORDER, FileContext, SymbolContext
 _HASH_COMMENT = frozenset({"python", "ruby", "shell", "bash", "toml", "yaml", "perl", "r", "elixir", "text", "markdown"})
 
 
-def package_markdown(task_text: str, files: Iterable[FileContext], edges: Iterable[tuple[str, str]]) -> str:
-    """The whole markdown document; empty sections are left out so they cost no tokens."""
+def package_markdown(task_text: str, files: Iterable[FileContext], edges: Iterable[tuple[str, str]], companions: Iterable = ()) -> str:
+    """The whole markdown document; empty sections are left out so they cost no tokens (companions: CompanionNotes)."""
     parts = sections(tuple(files), tuple(edges))
+    parts["companions"] = "\n\n".join(f"- `{c.path}`: {c.note}\n{_fence(c.latest)}" if c.latest else f"- `{c.path}`: {c.note}"
+                                        for c in companions)
     document = [f"## Task\n{task_text}"]
     for title, key in (
         ("Primary Context", "context"),
         ("Type Context", "types"),
         ("Test Expectations", "tests"),
         ("Dependency Map", "dependency_map"),
+        ("Companion Files", "companions"),
     ):
         if parts[key]:
             document.append(f"## {title}\n{parts[key]}")

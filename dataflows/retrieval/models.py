@@ -103,6 +103,15 @@ class BudgetPlan:
 
 
 @dataclass(frozen=True)
+class CompanionNote:
+    """A non-source file most of the repository's fixes also change (a changelog): a note and its latest entries."""
+
+    path: str
+    note: str
+    latest: str
+
+
+@dataclass(frozen=True)
 class ContextPackage:
     task_query: TaskQuery
     files: tuple[FileContext, ...]
@@ -110,6 +119,7 @@ class ContextPackage:
     token_count: int
     budget: int
     provenance: dict = field(default_factory=dict)
+    companions: tuple[CompanionNote, ...] = ()
 
     def to_json_dict(self) -> dict:
         """The JSON contract of `cra retrieve --format json` (names are a public interface)."""
@@ -143,6 +153,7 @@ class ContextPackage:
                 for f in self.files
             ],
             "dependency_edges": [list(e) for e in self.dependency_edges],
+            "companions": [{"path": c.path, "note": c.note, "latest": c.latest} for c in self.companions],
             "token_count": self.token_count,
             "budget": self.budget,
             "provenance": self.provenance,

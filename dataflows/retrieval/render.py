@@ -36,7 +36,8 @@ _NONE = "(none)"
 
 def markdown_text(context_package: ContextPackage) -> str:
     """The package as the seed's markdown (Task, Primary Context, Type Context, Test Expectations, Dependency Map)."""
-    return package_markdown(context_package.task_query.raw_description, context_package.files, context_package.dependency_edges)
+    package = context_package
+    return package_markdown(package.task_query.raw_description, package.files, package.dependency_edges, package.companions)
 
 
 def prompt_text(context_package: ContextPackage, prompt_template: str) -> str:
