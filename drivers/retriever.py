@@ -138,6 +138,10 @@ def retrieve(
         raise CraError(f"--budget {budget} is too small to hold a task and any code; use at least {MIN_BUDGET}.")
     if scope_size < 1:
         raise CraError(f"--scope-size must be at least 1 (got {scope_size}).")
+    try:
+        checked_weights(weights)
+    except ValueError as exc:
+        raise CraError(f"Weights: {exc}.") from None
     inputs = {
         **kb_inputs(kb),
         "task_text": task_text,
@@ -150,10 +154,6 @@ def retrieve(
     }
     if llm_assist:
         inputs["llm_client"] = llm_client
-    try:
-        checked_weights(weights)
-    except ValueError as exc:
-        raise CraError(f"Weights: {exc}.") from None
     wanted = ["context_package", "scope", "signal_matrix", *outputs]
     started = time.perf_counter()
     result = retrieval_driver(llm_assist, adapters).execute(list(dict.fromkeys(wanted)), inputs=inputs,

@@ -18,22 +18,7 @@ from pathlib import Path
 import pandas as pd
 from hamilton.lifecycle import NodeExecutionHook
 
-# signal -> (index-time nodes, KB lexicon it loads, request-time nodes) that exist only for it
-SIGNAL_NODES: dict[str, tuple[tuple[str, ...], str | None, tuple[str, ...]]] = {
-    "path_match": ((), None, ("path_match",)),
-    "symbol_match": ((), None, ("symbol_match",)),
-    "dependency_proximity": (("kb_edges",), None, ("dependency_proximity",)),
-    "cochange_affinity": (("kb_cochange",), None, ("cochange_affinity",)),
-    "recency": ((), None, ("recency",)),
-    "domain_match": ((), None, ("domain_match",)),
-    "concept_overlap": (("file_concepts",), None, ("concept_overlap",)),
-    "structural_centrality": ((), None, ("structural_centrality",)),
-    "lexical_match": (("kb_file_terms",), "file_lexicon", ("lexical_query_terms", "lexical_match")),
-    "symbol_lexical_match": (("kb_symbol_terms",), "symbol_lexicon", ("symbol_lexical_match",)),
-    "history_match": (("kb_commit_terms",), "commit_lexicon", ("history_match",)),
-    "title_match": ((), None, ("title_query_terms", "title_match")),
-}
-
+from dataflows.retrieval.signal_list import SIGNAL_LIST
 
 class NodeTimer(NodeExecutionHook):
     """Wall seconds per node name, summed over every run it watches."""
@@ -94,11 +79,11 @@ def signal_costs(repo: Path, kb_dir: Path, tasks: list[str], repeats: int = 3) -
     load = lexicon_load_seconds(kb_dir)
     request = request_node_seconds(kb_dir, tasks, repeats)
     rows = {}
-    for signal, (index_nodes, lexicon, request_nodes) in SIGNAL_NODES.items():
-        per_run = request.reindex(list(request_nodes)).fillna(0.0).sum()
-        rows[signal] = {
-            "index_s": round(sum(index.get(n, 0.0) for n in index_nodes), 3),
-            "lexicon_load_s": round(load.get(lexicon, 0.0), 3) if lexicon else 0.0,
+    for signal in SIGNAL_LIST:  # the nodes (and lexicon) that exist only for this signal
+        per_run = request.reindex([*signal.helper_nodes, signal.name]).fillna(0.0).sum()
+        rows[signal.name] = {
+            "index_s": round(sum(index.get(n, 0.0) for n in signal.index_nodes), 3),
+            "lexicon_load_s": round(load.get(signal.lexicon, 0.0), 3) if signal.lexicon else 0.0,
             "request_ms_p50": round(1000 * statistics.median(per_run), 1),
         }
     rows["(whole request)"] = {"index_s": round(sum(index.values()), 3), "lexicon_load_s": round(sum(load.values()), 3),

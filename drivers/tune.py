@@ -22,13 +22,11 @@ import numpy as np
 import pandas as pd
 
 from dataflows.evaluation.metrics import rank_metrics
-from dataflows.retrieval.combination import DEFAULT_PRIORS, DEFAULT_WEIGHTS, SIGNALS
+from dataflows.retrieval.signal_list import DEFAULT_PRIORS, DEFAULT_WEIGHTS, SEED_SIGNALS, SIGNALS
 from dataflows.retrieval.ranking import effective_weights, file_scores, non_source, ranks_of, role_prior
 from drivers.output import write_bytes_atomic, write_text_atomic
 
 WEIGHTS_FILE = Path(__file__).resolve().parent.parent / "data" / "weights.toml"
-SEED_SIGNALS = ("path_match", "symbol_match", "dependency_proximity", "cochange_affinity", "recency",
-                "domain_match", "concept_overlap", "structural_centrality")
 GRID = (0.0, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0)
 PRIOR_GRID = (0.1, 0.2, 0.35, 0.5, 0.75, 1.0)  # never 0: tests and docs stay reachable as context
 

@@ -9,7 +9,7 @@ import pytest
 from dataflows.index.schema import TABLES
 from dataflows.lexical import Bm25Index
 from dataflows.retrieval import signals
-from dataflows.retrieval.combination import SIGNALS
+from dataflows.retrieval.signal_list import SIGNAL_LIST, SIGNALS
 from tests.retrieval_dag import run_node
 from dataflows.retrieval.models import TaskQuery
 from dataflows.text import term_counts
@@ -265,3 +265,18 @@ def test_a_signal_outside_zero_to_one_stops_the_signal_frame():
     assert run_node("signal_frame", kb_files=files, **given).shape == (2, len(SIGNALS))
     with pytest.raises(Exception, match="signals_in_unit_range|path_match"):
         run_node("signal_frame", kb_files=files, **(given | {"path_match": zero + 1.5}))
+
+
+def test_every_listed_signal_is_a_node_of_the_retrieval_dag_with_its_helpers_and_index_nodes():
+    from drivers.indexer import index_driver
+    from drivers.retriever import retrieval_driver
+
+    retrieval = {v.name for v in retrieval_driver().list_available_variables()}
+    index = {v.name for v in index_driver().list_available_variables()}
+    for signal in SIGNAL_LIST:
+        assert signal.name in retrieval and set(signal.helper_nodes) <= retrieval, signal.name
+        assert set(signal.index_nodes) <= index, signal.name
+    files = kb_files("a.py")
+    zero = pd.Series(0.0, index=pd.Index([0], name="file_id"))
+    frame = run_node("signal_frame", kb_files=files, **{name: zero for name in SIGNALS})
+    assert tuple(frame.columns) == SIGNALS  # the frame has exactly the listed signals, in list order

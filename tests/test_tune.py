@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
+import pytest
 
-from dataflows.retrieval.combination import SIGNALS
+from dataflows.retrieval.signal_list import SIGNALS
 from drivers import tune
-from drivers.retriever import load_weights
+from drivers.errors import CraError
+from drivers.retriever import load_weights, retrieve
 
 
 def synthetic_rows(n_cases: int = 24, n_files: int = 30, seed: int = 0) -> pd.DataFrame:
@@ -64,3 +68,15 @@ def test_reused_signal_rows_give_the_ablation_as_text_parquet_and_plot(tmp_path)
     assert "all signals, learned (LORO CV)" in set(table["configuration"])
     assert table["n"].eq(6).all() and table["acc@5"].between(0, 1).all()
     assert "acc@5" in (tmp_path / "ablation.txt").read_text() and (tmp_path / "ablation.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize(("weights", "message"), [({"bm25": 0.5}, "unknown signal weight(s) ['bm25']; valid names: path_match"),
+                                                  ({"lexical_match": -1}, "non-negative numbers"),
+                                                  ({"test_file_prior": "high"}, "non-negative numbers")])  # fmt: skip
+def test_bad_weights_are_one_user_error_from_a_file_and_from_retrieve(tmp_path, weights, message):
+    path = tmp_path / "weights.toml"
+    path.write_text("".join(f"{name} = {value!r}\n" for name, value in weights.items()).replace("'", '"'))
+    with pytest.raises(CraError, match=re.escape(f"Weights file {path}: ") + ".*" + re.escape(message)):
+        load_weights(path)
+    with pytest.raises(CraError, match=re.escape(message)):
+        retrieve(object(), "fix the parser", weights=weights)  # rejected before the KB is read

@@ -16,41 +16,7 @@ from hamilton.function_modifiers import check_output_custom, group, inject, sour
 
 from dataflows.retrieval.models import TaskQuery
 from dataflows.retrieval.ranking import effective_weights, file_scores, non_source, role_prior
-
-# seed 001's eight defaults plus the BM25 signals (contents, symbol chunks, past commits, title); normalised after adjustment
-DEFAULT_WEIGHTS: dict[str, float] = {
-    "path_match": 0.20,
-    "symbol_match": 0.25,
-    "dependency_proximity": 0.15,
-    "cochange_affinity": 0.10,
-    "recency": 0.05,
-    "domain_match": 0.10,
-    "concept_overlap": 0.10,
-    "structural_centrality": 0.05,
-    "lexical_match": 0.30,
-    "symbol_lexical_match": 0.20,
-    "history_match": 0.10,
-    "title_match": 0.20,
-}
-# seed 001's task-type adjustments: named weights replaced before normalisation
-TASK_TYPE_WEIGHTS: dict[str, dict[str, float]] = {
-    "bug_fix": {"recency": 0.15, "structural_centrality": 0.0},
-    "refactor": {"structural_centrality": 0.15},
-    "test": {"symbol_match": 0.30},
-}
-SIGNALS: tuple[str, ...] = tuple(DEFAULT_WEIGHTS)
-# multipliers by file role; 1.0 would make them neutral
-DEFAULT_PRIORS: dict[str, float] = {"test_file_prior": 0.5, "non_source_prior": 0.3}
-KNOBS: tuple[str, ...] = SIGNALS + tuple(DEFAULT_PRIORS)
-
-
-
-def _checked_override(weights_override: dict | None) -> dict:
-    override = dict(weights_override or {})
-    unknown = sorted(set(override) - set(KNOBS))
-    if unknown:
-        raise ValueError(f"unknown signal weight(s) {unknown}; valid names: {', '.join(KNOBS)}")
-    return override
+from dataflows.retrieval.signal_list import DEFAULT_PRIORS, DEFAULT_WEIGHTS, SIGNALS, TASK_TYPE_WEIGHTS, checked_weights
 
 
 def configured_signal_weights(task_query: TaskQuery, weights_override: dict | None, weight_profile: dict | None) -> pd.Series:
@@ -58,11 +24,7 @@ def configured_signal_weights(task_query: TaskQuery, weights_override: dict | No
     profile = weight_profile or {}
     task_types = profile.get("task_types", TASK_TYPE_WEIGHTS)
     weights = {**DEFAULT_WEIGHTS, **profile.get("weights", {}), **task_types.get(task_query.task_type, {})}
-    override = {k: v for k, v in _checked_override(weights_override).items() if k in SIGNALS}
-    bad = {k: v for k, v in override.items() if not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0}
-    if bad:
-        raise ValueError(f"signal weights must be non-negative numbers; got {bad}")
-    weights.update({k: float(v) for k, v in override.items()})
+    weights.update({k: v for k, v in checked_weights(weights_override).items() if k in SIGNALS})
     if sum(weights.values()) <= 0:
         raise ValueError("signal weights sum to zero; give at least one signal a positive weight")
     return pd.Series(weights, dtype=float).rename_axis("signal")
@@ -95,7 +57,7 @@ class SignalsInUnitRange(DataValidator):
 @check_output_custom(SignalsInUnitRange())
 @inject(signals=group(**{name: source(name) for name in SIGNALS}))
 def signal_frame(kb_files: pd.DataFrame, signals: dict[str, pd.Series]) -> pd.DataFrame:
-    """The signal values of every file (index file_id, one column per signal of SIGNALS)."""
+    """The signal values of every file (index file_id, one column per signal of `signal_list.SIGNALS`)."""
     index = pd.Index(kb_files["file_id"], name="file_id")
     return pd.DataFrame({name: signals[name].reindex(index).fillna(0.0).astype(float) for name in SIGNALS}, index=index)
 
@@ -109,7 +71,7 @@ def signal_weights(configured_signal_weights: pd.Series, signal_frame: pd.DataFr
 
 def file_priors(weights_override: dict | None, weight_profile: dict | None) -> pd.Series:
     """Role multipliers in force: profile (or defaults), then the user's override."""
-    override = {k: v for k, v in _checked_override(weights_override).items() if k in DEFAULT_PRIORS}
+    override = {k: v for k, v in checked_weights(weights_override).items() if k in DEFAULT_PRIORS}
     priors = {**DEFAULT_PRIORS, **(weight_profile or {}).get("priors", {}), **override}
     return pd.Series(priors, dtype=float).clip(0.0, 1.0)
 
