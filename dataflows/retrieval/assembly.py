@@ -12,7 +12,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from dataflows.retrieval.combination import SIGNALS
+from dataflows.retrieval.signal_list import SIGNALS
 from dataflows.retrieval.models import CompanionNote, ContextPackage, FileContext, TaskQuery
 from dataflows.retrieval.markdown import edges_between, ordered_files, package_markdown
 

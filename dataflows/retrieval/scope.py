@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dataflows.retrieval.combination import SIGNALS
+from dataflows.retrieval.signal_list import SIGNALS
 from dataflows.retrieval.models import TaskQuery
 from dataflows.retrieval.signals import MAX_FILES_PER_FILE_HINT
 from dataflows.retrieval.hints import path_matches
