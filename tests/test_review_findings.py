@@ -1,5 +1,6 @@
-"""Review-finding recall (seed 002): query construction, language re-rank, store isolation, fail-open, the real
-model, the CLI and concurrent importers."""
+"""Review-finding recall (seed 002): query construction, fusion of vector and BM25 candidates, language re-rank,
+store isolation (vectors and FTS5), the FTS migration, BM25 alone without a model, fail-open, the real model, the CLI
+and concurrent importers."""
 
 from __future__ import annotations
 
@@ -12,13 +13,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from dataflows.review.fusion import fused_findings__rrf, fused_findings__score
 from dataflows.review.languages import finding_languages, pr_languages
 from dataflows.review.models import RerankConfig, RetrievalSignals
 from dataflows.review.query import conventional_type, retrieval_query, retrieval_signals
 from dataflows.review.rerank import rerank_by_language, thresholded_findings
 from drivers.cli import main
 from drivers.embeddings import StaticModelProvider
-from drivers.findings_store import add_findings as store_add, nearest_findings, open_store
+from drivers.findings_store import add_findings as store_add, lexical_findings, nearest_findings, open_store
 from drivers.review import add_findings, recall_findings
 
 
@@ -91,9 +93,10 @@ def _candidates(rows: list[tuple[str, float]]) -> pd.DataFrame:
 
 
 def _rerank(rows, langs=("python",), threshold=1.0, config=RerankConfig()):
+    """Threshold, then the re-rank of fused findings whose fused distance is given (here: the distance itself)."""
     c = _candidates(rows)
     kept = thresholded_findings(c, threshold)
-    return rerank_by_language(kept, finding_languages(c), langs, config)
+    return rerank_by_language(kept.assign(fused_distance=kept["distance"]), finding_languages(c), langs, config)
 
 
 def test_same_language_is_boosted_cross_language_penalised_unknown_neutral():
@@ -118,6 +121,61 @@ def test_the_seeds_distortion_pitfall_mild_factors_keep_the_closer_cross_languag
     assert list(near_tie["file_path"]) == ["same.py", "other.go"]  # language breaks a near-tie
     harsh = _rerank([("same.py", 0.28), ("other.go", 0.15)], config=RerankConfig(0.4, 2.0))
     assert list(harsh["file_path"]) == ["same.py", "other.go"]  # what aggressive factors would do
+
+
+def test_after_rank_fusion_language_only_reorders_neighbouring_ranks():
+    vector = _candidates([("best.go", 0.10), ("second.py", 0.12)] + [(f"n{i}.go", 0.2 + i / 100) for i in range(8)]
+                         + [("tenth.py", 0.35)])  # fmt: skip
+    fused = fused_findings__rrf(vector, _lexical([]))
+    out = rerank_by_language(fused, finding_languages(fused), ("python",))
+    assert list(out["file_path"][:2]) == ["best.go", "second.py"]  # the best candidate keeps its place
+    assert list(out["file_path"]).index("tenth.py") < 10  # a same-language finding climbs a few ranks, not to the top
+    assert list(out["file_path"]).index("tenth.py") > 5
+
+
+# --- fusion ---------------------------------------------------------------------------------------------------
+
+
+def _lexical(rows: list[tuple[str, float]], start: int = 100) -> pd.DataFrame:
+    return pd.DataFrame({"finding_text": [f"finding on {p}" for p, _ in rows], "file_path": [p for p, _ in rows],
+                         "repo": "o/r", "bm25": [b for _, b in rows]},
+                        index=pd.RangeIndex(start, start + len(rows), name="finding_id"))  # fmt: skip
+
+
+def test_fusion_ranks_a_finding_both_sides_found_above_those_one_side_found():
+    vector = _candidates([("v1.py", 0.10), ("both.py", 0.20), ("v3.py", 0.30)])
+    lexical = _lexical([("l1.py", 9.0), ("l2.py", 5.0)])
+    lexical = pd.concat([lexical, vector.loc[[1]].drop(columns="distance").assign(bm25=4.0)])  # both.py: 2nd / 3rd
+    out = fused_findings__rrf(vector, lexical)
+    assert list(out["file_path"]) == ["both.py", "l1.py", "l2.py", "v1.py", "v3.py"]  # a vector vote weighs 0.7
+    assert out["fused_distance"].iloc[0] == 0 and out["fused_distance"].is_monotonic_increasing
+    first = out.set_index("file_path")
+    assert first.loc["both.py", ["vector_rank", "lexical_rank"]].tolist() == [2, 3]
+    assert np.isnan(first.loc["l1.py", "distance"]) and np.isnan(first.loc["v1.py", "bm25"])  # one side only
+    even = fused_findings__rrf(vector, lexical, vector_weight=1.0).set_index("file_path")  # unweighted: 1st = 1st
+    assert even.loc["v1.py", "fused_distance"] == even.loc["l1.py", "fused_distance"]
+
+
+def test_fusion_ties_share_a_rank_and_break_by_distance_bm25_then_id():
+    vector = _candidates([("a.py", 0.2), ("b.py", 0.2), ("c.py", 0.3)])
+    out = fused_findings__rrf(vector, _lexical([]))
+    assert out["vector_rank"].tolist() == [1, 1, 3] and list(out["file_path"]) == ["a.py", "b.py", "c.py"]
+    assert out["fused_distance"].iloc[0] == out["fused_distance"].iloc[1]
+    lexical = _lexical([("x.py", 3.0), ("y.py", 3.0)])
+    assert list(fused_findings__rrf(_candidates([]), lexical)["file_path"]) == ["x.py", "y.py"]  # same bm25: by id
+    swapped = lexical.iloc[::-1]
+    assert list(fused_findings__rrf(_candidates([]), swapped)["file_path"]) == ["x.py", "y.py"]  # not input order
+
+
+def test_fusion_with_one_side_empty_keeps_that_sides_order():
+    vector = _candidates([("far.py", 0.3), ("near.py", 0.1), ("mid.py", 0.2)])
+    only_vector = fused_findings__rrf(vector, _lexical([]))
+    assert list(only_vector["file_path"]) == ["near.py", "mid.py", "far.py"] and only_vector["bm25"].isna().all()
+    only_lexical = fused_findings__rrf(_candidates([]), _lexical([("low.py", 1.0), ("high.py", 7.0)]))
+    assert list(only_lexical["file_path"]) == ["high.py", "low.py"] and only_lexical["distance"].isna().all()
+    assert fused_findings__rrf(_candidates([]), _lexical([])).empty
+    score = fused_findings__score(vector, _lexical([]))  # the score variant keeps distances when BM25 found nothing
+    assert score["fused_distance"].tolist() == pytest.approx([0.1, 0.2, 0.3])
 
 
 # --- store: isolation and sharing ----------------------------------------------------------------------------
@@ -160,6 +218,40 @@ def test_repository_isolation_and_owner_sharing(tmp_path):
         assert nearest_findings(conn, _Fixed().generate("q"), "test:fixed", "acme/b", 10)["repo"].tolist() == ["acme/b"]
 
 
+def test_bm25_search_keeps_the_same_isolation(tmp_path):
+    db = tmp_path / "findings.db"
+    add_findings([_finding(r, f"Retry loop never backs off in {r}") for r in ("acme/a", "acme/b", "other/c")]
+                 + [_finding("acme/a", "Typo in the changelog", "CHANGES.md")], db, _Fixed())  # fmt: skip
+    with open_store(db) as conn:
+        search = lambda repo, share=False: sorted(  # noqa: E731
+            lexical_findings(conn, "the retry loop should back off", repo, 10, share)["repo"])
+        assert search("acme/a") == ["acme/a"]  # the changelog typo matches no query term
+        assert search("acme/a", True) == ["acme/a", "acme/b"]
+        assert search("other/c", True) == ["other/c"] and search("nobody/x", True) == []
+        assert search(None) == ["acme/a", "acme/b", "other/c"]  # no repository: the whole store
+        assert lexical_findings(conn, "the and of", "acme/a", 10).empty  # stop words only: no terms, no hits
+    bm25_only = lambda **kw: sorted(f.repo for f in recall_findings(  # noqa: E731
+        "retry backoff", db_path=db, no_provider=True, **kw).findings)
+    assert bm25_only(repo="acme/b") == ["acme/b"] and bm25_only(repo="acme/b", sharing_enabled=True) == ["acme/a", "acme/b"]
+
+
+def test_a_store_written_before_fts_gets_it_filled_on_open(tmp_path):
+    db = tmp_path / "findings.db"
+    add_findings([_finding("acme/a", "Cursor is never closed on the error path", "app/db.py"),
+                  _finding("acme/a", "Cache key ignores the tenant", "app/cache.py")], db, _Fixed())  # fmt: skip
+    with open_store(db) as conn:  # turn it into a schema-1 store: no FTS table, user_version 1
+        conn.execute("DROP TABLE findings_fts; PRAGMA user_version = 1")
+    for _ in range(2):  # the first open migrates, the second finds it done (nothing indexed twice)
+        with open_store(db) as conn:
+            assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+            assert conn.execute("SELECT COUNT(*) FROM findings_fts").fetchone()[0] == 2
+            hits = lexical_findings(conn, "close the cursor on error", "acme/a", 5)
+            assert hits["file_path"].tolist() == ["app/db.py"]
+    add_findings([_finding("acme/a", "Cursor leaks in the report job", "app/report.py")], db, _Fixed())
+    with open_store(db) as conn:
+        assert set(lexical_findings(conn, "cursor", "acme/a", 5)["file_path"]) == {"app/db.py", "app/report.py"}
+
+
 def test_a_file_of_another_program_is_refused_and_left_alone(tmp_path):
     db = tmp_path / "other.db"
     db.write_bytes(b"not a database at all" * 100)
@@ -171,13 +263,22 @@ def test_a_file_of_another_program_is_refused_and_left_alone(tmp_path):
 # --- fail open ------------------------------------------------------------------------------------------------
 
 
-def test_fail_open_no_provider_broken_provider_damaged_store(tmp_path):
+def test_without_a_model_bm25_answers_alone_and_says_so(tmp_path):
+    db = tmp_path / "findings.db"
+    add_findings([_finding("acme/a"), _finding("acme/a", "Unbounded retry loop", "b.py")], db, _Fixed())
+    none = recall_findings("fix null check", db_path=db, repo="acme/a", no_provider=True)
+    assert [f.finding_text for f in none.findings] == ["null check missing"]  # the retry finding shares no term
+    assert none.findings[0].distance is None and none.findings[0].bm25 > 0
+    assert any("no embedding provider" in w and "BM25" in w for w in none.warnings)
+    broken = recall_findings("fix null check", db_path=db, repo="acme/a", provider=_Broken())
+    assert [f.finding_text for f in broken.findings] == ["null check missing"]
+    assert any("model exploded" in w and "BM25" in w for w in broken.warnings)
+    assert recall_findings("zzz qqq", db_path=db, repo="acme/a", no_provider=True).findings == ()
+
+
+def test_fail_open_damaged_store(tmp_path):
     db = tmp_path / "findings.db"
     add_findings([_finding("acme/a")], db, _Fixed())
-    none = recall_findings("fix null", db_path=db, repo="acme/a", no_provider=True)
-    assert none.findings == () and none.query and any("no embedding provider" in w for w in none.warnings)
-    broken = recall_findings("fix null", db_path=db, repo="acme/a", provider=_Broken())
-    assert broken.findings == () and any("model exploded" in w for w in broken.warnings)
     damaged = tmp_path / "damaged.db"
     damaged.write_bytes(b"garbage" * 200)
     result = recall_findings("fix null", db_path=damaged, repo="acme/a", provider=_Fixed())
@@ -229,7 +330,7 @@ def test_cli_import_reports_bad_lines_by_number_and_keeps_good_ones(tmp_path, ca
     assert set(payload) == {"query", "findings"} and payload["query"].startswith("fix: use bound parameters in SQL")
     assert len(payload["findings"]) == 2
     assert set(payload["findings"][0]) == {"finding_text", "severity", "category", "file_path", "outcome", "repo",
-                                           "distance", "adjusted_distance", "language_match"}  # fmt: skip
+                                           "distance", "bm25", "adjusted_distance", "language_match"}  # fmt: skip
     assert payload["findings"][0]["finding_text"].startswith("SQL injection")
     adjusted = [f["adjusted_distance"] for f in payload["findings"]]
     assert adjusted == sorted(adjusted)
@@ -239,6 +340,13 @@ def test_cli_import_reports_bad_lines_by_number_and_keeps_good_ones(tmp_path, ca
     assert "## Similar Prior Findings" in capsys.readouterr().out
     assert main(["findings", "query", "--title", "x", "--repo", "bad"]) == 2
     assert main(["findings", "import", str(tmp_path / "missing.jsonl")]) == 2
+
+    monkeypatch.setattr("drivers.review.default_provider", lambda: (None, ["no embedding provider (model missing)"]))
+    assert main(["findings", "query", "--title", "fix: SQL injection", "--repo", "acme/shop", "--json"]) == 0
+    out, err = capsys.readouterr()
+    [only] = json.loads(out)["findings"]  # BM25 alone: the one finding that shares a term, without a distance
+    assert only["finding_text"].startswith("SQL injection") and only["distance"] is None and only["bm25"] > 0
+    assert "warning: no embedding provider (model missing); review findings come from BM25" in err
 
 
 # --- concurrent importers -------------------------------------------------------------------------------------

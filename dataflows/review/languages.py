@@ -32,7 +32,7 @@ def pr_languages(file_paths: list[str]) -> tuple[str, ...]:
     return tuple(language for language, _ in counts.most_common(MAX_PR_LANGUAGES))
 
 
-def finding_languages(candidate_findings: pd.DataFrame) -> pd.Series:
-    """Language of each retrieved finding's file (None = neutral), indexed like the candidates."""
-    paths = candidate_findings["file_path"] if "file_path" in candidate_findings else pd.Series(index=candidate_findings.index)
+def finding_languages(fused_findings: pd.DataFrame) -> pd.Series:
+    """Language of each retrieved finding's file (None = neutral), indexed like the fused findings."""
+    paths = fused_findings["file_path"] if "file_path" in fused_findings else pd.Series(index=fused_findings.index)
     return paths.map(_language).astype(object)

@@ -28,7 +28,8 @@ class RerankConfig:
 
 @dataclass(frozen=True)
 class RecalledFinding:
-    """One past review finding, its original cosine distance, the re-ranked distance, and whether its language matched."""
+    """One past review finding: its original cosine distance (None for a BM25-only hit), its BM25 score (None when
+    no query term matched), the ranking key (fused distance x language factor), and whether its language matched."""
 
     finding_text: str
     severity: str
@@ -36,7 +37,8 @@ class RecalledFinding:
     file_path: str
     outcome: str
     repo: str
-    distance: float
+    distance: float | None
+    bm25: float | None
     adjusted_distance: float
     language_match: bool
 

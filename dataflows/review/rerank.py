@@ -1,10 +1,12 @@
-"""After vector search: keep findings within the distance threshold, re-rank them by language, render the section.
+"""Around fusion: keep vector hits within the distance threshold, re-rank the fused findings by language, render.
 
-Input `candidate_findings`: the store's nearest findings (columns finding_text, severity, category, file_path,
+Input `vector_candidates`: the store's nearest findings (columns finding_text, severity, category, file_path,
 outcome, repo, distance = cosine distance of the finding's embedding to the query's). The threshold applies to the
-original distance (the seed's contract): re-ranking only reorders what already passed. The multipliers are mild
-(0.85 / 1.15), so language breaks near-ties but never lifts a far same-language finding over a close cross-language
-one (a reorder needs the distances within a factor 1.15 / 0.85 = 1.35 of each other); unknown languages stay 1.0.
+original distance (the seed's contract), before fusion: a vector hit beyond it loses its vector vote (it stays only
+if BM25 found it too). `dataflows.review.fusion` then joins the BM25 candidates; the language re-rank multiplies the
+fused distance, so it only reorders what fusion kept. The multipliers are mild (0.85 / 1.15): language breaks
+near-ties but never lifts a far same-language finding over a close cross-language one (a reorder needs the fused
+distances within a factor 1.15 / 0.85 = 1.35 of each other); unknown languages stay 1.0.
 """
 
 from __future__ import annotations
@@ -21,37 +23,40 @@ SECTION_INTRO = ("These findings from earlier reviews resemble this change. Use 
 FIELDS = ("finding_text", "severity", "category", "file_path", "outcome", "repo")
 
 
-def thresholded_findings(candidate_findings: pd.DataFrame, distance_threshold: float) -> pd.DataFrame:
-    """The candidates whose original distance is within the threshold (the seed's contract: before any re-rank)."""
-    distance = pd.to_numeric(candidate_findings.get("distance", pd.Series(dtype=float)), errors="coerce")
-    return candidate_findings[distance.le(distance_threshold).to_numpy()]
+def thresholded_findings(vector_candidates: pd.DataFrame, distance_threshold: float) -> pd.DataFrame:
+    """The vector candidates whose original distance is within the threshold (the seed's contract: before fusion
+    and any re-rank)."""
+    distance = pd.to_numeric(vector_candidates.get("distance", pd.Series(dtype=float)), errors="coerce")
+    return vector_candidates[distance.le(distance_threshold).to_numpy()]
 
 
 def rerank_by_language(
-    thresholded_findings: pd.DataFrame,
+    fused_findings: pd.DataFrame,
     finding_languages: pd.Series,
     pr_languages: tuple[str, ...],
     rerank_config: RerankConfig = RerankConfig(),
 ) -> pd.DataFrame:
-    """The findings with `language_match` and `adjusted_distance` (distance x boost, x penalty, or x 1 when the
-    finding's language is unknown), sorted by adjusted then original distance."""
-    language = finding_languages.reindex(thresholded_findings.index)
+    """The fused findings with `language_match` and `adjusted_distance` (fused distance x boost, x penalty, or x 1
+    when the finding's language is unknown), sorted by adjusted then fused distance (fusion's order breaks ties)."""
+    language = finding_languages.reindex(fused_findings.index)
     known = language.notna().to_numpy()
     match = known & language.isin(set(pr_languages)).to_numpy()
     factor = np.where(match, rerank_config.same_language_boost, np.where(known, rerank_config.cross_language_penalty, 1.0))
-    out = thresholded_findings.assign(
-        language_match=match, adjusted_distance=thresholded_findings["distance"].to_numpy(dtype=float) * factor
+    out = fused_findings.assign(
+        language_match=match, adjusted_distance=fused_findings["fused_distance"].to_numpy(dtype=float) * factor
     )
-    return out.sort_values(["adjusted_distance", "distance"], kind="stable")
+    return out.sort_values(["adjusted_distance", "fused_distance"], kind="stable")
 
 
-def recalled_findings(rerank_by_language: pd.DataFrame) -> tuple[RecalledFinding, ...]:
-    """The re-ranked findings as typed records, best first."""
-    frame = rerank_by_language
+def recalled_findings(rerank_by_language: pd.DataFrame, top_k: int = 5) -> tuple[RecalledFinding, ...]:
+    """The best `top_k` re-ranked findings as typed records, best first (distance / bm25 None where that side did
+    not find the finding)."""
+    frame = rerank_by_language.head(max(0, int(top_k)))
     text = frame.reindex(columns=list(FIELDS)).fillna("").astype(str).itertuples(index=False, name=None)
-    numbers = zip(frame["distance"].astype(float), frame["adjusted_distance"].astype(float), frame["language_match"])
-    return tuple(RecalledFinding(*fields, distance=d, adjusted_distance=a, language_match=bool(m))
-                 for fields, (d, a, m) in zip(text, numbers))  # fmt: skip
+    optional = lambda column: [None if pd.isna(v) else float(v) for v in frame[column]]  # noqa: E731
+    numbers = zip(optional("distance"), optional("bm25"), frame["adjusted_distance"].astype(float), frame["language_match"])
+    return tuple(RecalledFinding(*fields, distance=d, bm25=b, adjusted_distance=a, language_match=bool(m))
+                 for fields, (d, b, a, m) in zip(text, numbers))  # fmt: skip
 
 
 def findings_section(recalled_findings: tuple[RecalledFinding, ...], max_context_chars: int = DEFAULT_MAX_CONTEXT_CHARS) -> str:
