@@ -15,14 +15,13 @@ import tiktoken
 from dataflows import lexical
 from dataflows.lexical import Bm25Index
 from dataflows.retrieval import vocabulary
-from dataflows.retrieval.budget import budget_items, budget_plan
 from dataflows.retrieval.models import FileContext, SymbolContext, TaskQuery
+from dataflows.index.schema import REQUEST_TABLES
 from tests.retrieval_dag import run_node
-from drivers import kb as kb_store
 from drivers import tokens
 from drivers import word_cache
 from drivers.indexer import index_repository
-from drivers.kb import live_version, load_kb
+from drivers.kb import KnowledgeBase, live_version, read_metadata, read_tables
 from drivers.word_cache import word_tables
 from drivers.retriever import retrieve
 from tests.fixture_repo import make_repo
@@ -39,9 +38,9 @@ def indexed(tmp_path_factory):
 
 
 def fresh_kb(root):
-    """The repository's KB loaded anew (not the per-process cached object)."""
-    kb_store._LOADED.clear()
-    return load_kb(root / ".cra")
+    """The repository's KB loaded anew (not the per-process cached object `load_kb` keeps)."""
+    kb_dir = root / ".cra"
+    return KnowledgeBase(kb_dir, read_metadata(kb_dir), read_tables(kb_dir, REQUEST_TABLES))
 
 
 def term_frame(docs: dict[int, str]) -> pd.DataFrame:
@@ -72,7 +71,7 @@ def test_index_writes_bm25_arrays_that_score_like_a_rebuild(indexed):
     version = live_version(indexed / ".cra")
     assert {"file_terms.bm25.parquet", "symbol_terms.bm25.parquet"} <= {p.name for p in version.iterdir()}
     kb = fresh_kb(indexed)
-    rebuilt = Bm25Index.from_terms(kb_store._read_terms(indexed / ".cra", "symbol_terms"), "symbol_id")
+    rebuilt = Bm25Index.from_terms(read_tables(indexed / ".cra", ["symbol_terms"])["symbol_terms"], "symbol_id")
     pd.testing.assert_series_equal(kb.symbol_lexicon.scores(QUERY), rebuilt.scores(QUERY))
     assert kb.file_lexicon.scores(QUERY).max() > 0
 
@@ -86,10 +85,12 @@ def test_missing_or_foreign_bm25_arrays_are_rebuilt_from_the_terms(indexed, tmp_
     try:
         stored.unlink()
         pd.testing.assert_series_equal(fresh_kb(indexed).file_lexicon.scores(QUERY), expected)
-        table = pq.read_table(backup)  # same arrays, written by another lexicon format (other k1)
-        pq.write_table(table.replace_schema_metadata({**table.schema.metadata, b"k1": b"2.0"}), stored)
-        assert kb_store._read_lexicon(version, "file_terms") is None
-        pd.testing.assert_series_equal(fresh_kb(indexed).file_lexicon.scores(QUERY), expected)
+        other = pq.read_table(version / "symbol_terms.bm25.parquet")  # another lexicon's arrays, in this format:
+        pq.write_table(other, stored)
+        assert not fresh_kb(indexed).file_lexicon.scores(QUERY).equals(expected)  # read as they are
+        foreign = other.replace_schema_metadata({**other.schema.metadata, b"k1": b"2.0"})  # another lexicon format:
+        pq.write_table(foreign, stored)
+        pd.testing.assert_series_equal(fresh_kb(indexed).file_lexicon.scores(QUERY), expected)  # not read, rebuilt
     finally:
         stored.write_bytes(backup.read_bytes())
 
@@ -116,11 +117,21 @@ def test_persisted_word_tables_equal_the_computed_ones(indexed):
         assert_same_word_table(persisted[name], computed[name])
 
 
-def test_word_tables_written_by_other_code_are_recomputed(indexed, monkeypatch):
-    monkeypatch.setattr(word_cache, "_words_stamp", lambda: b"other vocabulary code")
-    assert word_cache.read_word_tables(live_version(indexed / ".cra")) == {}
-    kb = fresh_kb(indexed)
-    assert_same_word_table(kb.words["symbol_name_words"], word_tables(kb.files, kb.tables["symbols"])["symbol_name_words"])
+def test_word_tables_written_by_other_code_are_recomputed(indexed, tmp_path):
+    version = live_version(indexed / ".cra")
+    stored = version / "words.symbol_names.parquet"
+    backup = tmp_path / "words.parquet"
+    backup.write_bytes(stored.read_bytes())
+    try:
+        table = pq.read_table(backup)  # the same frame, stamped by other vocabulary code
+        pq.write_table(table.replace_schema_metadata({**table.schema.metadata, b"cra_words": b"other code"}), stored)
+        assert word_cache.read_word_tables(version) == {}
+        kb = fresh_kb(indexed)
+        computed = word_tables(kb.files, kb.tables["symbols"])
+        assert_same_word_table(kb.words["symbol_name_words"], computed["symbol_name_words"])
+    finally:
+        stored.write_bytes(backup.read_bytes())
+    assert sorted(word_cache.read_word_tables(version)) == sorted(word_cache.WORD_TABLES)
 
 
 def test_reindex_links_the_word_tables_whose_inputs_did_not_change_and_rebuilds_the_rest(tmp_path):
@@ -261,7 +272,7 @@ def test_budget_renders_and_counts_an_unchanged_package_once():
         return tokens.count_tokens(text)
 
     query = TaskQuery("fix f", "bug_fix")
-    plan = budget_plan(files, budget_items(files, count), query, 4000, count, edges)
+    plan = run_node("budget_plan", file_contexts=files, task_query=query, budget=4000, count_tokens=count, kb_edges=edges)
     packages = [t for t in counted if t.startswith("## Task")]
     assert len(packages) == 1 and plan.report["after"] == count(packages[0])
     assert not plan.report["evicted"] and not plan.report["demoted"]
