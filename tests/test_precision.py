@@ -8,7 +8,6 @@ import pytest
 from dataflows.lexical import Bm25Index
 from dataflows.retrieval import precision
 from dataflows.retrieval.models import TaskQuery
-from dataflows.retrieval.precision import precision_terms
 from dataflows.text import term_counts
 from tests.retrieval_dag import run_node
 
@@ -191,6 +190,10 @@ def task(**kw) -> TaskQuery:
         symbol_hints=("validate_login",),
     )
     return TaskQuery(**(base | kw))
+
+
+def precision_terms(query: TaskQuery, lexicon: Bm25Index) -> pd.Series:
+    return run_node("precision_terms", task_query=query, symbol_lexicon=lexicon)
 
 
 def tiers_for(query: TaskQuery, lexicon: Bm25Index | None = None, seed_file: int = 0) -> pd.DataFrame:
