@@ -5,7 +5,9 @@
 Findings are generated from defect templates x files x 20 repositories of 4 owners (or, with --data, cycled from a
 mined `findings.jsonl`), embedded by the shipped static model and stored in a temporary database. Prints: model load
 time, embeddings/s, store insert time (embedding excluded), whole-import rate, and per-query latency (median / p95)
-of the store's k-nearest alone (wall and CPU time: on a busy machine the CPU time is the stable figure) and of the whole `recall_findings` (query dataflow, one embedding, search, re-rank).
+of the store's k-nearest alone and its FTS5 BM25 search alone (wall and CPU time: on a busy machine the CPU time is
+the stable figure), and of the whole `recall_findings` (query dataflow, one embedding, both searches, fusion,
+re-rank).
 """
 
 from __future__ import annotations
@@ -51,7 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from drivers.embeddings import StaticModelProvider
-    from drivers.findings_store import add_findings, document_text, findings_count, nearest_findings, open_store
+    from drivers.findings_store import add_findings, document_text, findings_count, lexical_findings, nearest_findings, open_store
+    from drivers.review import CANDIDATE_DEPTH
     from drivers.review import recall_findings
 
     if args.data:
@@ -77,12 +80,16 @@ def main(argv: list[str] | None = None) -> int:
             titles = [f"fix {d.format(x=x)}" for d, x in itertools.islice(itertools.product(DEFECTS, THINGS), args.queries)]
             query_vectors = provider.generate_many(titles)
             repos = [f"owner{i % 4}/repo{i % 20}" for i in range(len(titles))]
-            knn, knn_cpu = [], []
-            for vector, repo in zip(query_vectors, repos):
+            knn, knn_cpu, fts, fts_cpu = [], [], [], []
+            for title, vector, repo in zip(titles, query_vectors, repos):
                 t, c = time.perf_counter(), time.process_time()
-                nearest_findings(conn, vector, provider.model, repo, 5, sharing_enabled=True)
+                nearest_findings(conn, vector, provider.model, repo, CANDIDATE_DEPTH, sharing_enabled=True)
                 knn.append(time.perf_counter() - t)
                 knn_cpu.append(time.process_time() - c)
+                t, c = time.perf_counter(), time.process_time()
+                lexical_findings(conn, title, repo, CANDIDATE_DEPTH, sharing_enabled=True)
+                fts.append(time.perf_counter() - t)
+                fts_cpu.append(time.process_time() - c)
         whole = []
         for title, repo in zip(titles, repos):
             t = time.perf_counter()
@@ -91,8 +98,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"static model: load {load:.2f} s, {len(findings) / embed:,.0f} embeddings/s ({provider.dimension} dims)")
     print(f"insert {count:,} findings (embedding excluded, 1,000 per transaction): {insert:.2f} s, "
           f"{count / insert:,.0f} findings/s (CPU {insert_cpu:.2f} s); whole import incl. embedding {count / (insert + embed):,.0f} findings/s")  # fmt: skip
-    print(f"k-nearest (k=5, owner partition) over {count:,}: {_ms(knn)} (CPU {_ms(knn_cpu)})")
-    print(f"recall_findings (query dataflow + 1 embedding + search + re-rank): {_ms(whole)}")
+    print(f"k-nearest (k={CANDIDATE_DEPTH}, owner partition) over {count:,}: {_ms(knn)} (CPU {_ms(knn_cpu)})")
+    print(f"FTS5 BM25 (top {CANDIDATE_DEPTH}, owner's repositories) over {count:,}: {_ms(fts)} (CPU {_ms(fts_cpu)})")
+    print(f"recall_findings (query dataflow + 1 embedding + both searches + fusion + re-rank): {_ms(whole)}")
     return 0
 
 

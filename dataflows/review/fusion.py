@@ -13,6 +13,7 @@ RRF is the default because it is the one that matches BM25 alone on text-only qu
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 from hamilton.function_modifiers import config
 
@@ -25,22 +26,21 @@ def _candidates(thresholded_findings: pd.DataFrame, lexical_candidates: pd.DataF
     """Every candidate once, with its descriptive fields, distance, bm25 and 1-based rank on each side (ties share
     the best rank; NaN on a side that did not find it)."""
     vector, lexical = thresholded_findings, lexical_candidates
-    fields = pd.concat([vector.drop(columns=["distance"], errors="ignore"), lexical.drop(columns=["bm25"], errors="ignore")])
-    fields = fields[~fields.index.duplicated()]
-    distance = pd.to_numeric(vector.get("distance", pd.Series(dtype=float)), errors="coerce").astype(float)
-    bm25 = pd.to_numeric(lexical.get("bm25", pd.Series(dtype=float)), errors="coerce").astype(float)
-    return fields.assign(
-        distance=distance.reindex(fields.index), bm25=bm25.reindex(fields.index),
-        vector_rank=distance.rank(method="min").reindex(fields.index),
-        lexical_rank=bm25.rank(method="min", ascending=False).reindex(fields.index),
-    )  # fmt: skip
+    frame = pd.concat([vector, lexical[~lexical.index.isin(vector.index)]]) if len(lexical) else vector.copy()
+    frame["distance"] = pd.to_numeric(frame.get("distance", np.nan), errors="coerce").astype(float)
+    frame["bm25"] = pd.to_numeric(lexical.get("bm25", pd.Series(dtype=float)), errors="coerce").reindex(frame.index).astype(float)
+    frame["vector_rank"] = frame["distance"].rank(method="min")
+    frame["lexical_rank"] = frame["bm25"].rank(method="min", ascending=False)
+    return frame
 
 
 def _ordered(candidates: pd.DataFrame, fused_distance: pd.Series) -> pd.DataFrame:
     """Best first: fused distance, then the closer vector distance, the higher BM25, the older finding (its id)."""
-    out = candidates.assign(fused_distance=fused_distance.astype(float), _bm25=-candidates["bm25"], _id=candidates.index)
-    out = out.sort_values(["fused_distance", "distance", "_bm25", "_id"], kind="stable", na_position="last")
-    return out.drop(columns=["_bm25", "_id"])
+    fused = fused_distance.to_numpy(dtype=float)
+    missing_last = lambda values: np.nan_to_num(values, nan=np.inf)  # noqa: E731
+    order = np.lexsort((candidates.index.to_numpy(), missing_last(-candidates["bm25"].to_numpy()),
+                        missing_last(candidates["distance"].to_numpy()), fused))  # fmt: skip
+    return candidates.iloc[order].assign(fused_distance=fused[order])
 
 
 @config.when_not(fusion="score")
