@@ -157,6 +157,19 @@ def memories(ws: Workspace, task: str | None = None, repo: str | None = None, pr
     return {"project": project, **result.to_dict(), "warnings": warnings}
 
 
+def past_findings(title: str, body: str = "", files: list[str] | None = None, repository: str | None = None,
+                  share_owner: bool = False, limit: int = 5) -> dict:  # fmt: skip
+    """Past review findings most like a pull request, best first, with the prompt section (drivers.review)."""
+    from drivers.review import recall_findings
+
+    if not isinstance(title, str) or not title.strip():
+        raise CraError("The title is empty. Pass the pull request's title as `title`.")
+    if limit < 1:
+        raise CraError(f"limit must be at least 1 (got {limit}).")
+    result = recall_findings(title, body or "", files or [], repo=repository, sharing_enabled=share_owner, top_k=limit)
+    return {**result.to_dict(), "section": result.section, "warnings": list(result.warnings)}
+
+
 def _project_name(directory: str) -> str | None:
     """A repository's directory name as its memory project, when it is a valid one (else only universal and
     language memories apply)."""

@@ -116,6 +116,20 @@ def build_server(ws):
         return _tool(mcp_tools.memories)(ws, task, repo, project, language, category, limit, budget)
 
     @server.tool(description=(
+        "Past review findings like the pull request you are reviewing or writing: what reviewers flagged before in "
+        "this repository (severity, category, file, outcome), best first, and a prompt section to put in the review. "
+        "Read them before reviewing a diff so known pitfalls are checked."))  # fmt: skip
+    def past_findings(
+        title: Annotated[str, Field(description="The pull request's title, e.g. 'fix: escape search input'.")],
+        body: Annotated[str, Field(description="The pull request's description (its first 200 characters count).")] = "",
+        files: Annotated[list[str] | None, Field(description="Changed file paths, e.g. ['app/db.py'].")] = None,
+        repository: Annotated[str | None, Field(description="OWNER/NAME whose findings to search (default: all).")] = None,
+        share_owner: Annotated[bool, Field(description="With repository: every repository of the same owner.")] = False,
+        limit: Annotated[int, Field(ge=1, le=50, description="At most this many findings (default 5).")] = 5,
+    ) -> dict[str, Any]:
+        return _tool(mcp_tools.past_findings)(title, body, files, repository, share_owner, limit)
+
+    @server.tool(description=(
         "Diagnose a failed attempt from its handoff bundle: whether the bundle is too thin to act on (empty, no "
         "actionable context, repeated failures in <phase_id>_attempt_<n>.log, no clear root cause), the priority, "
         "and bounded evidence: recent run artifacts, relevant docs/src/tests files, memories and similar past "

@@ -26,7 +26,7 @@ from tests.fixture_repo import make_repo  # noqa: E402
 CRA = str(Path(sys.executable).parent / "cra")
 TASK = "fix the login password validation: short passwords should return an error"
 TOOLS = {"get_context", "explain_file", "index", "search_symbols", "memories", "record_attempt", "escalation_report", "guide",
-         "diagnose"}
+         "diagnose", "past_findings"}
 
 
 @asynccontextmanager
@@ -180,6 +180,19 @@ def test_diagnose_reads_a_run_directory_inside_the_repository_and_ranks_with_the
         import shutil
 
         shutil.rmtree(served.repo / ".autonomous_runs")
+
+
+def test_past_findings_recalls_from_the_store_in_cra_home(served):
+    from drivers.review import add_findings
+
+    add_findings([{"finding_text": "SQL built by string concatenation; use bound parameters", "severity": "major",
+                   "category": "security", "file_path": "app/db.py", "outcome": "accepted", "repo": "acme/shop",
+                   "created_at": "2026-01-01T00:00:00Z"}], served.home / "findings.db")  # fmt: skip
+    found = served.data("past_findings", title="fix: escape the search SQL", files=["app/search.py"], repository="acme/shop")
+    assert [f["file_path"] for f in found["findings"]] == ["app/db.py"] and "Similar Prior Findings" in found["section"]
+    assert served.data("past_findings", title="fix: escape the search SQL", repository="acme/other")["findings"] == []
+    refused = served.call("past_findings", title="x", repository="no-owner")
+    assert refused.is_error and "OWNER/NAME" in text(refused)
 
 
 def test_concurrent_calls_each_get_their_own_answer(served):
