@@ -140,7 +140,7 @@ def test_prompt_uses_a_custom_template_and_marks_empty_sections():
 
 def test_json_follows_the_contract():
     data = json.loads(json_text(package()))
-    assert set(data) == {"task", "files", "dependency_edges", "token_count", "budget", "provenance"}
+    assert set(data) == {"task", "files", "dependency_edges", "companions", "token_count", "budget", "provenance"}
     assert set(data["files"][0]) == {"path", "language", "relevance_rank", "score", "added_by", "symbols",
                                      "rationale_comments", "test_assertions"}  # fmt: skip
     assert data["files"][0]["symbols"][0]["relevance"] == "primary"

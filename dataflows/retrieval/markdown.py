@@ -22,8 +22,7 @@ _HASH_COMMENT = frozenset({"python", "ruby", "shell", "bash", "toml", "yaml", "p
 def package_markdown(task_text: str, files: Iterable[FileContext], edges: Iterable[tuple[str, str]], companions: Iterable = ()) -> str:
     """The whole markdown document; empty sections are left out so they cost no tokens (companions: CompanionNotes)."""
     parts = sections(tuple(files), tuple(edges))
-    parts["companions"] = "\n\n".join(f"- `{c.path}`: {c.note}\n{_fence(c.latest)}" if c.latest else f"- `{c.path}`: {c.note}"
-                                        for c in companions)
+    parts["companions"] = "\n\n".join(_companion_note(c) for c in companions)
     document = [f"## Task\n{task_text}"]
     for title, key in (
         ("Primary Context", "context"),
@@ -84,6 +83,14 @@ def _summary(docstring: str | None) -> str:
 def _comment_marker(language: str) -> str:
     """Line-comment marker of a language, for doc summaries above signatures."""
     return "#" if language in _HASH_COMMENT else "//"
+
+
+def _companion_note(companion) -> str:
+    """One companion file: its path and note, then its latest entries in a fence."""
+    if not companion.latest:
+        return f"- `{companion.path}`: {companion.note}"
+    fence = _fence(companion.latest)
+    return f"- `{companion.path}`: {companion.note}\n{fence}\n{companion.latest}\n{fence}"
 
 
 def _fence(text: str) -> str:
