@@ -7,8 +7,9 @@ When the package is too big, sections are cut bottom-up (outline, rationale, typ
 down to their share, within a section lowest file score first, bodies demoted to signatures before anything is
 evicted. The floor (task + primaries of seed files) goes last. Freed room is refilled best-first, and the real
 markdown is measured with `count_tokens` until it fits: `token_count <= budget` holds by construction.
-Nodes: budget_items, file_overhead, allotted_task_text, unbudgeted_tokens -> section_room -> section_allocation ->
-budget_cuts (the one cut/measure/refill loop, a frozen BudgetCuts) -> evicted_items, demoted_items -> budget_plan.
+Nodes: budget_items, budget_item_columns, file_overhead, allotted_task_text, unbudgeted_tokens -> section_room ->
+section_allocation -> budget_cuts (the one cut/measure/refill loop, a frozen BudgetCuts) -> evicted_items,
+demoted_items -> budget_plan.
 """
 
 from __future__ import annotations
@@ -64,6 +65,11 @@ def budget_items(file_contexts: list[FileContext], count_tokens: Callable) -> pd
     return pd.DataFrame(rows, columns=[*columns, "full", "demoted", "demotable"])
 
 
+def budget_item_columns(budget_items: pd.DataFrame) -> dict[str, np.ndarray]:
+    """The budget items as one numpy array per column, converted once: the cut loop reads them item by item."""
+    return {c: budget_items[c].to_numpy() for c in budget_items.columns}
+
+
 def file_overhead(file_contexts: list[FileContext], kb_edges: pd.DataFrame, count_tokens: Callable) -> np.ndarray:
     """Tokens each file costs beyond its items: heading, fence, and its edges (charged to the lower-ranked end)."""
     files = file_contexts
@@ -84,34 +90,36 @@ def allotted_task_text(task_query: TaskQuery, budget: int, count_tokens: Callabl
 
 
 def unbudgeted_tokens(
-    file_contexts: list[FileContext], budget_items: pd.DataFrame, allotted_task_text: str, kb_edges: pd.DataFrame,
-    count_tokens: Callable,
+    file_contexts: list[FileContext], budget_item_columns: dict[str, np.ndarray], allotted_task_text: str,
+    kb_edges: pd.DataFrame, count_tokens: Callable,
 ) -> int:
     """Tokens of the package's real markdown before any cut (what the budget report calls `before`)."""
-    items = _arrays(budget_items)
-    return _package_tokens(file_contexts, items, np.full(len(budget_items), FULL), allotted_task_text, kb_edges,
+    items = budget_item_columns
+    return _package_tokens(file_contexts, items, _Cuts.none(len(items["file"])).state, allotted_task_text, kb_edges,
                            count_tokens)  # fmt: skip
 
 
-def section_room(budget_items: pd.DataFrame, file_overhead: np.ndarray, unbudgeted_tokens: int, budget: int) -> int:
+def section_room(
+    budget_item_columns: dict[str, np.ndarray], file_overhead: np.ndarray, unbudgeted_tokens: int, budget: int
+) -> int:
     """Tokens the sections share: the budget less file headings, fences and edges, the task text, and what the
     per-item estimates miss of the real rendering."""
-    items = _arrays(budget_items)
-    correction = unbudgeted_tokens - _estimate(items, file_overhead, np.full(len(budget_items), FULL))
+    items = budget_item_columns
+    correction = unbudgeted_tokens - _estimate(items, file_overhead, _Cuts.none(len(items["file"])).state)
     return max(0, int(budget) - correction - int(file_overhead.sum()))
 
 
-def section_allocation(budget_items: pd.DataFrame, section_room: int) -> dict[str, int]:
+def section_allocation(budget_item_columns: dict[str, np.ndarray], section_room: int) -> dict[str, int]:
     """Tokens per section: SECTION_SHARES of the room, and what a section does not need flows to the others by share
     (outlines get what is left)."""
-    section, full = budget_items["section"].to_numpy(dtype=object), budget_items["full"].to_numpy(dtype=np.int64)
+    section, full = budget_item_columns["section"].astype(object), budget_item_columns["full"].astype(np.int64)
     demand = np.array([int(full[section == s].sum()) for s in SECTION_SHARES], dtype=float)
     return _flowed_allocation(demand, section_room)
 
 
 def budget_cuts(
     file_contexts: list[FileContext],
-    budget_items: pd.DataFrame,
+    budget_item_columns: dict[str, np.ndarray],
     file_overhead: np.ndarray,
     section_allocation: dict[str, int],
     allotted_task_text: str,
@@ -123,9 +131,9 @@ def budget_cuts(
 ) -> BudgetCuts:
     """Each item's state (full, body demoted, evicted) and cut order: cut bottom-up to the section allocation, then
     measure the real markdown and cut or refill best-first until it fits (demotion and eviction are one loop)."""
-    budget, items, overhead = int(budget), _arrays(budget_items), file_overhead
+    budget, items, overhead = int(budget), budget_item_columns, file_overhead
     task = allotted_task_text
-    cuts = _Cuts.none(len(budget_items))
+    cuts = _Cuts.none(len(items["file"]))
     measured = {(cuts.state.tobytes(), task): unbudgeted_tokens}  # (state, task) -> tokens: none is rendered twice
 
     def measure(state: np.ndarray, text: str) -> int:
@@ -181,7 +189,7 @@ def demoted_items(budget_items: pd.DataFrame, budget_cuts: BudgetCuts) -> pd.Dat
 
 def budget_plan(
     file_contexts: list[FileContext],
-    budget_items: pd.DataFrame,
+    budget_item_columns: dict[str, np.ndarray],
     budget_cuts: BudgetCuts,
     evicted_items: pd.DataFrame,
     demoted_items: pd.DataFrame,
@@ -192,7 +200,7 @@ def budget_plan(
     count_tokens: Callable,
 ) -> BudgetPlan:
     """The files as the cuts leave them, the task text that fits, and the report explaining the cuts."""
-    budget, items, cuts = int(budget), _arrays(budget_items), budget_cuts
+    budget, items, cuts = int(budget), budget_item_columns, budget_cuts
     warnings = []
     if cuts.task_truncated:
         warnings.append(f"task text truncated to {count_tokens(cuts.task_text)} tokens to fit the budget of {budget}")
@@ -250,11 +258,6 @@ class _Cuts:
     @classmethod
     def none(cls, n: int) -> _Cuts:
         return cls(np.full(n, FULL), np.full(n, -1), np.zeros(n, dtype=bool), 0)
-
-
-def _arrays(budget_items: pd.DataFrame) -> dict[str, np.ndarray]:
-    """The budget items as one array per column (tens to hundreds of rows)."""
-    return {c: budget_items[c].to_numpy() for c in budget_items.columns}
 
 
 def _tokens(items: dict[str, np.ndarray], state: np.ndarray) -> np.ndarray:
@@ -327,7 +330,7 @@ def _package_tokens(files: list[FileContext], items: dict[str, np.ndarray], stat
 def _cut_items(budget_items: pd.DataFrame, budget_cuts: BudgetCuts, state: int) -> pd.DataFrame:
     """The budget items the cuts left in this state, in the order they were cut."""
     at = np.flatnonzero(budget_cuts.state == state)
-    return budget_items.iloc[at[np.argsort(budget_cuts.cut_at[at], kind="stable")]]
+    return budget_items.take(at[np.argsort(budget_cuts.cut_at[at], kind="stable")])
 
 
 def _entries(cut_items: pd.DataFrame) -> list[dict]:
