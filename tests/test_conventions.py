@@ -130,3 +130,27 @@ def test_miner_keeps_issue_fixes_and_counts_what_each_filter_removed(tmp_path):
     assert removed[FILTERS[3]] == 1  # the test-only fix has no source file
     assert removed[FILTERS[1]] == 1  # "Tune parse" describes no problem
     assert removed["commits read"] == 4
+
+
+def test_family_fit_beats_a_shared_fit_when_languages_disagree():
+    import pandas as pd
+
+    from dataflows.retrieval.combination import SIGNALS
+    from drivers.tune_languages import family_comparison
+
+    rows = []
+    for language, strong in (("go", "path_match"), ("rust", "lexical_match")):
+        weak = "lexical_match" if strong == "path_match" else "path_match"
+        for r in range(2):
+            for c in range(3):
+                case = f"{language}{r}-{c}"
+                for f in range(2):  # gold (file 0) needs weight(strong) > 1.3 weight(weak): no one weighting serves both
+                    values = dict.fromkeys(SIGNALS, 0.0)
+                    values[strong], values[weak] = (0.5, 0.3) if f == 0 else (0.0, 0.95)
+                    rows.append({"path": f"f{f}", **values, "seed": False, "is_test": False, "non_source": False,
+                                 "case_id": case, "repo": f"{language}/r{r}", "gold": f == 0, "language": language})  # fmt: skip
+    table = family_comparison(pd.DataFrame(rows))
+    for language in ("go", "rust"):
+        assert table.loc[(language, "family fit (LORO)"), "acc@1"] == 1.0
+    shared = table.xs("shared fit (LORO)", level="configuration")["acc@1"]
+    assert shared.min() < 1.0
