@@ -117,10 +117,12 @@ def _retrieve(args) -> int:
         weights=load_weights(Path(args.weights)) if args.weights else None,
         llm_assist=args.llm_assist, llm_client=llm_client, prompt_template=template,
         outputs=(f"{args.format}_text", "symbol_tiers", "budget_report"),
+        pinned_sections=_pinned(args, repo, kb, task),
     )
     if args.verbose:
         print(verbose_report(result), file=sys.stderr)
-    for warning in result.package.provenance.get("warnings", []):
+    provenance = result.package.provenance
+    for warning in [*provenance.get("warnings", []), *provenance.get("memories", {}).get("warnings", [])]:
         print(f"warning: {warning}", file=sys.stderr)
     text = result.outputs[f"{args.format}_text"]
     if args.output:
@@ -128,6 +130,19 @@ def _retrieve(args) -> int:
     else:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0
+
+
+def _pinned(args, repo: Path, kb, task: str):
+    """The sections `--task-id` (guidance, failure context) and `--memories` put at the top of the package."""
+    from drivers import pinned
+
+    guidance = pinned.guidance_section(Path(args.db) if args.db else None, args.task_id) if args.task_id else None
+    memories = None
+    if args.memories:
+        project = args.project or pinned.default_project(repo)
+        memories = pinned.memory_section_for(Path(args.memory_dir) if args.memory_dir else None, project,
+                                             args.language, task, args.budget, kb.files)  # fmt: skip
+    return pinned.pinned_sections(guidance, memories)
 
 
 def _enrich(args) -> int:
@@ -177,6 +192,12 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--output", "-o", help="write the package here instead of stdout")
     p.add_argument("--llm-assist", action="store_true", help="ask a local Ollama model when the task is too vague")
     p.add_argument("--model", default="qwen2.5-coder:7b", help="Ollama model for --llm-assist")
+    p.add_argument("--memories", action="store_true", help="add the scoped memories that apply (seed 003) at the top")
+    p.add_argument("--project", help="memory project (default: the repository's directory name)")
+    p.add_argument("--language", help="memory language (default: that of the top-ranked files)")
+    p.add_argument("--memory-dir", help="memory hierarchy root (default $CRA_HOME/memory)")
+    p.add_argument("--task-id", help="escalation task: put its human guidance and failure context at the top")
+    p.add_argument("--db", help="escalation store for --task-id (default $CRA_HOME/escalations.db)")
     p.add_argument("-v", "--verbose", action="store_true", help="print signal, tier and budget tables to stderr")
     p.set_defaults(run=_retrieve)
 
@@ -215,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a bug in cra, not the user's doing: one line, the traceback on request
         if os.environ.get("CRA_DEBUG"):
             traceback.print_exc()
-        message = str(exc).splitlines()[0] if str(exc) else "(no message)"
+        message = " ".join(str(exc).split())[:300] or "(no message)"
         print(f"cra: internal error: {type(exc).__name__}: {message}. This is a bug in cra; "
               "run again with CRA_DEBUG=1 and report the traceback it prints.", file=sys.stderr)
         return 1

@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 import pandas as pd
 
 from drivers.errors import CraError
+from drivers.pinned import default_project
 from drivers.workspace import Workspace
 
 DEFAULT_BUDGET = 16_000  # tokens: a package that fits under agent clients' tool-output limits (Claude Code: 25k)
@@ -21,15 +22,20 @@ def _check_task(task: str) -> str:
 
 
 def get_context(ws: Workspace, task: str, repo: str | None = None, budget: int | None = None,
-                format: str = "markdown") -> str:  # fmt: skip
-    """The context package for a task: markdown, or the JSON document of `cra retrieve --format json`."""
+                format: str = "markdown", memories: bool = False, task_id: str | None = None) -> str:  # fmt: skip
+    """The context package for a task: markdown, or the JSON document of `cra retrieve --format json`; with the
+    memories that apply and an escalation task's guidance on top when asked."""
+    from drivers import pinned
     from drivers.retriever import retrieve
 
     if format not in FORMATS:
         raise CraError(f"Unknown format {format!r}; use one of {', '.join(FORMATS)}.")
-    with ws.fresh(repo) as (_, kb):
-        result = retrieve(kb, _check_task(task), budget=DEFAULT_BUDGET if budget is None else budget,
-                          outputs=(f"{format}_text",))  # fmt: skip
+    budget = DEFAULT_BUDGET if budget is None else budget
+    with ws.fresh(repo) as (served, kb):
+        guidance = pinned.guidance_section(None, task_id) if task_id else None
+        notes = pinned.memory_section_for(None, default_project(served.root), None, task, budget, kb.files) if memories else None
+        result = retrieve(kb, _check_task(task), budget=budget, outputs=(f"{format}_text",),
+                          pinned_sections=pinned.pinned_sections(guidance, notes))  # fmt: skip
     return result.outputs[f"{format}_text"]
 
 
@@ -150,7 +156,7 @@ def memories(ws: Workspace, task: str | None = None, repo: str | None = None, pr
 
     if limit < 1:
         raise CraError(f"limit must be at least 1 (got {limit}).")
-    project = project or _project_name(ws.repository(repo).root.name)
+    project = project or default_project(ws.repository(repo).root)
     result, warnings = query_memories(None, MemoryQuery(category=category, max_results=limit), project=project,
                                       language=language, task_text=task, budget=budget,
                                       now=datetime.now(timezone.utc))  # fmt: skip
@@ -168,17 +174,6 @@ def past_findings(title: str, body: str = "", files: list[str] | None = None, re
         raise CraError(f"limit must be at least 1 (got {limit}).")
     result = recall_findings(title, body or "", files or [], repo=repository, sharing_enabled=share_owner, top_k=limit)
     return {**result.to_dict(), "section": result.section, "warnings": list(result.warnings)}
-
-
-def _project_name(directory: str) -> str | None:
-    """A repository's directory name as its memory project, when it is a valid one (else only universal and
-    language memories apply)."""
-    from drivers.memory_store import check_name
-
-    try:
-        return check_name(directory, "Project")
-    except CraError:
-        return None
 
 
 def record_attempt(task_id: str, error: str, agent: str = "agent", title: str | None = None,

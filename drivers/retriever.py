@@ -6,6 +6,7 @@ import os
 import time
 from functools import lru_cache
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,16 +16,16 @@ os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")
 from hamilton import driver  # noqa: E402
 
 from dataflows.retrieval import (  # noqa: E402
-    assembly, budget, combination, precision, render, scope, signals, task_analysis, word_tables,
+    assembly, budget, combination, pinned, precision, render, scope, signals, task_analysis, word_tables,
 )
-from dataflows.retrieval.models import ContextPackage  # noqa: E402
+from dataflows.retrieval.models import ContextPackage, PinnedSection  # noqa: E402
 from dataflows.retrieval.signal_list import KNOBS, checked_weights  # noqa: E402
 from drivers.errors import CraError  # noqa: E402
 from drivers.kb import KnowledgeBase  # noqa: E402
 from drivers.tokens import count_tokens  # noqa: E402
 
 # the retrieval DAG, stage by stage (word_tables: nodes a request gets as overrides from the loaded KB)
-MODULES = (word_tables, task_analysis, signals, combination, scope, precision, budget, assembly, render)
+MODULES = (word_tables, task_analysis, signals, combination, scope, precision, pinned, budget, assembly, render)
 DEFAULT_BUDGET = 32_768
 DEFAULT_SCOPE_SIZE = 75
 MIN_BUDGET = 256
@@ -129,9 +130,12 @@ def retrieve(
     prompt_template: str | None = None,
     outputs: tuple[str, ...] = (),
     adapters: tuple = (),
+    pinned_sections: tuple[PinnedSection, ...] | Callable[[pd.DataFrame], tuple[PinnedSection, ...]] = (),
 ) -> Retrieval:
     """Run the pipeline; `outputs` names extra nodes to return (e.g. "markdown_text", "symbol_tiers");
-    `adapters` are Hamilton lifecycle hooks watching the run (e.g. per-node timing)."""
+    `adapters` are Hamilton lifecycle hooks watching the run (e.g. per-node timing); `pinned_sections` go at the
+    top of the package (guidance, memories), or a function of the ranked scope that makes them (the ranking is
+    then computed once and reused)."""
     if not task_text or not task_text.strip():
         raise CraError("The task description is empty. Pass it as an argument, with --task-file F, or on stdin with `-`.")
     if budget < MIN_BUDGET:
@@ -156,7 +160,11 @@ def retrieve(
         inputs["llm_client"] = llm_client
     wanted = ["context_package", "scope", "signal_matrix", *outputs]
     started = time.perf_counter()
-    result = retrieval_driver(llm_assist, adapters).execute(list(dict.fromkeys(wanted)), inputs=inputs,
-                                                            overrides=kb.word_overrides)
+    dag, overrides = retrieval_driver(llm_assist, adapters), kb.word_overrides
+    if callable(pinned_sections):
+        ranked = dag.execute(["task_query", "signal_matrix", "scope"], inputs=inputs, overrides=overrides)
+        overrides, pinned_sections = overrides | ranked, pinned_sections(ranked["scope"])
+    inputs["pinned_sections"] = tuple(pinned_sections)
+    result = dag.execute(list(dict.fromkeys(wanted)), inputs=inputs, overrides=overrides)
     seconds = time.perf_counter() - started
     return Retrieval(result["context_package"], result["scope"], result["signal_matrix"], result, seconds)

@@ -67,8 +67,14 @@ def build_server(ws):
             f"Token budget of the package (default {mcp_tools.DEFAULT_BUDGET}).") )] = None,  # fmt: skip
         format: Annotated[Literal["markdown", "json"], Field(description=(
             "markdown (for reading) or json (the `cra retrieve --format json` contract, with provenance)."))] = "markdown",
+        memories: Annotated[bool, Field(description=(
+            "Also put the stored memories that apply (preferences, corrections, language rules, project decisions) "
+            "at the top of the package."))] = False,  # fmt: skip
+        task_id: Annotated[str | None, Field(description=(
+            "Escalation task id: when it was escalated and a human gave guidance, put that guidance and the "
+            "failure context at the top of the package."))] = None,  # fmt: skip
     ) -> str:
-        return _tool(mcp_tools.get_context)(ws, task, repo, budget, format)
+        return _tool(mcp_tools.get_context)(ws, task, repo, budget, format, memories, task_id)
 
     @server.tool(description=(
         "Explain why one file is or is not in the context for a task: its rank, every ranking signal with its "

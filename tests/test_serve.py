@@ -195,6 +195,18 @@ def test_past_findings_recalls_from_the_store_in_cra_home(served):
     assert refused.is_error and "OWNER/NAME" in text(refused)
 
 
+def test_get_context_puts_memories_and_guidance_on_top(served):
+    from drivers.escalation import record_attempt
+    from drivers.memory_store import add_memory
+
+    add_memory(served.home / "memory", "Validate passwords with the policy module", "universal", "rule", 1.0,
+               datetime.now(timezone.utc))  # fmt: skip
+    record_attempt(served.home / "escalations.db", "MCP-1", "AssertionError: short password accepted")
+    page = text(served.call("get_context", task="validate_login accepts short passwords", memories=True, task_id="MCP-1"))
+    assert page.index("## Previous Failure Context") < page.index("## Memories") < page.index("## Task")
+    assert "policy module" in page
+
+
 def test_concurrent_calls_each_get_their_own_answer(served):
     tasks = [TASK, "Invoice total_amount ignores item quantities", "fetchSession returns the wrong token in login.ts",
              "Serve should fail when listen cannot bind the port"]  # fmt: skip

@@ -46,24 +46,31 @@ def context_package(
     scope_warnings: list[str],
     symbol_tiers: pd.DataFrame,
     count_tokens: Callable,
+    pinned_tokens: int,
     companion_notes: tuple[CompanionNote, ...] = (),
+    pinned_sections: tuple = (),  # of PinnedSection (Hamilton checks the plain type only)
 ) -> ContextPackage:
-    """The curated package for stage 3: ordered files, edges among them, companion notes when they fit the budget,
-    exact token count, provenance."""
+    """The curated package for stage 3: pinned sections first, then ordered files, edges among them, companion notes
+    when they fit the budget, exact token count, provenance."""
     files = ordered_files(budgeted_files)
     query = dataclasses.replace(task_query, raw_description=budgeted_task_text)
     provenance = {
         "scope": _scope_provenance(scope),
         "weights": {str(k): float(v) for k, v in signal_weights.items()},
-        "budget": budget_report,
+        "budget": budget_report | ({"pinned": int(pinned_tokens)} if pinned_sections else {}),
         "warnings": [*scope_warnings, *budget_report.get("warnings", []), *_empty_package_warning(files, scope)],
         "symbols": _symbol_provenance(files, symbol_tiers),
+        **{p.name: p.provenance for p in pinned_sections},
     }
-    tokens = count_tokens(package_markdown(query.raw_description, files, included_edges, companion_notes))
+
+    def measured(notes: tuple[CompanionNote, ...]) -> int:
+        return count_tokens(package_markdown(query.raw_description, files, included_edges, notes, pinned_sections))
+
+    tokens = measured(companion_notes)
     if companion_notes and tokens > budget:  # the notes never push a package over its budget
         companion_notes = ()
-        tokens = count_tokens(package_markdown(query.raw_description, files, included_edges))
-    return ContextPackage(query, files, included_edges, tokens, int(budget), provenance, companion_notes)
+        tokens = measured(())
+    return ContextPackage(query, files, included_edges, tokens, int(budget), provenance, companion_notes, pinned_sections)
 
 
 def _empty_package_warning(files: list[FileContext], scope: pd.DataFrame) -> list[str]:

@@ -83,10 +83,10 @@ def file_overhead(file_contexts: list[FileContext], kb_edges: pd.DataFrame, coun
     return overhead
 
 
-def allotted_task_text(task_query: TaskQuery, budget: int, count_tokens: Callable) -> str:
+def allotted_task_text(task_query: TaskQuery, code_budget: int, count_tokens: Callable) -> str:
     """The task text within its allocation (TASK_ALLOCATION tokens, at most half the budget, so the floor keeps
     room), marked when cut."""
-    return _truncate(task_query.raw_description, min(TASK_ALLOCATION, int(budget) // 2), count_tokens)
+    return _truncate(task_query.raw_description, min(TASK_ALLOCATION, int(code_budget) // 2), count_tokens)
 
 
 def unbudgeted_tokens(
@@ -100,13 +100,13 @@ def unbudgeted_tokens(
 
 
 def section_room(
-    budget_item_columns: dict[str, np.ndarray], file_overhead: np.ndarray, unbudgeted_tokens: int, budget: int
+    budget_item_columns: dict[str, np.ndarray], file_overhead: np.ndarray, unbudgeted_tokens: int, code_budget: int
 ) -> int:
-    """Tokens the sections share: the budget less file headings, fences and edges, the task text, and what the
+    """Tokens the sections share: the budget left for code (`code_budget`) less file headings, fences and edges, the task text, and what the
     per-item estimates miss of the real rendering."""
     items = budget_item_columns
     correction = unbudgeted_tokens - _estimate(items, file_overhead, _Cuts.none(len(items["file"])).state)
-    return max(0, int(budget) - correction - int(file_overhead.sum()))
+    return max(0, int(code_budget) - correction - int(file_overhead.sum()))
 
 
 def section_allocation(budget_item_columns: dict[str, np.ndarray], section_room: int) -> dict[str, int]:
@@ -125,13 +125,13 @@ def budget_cuts(
     allotted_task_text: str,
     unbudgeted_tokens: int,
     task_query: TaskQuery,
-    budget: int,
+    code_budget: int,
     count_tokens: Callable,
     kb_edges: pd.DataFrame,
 ) -> BudgetCuts:
     """Each item's state (full, body demoted, evicted) and cut order: cut bottom-up to the section allocation, then
     measure the real markdown and cut or refill best-first until it fits (demotion and eviction are one loop)."""
-    budget, items, overhead = int(budget), budget_item_columns, file_overhead
+    code_budget, items, overhead = int(code_budget), budget_item_columns, file_overhead
     task = allotted_task_text
     cuts = _Cuts.none(len(items["file"]))
     measured = {(cuts.state.tobytes(), task): unbudgeted_tokens}  # (state, task) -> tokens: none is rendered twice
@@ -142,11 +142,11 @@ def budget_cuts(
             measured[key] = _package_tokens(file_contexts, items, state, text, kb_edges, count_tokens)
         return measured[key]
 
-    if unbudgeted_tokens > budget:
+    if unbudgeted_tokens > code_budget:
         correction = unbudgeted_tokens - _estimate(items, overhead, cuts.state)
         section = items["section"].astype(object)
         for name in (*EVICTION_ORDER, None):  # each section down to its allocation, then whatever is still over
-            over = _estimate(items, overhead, cuts.state) + correction - budget
+            over = _estimate(items, overhead, cuts.state) + correction - code_budget
             if name is None:
                 sequence, need = _global_sequence(items, cuts.state), over
             else:
@@ -158,19 +158,19 @@ def budget_cuts(
     rounds = 0
     while True:
         real = measure(cuts.state, task)
-        if real > budget:
-            margin = int(REFILL_MIN_SLACK * budget) // 2  # estimates run a little low: one cut, not several
-            cut = _cut(items, overhead, cuts, _global_sequence(items, cuts.state), real - budget + margin, lock=True)
+        if real > code_budget:
+            margin = int(REFILL_MIN_SLACK * code_budget) // 2  # estimates run a little low: one cut, not several
+            cut = _cut(items, overhead, cuts, _global_sequence(items, cuts.state), real - code_budget + margin, lock=True)
             if cut is None:
                 if not task:
                     break  # nothing left but section headers: a budget below a handful of tokens
-                task = _truncate(task, count_tokens(task) - (real - budget) - 1, count_tokens)
+                task = _truncate(task, count_tokens(task) - (real - code_budget) - 1, count_tokens)
                 truncated = True
             cuts = cut or cuts
             continue
-        if rounds >= REFILL_ROUNDS or budget - real < REFILL_MIN_SLACK * budget:
+        if rounds >= REFILL_ROUNDS or code_budget - real < REFILL_MIN_SLACK * code_budget:
             break
-        refilled = _refill(items, overhead, cuts, budget - real)
+        refilled = _refill(items, overhead, cuts, code_budget - real)
         if refilled is None:
             break
         cuts, rounds = refilled, rounds + 1
@@ -196,28 +196,28 @@ def budget_plan(
     section_allocation: dict[str, int],
     section_room: int,
     unbudgeted_tokens: int,
-    budget: int,
+    code_budget: int,
     count_tokens: Callable,
 ) -> BudgetPlan:
     """The files as the cuts leave them, the task text that fits, and the report explaining the cuts."""
-    budget, items, cuts = int(budget), budget_item_columns, budget_cuts
+    code_budget, items, cuts = int(code_budget), budget_item_columns, budget_cuts
     warnings = []
     if cuts.task_truncated:
-        warnings.append(f"task text truncated to {count_tokens(cuts.task_text)} tokens to fit the budget of {budget}")
+        warnings.append(f"task text truncated to {count_tokens(cuts.task_text)} tokens to fit the budget of {code_budget}")
     floor = np.flatnonzero(items["floor"].astype(bool) & (cuts.state != FULL)).tolist()
     if floor:
         path, symbol = items["path"].tolist(), items["symbol"].tolist()
         what = "; ".join(f"{path[i]}::{symbol[i]} ({'body demoted' if cuts.state[i] == DEMOTED else 'dropped'})"
                          for i in floor)  # fmt: skip
-        warnings.append(f"budget {budget} cannot hold the floor (task + seed primaries): {what}")
+        warnings.append(f"budget {code_budget} cannot hold the floor (task + seed primaries): {what}")
     task_tokens = count_tokens(cuts.task_text)
     sections, tokens = items["section"].astype(object), _tokens(items, cuts.state)
     report = {
-        "budget": budget,
+        "budget": code_budget,
         "before": int(unbudgeted_tokens),
         "after": int(cuts.tokens),
-        "allocation": {"task_cap": min(TASK_ALLOCATION, budget // 2), "task": task_tokens}
-        | {"rendering_overhead": int(budget - task_tokens - section_room)}
+        "allocation": {"task_cap": min(TASK_ALLOCATION, code_budget // 2), "task": task_tokens}
+        | {"rendering_overhead": int(code_budget - task_tokens - section_room)}
         | {s: int(round(share * section_room)) for s, share in SECTION_SHARES.items()},
         "allocation_after_flow": {"task": task_tokens} | {s: int(v) for s, v in section_allocation.items()},
         "used": {s: int(tokens[sections == s].sum()) for s in SECTION_SHARES},

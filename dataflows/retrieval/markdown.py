@@ -19,11 +19,17 @@ from dataflows.retrieval.models import TIER_ORDER, FileContext, SymbolContext
 _HASH_COMMENT = frozenset({"python", "ruby", "shell", "bash", "toml", "yaml", "perl", "r", "elixir", "text", "markdown"})
 
 
-def package_markdown(task_text: str, files: Iterable[FileContext], edges: Iterable[tuple[str, str]], companions: Iterable = ()) -> str:
-    """The whole markdown document; empty sections are left out so they cost no tokens (companions: CompanionNotes)."""
+def package_markdown(
+    task_text: str, files: Iterable[FileContext], edges: Iterable[tuple[str, str]], companions: Iterable = (),
+    pinned: Iterable = (),
+) -> str:
+    """The whole markdown document; empty sections are left out so they cost no tokens (companions: CompanionNotes;
+    pinned: PinnedSections, first)."""
     parts = sections(tuple(files), tuple(edges))
     parts["companions"] = "\n\n".join(_companion_note(c) for c in companions)
-    document = [f"## Task\n{task_text}"]
+    top = pinned_markdown(pinned)
+    document = [top.rstrip("\n")] if top else []
+    document.append(f"## Task\n{task_text}")
     for title, key in (
         ("Primary Context", "context"),
         ("Type Context", "types"),
@@ -34,6 +40,12 @@ def package_markdown(task_text: str, files: Iterable[FileContext], edges: Iterab
         if parts[key]:
             document.append(f"## {title}\n{parts[key]}")
     return "\n\n".join(document) + "\n"
+
+
+def pinned_markdown(pinned: Iterable) -> str:
+    """The pinned sections (PinnedSections) as they open the package, blank-line separated; '' without any."""
+    blocks = [p.markdown.strip("\n") for p in pinned if p.markdown.strip()]
+    return "\n\n".join(blocks) + "\n" if blocks else ""
 
 
 def sections(files: tuple[FileContext, ...], edges: tuple[tuple[str, str], ...]) -> dict[str, str]:

@@ -112,6 +112,16 @@ class CompanionNote:
 
 
 @dataclass(frozen=True)
+class PinnedSection:
+    """A markdown section the package carries at its top whatever the ranking says (guidance, memories): never
+    evicted, counted inside the budget; `provenance` goes into the package's provenance under `name`."""
+
+    name: str
+    markdown: str
+    provenance: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class ContextPackage:
     task_query: TaskQuery
     files: tuple[FileContext, ...]
@@ -120,6 +130,7 @@ class ContextPackage:
     budget: int
     provenance: dict = field(default_factory=dict)
     companions: tuple[CompanionNote, ...] = ()
+    pinned: tuple[PinnedSection, ...] = ()
 
     def to_json_dict(self) -> dict:
         """The JSON contract of `cra retrieve --format json` (names are a public interface)."""
@@ -154,6 +165,7 @@ class ContextPackage:
             ],
             "dependency_edges": [list(e) for e in self.dependency_edges],
             "companions": [{"path": c.path, "note": c.note, "latest": c.latest} for c in self.companions],
+            **({"pinned": [{"name": p.name, "markdown": p.markdown} for p in self.pinned]} if self.pinned else {}),
             "token_count": self.token_count,
             "budget": self.budget,
             "provenance": self.provenance,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 
-from dataflows.retrieval.markdown import package_markdown, sections
+from dataflows.retrieval.markdown import package_markdown, pinned_markdown, sections
 from dataflows.retrieval.models import ContextPackage
 
 DEFAULT_PROMPT_TEMPLATE = """You are a coding agent working in an existing repository. Complete the task below using the context \
@@ -37,7 +37,8 @@ _NONE = "(none)"
 def markdown_text(context_package: ContextPackage) -> str:
     """The package as the seed's markdown (Task, Primary Context, Type Context, Test Expectations, Dependency Map)."""
     package = context_package
-    return package_markdown(package.task_query.raw_description, package.files, package.dependency_edges, package.companions)
+    return package_markdown(package.task_query.raw_description, package.files, package.dependency_edges, package.companions,
+                            package.pinned)
 
 
 def prompt_text(context_package: ContextPackage, prompt_template: str) -> str:
@@ -49,7 +50,9 @@ def prompt_text(context_package: ContextPackage, prompt_template: str) -> str:
         "types": parts["types"] or _NONE,
         "tests": parts["tests"] or _NONE,
     }
-    return _PLACEHOLDER.sub(lambda m: values[m.group(1)], prompt_template)
+    prompt = _PLACEHOLDER.sub(lambda m: values[m.group(1)], prompt_template)
+    top = pinned_markdown(context_package.pinned)  # guidance and memories open the prompt as they open the package
+    return f"{top}\n{prompt}" if top else prompt
 
 
 def json_text(context_package: ContextPackage) -> str:
