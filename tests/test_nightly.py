@@ -5,7 +5,7 @@ import json
 import pandas as pd
 
 from drivers.nightly import main
-from tests.fixture_repo import _git, make_repo
+from tests.fixture_repo import commit_git, make_repo
 
 CASES = [
     {"task": "Fix validate_login in handler.py: short passwords pass", "expected_files": ["app/auth/handler.py"],
@@ -36,7 +36,7 @@ def test_nightly_reindexes_only_when_head_moves_and_appends_history(tmp_path, ca
     assert main(["--config", str(config)]) == 0
     assert _events(capsys.readouterr().err)[0]["event"] == "index_unchanged"
     (repo / "app" / "utils.py").write_text("def slugify(text):\n    return text\n")
-    _git(repo, "commit", "-qam", "Simplify slugify", when=9)
+    commit_git(repo, "commit", "-qam", "Simplify slugify", when=9)
     assert main(["--config", str(config)]) == 0
     assert _events(capsys.readouterr().err)[0]["event"] == "reindexed"
     history = pd.read_parquet(tmp_path / "hist" / "history.parquet")

