@@ -8,7 +8,7 @@ import pandas as pd
 import tiktoken
 
 from dataflows.lexical import Bm25Index
-from dataflows.retrieval import assembly, budget, precision, render, word_tables
+from dataflows.retrieval import assembly, budget, pinned, precision, render, word_tables
 from dataflows.retrieval.assembly import context_package, included_edges
 from dataflows.retrieval.models import FileContext, SymbolContext, TaskQuery
 from dataflows.retrieval.render import DEFAULT_PROMPT_TEMPLATE, json_text, markdown_text, prompt_text
@@ -183,7 +183,7 @@ def test_stage_two_runs_as_one_hamilton_dag():
     scope_frame = pd.DataFrame({"path": files["path"].to_numpy(), "rank": [1, 2], "total_score": [1.0, 0.6],
                                 "seed": [True, False], "added_by": ["seed", "score"], "is_test": [False, True]},
                                index=pd.Index([0, 1], name="file_id"))  # fmt: skip
-    dr = driver.Builder().with_modules(word_tables, precision, budget, assembly, render).build()
+    dr = driver.Builder().with_modules(word_tables, precision, pinned, budget, assembly, render).build()
     out = dr.execute(
         ["context_package", "markdown_text", "prompt_text", "json_text", "symbol_tiers", "budget_report"],
         inputs={

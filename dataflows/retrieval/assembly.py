@@ -46,7 +46,7 @@ def context_package(
     scope_warnings: list[str],
     symbol_tiers: pd.DataFrame,
     count_tokens: Callable,
-    pinned_tokens: int,
+    pinned_tokens: int = 0,
     companion_notes: tuple[CompanionNote, ...] = (),
     pinned_sections: tuple = (),  # of PinnedSection (Hamilton checks the plain type only)
 ) -> ContextPackage:
