@@ -114,9 +114,10 @@ def file_ids(tables) -> dict[str, int]:
     return dict(zip(tables["files"]["path"], tables["files"]["file_id"]))
 
 
-def edge_paths(tables) -> set[tuple[str, str]]:
+def edge_paths(tables, kind: str = "import") -> set[tuple[str, str]]:
     path = dict(zip(tables["files"]["file_id"], tables["files"]["path"]))
-    return {(path[s], path[d]) for s, d in zip(tables["edges"]["src_file_id"], tables["edges"]["dst_file_id"])}
+    edges = tables["edges"][tables["edges"]["kind"] == kind]
+    return {(path[s], path[d]) for s, d in zip(edges["src_file_id"], edges["dst_file_id"])}
 
 
 def symbol_edge_names(tables) -> set[tuple[str, str, str]]:
