@@ -1,4 +1,5 @@
-"""`cra` command line: index, retrieve, evaluate. User errors print one line and exit 2."""
+"""`cra` command line: index and retrieve here, the other commands in their own modules (MODULE_COMMANDS).
+User errors print one line and exit 2; a bug in cra prints one line and exits 1."""
 
 from __future__ import annotations
 
@@ -53,8 +54,9 @@ def index_summary(stats: dict) -> str:
         + f", reused {stats.get('n_reused', 0)} unchanged; "
         f"{stats.get('n_symbols', 0)} symbols, {stats.get('n_edges', 0)} import edges, "
         f"{stats.get('n_symbol_edges', 0)} symbol edges",
-        "  history: " + (f"{stats.get('n_commits', 0)} commits" if stats.get("history_available") else "not a git repository, indexed without history"),
-        f"  skipped: {', '.join(skip_parts) if skip_parts else 'nothing'}; {stats.get('n_ignored', 0)} ignored by .gitignore",
+        "  history: " + (f"{stats.get('n_commits', 0)} commits" if stats.get("history_available") else "none read (see the warning)"),
+        f"  skipped: {', '.join(skip_parts) if skip_parts else 'nothing'}; {stats.get('n_ignored', 0)} ignored "
+        "(.gitignore rules, caches, vendored installs)",
     ]
     errors = stats.get("parse_errors") or []
     if errors:

@@ -68,7 +68,8 @@ def test_budget_is_never_exceeded(repo, capsys, budget):
 def test_works_without_history(tmp_path, capsys):
     root = make_repo(tmp_path / "plain", git=False)  # gate 6: no git history, no LLM metadata
     assert main(["index", str(root)]) == 0
-    assert "not a git repository" in capsys.readouterr().out
+    out = capsys.readouterr()
+    assert "history: none read" in out.out and "no git history (not a git repository)" in out.err
     doc = _retrieve(capsys, root, TASK)
     assert doc["files"][0]["path"] == "app/auth/handler.py"
 
