@@ -62,7 +62,7 @@ def _add(args) -> int:
     try:
         finding = validate_finding({k: v for k, v in raw.items() if v is not None}, datetime.now(timezone.utc))
     except ValueError as exc:
-        raise CraError(f"Cannot add the finding: {exc}.") from None
+        raise CraError(f"Cannot add the finding: {str(exc).rstrip('.')}.") from None
     added = add_findings([finding], args.db)
     print("added 1 finding" if added else "already stored (same repository, file and text)")
     return 0
@@ -88,6 +88,9 @@ def _import(args) -> int:
     print(f"imported {added} findings ({len(good) - added} already stored); rejected {len(bad)} lines")
     for line in bad:
         print(f"  {line}", file=sys.stderr)
+    if bad and not good:
+        raise CraError(f"No line of {path} is a finding. Each line is a JSON object with finding_text, severity, "
+                       "category, file_path, outcome and repo (OWNER/NAME).")
     return 0
 
 

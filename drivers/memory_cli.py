@@ -107,7 +107,7 @@ def _import(args, root: Path) -> int:
     from drivers.memory_store import import_hierarchy
 
     report = import_hierarchy(Path(args.source), root)
-    print(f"imported {report['added']} memories ({report['updated']} already there, refreshed) into {root}; "
+    print(f"imported {report['added']} memories ({report['updated']} already there: kept the newer copy) into {root}; "
           f"rejected {len(report['rejected'])}")  # fmt: skip
     for line in report["rejected"]:
         print(f"  {line}")

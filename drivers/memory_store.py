@@ -209,8 +209,9 @@ def _entry(content: str, category: str, confidence: float, timestamp: str) -> di
     return {"content": content, "timestamp": timestamp, "confidence": confidence, "category": category}
 
 
-def _merge(path: Path, key: str, entries: list[dict]) -> tuple[int, int]:
-    """Add entries to one file (an entry whose content is already there replaces it); (added, updated).
+def _merge(path: Path, key: str, entries: list[dict], keep_newer: bool = False) -> tuple[int, int]:
+    """Add entries to one file (an entry whose content is already there is refreshed, keeping its other fields;
+    with keep_newer only by a copy at least as recent); (added, updated).
 
     Call with the store's lock held. A file that exists but cannot be parsed is left untouched (CraError)."""
     try:
@@ -222,8 +223,10 @@ def _merge(path: Path, key: str, entries: list[dict]) -> tuple[int, int]:
     added = updated = 0
     for entry in entries:
         if entry["content"] in position:
-            items[position[entry["content"]]] = entry
-            updated += 1
+            i = position[entry["content"]]
+            if not (keep_newer and str(items[i].get("timestamp") or "") > entry["timestamp"]):
+                items[i] = {**items[i], **entry}  # fields someone added by hand stay
+            updated += 1  # already there (an import never replaces a newer copy with an older one)
         else:
             position[entry["content"]] = len(items)
             items.append(entry)
@@ -279,6 +282,6 @@ def import_hierarchy(source: Path, root: Path) -> dict:
     added = updated = 0
     with store_lock(root):
         for (path, key), entries in by_target.items():
-            a, u = _merge(path, key, entries)
+            a, u = _merge(path, key, entries, keep_newer=True)
             added, updated = added + a, updated + u
     return {"added": added, "updated": updated, "rejected": rejected, "files": len(by_target)}

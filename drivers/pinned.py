@@ -52,16 +52,16 @@ def memory_section_for(
     kb_files: pd.DataFrame, now: datetime | None = None,
 ) -> Callable[[pd.DataFrame], PinnedSection | None]:
     """A function of the ranked scope giving the memory section (its language that of the top files unless given),
-    within min(MEMORY_BUDGET, budget / MEMORY_SHARE) tokens; None when no memory applies."""
+    within min(MEMORY_BUDGET, budget / MEMORY_SHARE) tokens (empty markdown when no memory applies)."""
     from drivers.memory import memory_context_for
 
-    def section(scope: pd.DataFrame) -> PinnedSection | None:
+    def section(scope: pd.DataFrame) -> PinnedSection:
         chosen = language or task_language(scope, kb_files)
         markdown, provenance = memory_context_for(memory_dir, project, chosen, task_text,
                                                   min(MEMORY_BUDGET, budget // MEMORY_SHARE),
                                                   now or datetime.now(timezone.utc))  # fmt: skip
         provenance = {**provenance, "language": chosen, "project": project}
-        return PinnedSection("memories", markdown, provenance) if markdown else None
+        return PinnedSection("memories", markdown, provenance)  # even empty: its provenance says why (and warns)
 
     return section
 

@@ -114,7 +114,7 @@ def source_paths(root: Path) -> SourcePaths:
             if own is not None:
                 rules = (*rules, own)
         for entry in entries:
-            if entry.name == ".git" or entry.is_symlink():
+            if entry.name in (".git", ".cra") or entry.is_symlink():  # git's and our own store: not the tree
                 continue
             is_dir = entry.is_dir(follow_symlinks=False)
             if not is_dir and not entry.is_file(follow_symlinks=False):

@@ -156,7 +156,7 @@ def test_cli_import_merges_and_reports_rejections(tmp_path, capsys):
     (source / "projects" / "hydra" / "tasks" / "coding.json").write_text(
         json.dumps({"rules": [{"content": "Lint first", "timestamp": "2026-01-01T00:00:00"}]}))
     (source / "notes.txt").write_text("not a memory file")
-    add_memory(target, "Be brief", "universal", None, 0.5, NOW)  # already there: refreshed, not duplicated
+    add_memory(target, "Be brief", "universal", None, 0.5, NOW)  # already there, newer: kept, not duplicated
 
     code, out, _ = _cra(capsys, "memory", "import", str(source), "--memory-dir", str(target))
     assert code == 0
@@ -165,7 +165,7 @@ def test_cli_import_merges_and_reports_rejections(tmp_path, capsys):
     read = read_memories(target)
     assert sorted((m["scope"], m["content"]) for m in read.memories) == [
         ("project:hydra:task:coding", "Lint first"), ("universal", "Be brief")]
-    assert json.loads((target / "profile.json").read_text())["general"][0]["confidence"] == 0.9
+    assert json.loads((target / "profile.json").read_text())["general"][0]["confidence"] == 0.5  # the newer copy
 
 
 @pytest.mark.parametrize("argv, words", [
@@ -200,3 +200,24 @@ def test_cli_unwritable_memory_dir_is_one_line(tmp_path, capsys):
     code, _, err = _cra(capsys, "memory", "add", "x", "--memory-dir", str(blocker / "memory"))
     assert code == 2 and len(err.strip().splitlines()) == 1 and "--memory-dir" in err
     assert blocker.read_text() == "not a directory"
+
+
+def test_refreshing_a_memory_keeps_hand_added_fields_and_import_keeps_the_newer_copy(tmp_path):
+    import json
+    from datetime import datetime, timezone
+
+    from drivers.memory_store import add_memory, import_hierarchy
+
+    root, old = tmp_path / "mem", tmp_path / "old"
+    path, _ = add_memory(root, "Wrap errors with %w", "language:go", "preference", 1.0, datetime(2026, 5, 1, tzinfo=timezone.utc))
+    doc = json.loads(path.read_text())
+    key = next(iter(doc))
+    doc[key][0]["source"] = "PR 12"  # edited by hand
+    path.write_text(json.dumps(doc))
+    add_memory(root, "Wrap errors with %w", "language:go", "preference", 0.9, datetime(2026, 6, 1, tzinfo=timezone.utc))
+    entry = json.loads(path.read_text())[key][0]
+    assert entry["source"] == "PR 12" and entry["confidence"] == 0.9
+    add_memory(old, "Wrap errors with %w", "language:go", "preference", 0.1, datetime(2020, 1, 1, tzinfo=timezone.utc))
+    import_hierarchy(old, root)
+    entry = json.loads(path.read_text())[key][0]
+    assert entry["confidence"] == 0.9 and entry["timestamp"].startswith("2026-06")  # the older copy did not win

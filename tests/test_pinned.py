@@ -68,6 +68,16 @@ def test_the_sections_are_never_evicted_and_the_package_fits(setup, capsys, budg
     assert [p["name"] for p in doc["pinned"]][0] == "guidance"
 
 
+def test_a_damaged_memory_file_is_named_even_when_no_memory_applies(setup, capsys, tmp_path):
+    repo, _, _ = setup
+    memory = tmp_path / "memory"
+    (memory / "languages").mkdir(parents=True)
+    (memory / "languages" / "python.json").write_text("{broken")
+    assert main(["retrieve", TASK, "--repo", str(repo), "--format", "json", "--memories", "--memory-dir", str(memory)]) == 0
+    out = capsys.readouterr()
+    assert "python.json" in out.err and json.loads(out.out)["provenance"]["memories"]["memories"] == []
+
+
 def test_an_unknown_task_id_is_one_line(setup, capsys):
     repo, _, db = setup
     assert main(["retrieve", TASK, "--repo", str(repo), "--task-id", "nope", "--db", db]) == 2

@@ -368,3 +368,13 @@ def test_concurrent_importers_lose_nothing(tmp_path):
         (vectors,) = conn.execute("SELECT COUNT(*) FROM vectors_1").fetchone()
         assert vectors == 160
         assert store_add(conn, [], np.zeros((0, 4)), "unused") == []
+
+
+def test_an_import_file_with_no_finding_is_an_error(tmp_path, capsys):
+    from drivers.cli import main
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "x", "repository": "a/b"}\nnot json\n')
+    assert main(["findings", "import", str(bad), "--db", str(tmp_path / "f.db")]) == 2
+    err = capsys.readouterr().err
+    assert "bad.jsonl:1:" in err and "bad.jsonl:2:" in err and "No line of" in err
