@@ -109,6 +109,9 @@ def _retrieve(args) -> int:
             template = Path(args.template).read_text()
         except OSError as exc:
             raise CraError(f"Cannot read template {args.template} ({exc.strerror}). Check the path.") from None
+        if "{task}" not in template or "{context}" not in template:
+            raise CraError(f"Template {args.template} lacks {{task}} or {{context}}: the task or the code would be "
+                           "dropped. Put both placeholders in it ({types} and {tests} are optional).")
     llm_client = None
     if args.llm_assist:
         from drivers.llm import ollama_client

@@ -151,3 +151,10 @@ def test_console_script_exit_code(tmp_path):
     cra = Path(sys.executable).with_name("cra")
     proc = subprocess.run([str(cra), "retrieve", "anything", "--repo", str(tmp_path)], capture_output=True, text=True)
     assert proc.returncode == 2 and "cra index" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_template_without_its_placeholders_is_refused(repo, tmp_path, capsys):
+    template = tmp_path / "t.txt"
+    template.write_text("Fix this: {task")
+    assert main(["retrieve", TASK, "--repo", str(repo), "--format", "prompt", "--template", str(template)]) == 2
+    assert "lacks {task} or {context}" in capsys.readouterr().err
