@@ -66,7 +66,7 @@ def test_a_failing_worker_run_is_one_line_naming_the_cause(tmp_path):
 
     class Unpicklable(api.TaskReturnHook, _HoldsAStream):
         def run_after_task_return(self, **kwargs):
-            pass
+            """Does nothing: the hook is here only because its stream cannot travel to a worker process."""
 
     repo = make_repo(tmp_path / "repo")
     with pytest.raises(CraError) as err:
