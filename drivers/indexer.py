@@ -1,186 +1,35 @@
 """Index a repository: scan files and git history, run the index dataflow, write the KB (`index_repository`).
 
-The per-file work of changed files (`parsing.parsed_batch`) runs through Hamilton's dynamic execution:
-over a process pool (one worker per core) when at least PARALLEL_MIN_FILES files changed, in-process
-otherwise, so an incremental run over a handful of files pays no process start-up. The KB store itself
-(versions, tables, loading) is `drivers.kb`; the persisted word tables are `drivers.word_cache`.
+A run first asks the stat cache (`drivers.stat_cache`) whether anything changed: if not, the live KB is left as it
+is and nothing heavier than a directory walk is loaded. Otherwise the previous KB is read, files whose stat still
+matches are not read again, the dataflow (`drivers.index_dag`) re-parses what changed, and the new version is written
+(`drivers.kb`) with a fresh stat cache beside it. The persisted word tables are `drivers.word_cache`.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import os
 import time
-from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
-import pandas as pd
+from drivers import stat_cache
+from drivers.errors import CraError
+from drivers.kb_dir import check_writable, default_kb_dir
+from drivers.locks import exclusive_lock
 
-os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")
-
-from hamilton import driver  # noqa: E402
-from hamilton.execution import executors  # noqa: E402
-from hamilton.lifecycle import api as lifecycle  # noqa: E402
-
-from dataflows.index import commit_terms, companions, discovery, edges, health, history, lexical_terms, metadata, parsing  # noqa: E402
-from dataflows.index.parsers import language_of  # noqa: E402
-from dataflows.index.schema import TABLES  # noqa: E402
-from drivers.errors import CraError  # noqa: E402
-from drivers.conventions import load_conventions  # noqa: E402
-from drivers.git_history import git_head, git_log, git_tracked  # noqa: E402
-from drivers.kb import check_writable, default_kb_dir, live_version, read_metadata, read_tables, write_kb  # noqa: E402
-from drivers.locks import exclusive_lock  # noqa: E402
-from drivers.tokens import tokens_are_exact  # noqa: E402
-from drivers.sources import scan_sources  # noqa: E402
-
-INDEX_MODULES = (discovery, parsing, edges, history, metadata, lexical_terms, commit_terms, health, companions)
-KB_OUTPUTS = [f"kb_{name}" for name in TABLES]
 INDEX_LOCK = ".index.lock"  # in a KB directory: held by the one index run writing it
-PARALLEL_MIN_FILES = 2 * parsing.BATCH_FILES  # below this, process start-up and pickling cost more than they save
-_POLL_SECONDS = 0.02
+# the index machinery (Hamilton, pandas, the dataflow modules), loaded on first use: an unchanged tree never needs it
+_DAG_NAMES = frozenset({"INDEX_MODULES", "KB_OUTPUTS", "PARALLEL_MIN_FILES", "IndexFailed", "ParseProgress",
+                        "index_driver", "index_frames"})  # fmt: skip
 
 
-class _WaitingFuture(executors.TaskFutureWrappingPythonFuture):
-    """A pool future whose state query blocks briefly while it runs."""
+def __getattr__(name: str):
+    if name in _DAG_NAMES:
+        from drivers import index_dag
 
-    def get_state(self):
-        concurrent.futures.wait([self.future], timeout=_POLL_SECONDS)
-        return super().get_state()
-
-
-class _ProcessExecutor(executors.MultiProcessingExecutor):
-    """Hamilton's process-pool executor, except that the driver's loop waits on running tasks instead of
-    polling them non-stop (hamilton 1.90 busy-polls, which takes a whole core away from the workers)."""
-
-    def submit_task(self, task):
-        future = self.pool.submit(executors.base_execute_task, task)
-        self.active_futures.append(future)
-        return _WaitingFuture(future)
-
-
-class IndexFailed(CraError):
-    """The index dataflow failed (a node raised, or a worker process died); nothing was written."""
-
-    def __init__(self, cause: BaseException, workers: int):
-        where = f"with {workers} worker processes" if workers > 1 else "in one process"
-        retry = " Retry with --workers 1 to index in one process." if workers > 1 else ""
-        super().__init__(
-            f"Indexing failed {where}: {type(cause).__name__}: {str(cause).splitlines()[0] if str(cause) else '(no message)'}. "
-            f"The previous knowledge base, if any, is unchanged.{retry} Set CRA_DEBUG=1 to see the traceback."
-        )
-
-
-class ParseProgress(lifecycle.TaskReturnHook):
-    """Calls on_progress(done, total) as batches of parsed files come back (in the driver's process, so it works
-    with the process pool too): (0, total) once the changed files are known, then after every batch."""
-
-    def __init__(self, on_progress: Callable[[int, int], None]):
-        self.on_progress, self.done, self.total = on_progress, 0, 0
-
-    def __getstate__(self) -> dict:
-        """The copy that travels with each task to a worker process stays inert: the callback (which may hold a
-        stream or a lock) is never pickled, and task-return hooks only run in the driver's process anyway."""
-        return {**self.__dict__, "on_progress": None}
-
-    def run_after_task_return(self, *, result, success: bool, **future_kwargs) -> None:
-        if self.on_progress is None or not success or not isinstance(result, dict):
-            return
-        if "changed_files" in result:
-            self.total = len(result["changed_files"])
-            self.on_progress(0, self.total)
-        if "parsed_batch" in result:
-            self.done += len(result["parsed_batch"].parsed)
-            self.on_progress(self.done, self.total)
-
-
-def index_driver(
-    workers: int = 1, on_progress: Callable[[int, int], None] | None = None, adapters: tuple = ()
-) -> driver.Driver:
-    """The Hamilton driver over the index dataflow modules; workers > 1 runs per-file batches in processes;
-    on_progress(done, total) is called as batches of files are parsed; adapters are extra lifecycle hooks."""
-    remote = _ProcessExecutor(max_tasks=workers) if workers > 1 else executors.SynchronousLocalTaskExecutor()
-    builder = (
-        driver.Builder()
-        .with_modules(*INDEX_MODULES)
-        .enable_dynamic_execution(allow_experimental_mode=True)
-        .with_local_executor(executors.SynchronousLocalTaskExecutor())
-        .with_remote_executor(remote)
-    )
-    hooks = [*adapters, *([ParseProgress(on_progress)] if on_progress is not None else [])]
-    if hooks:
-        builder = builder.with_adapters(*hooks)
-    return builder.build()
-
-
-def _n_changed(source_files: pd.DataFrame, previous_kb: dict[str, pd.DataFrame] | None) -> int:
-    """About how many files this run parses: scanned files not in the previous index with the same content,
-    of a known language (only picks the executor; binary or generated files may be over-counted)."""
-    if not previous_kb or "files" not in previous_kb or previous_kb["files"].empty:
-        changed = source_files["path"]
-    else:
-        previous = previous_kb["files"]
-        known = pd.MultiIndex.from_arrays([previous["path"].astype(object), previous["hash"].astype(object)])
-        scanned = pd.MultiIndex.from_arrays([source_files["path"].astype(object), source_files["hash"].astype(object)])
-        changed = source_files.loc[~scanned.isin(known), "path"]
-    return sum(language_of(p) is not None for p in changed)
-
-
-def index_frames(
-    root: Path,
-    previous_kb: dict[str, pd.DataFrame] | None = None,
-    history: int = 2000,
-    max_file_bytes: int = 1_000_000,
-    count_tokens: Callable[[str], int] | None = None,
-    on_progress: Callable[[int, int], None] | None = None,
-    max_commit_files: int = 50,
-    count_line_tokens: Callable[[str], object] | None = None,
-    workers: int | None = None,
-    history_from: tuple[Path, str] | None = None,
-    adapters: tuple = (),
-) -> tuple[dict[str, pd.DataFrame], dict]:
-    """KB tables by name (no `kb_` prefix) and run stats (index_stats + scan info + head + seconds) for root.
-
-    workers: processes for the per-file work (default: one per core when enough files changed, else 1).
-    history_from: (git_dir, rev) to read history from another git directory (a tree extracted at rev).
-    adapters: extra Hamilton lifecycle hooks (e.g. `drivers.timing.NodeTimer`).
-    """
-    started = time.perf_counter()
-    root = Path(root)
-    from drivers import tokens
-
-    scan = scan_sources(root, max_file_bytes=max_file_bytes)
-    if workers is None:
-        workers = (os.cpu_count() or 1) if _n_changed(scan.frame, previous_kb) >= PARALLEL_MIN_FILES else 1
-    inputs = {
-        "source_files": scan.frame,
-        "previous_kb": previous_kb,
-        "git_log": git_log(root, history, history_from) if history > 0 else None,
-        "count_tokens": count_tokens or tokens.count_tokens,
-        "count_line_tokens": count_line_tokens or tokens.count_line_tokens,
-        "max_commit_files": max_commit_files,
-        "tracked_paths": None if history_from else git_tracked(root),
-        "history_limit": history,
-        "language_conventions": load_conventions(),
-    }
-    try:
-        results = index_driver(workers, on_progress, adapters).execute([*KB_OUTPUTS, "index_stats", "index_warnings"], inputs=inputs)
-    except CraError:
-        raise
-    except Exception as exc:  # a worker died or a node failed: one line that names it, the previous KB stays live
-        raise IndexFailed(exc, workers) from exc
-    tables = {name: results[f"kb_{name}"] for name in TABLES}
-    stats = {
-        **results["index_stats"],
-        "n_ignored": scan.n_ignored,
-        "oversized": list(scan.oversized),
-        "unreadable": [list(u) for u in scan.unreadable],
-        "head": (history_from[1] if history_from else git_head(root)) if inputs["git_log"] is not None else None,
-        "warnings": results["index_warnings"],
-        "workers": workers,
-        "seconds": round(time.perf_counter() - started, 3),
-    }
-    return tables, stats
+        return getattr(index_dag, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _check_repo(repo: Path) -> Path:
@@ -216,6 +65,16 @@ def index_repository(
 
 def _index_locked(repo: Path, kb_dir: Path, history, max_file_bytes, on_progress, history_from, workers) -> dict:
     started = time.perf_counter()  # the whole run: reading the previous KB, indexing, writing the new one
+    if history_from is None:
+        unchanged = stat_cache.unchanged_stats(repo, kb_dir, history, max_file_bytes)
+        if unchanged is not None:
+            return {**unchanged, "seconds": round(time.perf_counter() - started, 3)}
+    from dataflows.index.schema import TABLES
+    from drivers.index_dag import index_frames
+    from drivers.kb import live_version, read_metadata, read_tables, write_kb
+    from drivers.sources import scan_sources
+    from drivers.tokens import tokens_are_exact
+
     previous, notes = None, []
     if live_version(kb_dir) is not None:
         try:
@@ -224,8 +83,10 @@ def _index_locked(repo: Path, kb_dir: Path, history, max_file_bytes, on_progress
             previous_exact = read_metadata(kb_dir).get("tokenizer") == "cl100k_base"
         except CraError as exc:
             notes.append(f"previous KB not reused: {exc}")
+    scanned_ns = time.time_ns()
+    scan = scan_sources(repo, max_file_bytes=max_file_bytes, known=_known_files(kb_dir, previous))
     tables, stats = index_frames(repo, previous_kb=previous, history=history, max_file_bytes=max_file_bytes,
-                                 on_progress=on_progress, history_from=history_from, workers=workers)
+                                 on_progress=on_progress, history_from=history_from, workers=workers, scan=scan)
     exact = tokens_are_exact() if stats["n_parsed"] or previous is None else previous_exact
     stats = {**stats, "seconds": round(time.perf_counter() - started, 3), "notes": notes, "tokens_exact": exact}
     metadata = {
@@ -236,10 +97,30 @@ def _index_locked(repo: Path, kb_dir: Path, history, max_file_bytes, on_progress
         "tokenizer": "cl100k_base" if exact else "len/4 estimate",
         "stats": stats,
     }
-    write_kb(kb_dir, tables, metadata)
+    version = write_kb(kb_dir, tables, metadata)
+    if history_from is None and scan.walk is not None:  # (a scan made elsewhere, e.g. tests/kb_compare.py, has no walk)
+        hashes = dict(zip(scan.frame["path"], scan.frame["hash"]))
+        entries = {path: [*stat, hashes.get(path)] for path, stat in scan.stats.items()}
+        fingerprint = stat_cache.index_fingerprint(repo, scan.walk, history, max_file_bytes)
+        stat_cache.write_cache(kb_dir, stat_cache.StatCache(version.name, fingerprint, scanned_ns, entries))
     stats["seconds"] = round(time.perf_counter() - started, 3)
     stats["kb_dir"] = str(kb_dir)
     return stats
+
+
+def _known_files(kb_dir: Path, previous: dict | None):
+    """The stat cache's vouching function for files the previous KB indexed with the content the cache recorded
+    (others, e.g. binary or unsupported files, are read again: the dataflow decides what they are), or None."""
+    cache = stat_cache.read_cache(kb_dir) if previous is not None and "files" in previous else None
+    if cache is None:
+        return None
+    indexed = dict(zip(previous["files"]["path"], previous["files"]["hash"]))
+
+    def known(path: str, stat: tuple[int, int, int]) -> str | None:
+        sha1 = cache.trusted(path, stat)
+        return sha1 if sha1 is not None and indexed.get(path) == sha1 else None
+
+    return known
 
 
 def index_lock_path(kb_dir: Path) -> Path:

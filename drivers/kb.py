@@ -31,36 +31,11 @@ from dataflows.index.schema import REQUEST_TABLES, SCHEMA_VERSION, TABLES, arrow
 from dataflows.lexical import Bm25Index
 from dataflows.retrieval import vocabulary
 from drivers.errors import CraError
+from drivers.kb_dir import CURRENT, KB_DIRNAME, check_writable, default_kb_dir, live_version  # noqa: F401 (re-exported)
 from drivers.word_cache import read_word_tables, word_input_digests, word_table_overrides, word_tables, write_word_tables
 
-KB_DIRNAME = ".cra"
-_CURRENT = "CURRENT"
+_CURRENT = CURRENT
 _METADATA = "metadata.json"
-
-
-def default_kb_dir(repo: Path) -> Path:
-    """Where a repository's KB lives unless --kb says otherwise."""
-    return Path(repo) / KB_DIRNAME
-
-
-def live_version(kb_dir: Path) -> Path | None:
-    pointer = kb_dir / _CURRENT
-    if not pointer.is_file():
-        return None
-    version = kb_dir / pointer.read_text().strip()
-    return version if version.is_dir() else None
-
-
-def check_writable(kb_dir: Path) -> None:
-    try:
-        kb_dir.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=kb_dir, prefix=".probe-"):
-            pass
-    except OSError as exc:
-        raise CraError(
-            f"KB directory {kb_dir} is not writable ({exc.strerror or exc}). "
-            "Fix its permissions or choose another with --kb DIR."
-        ) from None
 
 
 # term table -> its doc column: each gets a persisted BM25 index, written with the KB, read on first use

@@ -9,10 +9,10 @@ import hashlib
 import os
 import stat
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from drivers.gitignore import IgnoreRules, is_ignored, parse_ignore_file
 
@@ -25,13 +25,18 @@ ALWAYS_SKIPPED_DIRS = frozenset(
 )  # fmt: skip
 ALWAYS_SKIPPED_SUFFIXES = (".egg-info", ".pyc", ".pyo")
 
+if TYPE_CHECKING:  # pandas loads only when files are actually read: `cra index` on an unchanged tree never does
+    import pandas as pd
+
 
 @dataclass(frozen=True)
 class SourceScan:
-    frame: pd.DataFrame  # path (posix, relative to root), data (bytes), size, hash (sha1 hex of data)
+    frame: pd.DataFrame  # path (posix, relative to root), data (bytes; None when not read, see scan_sources), size, hash (sha1 hex of data)
     n_ignored: int  # files and pruned directories left out by .gitignore / info/exclude / noise rules (not .git)
     oversized: list[str] = field(default_factory=list)
     unreadable: list[tuple[str, str]] = field(default_factory=list)  # (path, error)
+    stats: dict[str, tuple[int, int, int]] = field(default_factory=dict)  # path -> (size, mtime_ns, inode) before reading
+    walk: SourcePaths | None = None  # the walk the scan read
 
 
 def _read_rules(path: Path, base: str) -> IgnoreRules | None:
@@ -85,6 +90,7 @@ class SourcePaths:
     paths: dict[str, str]  # relative posix path -> path to open, every file the index would consider
     n_ignored: int  # files and pruned directories left out by .gitignore / info/exclude / noise rules (not .git)
     unreadable: list[tuple[str, str]]  # (directory, error) of directories that could not be listed
+    tracked: tuple[str, ...] = ()  # what `git ls-files` listed (empty without git)
 
 
 def source_paths(root: Path) -> SourcePaths:
@@ -126,29 +132,44 @@ def source_paths(root: Path) -> SourcePaths:
                 stack.append((entry.path, rel, rules))
             else:
                 found[rel] = entry.path
-    for rel in _tracked_files(root):
+    tracked = _tracked_files(root)
+    for rel in tracked:
         if rel not in found and not _noise_path(rel) and _is_regular_file(root / rel):
             found[rel] = str(root / rel)
-    return SourcePaths(found, n_ignored, unreadable)
+    return SourcePaths(found, n_ignored, unreadable, tuple(tracked))
 
 
-def scan_sources(root: Path, max_file_bytes: int = 1_000_000) -> SourceScan:
-    """Read root's small source files, chosen by `source_paths`."""
+def scan_sources(root: Path, max_file_bytes: int = 1_000_000, known: Callable[[str, tuple[int, int, int]], str | None] | None = None) -> SourceScan:
+    """Read root's small source files, chosen by `source_paths`.
+
+    known(path, (size, mtime_ns, inode)) -> sha1 or None: a file it vouches for (same stat as when its content had
+    that hash, see `drivers.stat_cache`) is not read: its row has that hash and data None."""
+    import pandas as pd
+
     walked = source_paths(root)
     found, n_ignored, unreadable = walked.paths, walked.n_ignored, list(walked.unreadable)
-    rows: list[tuple[str, bytes, int, str]] = []
+    rows: list[tuple[str, bytes | None, int, str]] = []
     oversized: list[str] = []
+    stats: dict[str, tuple[int, int, int]] = {}
     for rel, path in found.items():
         try:
             with open(path, "rb") as fh:
-                if os.fstat(fh.fileno()).st_size > max_file_bytes:
+                st = os.fstat(fh.fileno())
+                stat_key = stats[rel] = (st.st_size, st.st_mtime_ns, st.st_ino)
+                if st.st_size > max_file_bytes:
                     oversized.append(rel)
+                    continue
+                sha1 = known(rel, stat_key) if known is not None else None
+                if sha1 is not None:
+                    rows.append((rel, None, st.st_size, sha1))
                     continue
                 data = fh.read()
         except OSError as err:
+            stats.pop(rel, None)
             unreadable.append((rel, str(err)))
             continue
         rows.append((rel, data, len(data), hashlib.sha1(data).hexdigest()))
     frame = pd.DataFrame(rows, columns=["path", "data", "size", "hash"]).sort_values("path", ignore_index=True)
     frame["size"] = frame["size"].astype("int64")
-    return SourceScan(frame=frame, n_ignored=n_ignored, oversized=sorted(oversized), unreadable=sorted(unreadable))
+    return SourceScan(frame=frame, n_ignored=n_ignored, oversized=sorted(oversized), unreadable=sorted(unreadable),
+                      stats=stats, walk=walked)

@@ -93,7 +93,7 @@ def _tracked_scan(repo: Path):
 def _index(repo: Path, kb_dir: Path, scan_file: Path | None) -> None:
     """Index repo into kb_dir as `cra index` does (without its progress bar), the scan read from (or first written
     to) scan_file."""
-    from drivers import indexer, kb
+    from drivers import indexer, kb, sources
 
     if scan_file is not None:
         if scan_file.exists():
@@ -101,7 +101,7 @@ def _index(repo: Path, kb_dir: Path, scan_file: Path | None) -> None:
         else:
             scan = _tracked_scan(repo)
             scan_file.write_bytes(pickle.dumps(scan))
-        indexer.scan_sources = lambda root, max_file_bytes=1_000_000: scan
+        sources.scan_sources = indexer.scan_sources = lambda root, max_file_bytes=1_000_000, known=None: scan
     index_repository = getattr(indexer, "index_repository", None) or kb.index_repository
     stats = index_repository(repo, kb_dir)
     print(f"{repo}: {stats['n_files']} files, {stats['n_symbols']} symbols, {stats['workers']} workers")

@@ -1,0 +1,36 @@
+"""Where a KB lives and which version is live: the part of the KB store that needs no pandas (see `drivers.kb`)."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from drivers.errors import CraError
+
+KB_DIRNAME = ".cra"
+CURRENT = "CURRENT"  # names the live version directory
+
+
+def default_kb_dir(repo: Path) -> Path:
+    """Where a repository's KB lives unless --kb says otherwise."""
+    return Path(repo) / KB_DIRNAME
+
+
+def live_version(kb_dir: Path) -> Path | None:
+    pointer = kb_dir / CURRENT
+    if not pointer.is_file():
+        return None
+    version = kb_dir / pointer.read_text().strip()
+    return version if version.is_dir() else None
+
+
+def check_writable(kb_dir: Path) -> None:
+    try:
+        kb_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=kb_dir, prefix=".probe-"):
+            pass
+    except OSError as exc:
+        raise CraError(
+            f"KB directory {kb_dir} is not writable ({exc.strerror or exc}). "
+            "Fix its permissions or choose another with --kb DIR."
+        ) from None

@@ -1,0 +1,153 @@
+"""What the last index saw of each file, so a re-index reads only what changed and an unchanged tree costs a walk.
+
+`<kb>/scan-cache.json` maps every scanned path to (size, mtime_ns, inode, sha1) as of the scan that wrote the live
+KB version it names, plus a fingerprint of everything else a run depends on (options, git HEAD and tracked files,
+the walk's ignore count, the index code and convention tables). A file whose stat still matches is not read or
+hashed again; a tree whose paths, stats and fingerprint all match is not re-indexed at all (`unchanged_stats`).
+
+Racily clean files (as git calls them): a file modified within RACY_NS before the scan that recorded it could be
+edited again within the same mtime tick without its stat changing, so its stat alone is never trusted: it is read
+and hashed again. This module is light to import (no pandas): `cra index` on an unchanged tree loads nothing else.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from drivers.git_history import git_head
+from drivers.kb_dir import live_version
+from drivers.output import write_text_atomic
+from drivers.sources import SourcePaths
+
+CACHE_FILE = "scan-cache.json"
+RACY_NS = 2_000_000_000  # mtime granularity of the coarsest file systems we may meet (FAT: 2 s)
+_FORMAT = 1
+_ROOT = Path(__file__).resolve().parent.parent
+# the code and tables an index run's output depends on: a change to any of them means the tree must be re-indexed
+_CODE = ("dataflows/index", "dataflows/lexical.py", "dataflows/text.py", "dataflows/retrieval/vocabulary.py",
+         "dataflows/retrieval/word_tables.py", "data/conventions", "drivers/sources.py", "drivers/indexer.py",
+         "drivers/index_dag.py", "drivers/kb.py", "drivers/word_cache.py")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class StatCache:
+    version: str  # the KB version directory written by the scan these entries come from
+    fingerprint: str  # index_fingerprint of that run
+    scanned_ns: int  # wall clock when that scan began: entries modified within RACY_NS before it are not trusted
+    entries: dict[str, list]  # path -> [size, mtime_ns, inode, sha1 or None when oversized]
+
+    def trusted(self, path: str, stat: tuple[int, int, int]) -> str | None:
+        """The recorded sha1 of path when its stat (size, mtime_ns, inode) still matches and is not racy, else None."""
+        entry = self.entries.get(path)
+        if entry is None or tuple(entry[:3]) != stat or entry[1] >= self.scanned_ns - RACY_NS:
+            return None
+        return entry[3]
+
+
+def file_stat(path: str) -> tuple[int, int, int] | None:
+    """(size, mtime_ns, inode) of a file, None when it cannot be stat'ed."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns, st.st_ino
+
+
+def sha1_of(path: str) -> str | None:
+    """sha1 hex of a file's bytes, None when it cannot be read."""
+    try:
+        with open(path, "rb") as fh:
+            return hashlib.sha1(fh.read()).hexdigest()
+    except OSError:
+        return None
+
+
+def _code_stamp() -> bytes:
+    """Bytes of every file in _CODE (the index code, the convention tables), in a fixed order."""
+    out = []
+    for name in _CODE:
+        path = _ROOT / name
+        files = sorted(p for p in path.rglob("*") if p.suffix in (".py", ".toml")) if path.is_dir() else [path]
+        out += [p.relative_to(_ROOT).as_posix().encode() + b"\0" + p.read_bytes() for p in files if p.is_file()]
+    return b"\0".join(out)
+
+
+def index_fingerprint(repo: Path, walk: SourcePaths, history: int, max_file_bytes: int) -> str:
+    """What an index run's output depends on besides the files' contents: options, git HEAD (when history is read),
+    the tracked paths, the walk's ignored / unlistable counts, and the index code itself."""
+    facts = {
+        "format": _FORMAT,
+        "history": history,
+        "max_file_bytes": max_file_bytes,
+        "head": git_head(repo) if history > 0 else None,
+        "tracked": hashlib.sha1("\0".join(walk.tracked).encode()).hexdigest(),
+        "n_ignored": walk.n_ignored,
+        "unreadable": sorted(map(list, walk.unreadable)),
+    }
+    return hashlib.sha1(json.dumps(facts, sort_keys=True).encode() + _code_stamp()).hexdigest()
+
+
+def read_cache(kb_dir: Path) -> StatCache | None:
+    """The cache beside a KB when it belongs to the live version (CURRENT), else None (then every file is read)."""
+    kb_dir = Path(kb_dir)
+    try:
+        data = json.loads((kb_dir / CACHE_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    live = live_version(kb_dir)
+    if not isinstance(data, dict) or data.get("format") != _FORMAT or live is None or data.get("version") != live.name:
+        return None
+    return StatCache(data["version"], data["fingerprint"], int(data["scanned_ns"]), data["entries"])
+
+
+def write_cache(kb_dir: Path, cache: StatCache) -> None:
+    """Replace the cache beside a KB (atomically: a reader sees the old one or the new one)."""
+    data = {"format": _FORMAT, "version": cache.version, "fingerprint": cache.fingerprint,
+            "scanned_ns": cache.scanned_ns, "entries": cache.entries}  # fmt: skip
+    write_text_atomic(Path(kb_dir) / CACHE_FILE, json.dumps(data, separators=(",", ":")))
+
+
+def unchanged_stats(repo: Path, kb_dir: Path, history: int, max_file_bytes: int) -> dict | None:
+    """The live KB's run statistics when re-indexing repo would rebuild exactly that KB (same paths, same contents,
+    same fingerprint), else None. Files whose stat changed or is racy are hashed; when all of them kept their
+    content the cache is refreshed with their new stats (the KB itself is never written here)."""
+    started, scanned_ns = time.perf_counter(), time.time_ns()
+    cache = read_cache(kb_dir)
+    if cache is None:
+        return None
+    from drivers.sources import source_paths
+
+    walk = source_paths(repo)
+    if walk.paths.keys() != cache.entries.keys():
+        return None
+    if index_fingerprint(repo, walk, history, max_file_bytes) != cache.fingerprint:
+        return None
+    entries, rechecked = dict(cache.entries), False
+    for rel, path in walk.paths.items():
+        stat = file_stat(path)
+        if stat is None:
+            return None
+        entry = cache.entries[rel]
+        if entry[3] is None:  # oversized when indexed: unchanged while it still is
+            if stat[0] <= max_file_bytes:
+                return None
+            continue
+        if cache.trusted(rel, stat) is None:
+            if stat[0] > max_file_bytes or sha1_of(path) != entry[3]:
+                return None
+            entries[rel], rechecked = [*stat, entry[3]], True
+    try:
+        metadata = json.loads((Path(kb_dir) / cache.version / "metadata.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if rechecked:
+        write_cache(kb_dir, StatCache(cache.version, cache.fingerprint, scanned_ns, entries))
+    stats = dict(metadata.get("stats") or {})
+    note = "nothing changed since the last index: the knowledge base was left as it was"
+    return {**stats, "n_parsed": 0, "n_reused": stats.get("n_files", 0), "workers": 1, "notes": [note],
+            "seconds": round(time.perf_counter() - started, 3), "kb_dir": str(kb_dir), "unchanged": True}  # fmt: skip
