@@ -64,7 +64,8 @@ class Bm25Index:
         idf = np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
         norm = k1 * (1.0 - b + b * doc_len[doc_pos] / avg_len)
         weight = idf[term_codes] * tf * (k1 + 1.0) / (tf + norm)
-        order = stable_order(term_codes)
+        by_doc = np.arange(len(doc_pos)) if (np.diff(doc_pos) >= 0).all() else stable_order(doc_pos)
+        order = by_doc[stable_order(term_codes[by_doc])]  # postings by term, then doc: whatever order rows came in
         starts = np.searchsorted(term_codes[order], np.arange(len(vocab) + 1))
         return cls.from_arrays(vocab, starts, np.asarray(doc_ids), doc_pos[order], weight[order])
 

@@ -23,6 +23,7 @@ from hamilton.execution import executors  # noqa: E402
 from hamilton.lifecycle import api as lifecycle  # noqa: E402
 
 from dataflows.index import commit_terms, companions, discovery, edges, health, history, lexical_terms, metadata, parsing  # noqa: E402
+from dataflows.index.frames import canonical_ids  # noqa: E402
 from dataflows.index.parsers import language_of  # noqa: E402
 from dataflows.index.schema import TABLES  # noqa: E402
 from drivers.conventions import load_conventions  # noqa: E402
@@ -166,7 +167,7 @@ def index_frames(
         raise
     except Exception as exc:  # a worker died or a node failed: one line that names it, the previous KB stays live
         raise IndexFailed(exc, workers) from exc
-    tables = {name: results[f"kb_{name}"] for name in TABLES}
+    tables = canonical_ids({name: results[f"kb_{name}"] for name in TABLES})
     stats = {
         **results["index_stats"],
         "n_ignored": scan.n_ignored,

@@ -34,17 +34,18 @@ def _sorted(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.sort_values(keys, kind="stable", ignore_index=True) if keys and len(frame) else frame.reset_index(drop=True)
 
 
-def _without_clock(value):
-    """Metadata with its wall-clock fields taken out, at any depth."""
+def _without_clock(value, ignore: frozenset | set = frozenset()):
+    """Metadata with its wall-clock fields (and the `ignore` keys) taken out, at any depth."""
     if isinstance(value, dict):
-        return {k: _without_clock(v) for k, v in value.items() if k not in WALL_CLOCK}
+        return {k: _without_clock(v, ignore) for k, v in value.items() if k not in WALL_CLOCK and k not in ignore}
     if isinstance(value, list):
-        return [_without_clock(v) for v in value]
+        return [_without_clock(v, ignore) for v in value]
     return value
 
 
-def compare_kbs(kb_a: Path, kb_b: Path) -> tuple[list[str], list[str]]:
-    """(tables compared, differences) between the live versions of two KBs; no differences means equal output."""
+def compare_kbs(kb_a: Path, kb_b: Path, ignore: frozenset | set = frozenset()) -> tuple[list[str], list[str]]:
+    """(tables compared, differences) between the live versions of two KBs; no differences means equal output.
+    ignore: metadata keys (at any depth) left out besides the wall-clock ones, e.g. what a run did (n_parsed)."""
     a, b = _live(kb_a), _live(kb_b)
     names_a = {p.relative_to(a).as_posix() for p in a.rglob("*.parquet")}
     names_b = {p.relative_to(b).as_posix() for p in b.rglob("*.parquet")}
@@ -57,7 +58,7 @@ def compare_kbs(kb_a: Path, kb_b: Path) -> tuple[list[str], list[str]]:
             differences.append(f"{name}: columns or dtypes differ")
         elif not _sorted(fa).equals(_sorted(fb)):
             differences.append(f"{name}: {len(fa)} vs {len(fb)} rows, values differ")
-    meta_a, meta_b = (_without_clock(json.loads((v / "metadata.json").read_text())) for v in (a, b))
+    meta_a, meta_b = (_without_clock(json.loads((v / "metadata.json").read_text()), ignore) for v in (a, b))
     differences += [f"metadata.json: {key} differs" for key in _differing_keys(meta_a, meta_b)]
     return compared, differences
 

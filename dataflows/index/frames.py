@@ -1,8 +1,10 @@
 """Frame helpers the index node modules share (a helper module, not a Hamilton module: no driver lists it, so
-its public functions are not nodes): schema conformance, the previous run's tables, stacking, symbol re-keying."""
+its public functions are not nodes): schema conformance, the previous run's tables, stacking, symbol re-keying,
+canonical ids."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from dataflows.index.schema import TABLES
@@ -47,3 +49,54 @@ def old_to_new_symbol_ids(symbol_keys: pd.DataFrame) -> pd.Series:
     """new symbol_id by previous symbol_id, for the symbols of reused files (`symbol_keys` rows with old_id >= 0)."""
     reused = symbol_keys[symbol_keys["old_id"] >= 0]
     return pd.Series(reused["symbol_id"].to_numpy(), index=reused["old_id"].to_numpy())
+
+
+# the id columns of each KB table, and the columns whose order a table is kept in (as a fresh index writes it)
+_FILE_ID_COLUMNS = {"files": ["file_id"], "contents": ["file_id"], "symbols": ["file_id"], "comments": ["file_id"],
+                    "imports": ["file_id"], "references": ["file_id"], "edges": ["src_file_id", "dst_file_id"],
+                    "cochange": ["file_a", "file_b"], "file_terms": ["file_id"], "concept_terms": ["file_id"]}  # fmt: skip
+_SYMBOL_ID_COLUMNS = {"symbols": ["symbol_id", "parent_id"], "comments": ["symbol_id"], "references": ["symbol_id"],
+                      "symbol_edges": ["src_symbol_id", "dst_symbol_id"], "symbol_terms": ["symbol_id"]}  # fmt: skip
+_ROW_ORDER = {"files": ["file_id"], "contents": ["file_id"], "symbols": ["symbol_id"], "comments": ["file_id", "line"],
+              "imports": ["file_id", "line"], "references": ["symbol_id"], "edges": ["src_file_id", "dst_file_id"],
+              "symbol_edges": ["src_symbol_id", "dst_symbol_id", "kind"], "cochange": ["file_a", "file_b"],
+              "file_terms": ["file_id"], "symbol_terms": ["symbol_id"], "concept_terms": ["file_id"]}  # fmt: skip
+
+
+def _renumbered(values: pd.Series, lookup: np.ndarray) -> pd.Series:
+    """Ids mapped through lookup (old id -> new id), nulls kept."""
+    present = values.notna().to_numpy()
+    out = np.zeros(len(values), dtype=np.int64)
+    out[present] = lookup[values[present].to_numpy(dtype=np.int64)]
+    if present.all():
+        return pd.Series(out, index=values.index, dtype=values.dtype)
+    return pd.Series(pd.array(out, dtype="Int64"), index=values.index).where(present, pd.NA).astype(values.dtype)
+
+
+def canonical_ids(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """The KB tables with the ids a fresh index of the same files gives: file ids dense in path order, symbol ids
+    dense in (file, position) order, rows in each table's order. An incremental run keeps the ids of known paths and
+    numbers new files above them; this makes its KB equal to a fresh one (unchanged when ids already are canonical)."""
+    files = tables["files"]
+    ids = files["file_id"].to_numpy(dtype=np.int64)
+    by_path = np.argsort(files["path"].to_numpy(dtype=object), kind="stable")
+    if (ids[by_path] == np.arange(len(ids))).all():
+        return tables
+    file_lookup = np.full(int(ids.max()) + 1, -1, dtype=np.int64)
+    file_lookup[ids[by_path]] = np.arange(len(ids))
+    symbols = tables["symbols"]
+    symbol_ids = symbols["symbol_id"].to_numpy(dtype=np.int64)
+    order = np.lexsort((symbol_ids, file_lookup[symbols["file_id"].to_numpy(dtype=np.int64)]))
+    symbol_lookup = np.full(int(symbol_ids.max()) + 1 if len(symbol_ids) else 0, -1, dtype=np.int64)
+    symbol_lookup[symbol_ids[order]] = np.arange(len(symbol_ids))
+    out = dict(tables)
+    for name, frame in tables.items():
+        columns = {c: file_lookup for c in _FILE_ID_COLUMNS.get(name, [])} | {c: symbol_lookup for c in _SYMBOL_ID_COLUMNS.get(name, [])}
+        if not columns or frame is None or frame.empty:
+            continue
+        frame = frame.assign(**{c: _renumbered(frame[c], lookup) for c, lookup in columns.items()})
+        if name == "cochange":  # file_a < file_b, as counted
+            a, b = frame["file_a"].to_numpy(), frame["file_b"].to_numpy()
+            frame = frame.assign(file_a=np.minimum(a, b).astype(frame["file_a"].dtype), file_b=np.maximum(a, b).astype(frame["file_b"].dtype))
+        out[name] = frame.sort_values(_ROW_ORDER[name], kind="stable", ignore_index=True)
+    return out

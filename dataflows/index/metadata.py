@@ -7,7 +7,7 @@ import pandas as pd
 
 from dataflows.index.parsers.models import ParsedFile
 from dataflows.index.code_terms import IDENTIFIER, identifier_terms
-from dataflows.index.frames import conform
+from dataflows.index.frames import conform, previous_table
 
 MAX_CONCEPTS = 10
 
@@ -33,36 +33,69 @@ def _concept_term_counts(kb_symbols: pd.DataFrame, kb_comments: pd.DataFrame) ->
     return counted.rename("tf").reset_index().astype({"file_id": "int64", "tf": "int64"})
 
 
+def kb_concept_terms(
+    kb_symbols: pd.DataFrame, kb_comments: pd.DataFrame, indexed_files: pd.DataFrame, previous_kb: dict[str, pd.DataFrame] | None
+) -> pd.DataFrame:
+    """(file_id, term, tf) over each file's identifiers (symbol names), docstrings and comments, what its concepts are
+    scored on: counted for new/changed files, the previous rows for unchanged ones; ordered by file_id, then term."""
+    reused = indexed_files["reused"].fillna(False).astype(bool).to_numpy()
+    fresh = indexed_files.loc[~reused, "file_id"]
+    counted = _concept_term_counts(kb_symbols[kb_symbols["file_id"].isin(fresh)], kb_comments[kb_comments["file_id"].isin(fresh)])
+    counted = counted.sort_values(["file_id", "term"], ignore_index=True)
+    previous = previous_table(previous_kb, "concept_terms")
+    carried = previous[previous["file_id"].isin(indexed_files.loc[reused, "file_id"])]
+    frames = [f for f in (carried, counted.astype({"term": carried["term"].dtype}) if len(carried) else counted) if len(f)]
+    terms = pd.concat(frames, ignore_index=True).sort_values("file_id", kind="stable") if frames else counted
+    return conform(terms, "concept_terms")
+
+
 def file_concepts(
-    kb_symbols: pd.DataFrame,
-    kb_comments: pd.DataFrame,
+    kb_concept_terms: pd.DataFrame,
     kb_file_terms: pd.DataFrame,
     indexed_files: pd.DataFrame,
     previous_files: pd.DataFrame,
+    previous_kb: dict[str, pd.DataFrame] | None,
 ) -> pd.Series:
     """Up to 10 most distinctive terms per file_id: tf over the file's identifiers, docstrings and comments
-    (files without any: their full-text terms) times idf from the whole KB's document frequencies (derived
-    from kb_file_terms); ordered by score then term. Only new/changed files are scored: unchanged files carry
-    their previous concepts over (so an incremental run does not re-tokenise the KB; a full run scores all)."""
-    reused = indexed_files.loc[indexed_files["reused"], "file_id"].astype("int64").to_numpy()
-    carried = previous_files.set_index("file_id")["concepts"].reindex(reused) if len(reused) else pd.Series(dtype=object)
+    (kb_concept_terms; files without any: their full-text terms) times idf from the whole KB's document frequencies
+    (derived from kb_file_terms); ordered by score then term. A file's score changes only with its own terms, the
+    number of files and the document frequencies of its terms: an unchanged file none of whose terms changed document
+    frequency carries its previous concepts over (exactly what scoring it again would give), the others are scored."""
+    reused = indexed_files["reused"].fillna(False).astype(bool).to_numpy()
+    ids = pd.Index(indexed_files["file_id"].astype("int64"))
+    carried = previous_files.set_index("file_id")["concepts"].reindex(ids[reused]) if reused.any() else pd.Series(dtype=object)
     carried = carried[carried.notna()].map(list)
-    fresh = pd.Index(indexed_files["file_id"].astype("int64")).difference(carried.index)
-    scored = _scored_concepts(
-        kb_symbols[kb_symbols["file_id"].isin(fresh)],
-        kb_comments[kb_comments["file_id"].isin(fresh)],
-        kb_file_terms,
-        fresh,
-    )
+    tf = _concept_tf(kb_concept_terms, kb_file_terms)
+    changed = _changed_document_frequencies(kb_file_terms, indexed_files, previous_table(previous_kb, "file_terms"))
+    if changed is None:  # the number of files changed: every idf moved
+        carried = carried.iloc[:0]
+    elif len(changed):
+        carried = carried.drop(pd.Index(tf.loc[tf["term"].isin(changed), "file_id"].unique()), errors="ignore")
+    fresh = ids.difference(carried.index)
+    scored = _scored_concepts(tf[tf["file_id"].isin(fresh)], kb_file_terms)
     return pd.concat([carried, scored]).sort_index() if len(carried) else scored
 
 
-def _scored_concepts(symbols: pd.DataFrame, comments: pd.DataFrame, kb_file_terms: pd.DataFrame, fresh: pd.Index) -> pd.Series:
-    """Concepts of the `fresh` files (symbols/comments already restricted to them), idf over all of kb_file_terms."""
-    counted = _concept_term_counts(symbols, comments)
-    has_doc = pd.Index(pd.concat([symbols["file_id"], comments["file_id"]]).unique())
-    fallback = kb_file_terms[kb_file_terms["file_id"].isin(fresh.difference(has_doc))][["file_id", "term", "tf"]]
-    tf = pd.concat([f for f in (counted, fallback.astype({"term": object})) if len(f)] or [counted], ignore_index=True)
+def _concept_tf(kb_concept_terms: pd.DataFrame, kb_file_terms: pd.DataFrame) -> pd.DataFrame:
+    """(file_id, term, tf) concepts are scored on: the concept terms, and the full-text terms of files without any."""
+    fallback = kb_file_terms[~kb_file_terms["file_id"].isin(kb_concept_terms["file_id"].unique())]
+    frames = [f[["file_id", "term", "tf"]].astype({"term": object}) for f in (kb_concept_terms, fallback) if len(f)]
+    return pd.concat(frames, ignore_index=True) if frames else kb_concept_terms[["file_id", "term", "tf"]]
+
+
+def _changed_document_frequencies(kb_file_terms: pd.DataFrame, indexed_files: pd.DataFrame, previous_terms: pd.DataFrame):
+    """Terms whose document frequency differs from the previous KB's, or None when the number of documents did."""
+    if kb_file_terms["file_id"].nunique() != previous_terms["file_id"].nunique():
+        return None
+    reused_ids = indexed_files.loc[indexed_files["reused"].fillna(False).astype(bool), "file_id"]
+    new = kb_file_terms.loc[~kb_file_terms["file_id"].isin(reused_ids), "term"].astype(object).value_counts()
+    old = previous_terms.loc[~previous_terms["file_id"].isin(reused_ids), "term"].astype(object).value_counts()
+    delta = new.sub(old, fill_value=0)
+    return delta.index[delta != 0]
+
+
+def _scored_concepts(tf: pd.DataFrame, kb_file_terms: pd.DataFrame) -> pd.Series:
+    """Concepts of the files in tf (file_id, term, tf), idf over all of kb_file_terms."""
     if tf.empty:
         return pd.Series(dtype=object)
     n_docs = kb_file_terms["file_id"].nunique()

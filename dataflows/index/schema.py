@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _str = pa.string()
 _i32 = pa.int32()
@@ -90,6 +90,8 @@ TABLES: dict[str, dict[str, pa.DataType]] = {
     "companions": {"path": _str, "share": _f64, "n_fix_commits": _i32, "latest": _str},
     # lexical index: term frequencies (kept for incremental rebuilds) and BM25 weights (queried)
     "file_terms": {"file_id": _i32, "term": _str, "tf": _i32},
+    # what file concepts are scored on: terms of each file's symbol names, docstrings and comments (kept for re-indexes)
+    "concept_terms": {"file_id": _i32, "term": _str, "tf": _i32},
     "symbol_terms": {"symbol_id": _i32, "term": _str, "tf": _i32},
     "commit_terms": {"commit": _str, "term": _str, "tf": _i32},
 }
