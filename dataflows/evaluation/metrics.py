@@ -4,6 +4,11 @@ Conventions: file_precision@k divides by the files actually in the top k (fewer 
 is shorter); metrics of a case with no expected files are NaN and left out of means. Expected symbols are
 `path::Qualified.name` (`path::<module>` = found when the file is in the package) or, in seed-format
 cases, a bare name matched against any package symbol's name or qualified name.
+
+Function metrics (issue 17) score the symbol ranking and the package against the gold *functions*: the expected
+symbols other than `path::<module>` (a case with none gets NaN). A gold function is carried by an enclosing symbol
+(its class) whose body is in: in a ranking it counts at the enclosing symbol's rank only when it is not ranked
+itself. Budget metrics are suffixed with the budget they were measured at (`gold_body@8192`, `gold_body@auto`).
 """
 
 from __future__ import annotations
@@ -29,8 +34,20 @@ PACKAGE_METRICS = (
     "token_efficiency",
     "budget_utilization",
 )
+FUNCTION_KS = (1, 5, 10)
+FUNCTION_METRICS = (
+    *(f"function_hit@{k}" for k in FUNCTION_KS),
+    *(f"function_acc@{k}" for k in FUNCTION_KS),
+    "function_mrr",
+)
+BUDGET_METRICS = ("gold_body", "gold_body_any", "gold_named", "token_efficiency", "package_tokens")
 BASELINE_PREFIX = "bm25_"
-SUMMARY_METRICS = (*RANKING_METRICS, *PACKAGE_METRICS, *(BASELINE_PREFIX + m for m in RANKING_METRICS))
+BASELINE_BUDGET_METRICS = (f"{BASELINE_PREFIX}gold_body", f"{BASELINE_PREFIX}package_tokens")
+SUMMARY_METRICS = (
+    *RANKING_METRICS, *PACKAGE_METRICS, *(BASELINE_PREFIX + m for m in RANKING_METRICS),
+    *FUNCTION_METRICS, *(BASELINE_PREFIX + m for m in FUNCTION_METRICS),
+)
+BM25_SYMBOL_KINDS = ("function", "method", "class")
 
 
 def ranking_metrics(ranked_paths: list[str], expected_files: list[str], prefix: str = "") -> dict[str, float]:
@@ -67,39 +84,44 @@ def package_symbols(package: ContextPackage) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["path", "key", "name", "qualified_name", "tokens", "has_body"])
 
 
-def _split_expected(expected_symbols: list[str]) -> tuple[list[tuple[str, str]], list[str]]:
-    qualified, bare = [], []
-    for s in expected_symbols:
-        if "::" in s:
-            path, name = s.split("::", 1)
-            qualified.append((path, name))
-        else:
-            bare.append(s)
-    return qualified, bare
+def _gold_rows(symbols: pd.DataFrame, gold: str) -> tuple[pd.Series, pd.Series]:
+    """Rows of a symbol frame (path, qualified_name, optional name) that are one expected symbol, and rows that
+    enclose it (same file, their qualified name a dotted prefix of its); a bare name is matched by name anywhere."""
+    qualified = symbols["qualified_name"].astype(str)
+    if "::" not in gold:
+        names = symbols["name"] if "name" in symbols else qualified.str.rsplit(".", n=1).str[-1]
+        return (names == gold) | (qualified == gold), pd.Series(False, index=symbols.index)
+    path, name = gold.split("::", 1)
+    in_file = symbols["path"] == path
+    enclosing = pd.Series(False, index=symbols.index)
+    enclosing[in_file] = qualified[in_file].map(lambda q: name.startswith(q + "."))
+    return in_file & (qualified == name), enclosing
 
 
-def _symbol_found(symbols: pd.DataFrame, package_paths: set[str], path: str, name: str) -> bool:
-    if name == MODULE_SYMBOL:
-        return path in package_paths
-    in_file = symbols[symbols["path"] == path]
-    if (in_file["qualified_name"] == name).any():
-        return True
-    # an enclosing symbol included with its whole body carries this one's source too
-    bodies = in_file.loc[in_file["has_body"], "qualified_name"]
-    return bool(bodies.map(lambda q: name.startswith(q + ".")).any())
+def _body_in(symbols: pd.DataFrame, gold: str) -> bool:
+    """Whether a gold symbol's source is in: its own body, or the body of a symbol enclosing it."""
+    own, enclosing = _gold_rows(symbols, gold)
+    return bool(((own | enclosing) & symbols["has_body"]).any())
+
+
+def _symbol_found(symbols: pd.DataFrame, package_paths: set[str], gold: str) -> bool:
+    """Whether an expected symbol is in a package at any depth: itself (signature or body), its source inside an
+    enclosing body, or (`path::<module>`) its file."""
+    if gold.endswith("::" + MODULE_SYMBOL):
+        return gold.split("::", 1)[0] in package_paths
+    own, _ = _gold_rows(symbols, gold)
+    return bool(own.any()) or _body_in(symbols, gold)
 
 
 def _relevant_symbol_mask(symbols: pd.DataFrame, expected_symbols: list[str]) -> pd.Series:
     """Package symbols that are an expected symbol, nested in one, or carry one in their body (or match a bare name)."""
-    qualified, bare = _split_expected(expected_symbols)
-    mask = symbols["name"].isin(bare) | symbols["qualified_name"].isin(bare)
-    for path, name in qualified:
-        if name == MODULE_SYMBOL:
-            continue
-        in_file = symbols["path"] == path
-        nested = symbols["qualified_name"].str.startswith(name + ".")
-        carrier = symbols["has_body"] & symbols["qualified_name"].map(lambda q, n=name: n.startswith(q + "."))
-        mask |= in_file & ((symbols["qualified_name"] == name) | nested | carrier)
+    mask = pd.Series(False, index=symbols.index)
+    for gold in gold_functions(expected_symbols):
+        own, enclosing = _gold_rows(symbols, gold)
+        mask |= own | (enclosing & symbols["has_body"])
+        if "::" in gold:
+            path, name = gold.split("::", 1)
+            mask |= (symbols["path"] == path) & symbols["qualified_name"].str.startswith(name + ".")
     return mask
 
 
@@ -117,11 +139,9 @@ def package_metrics(
         "budget_utilization": package.token_count / package.budget if package.budget else nan,
     }
     if expected_symbols:
-        qualified, bare = _split_expected(expected_symbols)
-        found = [_symbol_found(symbols, package_paths, p, n) for p, n in qualified]
-        found += [bool((symbols["name"] == b).any() or (symbols["qualified_name"] == b).any()) for b in bare]
+        found = [_symbol_found(symbols, package_paths, g) for g in expected_symbols]
         relevant = _relevant_symbol_mask(symbols, expected_symbols)
-        module_files = {p for p, n in qualified if n == MODULE_SYMBOL}
+        module_files = {g.split("::", 1)[0] for g in expected_symbols if g.endswith("::" + MODULE_SYMBOL)}
         out["symbol_recall"] = sum(found) / len(found)
         out["symbol_precision"] = float(relevant.mean()) if len(symbols) else 0.0
         relevant_tokens = symbols.loc[relevant, "tokens"].sum()
@@ -133,6 +153,99 @@ def package_metrics(
         relevant_tokens = symbols.loc[symbols["path"].isin(expected), "tokens"].sum()
     out["token_efficiency"] = float(relevant_tokens) / package.token_count if package.token_count else 0.0
     return out
+
+
+def gold_functions(expected_symbols: list[str] | None) -> list[str]:
+    """The expected symbols that name a function, method or class: `path::<module>` entries left out."""
+    return [g for g in expected_symbols or () if not g.endswith("::" + MODULE_SYMBOL)]
+
+
+def gold_function_ranks(symbol_ranking: pd.DataFrame, gold: list[str]) -> list[int | None]:
+    """Per gold function, its rank in a symbol ranking (path, qualified_name, rank): its own row's, else the best
+    rank of a symbol enclosing it (a class whose body carries it); None when neither is ranked."""
+    ranks: list[int | None] = []
+    for g in gold:
+        own, enclosing = _gold_rows(symbol_ranking, g)
+        hits = symbol_ranking.loc[own if own.any() else enclosing, "rank"]
+        ranks.append(int(hits.min()) if len(hits) else None)
+    return ranks
+
+
+def function_metrics(gold_ranks: list[int | None], prefix: str = "") -> dict[str, float]:
+    """Hit@k (any gold function in the top k), accuracy@k (all of them) and MRR from the gold functions' ranks
+    (None: not ranked); NaN for a case without gold functions."""
+    if not gold_ranks:
+        return dict.fromkeys((prefix + m for m in FUNCTION_METRICS), float("nan"))
+    ranks = np.array([np.inf if r is None else r for r in gold_ranks], dtype=float)
+    out = {f"{prefix}function_hit@{k}": float((ranks <= k).any()) for k in FUNCTION_KS}
+    out |= {f"{prefix}function_acc@{k}": float((ranks <= k).all()) for k in FUNCTION_KS}
+    out[f"{prefix}function_mrr"] = 1.0 / ranks.min() if np.isfinite(ranks.min()) else 0.0
+    return out
+
+
+def budget_metrics(package: ContextPackage, expected_symbols: list[str] | None, label: str) -> dict[str, float]:
+    """The package at one budget against the gold functions: share whose body is in (own or enclosing), whether
+    any is, share named at any depth (signature included), token efficiency, and the package's tokens."""
+    gold = gold_functions(expected_symbols)
+    out = dict.fromkeys((f"{m}@{label}" for m in BUDGET_METRICS), float("nan"))
+    out[f"package_tokens@{label}"] = float(package.token_count)
+    if not gold:
+        return out
+    symbols = package_symbols(package)
+    paths = set(symbols["path"])
+    bodies = [_body_in(symbols, g) for g in gold]
+    named = [_symbol_found(symbols, paths, g) for g in gold]
+    relevant_tokens = symbols.loc[_relevant_symbol_mask(symbols, gold), "tokens"].sum()
+    out[f"gold_body@{label}"] = float(np.mean(bodies))
+    out[f"gold_body_any@{label}"] = float(any(bodies))
+    out[f"gold_named@{label}"] = float(np.mean(named))
+    out[f"token_efficiency@{label}"] = float(relevant_tokens) / package.token_count if package.token_count else 0.0
+    return out
+
+
+def bm25_symbol_ranking(kb_symbols: pd.DataFrame, kb_files: pd.DataFrame, symbol_scores: pd.Series) -> pd.DataFrame:
+    """The baseline symbol ranking: functions, methods and classes of non-test files by their chunk's BM25 score
+    (symbol_scores, indexed by symbol_id), best first, those sharing no term with the task left out; columns path,
+    qualified_name, body_tokens, rank."""
+    files = kb_files.loc[~kb_files["is_test"].astype(bool), ["file_id", "path"]]
+    ranked = kb_symbols.loc[kb_symbols["kind"].isin(BM25_SYMBOL_KINDS), ["symbol_id", "file_id", "qualified_name", "body_tokens"]]
+    ranked = ranked.merge(files, on="file_id")
+    ranked = ranked.assign(score=ranked["symbol_id"].map(symbol_scores).fillna(0.0))
+    ranked = ranked[ranked["score"] > 0].sort_values(["score", "symbol_id"], ascending=[False, True], kind="stable")
+    return ranked.assign(rank=np.arange(1, len(ranked) + 1))[["path", "qualified_name", "body_tokens", "rank"]].reset_index(drop=True)
+
+
+def bodies_within(symbol_ranking: pd.DataFrame, budget: int) -> pd.DataFrame:
+    """The symbols of a ranking whose bodies a package of `budget` tokens holds, taken in rank order until the next
+    body would not fit (a symbol inside a body already taken comes free): path, qualified_name, tokens, has_body."""
+    taken: list[tuple[str, str, int]] = []
+    used = 0
+    for path, name, tokens in zip(symbol_ranking["path"], symbol_ranking["qualified_name"], symbol_ranking["body_tokens"]):
+        if any(p == path and name.startswith(q + ".") for p, q, _ in taken):
+            taken.append((path, name, 0))
+            continue
+        if used + int(tokens) > budget:
+            break
+        used += int(tokens)
+        taken.append((path, name, int(tokens)))
+    return pd.DataFrame(taken, columns=["path", "qualified_name", "tokens"]).assign(has_body=True)
+
+
+def bm25_budget_metrics(bm25_ranking: pd.DataFrame, expected_symbols: list[str] | None, budget: int, label: str) -> dict[str, float]:
+    """The BM25 budget curve at one budget: the share of gold functions whose body is among the BM25 symbols'
+    bodies that fit in `budget` tokens, and the tokens those bodies take."""
+    gold = gold_functions(expected_symbols)
+    taken = bodies_within(bm25_ranking, budget)
+    return {
+        f"{BASELINE_PREFIX}gold_body@{label}": float(np.mean([_body_in(taken, g) for g in gold])) if gold else float("nan"),
+        f"{BASELINE_PREFIX}package_tokens@{label}": float(taken["tokens"].sum()),
+    }
+
+
+def budget_columns(columns) -> list[str]:
+    """The per-budget metric columns among `columns` (`gold_body@8192`, `bm25_gold_body@auto`, ...), in order."""
+    names = {*BUDGET_METRICS, *BASELINE_BUDGET_METRICS}
+    return [c for c in columns if "@" in str(c) and str(c).split("@", 1)[0] in names]
 
 
 def expected_file_signals(
@@ -166,7 +279,7 @@ def summary(case_results: pd.DataFrame, n_skipped: int = 0) -> dict:
     """Aggregate of the evaluated cases: means of every metric, latency percentiles, case counts."""
     done = case_results[case_results["status"] == "ok"] if "status" in case_results else case_results
     out: dict = {"n_cases": int(len(done)), "n_skipped": int(n_skipped)}
-    for name in SUMMARY_METRICS:
+    for name in (*SUMMARY_METRICS, *budget_columns(done.columns)):
         values = pd.to_numeric(done[name], errors="coerce") if name in done else pd.Series(dtype=float)
         out[name] = float(values.mean()) if values.notna().any() else None
     latency = pd.to_numeric(done["latency_s"], errors="coerce") if "latency_s" in done else pd.Series(dtype=float)
