@@ -32,11 +32,15 @@ PRIOR_GRID = (0.1, 0.2, 0.35, 0.5, 0.75, 1.0)  # never 0: tests and docs stay re
 
 
 def case_signal_rows(case: dict, kb) -> pd.DataFrame:
-    """Every file's signal values for one case, labelled with whether the real fix touched the file."""
-    from drivers.retriever import kb_inputs, retrieval_driver
+    """Every file's signal values for one case, labelled with whether the real fix touched the file.
+
+    Under the shipped profile, as a request runs: second-pass signals (`partner_affinity`) relate files to the
+    best files of the first pass, which the weights in force choose.
+    """
+    from drivers.retriever import default_weight_profile, kb_inputs, retrieval_driver
 
     inputs = {k: v for k, v in kb_inputs(kb).items() if k != "kb_contents"}
-    inputs.update(task_text=case["task"], scope_size=75, weights_override=None, weight_profile=None)
+    inputs.update(task_text=case["task"], scope_size=75, weights_override=None, weight_profile=default_weight_profile())
     out = retrieval_driver().execute(["signal_matrix", "task_query"], inputs=inputs, overrides=kb.word_overrides)
     matrix = out["signal_matrix"]
     files = kb.files.set_index("file_id").reindex(matrix.index)

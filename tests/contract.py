@@ -6,7 +6,7 @@ SYMBOL_KEYS = {"name", "qualified_name", "kind", "relevance", "signature", "body
 SCOPE_KEYS = {"path", "rank", "total_score", "seed", "added_by", "signals"}
 SIGNALS = {"path_match", "symbol_match", "dependency_proximity", "cochange_affinity", "recency", "domain_match",
            "concept_overlap", "structural_centrality", "lexical_match", "symbol_lexical_match", "history_match",
-           "title_match"}
+           "title_match", "partner_affinity"}
 
 
 def assert_json_contract(doc: dict) -> None:

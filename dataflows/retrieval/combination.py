@@ -1,5 +1,8 @@
 """Signal combination (seed 001, step 3): effective weights and the per-file signal matrix.
 
+Two passes: every signal but the second-pass ones (`partner_affinity`) is scored first; the best files of that
+first pass are the anchors the second-pass signals relate every other file to; `signal_frame` holds both.
+
 Weights: profile (`data/weights.toml`, fitted by `drivers.tune`; else the seed's defaults) -> task-type
 adjustment -> user override -> signals that are zero for every file get 0 -> renormalised to sum 1.
 A file's score is its weighted sum times its role prior (source code 1, tests and docs/data less: the
@@ -16,7 +19,10 @@ from hamilton.function_modifiers import check_output_custom, group, inject, sour
 
 from dataflows.retrieval.models import TaskQuery
 from dataflows.retrieval.ranking import effective_weights, file_scores, non_source, role_prior
-from dataflows.retrieval.signal_list import DEFAULT_PRIORS, DEFAULT_WEIGHTS, SIGNALS, TASK_TYPE_WEIGHTS, checked_weights
+from dataflows.retrieval.signal_list import (DEFAULT_PRIORS, DEFAULT_WEIGHTS, FIRST_PASS_SIGNALS, SECOND_PASS_SIGNALS,
+                                             SIGNALS, TASK_TYPE_WEIGHTS, checked_weights)
+
+ANCHORS = 3  # first-pass files a second-pass signal relates the others to
 
 
 def configured_signal_weights(task_query: TaskQuery, weights_override: dict | None, weight_profile: dict | None) -> pd.Series:
@@ -54,12 +60,41 @@ class SignalsInUnitRange(DataValidator):
                                 diagnostics={"signals": bad})  # fmt: skip
 
 
-@check_output_custom(SignalsInUnitRange())
-@inject(signals=group(**{name: source(name) for name in SIGNALS}))
-def signal_frame(kb_files: pd.DataFrame, signals: dict[str, pd.Series]) -> pd.DataFrame:
-    """The signal values of every file (index file_id, one column per signal of `signal_list.SIGNALS`)."""
+def _frame(kb_files: pd.DataFrame, signals: dict[str, pd.Series], names: tuple[str, ...]) -> pd.DataFrame:
+    """The named signals' values over every file (index file_id; missing -> 0)."""
     index = pd.Index(kb_files["file_id"], name="file_id")
-    return pd.DataFrame({name: signals[name].reindex(index).fillna(0.0).astype(float) for name in SIGNALS}, index=index)
+    return pd.DataFrame({name: signals[name].reindex(index).fillna(0.0).astype(float) for name in names}, index=index)
+
+
+@check_output_custom(SignalsInUnitRange())
+@inject(signals=group(**{name: source(name) for name in FIRST_PASS_SIGNALS}))
+def first_pass_frame(kb_files: pd.DataFrame, signals: dict[str, pd.Series]) -> pd.DataFrame:
+    """The values of every signal that needs no anchors (index file_id, one column per first-pass signal)."""
+    return _frame(kb_files, signals, FIRST_PASS_SIGNALS)
+
+
+def anchor_files(
+    first_pass_frame: pd.DataFrame, configured_signal_weights: pd.Series, file_prior: pd.Series, seed_files: pd.Series
+) -> pd.Series:
+    """file_id -> its first-pass total as a share of the best one, for the ANCHORS best files of the first pass
+    (seeds first; weights in force over the first-pass signals): what second-pass signals relate files to."""
+    configured = configured_signal_weights.reindex(FIRST_PASS_SIGNALS).fillna(0.0).to_numpy()
+    values = first_pass_frame[list(FIRST_PASS_SIGNALS)].to_numpy()
+    prior = file_prior.reindex(first_pass_frame.index).fillna(1.0).to_numpy()
+    seed = first_pass_frame.index.isin(seed_files.index)
+    score, total = file_scores(values, effective_weights(configured, (values > 0).any(axis=0)), prior, seed)
+    ranked = pd.DataFrame({"total": total, "score": score}, index=first_pass_frame.index)
+    ranked = ranked[ranked["total"] > 0].sort_values(["total", "score"], ascending=False, kind="stable").head(ANCHORS)
+    share = ranked["total"] / ranked["total"].max() if len(ranked) else ranked["total"]
+    return share.rename("share")
+
+
+@check_output_custom(SignalsInUnitRange())
+@inject(second=group(**{name: source(name) for name in SECOND_PASS_SIGNALS}))
+def signal_frame(kb_files: pd.DataFrame, first_pass_frame: pd.DataFrame, second: dict[str, pd.Series]) -> pd.DataFrame:
+    """The signal values of every file (index file_id, one column per signal of `signal_list.SIGNALS`)."""
+    both = first_pass_frame.join(_frame(kb_files, second, SECOND_PASS_SIGNALS))
+    return both[list(SIGNALS)]
 
 
 def signal_weights(configured_signal_weights: pd.Series, signal_frame: pd.DataFrame) -> pd.Series:

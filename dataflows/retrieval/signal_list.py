@@ -19,6 +19,7 @@ class Signal:
     helper_nodes: tuple[str, ...] = ()  # request-time nodes besides its own that exist only for it
     index_nodes: tuple[str, ...] = ()  # index-time nodes that exist only for it
     lexicon: str | None = None  # the KB lexicon it loads
+    second_pass: bool = False  # computed from the first-pass ranking of the other signals (`anchor_files`)
 
 
 SIGNAL_LIST: tuple[Signal, ...] = (
@@ -35,9 +36,13 @@ SIGNAL_LIST: tuple[Signal, ...] = (
     Signal("symbol_lexical_match", 0.20, seed=False, index_nodes=("kb_symbol_terms",), lexicon="symbol_lexicon"),
     Signal("history_match", 0.10, seed=False, index_nodes=("kb_commit_terms",), lexicon="commit_lexicon"),
     Signal("title_match", 0.20, seed=False, helper_nodes=("title_query_terms",)),
+    Signal("partner_affinity", 0.10, seed=False, helper_nodes=("anchor_files",),
+           index_nodes=("kb_cochange", "kb_edges"), second_pass=True),
 )
 SIGNALS: tuple[str, ...] = tuple(s.name for s in SIGNAL_LIST)
 SEED_SIGNALS: tuple[str, ...] = tuple(s.name for s in SIGNAL_LIST if s.seed)
+FIRST_PASS_SIGNALS: tuple[str, ...] = tuple(s.name for s in SIGNAL_LIST if not s.second_pass)
+SECOND_PASS_SIGNALS: tuple[str, ...] = tuple(s.name for s in SIGNAL_LIST if s.second_pass)
 DEFAULT_WEIGHTS: dict[str, float] = {s.name: s.default_weight for s in SIGNAL_LIST}
 # seed 001's task-type adjustments: named weights replaced before normalisation
 TASK_TYPE_WEIGHTS: dict[str, dict[str, float]] = {

@@ -416,3 +416,35 @@ def history_match(
     per_file = per_path[per_path.index.isin(file_ids.index)]
     per_file.index = file_ids.reindex(per_file.index).to_numpy()
     return _over_files(kb_files, _normalised(per_file))
+
+
+IMPORT_TIE = 0.5  # partner_affinity of a file one import away from an anchor (either direction)
+
+
+def partner_affinity(
+    kb_files: pd.DataFrame, kb_cochange: pd.DataFrame, kb_edges: pd.DataFrame, anchor_files: pd.Series
+) -> pd.Series:
+    """0-1 per file: its strongest tie to an anchor (a best file of the first pass) times that anchor's share of the
+    best first-pass total; a tie is the share of the anchor's commits that changed the file too, or IMPORT_TIE for an
+    import either way.
+
+    A fix that edits several files seldom repeats the task's words in all of them: the partners of the file that
+    matches best are the files that change with it and the ones wired to it.
+    """
+    if kb_files.empty or anchor_files.empty:
+        return _zeros(kb_files)
+    commits = kb_files.set_index("file_id")["commit_count"].reindex(anchor_files.index).fillna(0).clip(lower=1)
+    ties = []
+    if not kb_cochange.empty:
+        pairs = pd.concat([kb_cochange.set_axis(["anchor", "other", "count"], axis=1),
+                           kb_cochange[["file_b", "file_a", "count"]].set_axis(["anchor", "other", "count"], axis=1)])
+        pairs = pairs[pairs["anchor"].isin(anchor_files.index)]
+        ties.append(pairs.assign(tie=(pairs["count"] / pairs["anchor"].map(commits)).clip(upper=1.0)))
+    if not kb_edges.empty:
+        pairs = _undirected(kb_edges).set_axis(["anchor", "other"], axis=1)
+        ties.append(pairs[pairs["anchor"].isin(anchor_files.index)].assign(tie=IMPORT_TIE))
+    if not ties:
+        return _zeros(kb_files)
+    tied = pd.concat(ties, ignore_index=True)
+    strength = tied["tie"].astype(float) * tied["anchor"].map(anchor_files).astype(float)
+    return _over_files(kb_files, strength.groupby(tied["other"].to_numpy()).max())
