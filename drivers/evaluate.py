@@ -1,4 +1,7 @@
-"""`cra evaluate`: retrieval quality over a case file, pipeline beside a BM25-over-files baseline.
+"""`cra evaluate`: retrieval quality over a case file, pipeline beside BM25 baselines (over files, over symbols).
+
+Per case: the file ranking and the package at --budget (file metrics), the symbol ranking (function metrics), and
+one package per --budgets entry (the budget curve: gold bodies against package tokens).
 
 Plan: read and normalise the cases, resolve each case's tree (checkout, --repo, or a mirror's base
 commit), index the distinct trees (fan-out), evaluate the cases (fan-out), print the aggregate, and write
@@ -25,8 +28,15 @@ from drivers.errors import CraError
 from drivers.output import write_bytes_atomic
 
 DEFAULT_BUDGET = 32_768
+DEFAULT_BUDGETS = "4096,8192,32768,auto"
 ENGINES = ("local", "dask", "ray")
 TABLE_METRICS = ("file_acc@1", "file_acc@3", "file_acc@5", "file_acc@10", "file_recall@10", "file_precision@10", "mrr")
+FUNCTION_TABLE_METRICS = ("function_hit@1", "function_hit@5", "function_hit@10", "function_acc@1", "function_acc@5",
+                          "function_acc@10", "function_mrr")
+# the per-budget block: pipeline package metrics, then the BM25 bodies-within-budget baseline
+BUDGET_TABLE_METRICS = ("gold_body", "bm25_gold_body", "gold_body_any", "gold_named", "token_efficiency", "package_tokens",
+                        "bm25_package_tokens")
+BUDGET_TABLE_HEADS = ("gold_body", "bm25_gold_body", "gold_body_any", "gold_named", "token_eff", "pkg_tokens", "bm25_tokens")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,6 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--engine", choices=ENGINES, default="local", help="where cases run (default local processes)")
     parser.add_argument("--out", help="directory for summary.json and cases.parquet")
     parser.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help=f"token budget per case (default {DEFAULT_BUDGET})")
+    parser.add_argument("--budgets", default=DEFAULT_BUDGETS,
+                        help=f"budgets of the per-budget metrics, comma-separated tokens or auto (default {DEFAULT_BUDGETS})")
     parser.add_argument("--trees", help="per-instance checkouts: DIR/<instance_id>/")
     parser.add_argument("--mirror", help="git mirrors laid out as DIR/<owner>+<name>/repo; base commits are extracted")
     parser.add_argument("--address", help="Dask scheduler address (default: a LocalCluster)")
@@ -115,6 +127,20 @@ def expected_symbols_from_patch(tree: Path, patch: str) -> list[str]:
     return found
 
 
+def parse_budgets(text: str) -> tuple[int | str, ...]:
+    """The --budgets list: token counts and/or `auto`, in the order given, duplicates dropped."""
+    from drivers.retriever import MIN_BUDGET
+
+    budgets: list[int | str] = []
+    for item in (part.strip().lower() for part in str(text).split(",")):
+        if item != "auto" and not item.isdigit():
+            raise CraError(f"--budgets {text}: {item or 'an empty entry'!r} is not a token count or auto. Write e.g. --budgets {DEFAULT_BUDGETS}.")
+        if item != "auto" and int(item) < MIN_BUDGET:
+            raise CraError(f"--budgets {text}: {item} is too small to hold a task and any code; use at least {MIN_BUDGET}.")
+        budgets.append(item if item == "auto" else int(item))
+    return tuple(dict.fromkeys(budgets))
+
+
 def _bm25_ranking(kb, task: str) -> list[str]:
     from dataflows.text import terms
 
@@ -130,16 +156,16 @@ def _progress_line(job: dict, row: dict) -> str:
     if row["status"] != "ok":
         return f"{head}: {row['status']} ({row['reason']})"
     return (f"{head}: acc@10 {row['file_acc@10']:.0f}  mrr {row['mrr']:.2f}  bm25 mrr {row['bm25_mrr']:.2f}  "
-            f"pkg recall {row['package_file_recall']:.2f}  {row['latency_s']:.2f}s")
+            f"fn mrr {_fmt(row['function_mrr'])}  pkg recall {row['package_file_recall']:.2f}  {row['latency_s']:.2f}s")
 
 
-def evaluate_case(job: dict, budget: int = DEFAULT_BUDGET) -> dict:
+def evaluate_case(job: dict, budget: int = DEFAULT_BUDGET, budgets: tuple[int | str, ...] = ()) -> dict:
     """Retrieve for one case against its tree's KB and score the ranking, the package and the BM25 baseline."""
     row = {"case_id": job["case_id"], "case_order": job["case_order"], "repo": job.get("repo"), "tree": job.get("tree"),
            "status": "skipped", "reason": job.get("reason")}
     if job.get("tree") is not None and row["reason"] is None:
         try:
-            row.update(_evaluate(job, Path(job["tree"]), budget))
+            row.update(_evaluate(job, Path(job["tree"]), budget, budgets))
             row["status"] = "ok"
         except Exception as exc:  # a case that breaks is reported, the run goes on
             row.update(status="error", reason=f"{type(exc).__name__}: {exc}")
@@ -147,8 +173,10 @@ def evaluate_case(job: dict, budget: int = DEFAULT_BUDGET) -> dict:
     return row
 
 
-def _evaluate(job: dict, tree: Path, budget: int) -> dict:
-    from dataflows.evaluation.metrics import expected_file_signals, package_metrics, ranking_metrics
+def _evaluate(job: dict, tree: Path, budget: int, budgets: tuple[int | str, ...]) -> dict:
+    from dataflows.evaluation.metrics import (
+        expected_file_signals, function_metrics, gold_function_ranks, gold_functions, package_metrics, ranking_metrics,
+    )
     from drivers.kb import default_kb_dir, load_kb
     from drivers.retriever import retrieve
 
@@ -158,26 +186,57 @@ def _evaluate(job: dict, tree: Path, budget: int) -> dict:
         expected_symbols = expected_symbols_from_patch(tree, job["patch"])
     expected_symbols = None if expected_symbols is None else list(expected_symbols)
     kb = load_kb(default_kb_dir(tree))
-    result = retrieve(kb, job["task"], budget=budget)
+    result = retrieve(kb, job["task"], budget=budget, outputs=("symbol_ranking",))
     scope_paths = result.scope.sort_values("rank")["path"].tolist()
     bm25_paths = _bm25_ranking(kb, job["task"])
+    gold = gold_functions(expected_symbols)
+    ranks = gold_function_ranks(result.outputs["symbol_ranking"], gold)
+    bm25_symbols = _bm25_symbol_ranking(kb, job["task"])
+    bm25_ranks = gold_function_ranks(bm25_symbols, gold)
     return {
         "n_expected_files": len(expected_files),
         "n_expected_symbols": None if expected_symbols is None else len(expected_symbols),
         **ranking_metrics(scope_paths, expected_files),
         **package_metrics(result.package, expected_files, expected_symbols),
         **ranking_metrics(bm25_paths, expected_files, prefix="bm25_"),
+        **function_metrics(ranks),
+        **function_metrics(bm25_ranks, prefix="bm25_"),
+        **_budget_curve(kb, job["task"], expected_symbols, budgets, {budget: result.package}, bm25_symbols),
         "latency_s": result.seconds,
         "token_count": result.package.token_count,
         "budget": result.package.budget,
         "expected_files": expected_files,
         "expected_symbols": expected_symbols,
+        "gold_function_ranks": ranks,
+        "bm25_gold_function_ranks": bm25_ranks,
         "missing_files": [p for p in expected_files if p not in set(scope_paths)],
         "scope_top10": scope_paths[:10],
         "bm25_top10": bm25_paths[:10],
         "package_files": [f.path for f in result.package.files],
         "expected_signals": expected_file_signals(expected_files, result.signal_matrix, result.scope, bm25_paths),
     }
+
+
+def _bm25_symbol_ranking(kb, task: str) -> pd.DataFrame:
+    from dataflows.evaluation.metrics import bm25_symbol_ranking
+    from dataflows.text import terms
+
+    return bm25_symbol_ranking(kb.tables["symbols"], kb.files, kb.symbol_lexicon.scores(terms(task)))
+
+
+def _budget_curve(kb, task: str, expected_symbols: list[str] | None, budgets: tuple[int | str, ...],
+                  packages: dict, bm25_symbols: pd.DataFrame) -> dict:
+    """Per budget: the pipeline's package metrics (one request per budget not already retrieved) and BM25's bodies
+    within the same budget (for auto: within the tokens the auto package took)."""
+    from dataflows.evaluation.metrics import bm25_budget_metrics, budget_metrics
+    from drivers.retriever import retrieve
+
+    out: dict = {}
+    for b in budgets:
+        package = packages.get(b) or retrieve(kb, task, budget=b).package
+        out |= budget_metrics(package, expected_symbols, str(b))
+        out |= bm25_budget_metrics(bm25_symbols, expected_symbols, package.token_count if b == "auto" else b, str(b))
+    return out
 
 
 # --- engines ----------------------------------------------------------------------------------------
@@ -290,8 +349,8 @@ def _attach_trees(case_jobs: list[dict], indexed: pd.DataFrame) -> None:
             job["reason"] = done["reason"]
 
 
-def _fmt(value) -> str:
-    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.3f}"
+def _fmt(value, spec: str = ".3f") -> str:
+    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:{spec}}"
 
 
 def summary_table(summary: dict) -> str:
@@ -302,6 +361,14 @@ def summary_table(summary: dict) -> str:
     for name in ("package_file_recall", "package_file_precision", "symbol_recall", "symbol_precision",
                  "token_efficiency", "budget_utilization", "latency_p50_s"):
         lines.append(f"{name:<22}{_fmt(summary.get(name)):>10}")
+    lines.append(f"{'function (symbols)':<22}{'pipeline':>10}{'bm25':>10}")
+    for name in FUNCTION_TABLE_METRICS:
+        lines.append(f"{name:<22}{_fmt(summary.get(name)):>10}{_fmt(summary.get('bm25_' + name)):>10}")
+    if summary.get("budgets"):
+        lines.append(f"{'budget':<10}" + "".join(f"{head:>15}" for head in BUDGET_TABLE_HEADS))
+        for b in summary["budgets"]:
+            cells = [_fmt(summary.get(f"{name}@{b}"), ".0f" if name.endswith("tokens") else ".3f") for name in BUDGET_TABLE_METRICS]
+            lines.append(f"{b!s:<10}" + "".join(f"{cell:>15}" for cell in cells))
     return "\n".join(lines)
 
 
@@ -316,19 +383,20 @@ def evaluate_cases(frame: pd.DataFrame, args) -> tuple[dict, pd.DataFrame]:
     """Index the cases' trees and evaluate every case on the chosen engine: (summary, one row per case)."""
     from dataflows.evaluation.metrics import summary as summarise
 
+    budgets = parse_budgets(args.budgets)
     case_jobs, tree_jobs = _plan(frame, args)
     engine = _Engine(args, max(len(tree_jobs), len(case_jobs)))
     try:
         if tree_jobs:
             _attach_trees(case_jobs, engine.run("indexed_trees", {"tree_jobs": tree_jobs, "index_tree": index_tree}))
-        evaluate_one = partial(evaluate_case, budget=args.budget)
+        evaluate_one = partial(evaluate_case, budget=args.budget, budgets=budgets)
         results = engine.run("case_results", {"case_jobs": case_jobs, "evaluate_case": evaluate_one})
     finally:
         engine.close()
     skipped = results[results["status"] != "ok"]
     summary = summarise(results, n_skipped=len(skipped))
     summary["skipped"] = dict(zip(skipped["case_id"], skipped["reason"]))
-    summary.update(engine=args.engine, budget=args.budget, cases_file=str(args.cases))
+    summary.update(engine=args.engine, budget=args.budget, budgets=list(budgets), cases_file=str(args.cases))
     return summary, results
 
 
@@ -338,6 +406,7 @@ def run(args) -> int:
 
     if args.budget < MIN_BUDGET:
         raise CraError(f"--budget {args.budget} is too small to hold a task and any code; use at least {MIN_BUDGET}.")
+    parse_budgets(args.budgets)  # a bad list is refused before any indexing
     if args.repo and not Path(args.repo).is_dir():
         raise CraError(f"--repo {args.repo} is not a directory. Pass the repository root.")
     for flag in ("trees", "mirror"):
