@@ -13,7 +13,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from drivers import stat_cache
+from drivers import sources, stat_cache
 from drivers.errors import CraError
 from drivers.kb_dir import check_writable, default_kb_dir
 from drivers.locks import exclusive_lock
@@ -65,14 +65,14 @@ def index_repository(
 
 def _index_locked(repo: Path, kb_dir: Path, history, max_file_bytes, on_progress, history_from, workers) -> dict:
     started = time.perf_counter()  # the whole run: reading the previous KB, indexing, writing the new one
+    walk = sources.source_paths(repo)  # (looked up on the module: tests/kb_compare.py substitutes the scan)
     if history_from is None:
-        unchanged = stat_cache.unchanged_stats(repo, kb_dir, history, max_file_bytes)
+        unchanged = stat_cache.unchanged_stats(repo, kb_dir, walk, history, max_file_bytes)
         if unchanged is not None:
             return {**unchanged, "seconds": round(time.perf_counter() - started, 3)}
     from dataflows.index.schema import TABLES
     from drivers.index_dag import index_frames
     from drivers.kb import live_version, read_metadata, read_tables, write_kb
-    from drivers.sources import scan_sources
     from drivers.tokens import tokens_are_exact
 
     previous, notes = None, []
@@ -84,7 +84,7 @@ def _index_locked(repo: Path, kb_dir: Path, history, max_file_bytes, on_progress
         except CraError as exc:
             notes.append(f"previous KB not reused: {exc}")
     scanned_ns = time.time_ns()
-    scan = scan_sources(repo, max_file_bytes=max_file_bytes, known=_known_files(kb_dir, previous))
+    scan = sources.scan_sources(repo, max_file_bytes=max_file_bytes, known=_known_files(kb_dir, previous), walk=walk)
     tables, stats = index_frames(repo, previous_kb=previous, history=history, max_file_bytes=max_file_bytes,
                                  on_progress=on_progress, history_from=history_from, workers=workers, scan=scan)
     exact = tokens_are_exact() if stats["n_parsed"] or previous is None else previous_exact
@@ -97,7 +97,7 @@ def _index_locked(repo: Path, kb_dir: Path, history, max_file_bytes, on_progress
         "tokenizer": "cl100k_base" if exact else "len/4 estimate",
         "stats": stats,
     }
-    version = write_kb(kb_dir, tables, metadata)
+    version = write_kb(kb_dir, tables, metadata, previous)
     if history_from is None and scan.walk is not None:  # (a scan made elsewhere, e.g. tests/kb_compare.py, has no walk)
         hashes = dict(zip(scan.frame["path"], scan.frame["hash"]))
         entries = {path: [*stat, hashes.get(path)] for path, stat in scan.stats.items()}

@@ -79,19 +79,61 @@ def _read_lexicon(version: Path, terms: str) -> Bm25Index | None:
     )
 
 
-def write_kb(kb_dir: Path, tables: dict[str, pd.DataFrame], metadata: dict) -> Path:
+def _same_table(name: str, frame: pd.DataFrame | None, before: pd.DataFrame | None) -> bool:
+    """Whether a table to write holds the same values as the live version's as read (then its file is linked, not
+    written): columns compared as the schema's arrow types, so lists equal arrays and None equals NaN."""
+    if frame is None or before is None or len(frame) != len(before):
+        return False
+    if not len(frame):
+        return True  # an empty table is written typed by the schema, whatever its frame's dtypes
+    try:
+        return all(
+            frame[c].equals(before[c]) if frame[c].dtype == before[c].dtype and frame[c].dtype != object
+            else pa.array(frame[c], type=t, from_pandas=True).equals(pa.array(before[c], type=t, from_pandas=True))
+            for c, t in TABLES[name].items()
+        )  # fmt: skip
+    except (KeyError, TypeError, ValueError, pa.ArrowException):  # not provably equal: written
+        return False
+
+
+def _linked(staging: Path, live: Path | None, filename: str) -> bool:
+    """Hard-link a file of the live version into staging (a version's files are never modified); False if impossible."""
+    if live is None or not (live / filename).is_file():
+        return False
+    try:
+        os.link(live / filename, staging / filename)
+    except OSError:
+        return False
+    return True
+
+
+def write_kb(kb_dir: Path, tables: dict[str, pd.DataFrame], metadata: dict, previous: dict[str, pd.DataFrame] | None = None) -> Path:
     """Write all tables + metadata (plus the BM25 index of each given term table and, given files and symbols, the
-    word tables) into a fresh version directory, then point CURRENT at it."""
+    word tables) into a fresh version directory, then point CURRENT at it.
+
+    previous: the live version's tables as read; a table equal to its previous frame (and the BM25 index of an
+    unchanged term table) is hard-linked from the live version instead of written again."""
     kb_dir = Path(kb_dir)
     check_writable(kb_dir)
     staging = Path(tempfile.mkdtemp(dir=kb_dir, prefix=".tmp-"))
-    jobs = [lambda name=name: _write_lexicon(staging, name, tables[name]) for name in LEXICONS if tables.get(name) is not None]
-    jobs += [lambda name=name: _write_table(staging, name, tables.get(name)) for name in TABLES]
+    live = live_version(kb_dir) if previous else None
+    same = {name for name in TABLES if live is not None and _same_table(name, tables.get(name), previous.get(name))}
+
+    def table_job(name: str) -> None:
+        if not (name in same and _linked(staging, live, f"{name}.parquet")):
+            _write_table(staging, name, tables.get(name))
+
+    def lexicon_job(name: str) -> None:
+        if not (name in same and _linked(staging, live, f"{name}{_LEXICON_SUFFIX}")):
+            _write_lexicon(staging, name, tables[name])
+
+    jobs = [lambda name=name: lexicon_job(name) for name in LEXICONS if tables.get(name) is not None]
+    jobs += [lambda name=name: table_job(name) for name in TABLES]
     if tables.get("files") is not None and tables.get("symbols") is not None:
         digests = word_input_digests(tables["files"], tables["symbols"])
         metadata = {**metadata, "word_inputs": digests}
-        previous = live_version(kb_dir)
-        jobs.insert(0, lambda: write_word_tables(staging, tables["files"], tables["symbols"], previous, digests))
+        previous_version = live_version(kb_dir)
+        jobs.insert(0, lambda: write_word_tables(staging, tables["files"], tables["symbols"], previous_version, digests))
     try:
         with ThreadPoolExecutor(max_workers=4) as pool:  # arrow conversion and encoding release the GIL
             list(pool.map(lambda job: job(), jobs))

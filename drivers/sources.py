@@ -139,14 +139,15 @@ def source_paths(root: Path) -> SourcePaths:
     return SourcePaths(found, n_ignored, unreadable, tuple(tracked))
 
 
-def scan_sources(root: Path, max_file_bytes: int = 1_000_000, known: Callable[[str, tuple[int, int, int]], str | None] | None = None) -> SourceScan:
-    """Read root's small source files, chosen by `source_paths`.
+def scan_sources(root: Path, max_file_bytes: int = 1_000_000, known: Callable[[str, tuple[int, int, int]], str | None] | None = None,
+                 walk: SourcePaths | None = None) -> SourceScan:
+    """Read root's small source files, chosen by `source_paths` (or given as its result, `walk`).
 
     known(path, (size, mtime_ns, inode)) -> sha1 or None: a file it vouches for (same stat as when its content had
     that hash, see `drivers.stat_cache`) is not read: its row has that hash and data None."""
     import pandas as pd
 
-    walked = source_paths(root)
+    walked = walk if walk is not None else source_paths(root)
     found, n_ignored, unreadable = walked.paths, walked.n_ignored, list(walked.unreadable)
     rows: list[tuple[str, bytes | None, int, str]] = []
     oversized: list[str] = []

@@ -102,7 +102,7 @@ def _index(repo: Path, kb_dir: Path, scan_file: Path | None) -> None:
         else:
             scan = _tracked_scan(repo)
             scan_file.write_bytes(pickle.dumps(scan))
-        sources.scan_sources = indexer.scan_sources = lambda root, max_file_bytes=1_000_000, known=None: scan
+        sources.scan_sources = lambda root, max_file_bytes=1_000_000, known=None, walk=None: scan
     index_repository = getattr(indexer, "index_repository", None) or kb.index_repository
     stats = index_repository(repo, kb_dir)
     print(f"{repo}: {stats['n_files']} files, {stats['n_symbols']} symbols, {stats['workers']} workers")
