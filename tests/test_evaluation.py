@@ -12,7 +12,10 @@ import pandas as pd
 import pytest
 
 from dataflows.evaluation.cases import case_records, cases, patch_edits, patch_files
-from dataflows.evaluation.metrics import package_metrics, ranking_metrics, summary
+from dataflows.evaluation.metrics import (
+    bm25_budget_metrics, bm25_symbol_ranking, bodies_within, budget_metrics, function_metrics, gold_function_ranks, gold_functions,
+    package_metrics, ranking_metrics, summary,
+)
 from dataflows.retrieval.models import ContextPackage, FileContext, SymbolContext, TaskQuery
 from drivers import evaluate
 from drivers.errors import CraError
@@ -247,6 +250,99 @@ def test_summary_averages_evaluated_cases_only():
     assert s["latency_p50_s"] == pytest.approx(0.3)
 
 
+# --- function metrics ---------------------------------------------------------------------------------
+
+
+def ranking(rows: list[tuple[str, str]]) -> pd.DataFrame:
+    """A symbol ranking, best first, from (path, qualified_name)."""
+    return pd.DataFrame(rows, columns=["path", "qualified_name"]).assign(rank=lambda f: range(1, len(f) + 1))
+
+
+RANKED = ranking([("a.py", "helper"), ("b.py", "Parser"), ("a.py", "Shape.area"), ("b.py", "Parser.feed"), ("c.py", "run"),
+                  ("a.py", "Shape"), ("c.py", "Runner")])
+
+
+def test_a_gold_function_ranked_third_is_a_hit_at_5_not_at_1():
+    m = function_metrics(gold_function_ranks(RANKED, ["a.py::Shape.area"]))
+    assert m["function_hit@1"] == 0.0 and m["function_hit@5"] == 1.0 and m["function_hit@10"] == 1.0
+    assert m["function_acc@1"] == 0.0 and m["function_acc@5"] == 1.0
+    assert m["function_mrr"] == pytest.approx(1 / 3)
+
+
+def test_function_accuracy_needs_every_gold_function_in_the_top_k():
+    ranks = gold_function_ranks(RANKED, ["a.py::helper", "c.py::Runner", "c.py::nowhere"])
+    assert ranks == [1, 7, None]
+    m = function_metrics(ranks, prefix="bm25_")
+    assert m["bm25_function_hit@1"] == 1.0 and m["bm25_function_mrr"] == 1.0
+    assert m["bm25_function_acc@10"] == 0.0  # c.py::nowhere is never ranked
+    assert function_metrics(gold_function_ranks(RANKED, ["a.py::helper", "c.py::Runner"]))["function_acc@5"] == 0.0
+
+
+def test_a_gold_method_counts_at_its_class_rank_only_when_it_is_not_ranked_itself():
+    assert gold_function_ranks(RANKED, ["a.py::Shape.name"]) == [6]  # not ranked: Shape (6th) carries it
+    assert gold_function_ranks(RANKED, ["b.py::Parser.feed"]) == [4]  # ranked itself: its own rank, not Parser's 2nd
+    assert gold_function_ranks(RANKED, ["c.py::Parser.feed"]) == [None]  # the class of another file does not count
+
+
+def test_module_level_gold_is_ignored_and_a_case_without_gold_functions_is_nan():
+    assert gold_functions(["a.py::<module>", "a.py::helper", "validate"]) == ["a.py::helper", "validate"]
+    m = function_metrics(gold_function_ranks(RANKED, []))
+    assert all(math.isnan(v) for v in m.values())
+    rows = pd.DataFrame([{"case_id": "1", "status": "ok", "latency_s": 0.1,
+                          **budget_metrics(hand_package(), ["a.py::<module>"], "8192")}])
+    assert math.isnan(rows.loc[0, "gold_body@8192"]) and rows.loc[0, "package_tokens@8192"] == 400
+    with_module = budget_metrics(hand_package(), ["b.py::<module>", "a.py::Foo.bar"], "4096")
+    assert with_module["gold_body@4096"] == 1.0 and with_module["gold_named@4096"] == 1.0
+
+
+def test_budget_metrics_count_bodies_own_or_enclosing_and_names_at_any_depth():
+    # Foo.bar: own body in; Big.inner: inside Big's body; helper: signature only; d.py::gone: absent
+    m = budget_metrics(hand_package(), ["a.py::Foo.bar", "c.py::Big.inner", "b.py::helper", "d.py::gone"], "auto")
+    assert m["gold_body@auto"] == 0.5
+    assert m["gold_named@auto"] == 0.75
+    assert m["gold_body_any@auto"] == 1.0
+    assert m["token_efficiency@auto"] == pytest.approx((30 + 100 + 50) / 400)
+    assert m["package_tokens@auto"] == 400
+    none_in = budget_metrics(hand_package(), ["b.py::helper", "d.py::gone"], "4096")
+    assert none_in["gold_body_any@4096"] == 0.0 and none_in["gold_named@4096"] == 0.5
+
+
+def test_bm25_symbols_are_source_definitions_that_share_a_term_with_the_task():
+    files = pd.DataFrame({"file_id": [1, 2], "path": ["src/a.py", "tests/test_a.py"], "is_test": [False, True]})
+    symbols = pd.DataFrame({
+        "symbol_id": [10, 11, 12, 13, 14, 15],
+        "file_id": [1, 1, 1, 1, 2, 1],
+        "qualified_name": ["parse", "Reader", "Reader.read", "LIMIT", "test_parse", "unrelated"],
+        "kind": ["function", "class", "method", "constant", "function", "function"],
+        "body_tokens": [40, 300, 120, 5, 30, 60],
+    })
+    scores = pd.Series({10: 1.5, 11: 2.0, 12: 3.0, 13: 9.0, 14: 9.0, 15: 0.0})
+    ranked = bm25_symbol_ranking(symbols, files, scores)
+    assert ranked["qualified_name"].tolist() == ["Reader.read", "Reader", "parse"]  # no constant, test, or zero score
+    assert ranked["rank"].tolist() == [1, 2, 3]
+    assert gold_function_ranks(ranked, ["src/a.py::parse"]) == [3]
+
+
+def test_bm25_bodies_fill_the_budget_in_rank_order_and_nested_symbols_ride_free():
+    ranked = pd.DataFrame({"path": ["a.py", "a.py", "a.py", "b.py"], "qualified_name": ["Reader", "Reader.read", "parse", "big"],
+                           "body_tokens": [300, 120, 40, 1000], "rank": [1, 2, 3, 4]})
+    taken = bodies_within(ranked, 400)
+    assert taken["qualified_name"].tolist() == ["Reader", "Reader.read", "parse"]  # read is inside Reader: free
+    assert taken["tokens"].sum() == 340
+    assert bodies_within(ranked, 299).empty  # the first body does not fit: nothing is taken
+    m = bm25_budget_metrics(ranked, ["a.py::Reader.read", "b.py::big", "a.py::<module>"], 400, "400")
+    assert m["bm25_gold_body@400"] == 0.5 and m["bm25_package_tokens@400"] == 340
+
+
+def test_budgets_option_parses_token_counts_and_auto():
+    assert evaluate.parse_budgets(" 4096, auto,8192,4096") == (4096, "auto", 8192)
+    assert evaluate.parse_budgets(evaluate.DEFAULT_BUDGETS) == (4096, 8192, 32768, "auto")
+    with pytest.raises(CraError, match=r"'lots' is not a token count or auto"):
+        evaluate.parse_budgets("4096,lots")
+    with pytest.raises(CraError, match=r"100 is too small"):
+        evaluate.parse_budgets("100")
+
+
 # --- trees ----------------------------------------------------------------------------------------
 
 
@@ -351,11 +447,52 @@ def check_run(summary_doc: dict, frame: pd.DataFrame) -> None:
 
 
 def test_evaluate_end_to_end_local(tmp_path, monkeypatch, capsys):
-    summary_doc, frame, _ = run_fixture(tmp_path, monkeypatch, "local")
+    summary_doc, frame, out = run_fixture(tmp_path, monkeypatch, "local")
     check_run(summary_doc, frame)
     printed = capsys.readouterr()
     assert "pipeline" in printed.out and "bm25" in printed.out and "file_acc@10" in printed.out
     assert "[1/4] login" in printed.err  # one progress line per case
+    check_function_and_budget_metrics(summary_doc, frame, printed.out)
+    run_budget_curve_notebook(Path(out))
+
+
+def check_function_and_budget_metrics(summary_doc: dict, frame: pd.DataFrame, printed: str) -> None:
+    """The default --budgets give one column per metric and budget, per case and averaged; the table shows them."""
+    assert summary_doc["budgets"] == [4096, 8192, 32768, "auto"]
+    rows = frame.set_index("case_id")
+    for b in ("4096", "8192", "32768", "auto"):
+        for name in ("gold_body", "gold_body_any", "gold_named", "token_efficiency", "package_tokens", "bm25_gold_body",
+                     "bm25_package_tokens"):
+            assert f"{name}@{b}" in rows.columns and f"{name}@{b}" in summary_doc, f"{name}@{b}"
+        assert rows.loc["invoice", f"gold_body@{b}"] == 1.0  # Invoice.total_amount is the task's subject
+        assert 0.0 < rows.loc["invoice", f"token_efficiency@{b}"] <= 1.0
+    for b in (4096, 8192, 32768):
+        assert (rows[f"package_tokens@{b}"].dropna() <= b).all() and (rows[f"bm25_package_tokens@{b}"].dropna() <= b).all()
+    assert (rows["package_tokens@auto"].dropna() <= 8192).all()
+    for name in ("function_hit@1", "function_hit@5", "function_acc@10", "function_mrr", "bm25_function_hit@5", "bm25_function_mrr"):
+        assert 0.0 <= summary_doc[name] <= 1.0, name
+    assert rows.loc["invoice", "function_hit@5"] == 1.0 and rows.loc["invoice", "bm25_function_hit@5"] == 1.0
+    assert list(rows.loc["demo__app-7", "gold_function_ranks"])[0] <= 5  # the patch's gold method, ranked
+    assert math.isnan(rows.loc["other__lib-1", "function_mrr"])  # skipped
+    lines = printed.splitlines()
+    assert any(line.startswith("function_hit@5") for line in lines)
+    assert any(line.split()[:1] == ["auto"] and len(line.split()) == 8 for line in lines)
+
+
+def run_budget_curve_notebook(run_dir: Path) -> None:
+    """notebooks/budget_curve.ipynb on a run: its parameter cell pointed at the run, it draws and saves the curve."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    notebooks = Path(__file__).resolve().parent.parent / "notebooks"
+    nb = nbformat.read(notebooks / "budget_curve.ipynb", as_version=4)
+    parameters = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+    parameters.source = f"RUN = {str(run_dir)!r}"
+    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(notebooks)}}).execute()
+    outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.get("outputs", [])]
+    assert not [o for o in outputs if o.get("output_type") == "error"]
+    assert any("image/png" in o.get("data", {}) for o in outputs), "a chart was drawn"
+    assert (run_dir / "budget_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_evaluate_end_to_end_dask_matches_local(tmp_path, monkeypatch):
