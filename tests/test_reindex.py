@@ -29,10 +29,24 @@ def _all_files(kb: Path) -> dict[str, tuple[int, int]]:
             for p in kb.rglob("*") if p.is_file() and p.name != ".index.lock"}  # fmt: skip
 
 
+def _import_edges(kb: Path) -> set[tuple[str, str]]:
+    from drivers.kb import read_tables
+
+    tables = read_tables(kb, ["files", "edges"])
+    path = tables["files"].set_index("file_id")["path"]
+    edges = tables["edges"][tables["edges"]["kind"] == "import"]
+    return set(zip(path.reindex(edges["src_file_id"]), path.reindex(edges["dst_file_id"])))
+
+
 def test_reindex_after_touching_adding_and_deleting_files_equals_a_fresh_index(tmp_path):
     repo = make_repo(tmp_path / "repo")
+    (repo / "packages/ui/src").mkdir(parents=True)  # a workspace package: imports of it resolve through its manifest
+    (repo / "packages/ui/package.json").write_text('{"name": "@demo/ui", "main": "src/index.ts"}\n')
+    (repo / "packages/ui/src/index.ts").write_text("export function button(label: string) { return label; }\n")
+    (repo / "web.ts").write_text('import { button } from "@demo/ui";\n\nexport function page() { return button("x"); }\n')
     kb = tmp_path / "kb"
     index_repository(repo, kb)
+    assert ("web.ts", "packages/ui/src/index.ts") in _import_edges(kb)
     steps = [
         lambda: (repo / "app/auth/ldap.py").write_text((repo / "app/auth/ldap.py").read_text() + "\n# touched\n"),
         lambda: (repo / "app/auth/aaa_first.py").write_text("from app.auth.types import LoginRequest\n\n\ndef first(r: LoginRequest):\n    return r\n"),
@@ -45,6 +59,7 @@ def test_reindex_after_touching_adding_and_deleting_files_equals_a_fresh_index(t
         stats = index_repository(repo, kb)
         assert not stats.get("unchanged"), f"step {number} was missed"
         _assert_same_as_fresh(repo, kb, tmp_path / f"fresh{number}")
+        assert ("web.ts", "packages/ui/src/index.ts") in _import_edges(kb)  # the unchanged manifest still counts
 
 
 def test_a_file_rewritten_with_its_old_stat_is_still_seen_when_racy(tmp_path):

@@ -35,9 +35,31 @@ NAMESPACE_LANGUAGES = frozenset({"csharp", "php"})  # imports that name namespac
 MAX_NAMESPACE_FILES = 10  # a `using` of a wider namespace is no evidence of depending on any one of its files
 
 
-def go_modules(decoded_files: pd.DataFrame) -> dict[str, str]:
+def manifest_texts(
+    decoded_files: pd.DataFrame,
+    previous_files: pd.DataFrame,
+    previous_kb: dict[str, pd.DataFrame] | None,
+    language_conventions: dict | None = None,
+) -> pd.DataFrame:
+    """(path, text) of every manifest the convention tables name (go.mod, package.json, tsconfig.json, Cargo.toml):
+    decoded now, or, for an unchanged indexed one (not decoded again), its text in the previous KB."""
+    names = decoded_files["path"].str.rsplit("/", n=1).str[-1]
+    manifests = decoded_files[names.isin(manifest_names(language_conventions) | {"go.mod"})]
+    fresh = manifests.loc[manifests["text"].notna(), ["path", "text"]].astype({"text": object})
+    reused = manifests.loc[manifests["reused"].astype(bool), "path"]
+    if reused.empty or not previous_kb or "contents" not in previous_kb:
+        return fresh.reset_index(drop=True)
+    ids = previous_files.set_index("path")["file_id"].reindex(reused.to_numpy())
+    contents = previous_kb["contents"]
+    rows = pd.Index(contents["file_id"]).get_indexer(ids.to_numpy())  # a few rows of the (large) text column
+    carried = pd.DataFrame({"path": reused.to_numpy(dtype=object)[rows >= 0],
+                            "text": contents["text"].iloc[rows[rows >= 0]].to_numpy(dtype=object)})  # fmt: skip
+    return pd.concat([fresh, carried], ignore_index=True).sort_values("path", ignore_index=True)
+
+
+def go_modules(manifest_texts: pd.DataFrame) -> dict[str, str]:
     """Go module path -> directory of its go.mod, so import paths map onto repository directories."""
-    mods = decoded_files[(decoded_files["path"].str.rsplit("/", n=1).str[-1] == "go.mod") & decoded_files["text"].notna()]
+    mods = manifest_texts[manifest_texts["path"].str.rsplit("/", n=1).str[-1] == "go.mod"]
     out = {}
     for path, text in zip(mods["path"], mods["text"]):
         found = _GO_MODULE.search(text)
@@ -96,13 +118,12 @@ def _js_manifest(directory: str, text: str, name: str) -> tuple[dict[str, list[s
     return {}, aliases
 
 
-def package_roots(decoded_files: pd.DataFrame, language_conventions: dict | None = None) -> dict[str, dict[str, list[str]]]:
+def package_roots(manifest_texts: pd.DataFrame, language_conventions: dict | None = None) -> dict[str, dict[str, list[str]]]:
     """Bare import names -> repository paths, read from the manifests the convention tables name: JS/TS package.json
     `name` -> its entry files (source/module/main/exports) and `name/` -> its directory, tsconfig.json `paths`
     aliases; Rust Cargo.toml package names -> their src/ directory (so `use other_crate::x` resolves in a workspace)."""
     wanted = manifest_names(language_conventions)
-    names = decoded_files["path"].str.rsplit("/", n=1).str[-1]
-    manifests = decoded_files[names.isin(wanted - {"go.mod"}) & decoded_files["text"].notna()]
+    manifests = manifest_texts[manifest_texts["path"].str.rsplit("/", n=1).str[-1].isin(wanted - {"go.mod"})]
     roots: dict[str, dict[str, list[str]]] = {"js_packages": {}, "js_aliases": {}, "rust_crates": {}}
     for path, text in zip(manifests["path"], manifests["text"]):
         directory, name = posixpath.split(path)
