@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from dataflows.index.conventions import manifest_names, test_subjects
-from dataflows.index.frames import conform
+from dataflows.index.frames import conform, new_symbol_ids
 
 JS_LANGUAGES = frozenset({"javascript", "typescript", "tsx", "jsx"})
 JS_EXTENSIONS = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".d.ts")
@@ -511,11 +511,9 @@ def _carried_symbol_edges(
     previous = previous_kb["symbol_edges"]
     owner = previous_kb["symbols"].set_index("symbol_id")["file_id"]
     keep = ~previous["src_symbol_id"].map(owner).isin(symbol_edge_files)
-    reused = symbol_keys[symbol_keys["old_id"] >= 0]
-    old_to_new = pd.Series(reused["symbol_id"].to_numpy(), index=reused["old_id"].to_numpy())
     carried = pd.DataFrame({
-        "src_symbol_id": previous.loc[keep, "src_symbol_id"].map(old_to_new),
-        "dst_symbol_id": previous.loc[keep, "dst_symbol_id"].map(old_to_new),
+        "src_symbol_id": new_symbol_ids(previous.loc[keep, "src_symbol_id"], symbol_keys),
+        "dst_symbol_id": new_symbol_ids(previous.loc[keep, "dst_symbol_id"], symbol_keys),
         "kind": previous.loc[keep, "kind"].astype(object),
     })  # fmt: skip
     return carried.dropna(subset=["src_symbol_id", "dst_symbol_id"]).astype({"src_symbol_id": "int64", "dst_symbol_id": "int64"})

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from dataflows.index.frames import conform, old_to_new_symbol_ids, previous_table, stacked
+from dataflows.index.frames import conform, new_symbol_ids, previous_table, stacked
 from dataflows.index.parsing import ParsedBatch
 
 
@@ -46,6 +46,6 @@ def kb_symbol_terms(
     ids = local_ids.reindex(pd.MultiIndex.from_arrays([new["file_id"].astype("int64"), new["local"].astype("int64")]))
     new = pd.DataFrame({"symbol_id": ids.to_numpy(), "term": new["term"].to_numpy(), "tf": new["tf"].to_numpy()})
     previous = previous_table(previous_kb, "symbol_terms")
-    reused = previous.assign(symbol_id=previous["symbol_id"].map(old_to_new_symbol_ids(symbol_keys)))
+    reused = previous.assign(symbol_id=new_symbol_ids(previous["symbol_id"], symbol_keys))
     reused = reused[reused["symbol_id"].notna()]
     return conform(_append(reused, new.sort_values(["symbol_id", "term"], kind="stable")), "symbol_terms")

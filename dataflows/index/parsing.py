@@ -21,7 +21,7 @@ import pandas as pd
 from hamilton.htypes import Collect, Parallelizable
 
 from dataflows.index.code_terms import code_term_counts
-from dataflows.index.frames import conform, old_to_new_symbol_ids, previous_table, stacked
+from dataflows.index.frames import conform, new_symbol_ids, previous_table, stacked
 from dataflows.index.parsers import parse_source
 from dataflows.index.parsers.comments import is_rationale
 from dataflows.index.parsers.models import ParsedFile, ParsedSymbol
@@ -193,10 +193,9 @@ def file_tokens(indexed_files: pd.DataFrame, previous_files: pd.DataFrame, parse
 
 def kb_symbols(reused_symbol_rows: pd.DataFrame, new_symbol_rows: pd.DataFrame, symbol_keys: pd.DataFrame) -> pd.DataFrame:
     """Every definition in the KB (reused rows re-keyed, parsed rows with token counts), ordered by symbol_id."""
-    old_to_new = old_to_new_symbol_ids(symbol_keys)
     reused = reused_symbol_rows.assign(
-        symbol_id=reused_symbol_rows["symbol_id"].map(old_to_new),
-        parent_id=reused_symbol_rows["parent_id"].map(old_to_new),
+        symbol_id=new_symbol_ids(reused_symbol_rows["symbol_id"], symbol_keys),
+        parent_id=new_symbol_ids(reused_symbol_rows["parent_id"], symbol_keys),
     )
     new = new_symbol_rows.assign(
         symbol_id=_local_to_new(symbol_keys, new_symbol_rows["file_id"], new_symbol_rows["local"]),
@@ -225,7 +224,7 @@ def kb_comments(
     new["symbol_id"] = _local_to_new(symbol_keys, new["file_id"], new["local"]) if len(new) else pd.Series(dtype="Int64")
     previous = previous_table(previous_kb, "comments")
     reused = previous[previous["file_id"].isin(indexed_files.loc[indexed_files["reused"], "file_id"])]
-    reused = reused.assign(symbol_id=reused["symbol_id"].map(old_to_new_symbol_ids(symbol_keys)))
+    reused = reused.assign(symbol_id=new_symbol_ids(reused["symbol_id"], symbol_keys))
     comments = pd.concat([f for f in (reused, new) if len(f)] or [new], ignore_index=True)
     return conform(comments.sort_values(["file_id", "line"], kind="stable"), "comments")
 
@@ -262,7 +261,7 @@ def kb_references(
     new = pd.DataFrame(rows, columns=["file_id", "local", "name", "kind"])
     new["symbol_id"] = _local_to_new(symbol_keys, new["file_id"], new["local"]) if len(new) else pd.Series(dtype="Int64")
     previous = previous_table(previous_kb, "references")
-    reused = previous.assign(symbol_id=previous["symbol_id"].map(old_to_new_symbol_ids(symbol_keys)))
+    reused = previous.assign(symbol_id=new_symbol_ids(previous["symbol_id"], symbol_keys))
     reused = reused[reused["symbol_id"].notna()]
     new = new[new["symbol_id"].notna()].sort_values(["symbol_id"], kind="stable")
     references = pd.concat([f for f in (reused, new) if len(f)] or [new], ignore_index=True)
