@@ -110,3 +110,25 @@ def canonical_ids(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
             frame = frame.assign(file_a=np.minimum(a, b).astype(frame["file_a"].dtype), file_b=np.maximum(a, b).astype(frame["file_b"].dtype))
         out[name] = frame.sort_values(_ROW_ORDER[name], kind="stable", ignore_index=True)
     return out
+
+
+_MAX_SLICES = 256  # beyond this many runs of consecutive rows, one take is cheaper than stitching slices
+
+
+def take_rows(frame: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:
+    """frame.iloc[rows] (index reset), stitched from slices where rows run consecutively: the arrow-backed text
+    columns of the previous KB (file texts, a million terms) are then shared, not copied, when a re-index keeps
+    almost all of them."""
+    rows = np.asarray(rows, dtype=np.int64)
+    if len(rows) == len(frame) and (rows == np.arange(len(frame))).all():
+        return frame.reset_index(drop=True)
+    breaks = np.flatnonzero(np.diff(rows) != 1) + 1
+    if not len(rows) or len(breaks) >= _MAX_SLICES:
+        return frame.iloc[rows].reset_index(drop=True)
+    starts, ends = np.r_[0, breaks], np.r_[breaks, len(rows)]
+    return pd.concat([frame.iloc[rows[a] : rows[b - 1] + 1] for a, b in zip(starts, ends)], ignore_index=True)
+
+
+def kept_rows(frame: pd.DataFrame, mask) -> pd.DataFrame:
+    """frame[mask] (index reset) by `take_rows`."""
+    return take_rows(frame, np.flatnonzero(np.asarray(mask, dtype=bool)))

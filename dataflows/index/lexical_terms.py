@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from dataflows.index.frames import conform, new_symbol_ids, previous_table, stacked
+from dataflows.index.frames import conform, kept_rows, new_symbol_ids, previous_table, stacked
 from dataflows.index.parsing import ParsedBatch
 
 
@@ -30,7 +30,7 @@ def kb_file_terms(
     reused rows keep their previous (sorted) order, this run's rows follow sorted by (file_id, term)."""
     new = stacked([b.file_terms for b in parsed_batches], ["file_id", "term", "tf"])
     previous = previous_table(previous_kb, "file_terms")
-    reused = previous[previous["file_id"].isin(indexed_files.loc[indexed_files["reused"], "file_id"])]
+    reused = kept_rows(previous, previous["file_id"].isin(indexed_files.loc[indexed_files["reused"], "file_id"]))
     return conform(_append(reused, new.sort_values(["file_id", "term"], kind="stable")), "file_terms")
 
 
@@ -47,5 +47,5 @@ def kb_symbol_terms(
     new = pd.DataFrame({"symbol_id": ids.to_numpy(), "term": new["term"].to_numpy(), "tf": new["tf"].to_numpy()})
     previous = previous_table(previous_kb, "symbol_terms")
     reused = previous.assign(symbol_id=new_symbol_ids(previous["symbol_id"], symbol_keys))
-    reused = reused[reused["symbol_id"].notna()]
+    reused = kept_rows(reused, reused["symbol_id"].notna())
     return conform(_append(reused, new.sort_values(["symbol_id", "term"], kind="stable")), "symbol_terms")

@@ -7,7 +7,7 @@ import pandas as pd
 
 from dataflows.index.parsers.models import ParsedFile
 from dataflows.index.code_terms import IDENTIFIER, identifier_terms
-from dataflows.index.frames import conform, previous_table
+from dataflows.index.frames import conform, previous_table, take_rows
 
 MAX_CONCEPTS = 10
 
@@ -148,7 +148,7 @@ def kb_contents(indexed_files: pd.DataFrame, previous_kb: dict[str, pd.DataFrame
     stacked = pd.concat([previous, new.astype({"text": previous["text"].dtype})], ignore_index=True) if len(new) else previous
     rows = np.concatenate([np.flatnonzero(previous["file_id"].isin(reused_ids).to_numpy()), len(previous) + np.arange(len(new))])
     rows = rows[np.argsort(stacked["file_id"].to_numpy()[rows], kind="stable")]
-    return conform(stacked.iloc[rows], "contents")  # one take of the (large) text column: filtered and ordered at once
+    return conform(take_rows(stacked, rows), "contents")  # the previous texts are shared, not copied
 
 
 def index_stats(
