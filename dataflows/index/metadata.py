@@ -65,22 +65,33 @@ def file_concepts(
     ids = pd.Index(indexed_files["file_id"].astype("int64"))
     carried = previous_files.set_index("file_id")["concepts"].reindex(ids[reused]) if reused.any() else pd.Series(dtype=object)
     carried = carried[carried.notna()].map(list)
-    tf = _concept_tf(kb_concept_terms, kb_file_terms)
     changed = _changed_document_frequencies(kb_file_terms, indexed_files, previous_table(previous_kb, "file_terms"))
     if changed is None:  # the number of files changed: every idf moved
         carried = carried.iloc[:0]
     elif len(changed):
-        carried = carried.drop(pd.Index(tf.loc[tf["term"].isin(changed), "file_id"].unique()), errors="ignore")
-    fresh = ids.difference(carried.index)
-    scored = _scored_concepts(tf[tf["file_id"].isin(fresh)], kb_file_terms)
+        carried = carried.drop(_files_holding(changed, kb_concept_terms, kb_file_terms), errors="ignore")
+    scored = _scored_concepts(_concept_tf(kb_concept_terms, kb_file_terms, ids.difference(carried.index)), kb_file_terms)
     return pd.concat([carried, scored]).sort_index() if len(carried) else scored
 
 
-def _concept_tf(kb_concept_terms: pd.DataFrame, kb_file_terms: pd.DataFrame) -> pd.DataFrame:
-    """(file_id, term, tf) concepts are scored on: the concept terms, and the full-text terms of files without any."""
-    fallback = kb_file_terms[~kb_file_terms["file_id"].isin(kb_concept_terms["file_id"].unique())]
-    frames = [f[["file_id", "term", "tf"]].astype({"term": object}) for f in (kb_concept_terms, fallback) if len(f)]
-    return pd.concat(frames, ignore_index=True) if frames else kb_concept_terms[["file_id", "term", "tf"]]
+def _concept_tf(kb_concept_terms: pd.DataFrame, kb_file_terms: pd.DataFrame, files: pd.Index) -> pd.DataFrame:
+    """(file_id, term, tf) the concepts of `files` are scored on: their concept terms; for files without any, their
+    full-text terms."""
+    has_concepts = kb_concept_terms["file_id"].unique()
+    frames = [
+        kb_concept_terms[kb_concept_terms["file_id"].isin(files)],
+        kb_file_terms[kb_file_terms["file_id"].isin(files.difference(has_concepts))],
+    ]  # fmt: skip
+    frames = [f[["file_id", "term", "tf"]].astype({"term": object}) for f in frames if len(f)]
+    return pd.concat(frames, ignore_index=True) if frames else kb_concept_terms.iloc[:0][["file_id", "term", "tf"]]
+
+
+def _files_holding(terms: pd.Index, kb_concept_terms: pd.DataFrame, kb_file_terms: pd.DataFrame) -> pd.Index:
+    """Files whose concepts are scored on one of these terms (as _concept_tf picks their rows)."""
+    in_concepts = kb_concept_terms.loc[kb_concept_terms["term"].isin(terms), "file_id"]
+    fallback = ~kb_file_terms["file_id"].isin(kb_concept_terms["file_id"].unique()).to_numpy()
+    in_fallback = kb_file_terms.loc[fallback & kb_file_terms["term"].isin(terms).to_numpy(), "file_id"]
+    return pd.Index(pd.concat([in_concepts, in_fallback]).unique()).astype("int64")
 
 
 def _changed_document_frequencies(kb_file_terms: pd.DataFrame, indexed_files: pd.DataFrame, previous_terms: pd.DataFrame):
