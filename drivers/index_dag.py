@@ -135,6 +135,7 @@ def index_frames(
     history_from: tuple[Path, str] | None = None,
     adapters: tuple = (),
     scan: SourceScan | None = None,
+    previous_skipped: dict[str, list[str]] | None = None,
 ) -> tuple[dict[str, pd.DataFrame], dict]:
     """KB tables by name (no `kb_` prefix) and run stats (index_stats + scan info + head + seconds) for root.
 
@@ -142,6 +143,8 @@ def index_frames(
     history_from: (git_dir, rev) to read history from another git directory (a tree extracted at rev).
     adapters: extra Hamilton lifecycle hooks (e.g. `drivers.timing.NodeTimer`).
     scan: the tree as already read by `scan_sources` (default: read it here).
+    previous_skipped: what the previous run left out, by reason (its index_stats["skipped"]), for files the scan did
+    not read again.
     """
     started = time.perf_counter()
     root = Path(root)
@@ -153,6 +156,7 @@ def index_frames(
     inputs = {
         "source_files": scan.frame,
         "previous_kb": previous_kb,
+        "previous_skipped": previous_skipped,
         "git_log": git_log(root, history, history_from) if history > 0 else None,
         "count_tokens": count_tokens or tokens.count_tokens,
         "count_line_tokens": count_line_tokens or tokens.count_line_tokens,

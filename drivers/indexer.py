@@ -75,18 +75,21 @@ def _index_locked(repo: Path, kb_dir: Path, history, max_file_bytes, on_progress
     from drivers.kb import live_version, read_metadata, read_tables, write_kb
     from drivers.tokens import tokens_are_exact
 
-    previous, notes = None, []
+    previous, skipped, notes = None, {}, []
     if live_version(kb_dir) is not None:
         try:
             previous = read_tables(kb_dir, TABLES)
+            previous_metadata = read_metadata(kb_dir)
             # nothing re-counted: every count is the previous KB's (tiktoken is then not loaded at all)
-            previous_exact = read_metadata(kb_dir).get("tokenizer") == "cl100k_base"
+            previous_exact = previous_metadata.get("tokenizer") == "cl100k_base"
+            skipped = {k: list(v) for k, v in (previous_metadata.get("stats", {}).get("skipped") or {}).items()}
         except CraError as exc:
             notes.append(f"previous KB not reused: {exc}")
     scanned_ns = time.time_ns()
-    scan = sources.scan_sources(repo, max_file_bytes=max_file_bytes, known=_known_files(kb_dir, previous), walk=walk)
+    scan = sources.scan_sources(repo, max_file_bytes=max_file_bytes, known=_known_files(kb_dir, previous, skipped), walk=walk)
     tables, stats = index_frames(repo, previous_kb=previous, history=history, max_file_bytes=max_file_bytes,
-                                 on_progress=on_progress, history_from=history_from, workers=workers, scan=scan)
+                                 on_progress=on_progress, history_from=history_from, workers=workers, scan=scan,
+                                 previous_skipped=skipped)
     exact = tokens_are_exact() if stats["n_parsed"] or previous is None else previous_exact
     stats = {**stats, "seconds": round(time.perf_counter() - started, 3), "notes": notes, "tokens_exact": exact}
     metadata = {
@@ -102,23 +105,29 @@ def _index_locked(repo: Path, kb_dir: Path, history, max_file_bytes, on_progress
         hashes = dict(zip(scan.frame["path"], scan.frame["hash"]))
         entries = {path: [*stat, hashes.get(path)] for path, stat in scan.stats.items()}
         fingerprint = stat_cache.index_fingerprint(repo, scan.walk, history, max_file_bytes)
-        stat_cache.write_cache(kb_dir, stat_cache.StatCache(version.name, fingerprint, scanned_ns, entries))
+        stat_cache.write_cache(kb_dir, stat_cache.StatCache(version.name, fingerprint, scanned_ns, entries, stat_cache.code_digest()))
     stats["seconds"] = round(time.perf_counter() - started, 3)
     stats["kb_dir"] = str(kb_dir)
     return stats
 
 
-def _known_files(kb_dir: Path, previous: dict | None):
-    """The stat cache's vouching function for files the previous KB indexed with the content the cache recorded
-    (others, e.g. binary or unsupported files, are read again: the dataflow decides what they are), or None."""
+def _known_files(kb_dir: Path, previous: dict | None, skipped: dict[str, list[str]]):
+    """The stat cache's vouching function, or None: for files the previous KB indexed with the content the cache
+    recorded, and, when the index code is the same, for files the last run left out (`skipped`: reason -> paths)
+    but for manifests, whose text the dataflow reads."""
     cache = stat_cache.read_cache(kb_dir) if previous is not None and "files" in previous else None
     if cache is None:
         return None
+    from dataflows.index.conventions import manifest_names
+    from drivers.conventions import load_conventions
+
     indexed = dict(zip(previous["files"]["path"], previous["files"]["hash"]))
+    left_out = set().union(*skipped.values()) if cache.code == stat_cache.code_digest() else set()
+    left_out -= {p for p in left_out if p.rsplit("/", 1)[-1] in manifest_names(load_conventions()) | {"go.mod"}}
 
     def known(path: str, stat: tuple[int, int, int]) -> str | None:
         sha1 = cache.trusted(path, stat)
-        return sha1 if sha1 is not None and indexed.get(path) == sha1 else None
+        return sha1 if sha1 is not None and (indexed.get(path) == sha1 or path in left_out) else None
 
     return known
 

@@ -17,6 +17,7 @@ import json
 import os
 import time
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from drivers.git_history import git_head
@@ -26,7 +27,7 @@ from drivers.sources import SourcePaths
 
 CACHE_FILE = "scan-cache.json"
 RACY_NS = 2_000_000_000  # mtime granularity of the coarsest file systems we may meet (FAT: 2 s)
-_FORMAT = 1
+_FORMAT = 2
 _ROOT = Path(__file__).resolve().parent.parent
 # the code and tables an index run's output depends on: a change to any of them means the tree must be re-indexed
 _CODE = ("dataflows/index", "dataflows/lexical.py", "dataflows/text.py", "dataflows/retrieval/vocabulary.py",
@@ -40,6 +41,7 @@ class StatCache:
     fingerprint: str  # index_fingerprint of that run
     scanned_ns: int  # wall clock when that scan began: entries modified within RACY_NS before it are not trusted
     entries: dict[str, list]  # path -> [size, mtime_ns, inode, sha1 or None when oversized]
+    code: str = ""  # code_digest() of that run: what a file is (binary, generated, unsupported) may change with it
 
     def trusted(self, path: str, stat: tuple[int, int, int]) -> str | None:
         """The recorded sha1 of path when its stat (size, mtime_ns, inode) still matches and is not racy, else None."""
@@ -67,14 +69,16 @@ def sha1_of(path: str) -> str | None:
         return None
 
 
-def _code_stamp() -> bytes:
-    """Bytes of every file in _CODE (the index code, the convention tables), in a fixed order."""
-    out = []
+@lru_cache(maxsize=1)
+def code_digest() -> str:
+    """sha1 of every file in _CODE (the index code, the convention tables), in a fixed order."""
+    digest = hashlib.sha1()
     for name in _CODE:
         path = _ROOT / name
         files = sorted(p for p in path.rglob("*") if p.suffix in (".py", ".toml")) if path.is_dir() else [path]
-        out += [p.relative_to(_ROOT).as_posix().encode() + b"\0" + p.read_bytes() for p in files if p.is_file()]
-    return b"\0".join(out)
+        for file in (f for f in files if f.is_file()):
+            digest.update(file.relative_to(_ROOT).as_posix().encode() + b"\0" + file.read_bytes() + b"\0")
+    return digest.hexdigest()
 
 
 def index_fingerprint(repo: Path, walk: SourcePaths, history: int, max_file_bytes: int) -> str:
@@ -89,7 +93,7 @@ def index_fingerprint(repo: Path, walk: SourcePaths, history: int, max_file_byte
         "n_ignored": walk.n_ignored,
         "unreadable": sorted(map(list, walk.unreadable)),
     }
-    return hashlib.sha1(json.dumps(facts, sort_keys=True).encode() + _code_stamp()).hexdigest()
+    return hashlib.sha1(json.dumps({**facts, "code": code_digest()}, sort_keys=True).encode()).hexdigest()
 
 
 def read_cache(kb_dir: Path) -> StatCache | None:
@@ -102,13 +106,13 @@ def read_cache(kb_dir: Path) -> StatCache | None:
     live = live_version(kb_dir)
     if not isinstance(data, dict) or data.get("format") != _FORMAT or live is None or data.get("version") != live.name:
         return None
-    return StatCache(data["version"], data["fingerprint"], int(data["scanned_ns"]), data["entries"])
+    return StatCache(data["version"], data["fingerprint"], int(data["scanned_ns"]), data["entries"], data.get("code", ""))
 
 
 def write_cache(kb_dir: Path, cache: StatCache) -> None:
     """Replace the cache beside a KB (atomically: a reader sees the old one or the new one)."""
     data = {"format": _FORMAT, "version": cache.version, "fingerprint": cache.fingerprint,
-            "scanned_ns": cache.scanned_ns, "entries": cache.entries}  # fmt: skip
+            "scanned_ns": cache.scanned_ns, "entries": cache.entries, "code": cache.code}  # fmt: skip
     write_text_atomic(Path(kb_dir) / CACHE_FILE, json.dumps(data, separators=(",", ":")))
 
 
@@ -143,7 +147,7 @@ def unchanged_stats(repo: Path, kb_dir: Path, walk: SourcePaths, history: int, m
     except (OSError, ValueError):
         return None
     if rechecked:
-        write_cache(kb_dir, StatCache(cache.version, cache.fingerprint, scanned_ns, entries))
+        write_cache(kb_dir, StatCache(cache.version, cache.fingerprint, scanned_ns, entries, cache.code))
     stats = dict(metadata.get("stats") or {})
     note = "nothing changed since the last index: the knowledge base was left as it was"
     return {**stats, "n_parsed": 0, "n_reused": stats.get("n_files", 0), "workers": 1, "notes": [note],

@@ -67,16 +67,27 @@ def previous_content_ids(previous_kb: dict[str, pd.DataFrame] | None) -> pd.Inde
     return pd.Index(previous_kb["contents"]["file_id"].astype("int64"))
 
 
-def decoded_files(source_files: pd.DataFrame, previous_files: pd.DataFrame, previous_content_ids: pd.Index) -> pd.DataFrame:
+SKIP_REASONS = ("binary", "generated", "unsupported")  # why a scanned file is not indexed (index_stats["skipped"])
+
+
+def decoded_files(
+    source_files: pd.DataFrame,
+    previous_files: pd.DataFrame,
+    previous_content_ids: pd.Index,
+    previous_skipped: dict[str, list[str]] | None = None,
+) -> pd.DataFrame:
     """Scanned files with sha1 hash, language and `reused` (the previous index holds this path with this
     content); only the other files are decoded (text None when binary, and for reused rows, whose text and
-    facts come from the previous KB), so an incremental run decodes just what changed."""
+    facts come from the previous KB), so an incremental run decodes just what changed. A file the scan did not
+    read (data None: unchanged since the last run, see `drivers.sources.scan_sources`) and that the last run left
+    out keeps the reason it was left out for (`skipped_as`, from previous_skipped: reason -> paths)."""
     paths = source_files["path"].astype(str).tolist()
     hashes = _hashes(source_files)
     prev = previous_files[previous_files["file_id"].isin(previous_content_ids)]
     known = dict(zip(prev["path"], prev["hash"]))
     reused = [known.get(p) == h for p, h in zip(paths, hashes)]
     data = source_files["data"].tolist()
+    reasons = {path: reason for reason in SKIP_REASONS for path in (previous_skipped or {}).get(reason, ())}
     return pd.DataFrame(
         {
             "path": paths,
@@ -84,14 +95,22 @@ def decoded_files(source_files: pd.DataFrame, previous_files: pd.DataFrame, prev
             "hash": hashes,
             "language": [language_of(p) for p in paths],
             "reused": np.array(reused, dtype=bool),
-            "text": [None if r else _decode(d) for r, d in zip(reused, data)],
+            "text": [None if r or d is None else _decode(d) for r, d in zip(reused, data)],
+            "skipped_as": [reasons.get(p) if d is None and not r else None for p, r, d in zip(paths, reused, data)],
         }
-    ).astype({"path": "str", "hash": "str"})  # typed even when the tree has nothing to index
+    ).astype({"path": "str", "hash": "str", "skipped_as": object})  # typed even when the tree has nothing to index
+
+
+def _skipped_as(decoded_files: pd.DataFrame, reason: str) -> pd.Series:
+    """Which files the scan did not read are still left out for this reason."""
+    return decoded_files["skipped_as"] == reason if "skipped_as" in decoded_files else pd.Series(False, index=decoded_files.index)
 
 
 def skipped_binary(decoded_files: pd.DataFrame) -> list[str]:
     """Paths left out because they are binary (reported in index_stats)."""
-    return decoded_files.loc[decoded_files["text"].isna() & ~decoded_files["reused"], "path"].tolist()
+    unread = decoded_files["skipped_as"].notna() if "skipped_as" in decoded_files else False
+    binary = (decoded_files["text"].isna() & ~decoded_files["reused"] & ~unread) | _skipped_as(decoded_files, "binary")
+    return decoded_files.loc[binary, "path"].tolist()
 
 
 def _is_generated(path: str, text: str) -> bool:
@@ -121,7 +140,8 @@ def skipped_generated(decoded_files: pd.DataFrame, language_conventions: dict | 
     are checked: a reused file was indexed with this very content."""
     text_rows = decoded_files[decoded_files["text"].notna() & decoded_files["language"].notna()]
     rows = zip(text_rows["path"], text_rows["language"], text_rows["text"])
-    return [p for p, lang, t in rows if _is_generated(p, t) or is_non_source_path(p, lang, language_conventions)]
+    found = {p for p, lang, t in rows if _is_generated(p, t) or is_non_source_path(p, lang, language_conventions)}
+    return decoded_files.loc[decoded_files["path"].isin(found) | _skipped_as(decoded_files, "generated"), "path"].tolist()
 
 
 def _is_test(path: str, language: str | None, conventions: dict | None) -> bool:
@@ -171,7 +191,8 @@ def _domain(path: str) -> str:
 
 def skipped_unsupported(decoded_files: pd.DataFrame) -> list[str]:
     """Text paths left out because no language we index claims them (`language_of` is None)."""
-    return decoded_files.loc[decoded_files["text"].notna() & decoded_files["language"].isna(), "path"].tolist()
+    text = decoded_files["text"].notna() & decoded_files["language"].isna()
+    return decoded_files.loc[text | _skipped_as(decoded_files, "unsupported"), "path"].tolist()
 
 
 def _n_lines(texts: list[str]) -> list[int]:
