@@ -296,6 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="out/tune")
     parser.add_argument("--reuse", action="store_true", help="reuse out/tune/signals.parquet if present")
     parser.add_argument("--write-weights", action="store_true", help=f"write the fitted weights to {WEIGHTS_FILE}")
+    parser.add_argument("--no-ablation", action="store_true", help="skip the cross-validated ablation (with --write-weights)")
     args = parser.parse_args(argv)
     out = Path(args.out)
     cached = out / "signals.parquet"
@@ -315,11 +316,12 @@ def main(argv: list[str] | None = None) -> int:
 
         frame = collect(cases, locate_kb)
         write_bytes_atomic(cached, _parquet_bytes(frame))
-    table = ablation(frame)
-    print(table.to_string(float_format=lambda x: f"{x:.3f}"))
-    write_text_atomic(out / "ablation.txt", table.to_string(float_format=lambda x: f"{x:.3f}"))
-    write_bytes_atomic(out / "ablation.parquet", _parquet_bytes(table.rename_axis("configuration").reset_index()))
-    _plot_ablation(table, out / "ablation.png")
+    if not args.no_ablation:
+        table = ablation(frame)
+        print(table.to_string(float_format=lambda x: f"{x:.3f}"))
+        write_text_atomic(out / "ablation.txt", table.to_string(float_format=lambda x: f"{x:.3f}"))
+        write_bytes_atomic(out / "ablation.parquet", _parquet_bytes(table.rename_axis("configuration").reset_index()))
+        _plot_ablation(table, out / "ablation.png")
     if args.write_weights:
         params = fit(Ranker(frame, SIGNALS), start_params(SIGNALS))
         note = (f"Signal weights and role priors fitted by `python -m drivers.tune` on {frame['case_id'].nunique()} "
