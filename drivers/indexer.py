@@ -65,7 +65,7 @@ def index_repository(
 
 def _index_locked(repo: Path, kb_dir: Path, history, max_file_bytes, on_progress, history_from, workers) -> dict:
     started = time.perf_counter()  # the whole run: reading the previous KB, indexing, writing the new one
-    walk = sources.source_paths(repo)  # (looked up on the module: tests/kb_compare.py substitutes the scan)
+    walk = sources.source_paths(repo)
     if history_from is None:
         unchanged = stat_cache.unchanged_stats(repo, kb_dir, walk, history, max_file_bytes)
         if unchanged is not None:
@@ -86,7 +86,8 @@ def _index_locked(repo: Path, kb_dir: Path, history, max_file_bytes, on_progress
         except CraError as exc:
             notes.append(f"previous KB not reused: {exc}")
     scanned_ns = time.time_ns()
-    scan = sources.scan_sources(repo, max_file_bytes=max_file_bytes, known=_known_files(kb_dir, previous, skipped), walk=walk)
+    known = _known_files(kb_dir, previous, skipped)  # (scan_sources is looked up on its module: tests/kb_compare.py substitutes it)
+    scan = sources.scan_sources(repo, max_file_bytes=max_file_bytes, known=known, walk=walk)
     tables, stats = index_frames(repo, previous_kb=previous, history=history, max_file_bytes=max_file_bytes,
                                  on_progress=on_progress, history_from=history_from, workers=workers, scan=scan,
                                  previous_skipped=skipped)
