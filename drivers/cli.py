@@ -137,6 +137,16 @@ def _retrieve(args) -> int:
     return 0
 
 
+def _budget(text: str) -> int | str:
+    """A --budget value: a token count, or 'auto'."""
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a token count; pass a number such as 8192, or auto") from None
+
+
 def _pinned(args, repo: Path, kb, task: str):
     """The sections `--task-id` (guidance, failure context) and `--memories` put at the top of the package."""
     from drivers import pinned
@@ -146,8 +156,14 @@ def _pinned(args, repo: Path, kb, task: str):
     if args.memories:
         project = args.project or pinned.default_project(repo)
         memories = pinned.memory_section_for(Path(args.memory_dir) if args.memory_dir else None, project,
-                                             args.language, task, args.budget, kb.files)  # fmt: skip
+                                             args.language, task, _budget_tokens(args.budget), kb.files)  # fmt: skip
     return pinned.pinned_sections(guidance, memories)
+
+
+def _budget_tokens(budget: int | str) -> int:
+    from drivers.retriever import AUTO_BUDGET_CAP
+
+    return AUTO_BUDGET_CAP if budget == "auto" else int(budget)
 
 
 def _enrich(args) -> int:
@@ -189,7 +205,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--task-file", help="read the task description from this file")
     p.add_argument("--repo", default=".", help="repository root (default .)")
     p.add_argument("--kb", help="KB directory (default REPO/.cra)")
-    p.add_argument("--budget", type=int, default=32_768, help="token budget (default 32768)")
+    p.add_argument("--budget", type=_budget, default=32_768,
+                   help="token budget (default 32768), or auto: only the bodies scoring near the best (at most 8192)")
     p.add_argument("--scope-size", type=int, default=75, help="files kept by score before expansion (default 75)")
     p.add_argument("--format", choices=("markdown", "prompt", "json"), default="markdown")
     p.add_argument("--template", help="prompt template file with {task} {context} {types} {tests}")

@@ -16,7 +16,7 @@ os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")
 from hamilton import driver  # noqa: E402
 
 from dataflows.retrieval import (  # noqa: E402
-    assembly, budget, combination, pinned, precision, render, scope, signals, task_analysis, word_tables,
+    assembly, budget, combination, pinned, precision, render, scope, signals, symbol_signals, task_analysis, word_tables,
 )
 from dataflows.retrieval.models import ContextPackage, PinnedSection  # noqa: E402
 from dataflows.retrieval.signal_list import KNOBS, checked_weights  # noqa: E402
@@ -25,11 +25,14 @@ from drivers.kb import KnowledgeBase  # noqa: E402
 from drivers.tokens import count_tokens  # noqa: E402
 
 # the retrieval DAG, stage by stage (word_tables: nodes a request gets as overrides from the loaded KB)
-MODULES = (word_tables, task_analysis, signals, combination, scope, precision, pinned, budget, assembly, render)
+MODULES = (word_tables, task_analysis, signals, combination, scope, symbol_signals, precision, pinned, budget, assembly,
+           render)
 DEFAULT_BUDGET = 32_768
 DEFAULT_SCOPE_SIZE = 75
 MIN_BUDGET = 256
+AUTO_BUDGET_CAP = 8_192  # --budget auto: the package stops where the symbol scores fall off, never above this
 PROFILE_FILE = Path(__file__).resolve().parent.parent / "data" / "weights.toml"
+SYMBOL_PROFILE_FILE = PROFILE_FILE.with_name("symbol_weights.toml")
 
 
 @dataclass(frozen=True)
@@ -118,11 +121,19 @@ def default_weight_profile() -> dict | None:
     return profile
 
 
+@lru_cache(maxsize=1)
+def default_symbol_weights() -> dict | None:
+    """The shipped symbol-signal weights (`data/symbol_weights.toml`, fitted by `drivers.tune_symbols`), if present."""
+    if not SYMBOL_PROFILE_FILE.is_file():
+        return None
+    return _numbers(_read_toml(SYMBOL_PROFILE_FILE).get("weights", {}), SYMBOL_PROFILE_FILE)
+
+
 def retrieve(
     kb: KnowledgeBase,
     task_text: str,
     *,
-    budget: int = DEFAULT_BUDGET,
+    budget: int | str = DEFAULT_BUDGET,
     scope_size: int = DEFAULT_SCOPE_SIZE,
     weights: dict | None = None,
     llm_assist: bool = False,
@@ -135,7 +146,10 @@ def retrieve(
     """Run the pipeline; `outputs` names extra nodes to return (e.g. "markdown_text", "symbol_tiers");
     `adapters` are Hamilton lifecycle hooks watching the run (e.g. per-node timing); `pinned_sections` go at the
     top of the package (guidance, memories), or a function of the ranked scope that makes them (the ranking is
-    then computed once and reused)."""
+    then computed once and reused). `budget="auto"` stops adding bodies where the symbol scores fall off (at most
+    AUTO_BUDGET_CAP tokens) and says where and why in `provenance.auto_budget`."""
+    budget_mode = "auto" if budget == "auto" else "fixed"
+    budget = AUTO_BUDGET_CAP if budget == "auto" else budget
     if not task_text or not task_text.strip():
         raise CraError("The task description is empty. Pass it as an argument, with --task-file F, or on stdin with `-`.")
     if budget < MIN_BUDGET:
@@ -150,9 +164,11 @@ def retrieve(
         **kb_inputs(kb),
         "task_text": task_text,
         "budget": int(budget),
+        "budget_mode": budget_mode,
         "scope_size": int(scope_size),
         "weights_override": weights,
         "weight_profile": default_weight_profile(),
+        "symbol_weight_profile": default_symbol_weights(),
         "count_tokens": count_tokens,
         "prompt_template": prompt_template or render.DEFAULT_PROMPT_TEMPLATE,
     }

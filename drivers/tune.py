@@ -52,15 +52,16 @@ def case_signal_rows(case: dict, kb) -> pd.DataFrame:
     return frame.assign(gold=frame["path"].isin(set(case["expected_files"])))
 
 
-def collect(cases: pd.DataFrame, locate_kb) -> pd.DataFrame:
-    """Signal rows of all cases whose KB can be had (locate_kb(case) -> KnowledgeBase or None)."""
+def collect(cases: pd.DataFrame, locate_kb, rows_of=case_signal_rows) -> pd.DataFrame:
+    """Rows (`rows_of(case, kb)`: file signals by default) of all cases whose KB can be had (locate_kb(case) ->
+    KnowledgeBase or None)."""
     frames = []
     for i, case in enumerate(cases.to_dict("records"), start=1):
         kb = locate_kb(case)
         if kb is None:
             print(f"[{i}/{len(cases)}] {case['case_id']}: skipped (no tree)", file=sys.stderr)
             continue
-        frames.append(case_signal_rows(case, kb))
+        frames.append(rows_of(case, kb))
         print(f"[{i}/{len(cases)}] {case['case_id']}", file=sys.stderr)
     return pd.concat(frames, ignore_index=True)
 
@@ -283,12 +284,24 @@ def _plot_ablation(table: pd.DataFrame, path: Path) -> None:
     write_bytes_atomic(path, buffer.getvalue())
 
 
+def tree_kb(case: dict, mirror: Path):
+    """The KB of a case's base commit from its mirror (tree materialised and indexed once, then cached); None
+    without a mirror."""
+    from drivers.indexer import index_repository
+    from drivers.kb import default_kb_dir, has_usable_kb, load_kb
+    from drivers.trees import materialize_tree, mirror_git_dir
+
+    git_dir = mirror_git_dir(mirror, case["repo"])
+    if not git_dir.is_dir():
+        return None
+    tree = materialize_tree(git_dir, case["base_commit"], case["repo"])
+    if not has_usable_kb(default_kb_dir(tree)):
+        index_repository(tree, history_from=(git_dir, case["base_commit"]))
+    return load_kb(default_kb_dir(tree))
+
+
 def main(argv: list[str] | None = None) -> int:
     from drivers.evaluate import load_cases
-    from drivers.kb import load_kb
-    from drivers.indexer import index_repository
-    from drivers.kb import default_kb_dir, has_usable_kb
-    from drivers.trees import materialize_tree, mirror_git_dir
 
     parser = argparse.ArgumentParser(prog="python -m drivers.tune", description=__doc__.splitlines()[0])
     parser.add_argument("--cases", nargs="+", required=True)
@@ -305,16 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         cases = pd.concat([load_cases(Path(c)) for c in args.cases], ignore_index=True).drop_duplicates("case_id")
 
-        def locate_kb(case):
-            git_dir = mirror_git_dir(Path(args.mirror), case["repo"])
-            if not git_dir.is_dir():
-                return None
-            tree = materialize_tree(git_dir, case["base_commit"], case["repo"])
-            if not has_usable_kb(default_kb_dir(tree)):
-                index_repository(tree, history_from=(git_dir, case["base_commit"]))
-            return load_kb(default_kb_dir(tree))
-
-        frame = collect(cases, locate_kb)
+        frame = collect(cases, lambda case: tree_kb(case, Path(args.mirror)))
         write_bytes_atomic(cached, _parquet_bytes(frame))
     if not args.no_ablation:
         table = ablation(frame)

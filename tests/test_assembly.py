@@ -11,6 +11,7 @@ from dataflows.lexical import Bm25Index
 from dataflows.retrieval import assembly, budget, pinned, precision, render, word_tables
 from dataflows.retrieval.assembly import context_package, included_edges
 from dataflows.retrieval.models import FileContext, SymbolContext, TaskQuery
+from dataflows.retrieval.symbol_signals import DEFAULT_SYMBOL_WEIGHTS, SYMBOL_SIGNALS
 from dataflows.retrieval.render import DEFAULT_PROMPT_TEMPLATE, json_text, markdown_text, prompt_text
 from dataflows.text import term_counts
 
@@ -184,6 +185,8 @@ def test_stage_two_runs_as_one_hamilton_dag():
                                 "seed": [True, False], "added_by": ["seed", "score"], "is_test": [False, True]},
                                index=pd.Index([0, 1], name="file_id"))  # fmt: skip
     dr = driver.Builder().with_modules(word_tables, precision, pinned, budget, assembly, render).build()
+    ranking = pd.DataFrame({"symbol_id": [0], "path": ["http/header.py"], "qualified_name": ["parse_header"],
+                            "kind": ["function"], "score": [0.9], "rank": [1]} | dict.fromkeys(SYMBOL_SIGNALS, [0.5]))
     out = dr.execute(
         ["context_package", "markdown_text", "prompt_text", "json_text", "symbol_tiers", "budget_report"],
         inputs={
@@ -193,8 +196,9 @@ def test_stage_two_runs_as_one_hamilton_dag():
             "kb_symbol_edges": pd.DataFrame({"src_symbol_id": [1], "dst_symbol_id": [0], "kind": ["call"]}),
             "kb_edges": pd.DataFrame({"src_file_id": [1], "dst_file_id": [0], "kind": ["import"]}),
             "symbol_lexicon": lexicon, "lexical_query_terms": ["pars", "header"], "count_tokens": count_tokens, "budget": 2000,
+            "budget_mode": "fixed", "symbol_weights": DEFAULT_SYMBOL_WEIGHTS,
             "signal_weights": pd.Series({"lexical_match": 1.0}), "scope_warnings": [],
-            "prompt_template": DEFAULT_PROMPT_TEMPLATE,
+            "prompt_template": DEFAULT_PROMPT_TEMPLATE, "symbol_ranking": ranking,
         },
     )  # fmt: skip
     pkg = out["context_package"]

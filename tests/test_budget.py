@@ -36,17 +36,25 @@ def body(name: str, n_lines: int) -> str:
     return "\n".join(lines + ["    return value_0"])
 
 
-def symbol(file_id: int, sid: int, name: str, relevance: str, text: str | None, signature: str, line: int) -> SymbolContext:
+def symbol(file_id: int, sid: int, name: str, relevance: str, text: str | None, signature: str, line: int,
+           rank: int | None = None) -> SymbolContext:
     sc = SymbolContext(sid, file_id, name, name, "function", relevance, signature, text, f"Doc of {name}.", line,
-                       line + 30, 0, f"fixture {relevance}")  # fmt: skip
+                       line + 30, 0, f"fixture {relevance}", rank, None if rank is None else 1 - rank / 100)  # fmt: skip
     rendered = text if text is not None else f"# Doc of {name}.\n{signature}"
     return SymbolContext(**{**sc.__dict__, "tokens": count_tokens(rendered)})
+
+
+def symbol_rank(i: int) -> int:
+    """The symbol ranking of file i's primary: the seed files' first (the floor), the others in reverse file order,
+    so that symbol scores, not file scores, decide which bodies stay."""
+    return SEEDS.index(i) + 1 if i in SEEDS else N_FILES + len(SEEDS) - i
 
 
 def source_file(i: int) -> FileContext:
     config = f"class Config{i}:\n    mode: str = 'strict'\n    retries: int = {i}\n    timeout_s: float = 1.5"
     symbols = (
-        symbol(i, 10 * i, f"handle_{i}", "primary", body(f"handle_{i}", 19), f"def handle_{i}(request, settings):", 10),
+        symbol(i, 10 * i, f"handle_{i}", "primary", body(f"handle_{i}", 19), f"def handle_{i}(request, settings):", 10,
+               symbol_rank(i)),
         symbol(i, 10 * i + 1, f"helper_{i}", "supporting", None, f"def helper_{i}(value: int) -> int:", 50),
         symbol(i, 10 * i + 2, f"Config{i}", "type_context", config, f"class Config{i}:", 80),
     )
@@ -162,8 +170,8 @@ def test_primaries_are_demoted_lowest_ranked_first():
     report, package, _ = run(8192)
     assert report["demoted"], "an 8k budget cannot hold every primary body"
     primaries = [s for f in package.files for s in f.symbols if s.relevance == "primary" and f.test_assertions is None]
-    full_ranks = [s.file_id for s in primaries if s.body is not None]
-    signature_ranks = [s.file_id for s in primaries if s.body is None]
+    full_ranks = [s.rank for s in primaries if s.body is not None]  # the symbol ranking decides, not the file's
+    signature_ranks = [s.rank for s in primaries if s.body is None]
     assert signature_ranks and max(full_ranks) < min(signature_ranks)
     demoted = {d["symbol"] for d in report["demoted"]}
     assert all(s.tokens < 40 for s in primaries if s.name in demoted)

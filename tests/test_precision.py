@@ -192,19 +192,32 @@ def task(**kw) -> TaskQuery:
     return TaskQuery(**(base | kw))
 
 
+@pytest.fixture(autouse=True)
+def two_primaries(monkeypatch):
+    """The two best-ranked symbols are the primaries: the other tiers keep something to classify."""
+    monkeypatch.setattr(precision, "PRIMARY_CANDIDATES", 2)
+
+
 def precision_terms(query: TaskQuery, lexicon: Bm25Index) -> pd.Series:
     return run_node("precision_terms", task_query=query, symbol_lexicon=lexicon)
 
 
 def tiers_for(query: TaskQuery, lexicon: Bm25Index | None = None, seed_file: int = 0) -> pd.DataFrame:
     weights = precision_terms(query, lexicon or symbol_lexicon())
-    return _tiers(scope(seed_file), query, kb_symbols(), weights)
+    return _tiers(scope(seed_file), query, kb_symbols(), weights, lexicon=lexicon)
 
 
-def _tiers(scoped, query, symbols, weights, best=None, node="symbol_tiers"):
-    return run_node(node, scope=scoped, task_query=query, kb_symbols=symbols, kb_comments=kb_comments(),
-                    kb_symbol_edges=kb_symbol_edges(), precision_terms=weights,
-                    best_lexical_symbols=pd.Series(dtype=object) if best is None else best)
+def _tiers(scoped, query, symbols, weights, node="symbol_tiers", lexicon=None):
+    return run_node(node, **_inputs(scoped, query, symbols, weights, lexicon))
+
+
+def _inputs(scoped, query, symbols, weights, lexicon=None) -> dict:
+    """What the precision nodes read, for the hand-built KB (no trace frames or quoted messages in these tasks)."""
+    return dict(scope=scoped, task_query=query, kb_symbols=symbols, kb_comments=kb_comments(),
+                kb_symbol_edges=kb_symbol_edges(), precision_terms=weights, kb_files=kb_files(),
+                kb_contents=kb_contents(), symbol_lexicon=lexicon or symbol_lexicon(), budget_mode="fixed",
+                symbol_weight_profile=None, lexical_query_terms=list(query.keywords), task_messages=[],
+                symbol_task_frames=pd.DataFrame(columns=["file_id", "line", "function", "depth"]))
 
 
 def tier_node(node: str, query: TaskQuery) -> pd.Series:
@@ -224,9 +237,7 @@ def tier_of(tiers: pd.DataFrame) -> dict[str, str]:
 
 
 def contexts_for(query: TaskQuery) -> list:
-    tiers = tiers_for(query)
-    return run_node("file_contexts", symbol_tiers=tiers, scope=scope(), kb_files=kb_files(), kb_symbols=kb_symbols(),
-                    kb_comments=kb_comments(), kb_symbol_edges=kb_symbol_edges(), kb_contents=kb_contents(),
+    return run_node("file_contexts", **_inputs(scope(), query, kb_symbols(), precision_terms(query, symbol_lexicon())),
                     count_tokens=lambda t: len(t) // 4)
 
 
@@ -241,20 +252,26 @@ def test_hinted_symbol_in_seed_file_is_primary():
     assert tiers["validate_login"] == "primary"
 
 
-def test_keyword_match_in_non_seed_scoped_file_is_primary():
+def test_the_top_of_the_symbol_ranking_is_primary():
     tiers = tier_of(tiers_for(task()))
-    assert tiers["validate_ldap"] == "primary"  # words 'validate' + 'ldap' both from the task
+    assert tiers["validate_ldap"] == "primary"  # words 'validate' + 'ldap' both from the task, in another file
+    ranked = tier_node("symbol_ranking", task())
+    assert list(ranked["qualified_name"][:2]) == ["LoginHandler.validate_login", "validate_ldap"]
 
 
-def test_stop_word_and_common_names_do_not_become_primary():
+def test_stop_word_and_common_names_do_not_match_by_name():
     tiers = tier_of(tiers_for(task()))
     assert tiers["get"] == "outline"  # in the top-ranked file: by signature only
     crowded = {100 + i: f"logout helper {i}" for i in range(10)}  # 'logout' now in 11 of 25 symbols: common
     query = task(keywords=("logout",), symbol_hints=())
-    common = tier_of(tiers_for(query, symbol_lexicon(crowded), seed_file=2))
-    assert common["logout"] == "outline"
-    rare = tier_of(tiers_for(query, seed_file=2))
-    assert rare["logout"] == "primary"
+
+    def name_signal(lexicon):
+        weights = precision_terms(query, lexicon)
+        ranked = _tiers(scope(seed_file=2), query, kb_symbols(), weights, node="symbol_signal_matrix", lexicon=lexicon)
+        return dict(zip(ranked["qualified_name"], ranked["name"]))["LoginHandler.logout"]
+
+    assert name_signal(symbol_lexicon(crowded)) == 0.0
+    assert name_signal(symbol_lexicon()) == 1.0
 
 
 def test_symbols_used_by_primaries_are_supporting():
@@ -329,37 +346,20 @@ def test_file_contexts_follow_rank_and_tier_order():
     assert [s.relevance for s in handler.symbols][:1] == ["primary"]
 
 
-@pytest.mark.parametrize(("task_type", "expected"), [("bug_fix", {"logout", "get", "hash_password"}),
-                                                     ("feature", {"LoginHandler"})])  # fmt: skip
-def test_seed_symbols_promoted_by_kind_when_nothing_matches(task_type, expected):
-    query = TaskQuery(raw_description="the widget flickers", task_type=task_type, keywords=("widget", "flicker"))
+def test_with_nothing_matching_the_top_file_still_offers_its_definitions():
+    query = TaskQuery(raw_description="the widget flickers", task_type="feature", keywords=("widget", "flicker"))
     tiers = tier_of(tiers_for(query))
     primaries = {name for name, tier in tiers.items() if tier == "primary"}
-    assert expected <= primaries
-    assert "UnrelatedType" not in primaries  # promotion stays inside seed files
-
-
-def test_top_ranked_file_without_a_name_match_contributes_its_best_lexical_definition():
-    query = task()
-    lexicon = symbol_lexicon({8: "UnrelatedType users ldap directory"})  # file 1's best BM25 match
-    best = run_node("best_lexical_symbols", scope=scope(), kb_symbols=kb_symbols(), kb_comments=kb_comments(),
-                    kb_symbol_edges=kb_symbol_edges(), lexical_query_terms=["ldap", "user"], symbol_lexicon=lexicon)
-    assert 8 in best.index and 4 not in best.index  # one per file; the seed file's `get` does not match
-    weights = precision_terms(query, lexicon)
-    with_backfill = _tiers(scope(), query, kb_symbols(), weights, best)
-    without = _tiers(scope(), query, kb_symbols(), weights)
-    assert tier_of(with_backfill)["UnrelatedType"] == "primary"
-    assert tier_of(without)["UnrelatedType"] != "primary"
-    assert tier_of(with_backfill)["validate_ldap"] == tier_of(without)["validate_ldap"]  # files with a match: unchanged
+    assert primaries and primaries <= {"LoginHandler", "validate_login", "logout", "hash_password", "get"}
 
 
 def test_a_dotted_hint_names_a_more_qualified_symbol():
     symbols = kb_symbols()
     symbols.loc[symbols["name"] == "validate_login", "qualified_name"] = "App.Auth.LoginHandler.validate_login"
     query = task(symbol_hints=("LoginHandler.validate_login",))
-    tiers = _tiers(scope(), query, symbols, precision_terms(query, symbol_lexicon()))
-    reasons = dict(zip(symbols.set_index("symbol_id").loc[tiers["symbol_id"], "name"], tiers["reason"]))
-    assert reasons["validate_login"] == "symbol hint 'LoginHandler.validate_login'"
+    ranked = _tiers(scope(), query, symbols, precision_terms(query, symbol_lexicon()), node="symbol_ranking")
+    assert ranked["qualified_name"].iloc[0] == "App.Auth.LoginHandler.validate_login"
+    assert ranked["mention"].iloc[0] == 1.0
 
 
 TIER_NODES = {"primary": "primary_symbols", "supporting": "supporting_symbols", "type_context": "type_context_symbols",
@@ -382,16 +382,17 @@ def test_symbol_tiers_joins_the_four_tier_nodes(query):
 
 def test_primary_and_supporting_nodes_name_their_reasons():
     primary, supporting = names(tier_node("primary_symbols", task())), names(tier_node("supporting_symbols", task()))
-    assert primary["validate_login"] == "symbol hint 'validate_login'"
+    assert primary["validate_login"].startswith("ranked #1 (score ")
     assert supporting["hash_password"] == "used by LoginHandler.validate_login"
     assert supporting["LoginHandler"] == "contains primary LoginHandler.validate_login"
     assert names(tier_node("type_context_symbols", task()))["Credentials"] == "type of LoginRequest"
     assert names(tier_node("outline_symbols", task()))["get"] == "outline of a top-5 file"
 
 
-def test_a_matching_class_that_holds_a_primary_method_is_supporting():
+def test_a_matching_class_that_holds_a_primary_method_is_supporting(monkeypatch):
+    monkeypatch.setattr(precision, "PRIMARY_CANDIDATES", 3)
     query = task(symbol_hints=("LoginHandler", "validate_login"))
-    assert names(tier_node("symbol_matches", query))["LoginHandler"] == "symbol hint 'LoginHandler'"
+    assert names(tier_node("symbol_matches", query))["LoginHandler"].startswith("ranked #3")
     assert "LoginHandler" not in names(tier_node("primary_symbols", query))
     supporting = names(tier_node("supporting_symbols", query))
     assert supporting["LoginHandler"] == "contains primary LoginHandler.validate_login"

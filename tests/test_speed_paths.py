@@ -23,7 +23,7 @@ from drivers import word_cache
 from drivers.indexer import index_repository
 from drivers.kb import KnowledgeBase, live_version, read_metadata, read_tables
 from drivers.word_cache import word_tables
-from drivers.retriever import retrieve
+from drivers.retriever import default_symbol_weights, retrieve
 from tests.fixture_repo import make_repo
 
 QUERY = ["login", "password", "valid", "login", "nowhere"]
@@ -290,27 +290,32 @@ def test_cli_retrieve_does_not_import_parsers_or_the_indexer(indexed):
 
 def test_symbol_tiers_from_the_kb_name_tables_equal_splitting_names_per_request(indexed):
     kb = fresh_kb(indexed)
-    nodes = ("scope", "task_query", "precision_terms", "best_lexical_symbols", "symbol_tiers")
+    nodes = ("scope", "task_query", "precision_terms", "symbol_ranking", "symbol_tiers")
     out = retrieve(kb, "LoginHandler.validate_login rejects a valid password", outputs=nodes).outputs
     t = kb.tables
     per_request = run_node("symbol_tiers", scope=out["scope"], task_query=out["task_query"], kb_symbols=t["symbols"],
                            kb_comments=t["comments"], kb_symbol_edges=t["symbol_edges"],
-                           precision_terms=out["precision_terms"], best_lexical_symbols=out["best_lexical_symbols"])
+                           precision_terms=out["precision_terms"], symbol_ranking=out["symbol_ranking"],
+                           symbol_weight_profile=default_symbol_weights(), budget_mode="fixed")
     assert (out["symbol_tiers"]["tier"] == "primary").any()
     pd.testing.assert_frame_equal(out["symbol_tiers"], per_request)
 
 
 def test_precision_nodes_from_the_kb_symbol_table_equal_those_built_per_request(indexed):
     kb = fresh_kb(indexed)
-    nodes = ("scope", "lexical_query_terms", "symbol_tiers", "best_lexical_symbols", "file_contexts")
+    nodes = ("scope", "task_query", "lexical_query_terms", "precision_terms", "symbol_tiers", "symbol_signal_matrix",
+             "ranked_primaries", "file_contexts")
     out = retrieve(kb, "LoginHandler.validate_login rejects a valid password", outputs=nodes).outputs
     t = kb.tables
     frames = {"kb_symbols": t["symbols"], "kb_comments": t["comments"], "kb_symbol_edges": t["symbol_edges"]}
-    best = run_node("best_lexical_symbols", scope=out["scope"], lexical_query_terms=out["lexical_query_terms"],
-                    symbol_lexicon=kb.symbol_lexicon, **frames)
-    pd.testing.assert_series_equal(out["best_lexical_symbols"], best)
-    contexts = run_node("file_contexts", symbol_tiers=out["symbol_tiers"], scope=out["scope"], kb_files=kb.files,
-                        kb_contents=kb.contents, count_tokens=tokens.count_tokens, **frames)
+    matrix = run_node("symbol_signal_matrix", scope=out["scope"], task_query=out["task_query"], kb_files=kb.files,
+                      kb_contents=kb.contents, lexical_query_terms=out["lexical_query_terms"],
+                      precision_terms=out["precision_terms"], symbol_lexicon=kb.symbol_lexicon,
+                      task_text="LoginHandler.validate_login rejects a valid password", **frames)
+    pd.testing.assert_frame_equal(out["symbol_signal_matrix"], matrix)
+    contexts = run_node("file_contexts", symbol_tiers=out["symbol_tiers"], ranked_primaries=out["ranked_primaries"],
+                        scope=out["scope"], kb_files=kb.files, kb_contents=kb.contents,
+                        count_tokens=tokens.count_tokens, **frames)
     assert contexts and contexts == out["file_contexts"]
 
 

@@ -15,8 +15,9 @@ import pandas as pd
 from dataflows.retrieval.signal_list import SIGNALS
 from dataflows.retrieval.models import CompanionNote, ContextPackage, FileContext, TaskQuery
 from dataflows.retrieval.markdown import edges_between, ordered_files, package_markdown
+from dataflows.retrieval.symbol_signals import SYMBOL_SIGNALS
 
-
+RANKING_ROWS = 20  # rows of the symbol ranking the provenance carries
 
 def included_edges(budgeted_files: list[FileContext], kb_edges: pd.DataFrame) -> tuple[tuple[str, str], ...]:
     """(source path, target path) import edges among the files the package contains, by source then target rank."""
@@ -46,6 +47,8 @@ def context_package(
     scope_warnings: list[str],
     symbol_tiers: pd.DataFrame,
     count_tokens: Callable,
+    symbol_ranking: pd.DataFrame | None = None,
+    auto_budget_stop: dict | None = None,
     pinned_tokens: int = 0,
     companion_notes: tuple[CompanionNote, ...] = (),
     pinned_sections: tuple = (),  # of PinnedSection (Hamilton checks the plain type only)
@@ -60,6 +63,8 @@ def context_package(
         "budget": budget_report | ({"pinned": int(pinned_tokens)} if pinned_sections else {}),
         "warnings": [*scope_warnings, *budget_report.get("warnings", []), *_empty_package_warning(files, scope)],
         "symbols": _symbol_provenance(files, symbol_tiers),
+        "symbol_ranking": _ranking_provenance(symbol_ranking),
+        **({"auto_budget": auto_budget_stop} if auto_budget_stop else {}),
         **{p.name: p.provenance for p in pinned_sections},
     }
 
@@ -99,6 +104,17 @@ def _scope_provenance(scope: pd.DataFrame) -> list[dict]:
         }
         for p, r, t, s, a, v in zip(*columns, rows)
     ]
+
+
+def _ranking_provenance(symbol_ranking: pd.DataFrame | None) -> list[dict]:
+    """The top RANKING_ROWS of the symbol ranking: where each is, its score and every signal's value."""
+    if symbol_ranking is None:
+        return []
+    top = symbol_ranking.head(RANKING_ROWS)
+    values = np.round(top[list(SYMBOL_SIGNALS)].to_numpy(dtype=float), 4).tolist()
+    columns = (top[c].tolist() for c in ("rank", "path", "qualified_name", "kind", "score"))
+    return [{"rank": int(r), "path": str(p), "symbol": str(q), "kind": str(k), "score": round(float(sc), 4),
+             "signals": dict(zip(SYMBOL_SIGNALS, v))} for r, p, q, k, sc, v in zip(*columns, values)]  # fmt: skip
 
 
 def _symbol_provenance(files: tuple[FileContext, ...], symbol_tiers: pd.DataFrame) -> list[dict]:

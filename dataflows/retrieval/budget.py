@@ -4,8 +4,9 @@ Plan: the task gets up to 512 tokens (at most half the budget); the rest is shar
 supporting, 10% type context, 5% rationale, and a section needing less than its share passes the surplus on.
 Outlines (signatures of the top files' other definitions) have no share: they get what the others leave.
 When the package is too big, sections are cut bottom-up (outline, rationale, type context, supporting, tests, primary)
-down to their share, within a section lowest file score first, bodies demoted to signatures before anything is
-evicted. The floor (task + primaries of seed files) goes last. Freed room is refilled best-first, and the real
+down to their share, within a section lowest priority first (a ranked primary's symbol score, else its file's score),
+bodies demoted to signatures before anything is evicted. The floor (task + the FLOOR_RANK best-ranked symbols) goes
+last. Freed room is refilled best-first, and the real
 markdown is measured with `count_tokens` until it fits: `token_count <= budget` holds by construction.
 Nodes: budget_items, budget_item_columns, file_overhead, allotted_task_text, unbudgeted_tokens -> section_room ->
 section_allocation -> budget_cuts (the one cut/measure/refill loop, a frozen BudgetCuts) -> evicted_items,
@@ -22,6 +23,7 @@ import pandas as pd
 
 from dataflows.retrieval.models import BudgetCuts, BudgetPlan, FileContext, TaskQuery
 from dataflows.retrieval.markdown import assertion_bullet, edges_between, ordered_files, package_markdown, symbol_text
+from dataflows.retrieval.precision import FLOOR_RANK
 
 TASK_ALLOCATION = 512
 SECTION_SHARES = {"primary": 0.60, "tests": 0.10, "supporting": 0.15, "type_context": 0.10, "rationale": 0.05,
@@ -50,7 +52,8 @@ def budget_items(file_contexts: list[FileContext], count_tokens: Callable) -> pd
                     "symbol": s.qualified_name,
                     "section": "tests" if is_test and s.relevance == "primary" else s.relevance,
                     "line": s.start_line,
-                    "floor": f.added_by == "seed" and s.relevance == "primary",
+                    "floor": s.relevance == "primary" and s.rank is not None and s.rank <= FLOOR_RANK,
+                    "priority": f.score if s.score is None else s.score,
                     "full": s.tokens + 1,  # +1: the blank line between symbols
                     "demoted": signature + 1,
                     "demotable": demotable,
@@ -58,10 +61,10 @@ def budget_items(file_contexts: list[FileContext], count_tokens: Callable) -> pd
             )
         for pos, a in enumerate(f.test_assertions or ()):
             cost = count_tokens(assertion_bullet(a)) + 1
-            rows.append(base | _piece("assertion", pos, a.partition(": ")[0], "tests", cost))
+            rows.append(base | _piece("assertion", pos, a.partition(": ")[0], "tests", cost, f.score))
         for pos, c in enumerate(f.rationale_comments):
-            rows.append(base | _piece("rationale", pos, None, "rationale", count_tokens(f"- {c}") + 1))
-    columns = ["file", "file_id", "path", "score", "rank", "kind", "pos", "symbol", "section", "line", "floor"]
+            rows.append(base | _piece("rationale", pos, None, "rationale", count_tokens(f"- {c}") + 1, f.score))
+    columns = ["file", "file_id", "path", "score", "rank", "kind", "pos", "symbol", "section", "line", "floor", "priority"]
     return pd.DataFrame(rows, columns=[*columns, "full", "demoted", "demotable"])
 
 
@@ -209,7 +212,7 @@ def budget_plan(
         path, symbol = items["path"].tolist(), items["symbol"].tolist()
         what = "; ".join(f"{path[i]}::{symbol[i]} ({'body demoted' if cuts.state[i] == DEMOTED else 'dropped'})"
                          for i in floor)  # fmt: skip
-        warnings.append(f"budget {code_budget} cannot hold the floor (task + seed primaries): {what}")
+        warnings.append(f"budget {code_budget} cannot hold the floor (task + best-ranked symbols): {what}")
     task_tokens = count_tokens(cuts.task_text)
     sections, tokens = items["section"].astype(object), _tokens(items, cuts.state)
     report = {
@@ -301,7 +304,7 @@ def _refill(items: dict[str, np.ndarray], overhead: np.ndarray, cuts: _Cuts, sla
     state, cut_at = cuts.state.copy(), cuts.cut_at.copy()
     files = items["file"].astype(np.int64)
     open_ = np.flatnonzero((state != FULL) & ~cuts.locked)
-    order = open_[np.lexsort((items["line"][open_], items["rank"][open_], -items["score"][open_], p[open_]))]
+    order = open_[np.lexsort((items["line"][open_], items["rank"][open_], -items["priority"][open_], p[open_]))]
     live = set(files[state != EVICTED].tolist())
     changed = False
     full, demoted, demotable = items["full"].tolist(), items["demoted"].tolist(), items["demotable"].tolist()
@@ -340,10 +343,10 @@ def _entries(cut_items: pd.DataFrame) -> list[dict]:
              "score": float(score), "rank": int(rank)} for path, symbol, kind, section, score, rank in zip(*columns)]
 
 
-def _piece(kind: str, pos: int, symbol: str | None, section: str, cost: int) -> dict:
+def _piece(kind: str, pos: int, symbol: str | None, section: str, cost: int, score: float) -> dict:
     """A non-symbol budget item: it is kept or evicted whole."""
     return {"kind": kind, "pos": pos, "symbol": symbol, "section": section, "line": 0, "floor": False,
-            "full": cost, "demoted": cost, "demotable": False}  # fmt: skip
+            "priority": score, "full": cost, "demoted": cost, "demotable": False}  # fmt: skip
 
 
 def _flowed_allocation(demand: np.ndarray, available: float) -> dict[str, int]:
@@ -375,7 +378,7 @@ def _cut_sequence(
     phase = np.concatenate([np.zeros(body.sum()), np.ones(live.sum())])
     full, demoted = items["full"].astype(np.int64), items["demoted"].astype(np.int64)
     saving = np.where(phase == 0, full[idx] - demoted[idx], demoted[idx])  # an evicted body was demoted first
-    keys = (-items["line"][idx], -items["rank"][idx], items["score"][idx], phase, section[idx])
+    keys = (-items["line"][idx], -items["rank"][idx], items["priority"][idx], phase, section[idx])
     order = np.lexsort(keys)
     return idx[order], np.where(phase[order] == 0, DEMOTED, EVICTED), saving[order]
 

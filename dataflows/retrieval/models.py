@@ -67,6 +67,8 @@ class SymbolContext:
     end_line: int
     tokens: int  # tokens this symbol costs in the package as it stands
     reason: str = ""  # why it was included (provenance)
+    rank: int | None = None  # its place in the symbol ranking, for a ranked primary
+    score: float | None = None  # ... and its score: the budget cuts the lowest first
 
 
 @dataclass(frozen=True)

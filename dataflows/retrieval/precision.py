@@ -1,7 +1,9 @@
 """Stage 2 precision (seed 001 step 4): which symbols of the scoped files enter the package, and at what depth.
 
-primary       name matches a symbol hint / trace frame / distinctive task keywords, or (seed files) its docstring
-              or comments do; if no seed file has one, the seed files' symbols of the task's kind are promoted
+primary       the best of the symbol ranking (`symbol_signals`: one row per function, method and class of the scope's
+              source files, one column per signal), PRIMARY_CANDIDATES of them; the budget keeps the best that fit.
+              With `--budget auto` only those near the best score (AUTO_SHARE), and nothing else but their holders.
+              In test files: tests whose name matches a symbol hint / trace frame / distinctive task keywords
 supporting    used by a primary (kb_symbol_edges: calls, imports, same-file calls), or the class around a primary
 type_context  class / interface / enum / type alias a primary or supporting symbol names as annotation or base,
               followed transitively
@@ -9,7 +11,7 @@ outline       any other definition of a top-ranked source file, by signature: th
               what else is there; the budget fills it last from what the tiers above leave unused
 excluded      everything else; and every symbol of a test file that has no test matching the task
 Only scoped symbols are classified; bodies are sliced from kb_contents for the files that contribute something.
-Each tier is a node (symbol_id -> reason): symbol_matches -> primary_holders -> primary_symbols -> live_test_files
+Each tier is a node (symbol_id -> reason): ranked_primaries, symbol_matches -> primary_holders -> primary_symbols -> live_test_files
 -> supporting_symbols -> type_context_symbols -> outline_symbols; symbol_tiers joins them into one frame.
 """
 
@@ -25,18 +27,10 @@ from dataflows.lexical import Bm25Index
 from dataflows.retrieval import vocabulary
 from dataflows.retrieval.models import TIER_ORDER, FileContext, ScopedSymbols, SymbolContext, TaskQuery
 from dataflows.retrieval.markdown import symbol_text
-from dataflows.text import terms
+from dataflows.retrieval.symbol_signals import SYMBOL_SIGNALS
 
 TYPE_KINDS = ("class", "interface", "enum", "type_alias")
 TYPE_EDGE_KINDS = ("annotation", "base")
-# seed step 4.2: the kind promoted in seed files when nothing in them matched
-PROMOTED_KINDS = {
-    "bug_fix": ("function", "method"),
-    "feature": ("class", "interface"),
-    "refactor": ("class", "function", "method"),
-    "test": ("function", "method"),
-    "investigation": ("function", "method"),
-}
 COMMON_TERM_WEIGHT = 0.5  # a term many symbols share counts half: two of them, or one distinctive term, make a match
 COMMON_DF_SHARE = 0.01  # a term in more than 1% of the symbols (and more than COMMON_DF_MIN) is common
 COMMON_DF_MIN = 5
@@ -44,9 +38,14 @@ MATCH_WEIGHT = 1.0  # matched-term weight a name / docstring needs
 NAME_COVERAGE = 0.5  # share of a name's words the task must mention (all of them unless two strong words match)
 TYPE_BODY_MAX_TOKENS = 160  # small type definitions (dataclasses, enums) are shown whole, bigger ones by signature
 MAX_TYPE_HOPS = 8
-LEXICAL_BACKFILL_RANK = 10  # top-ranked files without a name match still contribute their best BM25 definition
 OUTLINE_RANK = 5  # the top source files are outlined: their remaining definitions by signature
 OUTLINE_KINDS = ("class", "interface", "enum", "type_alias", "function", "method")
+PRIMARY_CANDIDATES = 60  # ranked symbols offered a body; the budget cuts the lowest-scored first ...
+PRIMARY_SHARE = 0.5  # ... among those scoring at least this share of the best (the rest are context, not the task)
+FLOOR_RANK = 2  # the best-ranked symbols are the package's floor: cut last
+AUTO_SHARE = 0.9  # --budget auto: bodies of the symbols scoring at least this share of the best ...
+AUTO_MAX = 5  # ... at most this many
+REASON_SIGNALS = 3  # a ranked primary's reason names its strongest signals
 _ASSERTION = re.compile(
     r"^\s*(assert\b|self\.assert\w*\(|(?:await\s+)?expect\(|assert_eq!|assert_ne!|assert!|debug_assert|t\.(?:Errorf|Fatalf|Error|Fatal)\(|"
     r"require\.\w+\(|(?:Assert|Assertions)\.\w+\(|assert\w+\(|pytest\.raises\()"
@@ -60,43 +59,6 @@ def precision_terms(task_query: TaskQuery, symbol_lexicon: Bm25Index) -> pd.Seri
     common_df = max(COMMON_DF_MIN, COMMON_DF_SHARE * n_docs)
     df = np.array([symbol_lexicon.document_frequency(w) for w in words], dtype=float)
     return pd.Series(np.where(df > common_df, COMMON_TERM_WEIGHT, 1.0), index=pd.Index(words, dtype="object"))
-
-
-def best_lexical_symbols(
-    scope: pd.DataFrame,
-    kb_symbols: pd.DataFrame,
-    lexical_query_terms: list[str],
-    symbol_lexicon: Bm25Index,
-    kb_symbol_table: vocabulary.SymbolTable,
-) -> pd.Series:
-    """symbol_id -> reason: the best BM25-matching definition of each top-ranked non-test scoped file.
-
-    A file ranked high on its contents may define nothing whose *name* matches the task; without this its
-    code would never reach the package, however much budget is left.
-    """
-    top = scope[(scope["rank"] <= LEXICAL_BACKFILL_RANK) & ~scope["is_test"].fillna(False).astype(bool)]
-    file_id, kind, symbol_id = kb_symbol_table.file_id, kb_symbol_table.kind, kb_symbol_table.symbol_id
-    rows = np.flatnonzero(np.isin(file_id, top.index.to_numpy()))
-    rows = rows[np.isin(kind[rows], ["function", "method", "class"])]
-    if not len(rows) or not lexical_query_terms or len(symbol_lexicon.doc_ids) == 0:
-        return pd.Series(dtype=object)
-    ids = symbol_id[rows]
-    score = _scores_of(symbol_lexicon, lexical_query_terms, ids)
-    hit = np.flatnonzero(score > 0)
-    order = hit[np.lexsort((-score[hit], file_id[rows][hit]))]  # per file, best score first (ties: KB order)
-    files = file_id[rows][order]
-    best = order[np.r_[True, files[1:] != files[:-1]]] if len(order) else order
-    return pd.Series("best lexical match in a top-ranked file", index=ids[best], dtype=object)
-
-
-def _scores_of(lexicon: Bm25Index, query_terms: list[str], doc_ids: np.ndarray) -> np.ndarray:
-    """BM25 scores of these docs (0 for docs the lexicon does not have)."""
-    scores = lexicon.scores(query_terms)
-    known = lexicon.doc_ids
-    if len(known) > 1 and not (known[1:] > known[:-1]).all():
-        return scores.reindex(doc_ids).fillna(0.0).to_numpy()
-    at = np.minimum(np.searchsorted(known, doc_ids), len(known) - 1)
-    return np.where(known[at] == doc_ids, scores.to_numpy()[at], 0.0)
 
 
 def scoped_symbols(scope: pd.DataFrame, kb_symbol_table: vocabulary.SymbolTable) -> ScopedSymbols:
@@ -115,28 +77,58 @@ def scoped_symbols(scope: pd.DataFrame, kb_symbol_table: vocabulary.SymbolTable)
                          src[inside], dst[inside], np.isin(table.edge_kind[inside], TYPE_EDGE_KINDS))  # fmt: skip
 
 
+def ranked_primaries(symbol_ranking: pd.DataFrame, symbol_weights: dict[str, float],
+                     budget_mode: str) -> pd.DataFrame:
+    """The top of the symbol ranking offered a body (symbol_id, rank, score, reason): up to PRIMARY_CANDIDATES
+    scoring at least PRIMARY_SHARE of the best, or with `budget_mode` 'auto' at least AUTO_SHARE (at most AUTO_MAX)."""
+    ranked = symbol_ranking[symbol_ranking["score"] > 0]
+    share, most = (AUTO_SHARE, AUTO_MAX) if budget_mode == "auto" else (PRIMARY_SHARE, PRIMARY_CANDIDATES)
+    if len(ranked):
+        ranked = ranked[ranked["score"] >= share * ranked["score"].iloc[0]].head(most)
+    return pd.DataFrame({"symbol_id": ranked["symbol_id"].to_numpy(), "rank": ranked["rank"].to_numpy(),
+                         "score": ranked["score"].to_numpy(dtype=float),
+                         "reason": _ranking_reasons(ranked, symbol_weights)})  # fmt: skip
+
+
+def auto_budget_stop(symbol_ranking: pd.DataFrame, ranked_primaries: pd.DataFrame, primary_symbols: pd.Series,
+                     budget_mode: str) -> dict | None:
+    """Where and why `--budget auto` stopped adding bodies (None for a fixed budget): how many ranked symbols it
+    kept, how many show a body (a class holding a kept method shows its signature), the first left out, the rule."""
+    if budget_mode != "auto":
+        return None
+    scores = symbol_ranking["score"].to_numpy(dtype=float)
+    best = float(scores[0]) if len(scores) else 0.0
+    kept = len(ranked_primaries)
+    nxt = symbol_ranking.iloc[kept] if kept < len(symbol_ranking) else None
+    if nxt is None:
+        why = "no more ranked symbols"
+    elif kept >= AUTO_MAX:
+        why = f"at most {AUTO_MAX} bodies"
+    else:
+        why = f"the next score {float(nxt['score']):.3f} is below {AUTO_SHARE:g} x the best ({best:.3f})"
+    return {"ranked_kept": kept, "bodies": int(len(primary_symbols)), "best_score": round(best, 4), "share": AUTO_SHARE, "max_bodies": AUTO_MAX,
+            "next": None if nxt is None else f"{nxt['path']}::{nxt['qualified_name']}", "reason": why}  # fmt: skip
+
+
 def symbol_matches(
     scoped_symbols: ScopedSymbols,
     kb_symbol_table: vocabulary.SymbolTable,
     task_query: TaskQuery,
     scope: pd.DataFrame,
     precision_terms: pd.Series,
-    best_lexical_symbols: pd.Series,
+    ranked_primaries: pd.DataFrame,
+    budget_mode: str,
 ) -> pd.Series:
-    """symbol_id -> why it matches the task (docstring, name, trace frame, hint; else the task's kind in a seed file,
-    or a file's best lexical match): the primary candidates, before the symbols holding another one step down."""
+    """symbol_id -> why it is a primary candidate: the ranked primaries of the source files, and in test files the
+    tests whose name matches the task (name, trace frame, hint); holders of another one are stepped down next."""
     s, table = scoped_symbols, kb_symbol_table
-    primary = _primary_reasons(s, table, task_query, scope, precision_terms)
-    if not ((primary != "") & s.seed & ~s.is_test).any():
-        kinds = PROMOTED_KINDS.get(task_query.task_type, ("function", "method"))
-        promoted = s.seed & ~s.is_test & np.isin(s.kind, kinds)
-        primary[promoted & (primary == "")] = f"promoted: {task_query.task_type} kind in seed file"
-    if len(best_lexical_symbols):
-        backfill = best_lexical_symbols.reindex(s.symbol_id).to_numpy(dtype=object)
-        files_with_primary = np.unique(s.file_id[primary != ""])
-        take = ~pd.isna(backfill) & ~np.isin(s.file_id, files_with_primary) & (primary == "")
-        primary[take] = backfill[take]
-    return _by_symbol(s, primary != "", primary)
+    reason = np.full(len(s.rows), "", dtype=object)
+    if budget_mode != "auto":
+        tests = _primary_reasons(s, table, task_query, scope, precision_terms)
+        reason[s.is_test] = tests[s.is_test]
+    at = s.local[table.rows.get_indexer(ranked_primaries["symbol_id"].to_numpy())]
+    reason[at] = ranked_primaries["reason"].to_numpy(dtype=object)
+    return _by_symbol(s, reason != "", reason)
 
 
 def primary_holders(
@@ -170,13 +162,16 @@ def supporting_symbols(
     live_test_files: np.ndarray,
     scoped_symbols: ScopedSymbols,
     kb_symbol_table: vocabulary.SymbolTable,
+    budget_mode: str,
 ) -> pd.Series:
-    """symbol_id -> reason: the holders of primaries, and what a primary uses (kb_symbol_edges other than to the
-    types it names), each by signature."""
+    """symbol_id -> reason: the holders of primaries, and (unless the budget is 'auto') what a primary uses
+    (kb_symbol_edges other than to the types it names), each by signature."""
     s, table = scoped_symbols, kb_symbol_table
     primary, holder = _mask(s, table, primary_symbols), _mask(s, table, primary_holders)
     reason = np.full(len(s.rows), "", dtype=object)
     reason[_positions(s, table, primary_holders)] = primary_holders.to_numpy(dtype=object)
+    if budget_mode == "auto":
+        return _by_symbol(s, reason != "", reason)
     src, dst = s.edge_src, s.edge_dst
     calls = primary[src] & ~(s.type_edge & np.isin(s.kind, TYPE_KINDS)[dst])
     first = _first_of_each(dst[calls])
@@ -192,10 +187,13 @@ def type_context_symbols(
     live_test_files: np.ndarray,
     scoped_symbols: ScopedSymbols,
     kb_symbol_table: vocabulary.SymbolTable,
+    budget_mode: str,
 ) -> pd.Series:
     """symbol_id -> 'type of X': classes, interfaces, enums and type aliases a primary or supporting symbol names as
-    annotation or base, followed transitively (up to MAX_TYPE_HOPS)."""
+    annotation or base, followed transitively (up to MAX_TYPE_HOPS); none when the budget is 'auto'."""
     s, table = scoped_symbols, kb_symbol_table
+    if budget_mode == "auto":
+        return _by_symbol(s, np.zeros(len(s.rows), dtype=bool), np.full(len(s.rows), "", dtype=object))
     frontier = _mask(s, table, primary_symbols) | _mask(s, table, supporting_symbols)
     candidates = _allowed(s, live_test_files) & np.isin(s.kind, TYPE_KINDS)
     reason = np.full(len(s.rows), "", dtype=object)
@@ -216,10 +214,13 @@ def outline_symbols(
     type_context_symbols: pd.Series,
     scoped_symbols: ScopedSymbols,
     kb_symbol_table: vocabulary.SymbolTable,
+    budget_mode: str,
 ) -> pd.Series:
     """symbol_id -> reason: every other definition of a top-ranked source file (OUTLINE_RANK), by signature: the
-    file's map, filled last by the budget."""
+    file's map, filled last by the budget (none when the budget is 'auto')."""
     s, table = scoped_symbols, kb_symbol_table
+    if budget_mode == "auto":
+        return _by_symbol(s, np.zeros(len(s.rows), dtype=bool), np.full(len(s.rows), "", dtype=object))
     tiered = np.zeros(len(s.rows), dtype=bool)
     for chosen in (primary_symbols, supporting_symbols, type_context_symbols):
         tiered |= _mask(s, table, chosen)
@@ -258,6 +259,7 @@ def symbol_tiers(
 
 def file_contexts(
     symbol_tiers: pd.DataFrame,
+    ranked_primaries: pd.DataFrame,
     scope: pd.DataFrame,
     kb_files: pd.DataFrame,
     kb_symbols: pd.DataFrame,
@@ -272,6 +274,10 @@ def file_contexts(
     picked = kb_symbols.take(rows.get_indexer(chosen["symbol_id"].to_numpy()))
     columns = {c: picked[c].tolist() for c in picked.columns}  # the chosen symbols only: tens to hundreds
     columns |= {"tier": chosen["tier"].tolist(), "reason": chosen["reason"].tolist()}
+    ranked = ranked_primaries.set_index("symbol_id").reindex(chosen["symbol_id"].to_numpy())
+    primary = (chosen["tier"] == "primary").to_numpy()
+    columns |= {"rank": np.where(primary, ranked["rank"].to_numpy(dtype=float), np.nan).tolist(),
+                "score": np.where(primary, ranked["score"].to_numpy(dtype=float), np.nan).tolist()}
     by_file: dict[int, list[dict]] = {}
     for record in (dict(zip(columns, values)) for values in zip(*columns.values())):
         by_file.setdefault(record["file_id"], []).append(record)
@@ -341,19 +347,30 @@ def _allowed(s: ScopedSymbols, live_test_files: np.ndarray) -> np.ndarray:
     return ~s.is_test | np.isin(s.file_id, live_test_files)
 
 
+def _ranking_reasons(ranked: pd.DataFrame, weights: dict[str, float]) -> list[str]:
+    """'ranked #2 (score 0.61): mention 1.00, name 0.80, file 0.95' for each ranked symbol: its strongest
+    weighted signals."""
+    names = [n for n in SYMBOL_SIGNALS if weights.get(n, 0.0) > 0]
+    if not len(ranked):
+        return []
+    values = ranked[names].to_numpy(dtype=float)
+    weighted = values * np.array([weights[n] for n in names])
+    out = []
+    for rank, score, row, contribution in zip(ranked["rank"].tolist(), ranked["score"].tolist(), values, weighted):
+        top = [i for i in np.argsort(-contribution, kind="stable")[:REASON_SIGNALS] if contribution[i] > 0]
+        out.append(f"ranked #{rank} (score {score:.2f}): " + ", ".join(f"{names[i]} {row[i]:.2f}" for i in top))
+    return out
+
+
 def _primary_reasons(
     s: ScopedSymbols, table: vocabulary.SymbolTable, task_query: TaskQuery, scope: pd.DataFrame, weights: pd.Series
 ) -> np.ndarray:
-    """Why each scoped symbol is primary ('' when it is not): seed docstring, name keywords, trace frame, hint
-    (a later reason wins)."""
+    """Why each scoped symbol matches the task by name ('' when it does not): name keywords, trace frame, hint
+    (a later reason wins); what makes a test in a test file primary."""
     reason = np.full(len(s.rows), "", dtype=object)
     is_test_fn = table.is_test_fn[s.rows]
     eligible = ~s.is_test | is_test_fn  # in test files only tests can be primary
     weight_of = {str(w): float(v) for w, v in weights.items()}
-    for i in np.flatnonzero(s.seed & ~s.is_test):  # seed files' symbols only: tens to hundreds
-        words = sorted((set(terms(table.doc_text[s.rows[i]])) - {"test"}) & weight_of.keys())
-        if sum(weight_of[w] for w in words) >= MATCH_WEIGHT:
-            reason[i] = "docstring/comments mention " + ", ".join(f"'{w}'" for w in words)
 
     hit, matched, weight = _name_term_hits(table, weight_of)
     code = table.name_code[s.rows]
@@ -455,6 +472,8 @@ def _symbol_context(symbol_id: int, s: dict, lines: list[str], language: str, co
         start_line=start,
         end_line=end,
         reason=str(s["reason"]),
+        rank=None if np.isnan(s["rank"]) else int(s["rank"]),
+        score=None if np.isnan(s["score"]) else float(s["score"]),
     )
     rendered = symbol_text(SymbolContext(**fields, tokens=0), language)
     return SymbolContext(**fields, tokens=int(count_tokens(rendered)))  # what its rendering costs

@@ -1,0 +1,342 @@
+"""The symbol signal matrix (issue 17): which function bodies of the scope the task is about, signal by signal.
+
+The file matrix decides which files; this one ranks the definitions inside them, one row per candidate symbol
+(functions, methods and classes of the scope's source files) and one 0-1 column per signal:
+
+lexical    BM25 of the task's query terms over the symbol's chunk (name, signature, docstring, body, comments)
+name       the task's words cover the symbol's name (all its words, or half of them with two strong words)
+mention    the task names it: exact, qualified or dotted (`Model.save`), or its bare name
+trace      a stack-trace frame is in it (its file found by path suffix, installed-package paths included)
+message    an error or log message the task quotes is written in its body
+calls      call-graph nearness to a symbol the task mentions, traces or quotes (1 hop .5, 2 hops .33)
+hierarchy  an ancestor class of a class the task is about, or the same-named method in one (fixes land in bases)
+tests      called by a test the task names
+file       its file's score relative to the top file
+file_top   1 / its file's rank: the top file's definitions first
+lexical_in_file  its lexical score over the best of its own file's: which definition of a file the task is about
+size       log of its body's tokens over log 4096, capped at 1: fixes land in bigger functions more often (a prior)
+callable   1 for a function or method: a class's methods are ranked themselves, and a fix lands in one more often
+
+`symbol_ranking` adds the weighted sum and the rank; the weights are fitted by `drivers/tune_symbols.py`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from dataflows.lexical import Bm25Index
+from dataflows.retrieval import vocabulary
+from dataflows.retrieval.hints import path_matches
+from dataflows.retrieval.models import ScopedSymbols, TaskQuery
+
+CANDIDATE_KINDS = ("function", "method", "class")
+SYMBOL_SIGNALS = ("lexical", "name", "mention", "trace", "message", "calls", "hierarchy", "tests", "file",
+                  "file_top", "lexical_in_file", "size", "callable")
+# hand-set weights; data/symbol_weights.toml (fitted, leave-one-repository-out) replaces them when present
+DEFAULT_SYMBOL_WEIGHTS = {"lexical": 0.30, "name": 0.15, "mention": 0.20, "trace": 0.20, "message": 0.20,
+                          "calls": 0.05, "hierarchy": 0.05, "tests": 0.10, "file": 0.25,
+                          "file_top": 0.0, "lexical_in_file": 0.0, "size": 0.0, "callable": 0.0}  # fmt: skip
+SIZE_SCALE = np.log(4096)
+CALL_HOPS = 2
+STRONG_WEIGHT = 2.0  # matched name-term weight that lets half a name's words count as a match
+MIN_MESSAGE_CHARS = 12
+_FRAME = re.compile(r'File "([^"]+)", line (\d+)(?:, in ([\w<>.]+))?')
+_INSTALLED = re.compile(r"^.*?/(?:site|dist)-packages/")
+_CALLED = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
+_INLINE_EXCEPTION = re.compile(r"\b[A-Z]\w*(?:Error|Exception|Warning): ([^\n]{8,300})")
+_MESSAGE_SPLIT = re.compile(r"""[{}%'"`]|\s[<>]\s|\b0x[0-9a-f]+\b|\d+(?:\.\d+)?""")
+
+
+def symbol_candidates(scoped_symbols: ScopedSymbols) -> np.ndarray:
+    """Positions among the scoped symbols that can be ranked: functions, methods and classes of source files."""
+    s = scoped_symbols
+    return np.flatnonzero(~s.is_test & np.isin(s.kind, CANDIDATE_KINDS))
+
+
+def symbol_task_frames(task_text: str, kb_files: pd.DataFrame) -> pd.DataFrame:
+    """(file_id, line, function, depth) of each Python stack-trace frame found in the KB: the path as written, or
+    its part after site-/dist-packages, matched as a path suffix; depth 1 is the innermost frame."""
+    frames = [(_INSTALLED.sub("", p.replace("\\", "/")).lstrip("./"), int(n), f or "") for p, n, f in _FRAME.findall(task_text)]
+    paths = kb_files["path"].astype(str)
+    rows = []
+    for depth, (path, line, function) in enumerate(reversed(frames), start=1):
+        for file_id in kb_files.loc[path_matches(paths, path).to_numpy(dtype=bool), "file_id"].tolist()[:3]:
+            rows.append((int(file_id), line, function, depth))
+    return pd.DataFrame(rows, columns=["file_id", "line", "function", "depth"])
+
+
+def task_messages(task_query: TaskQuery) -> list[str]:
+    """Literal fragments of the messages the task quotes (exception text, also mid-sentence, quoted strings) worth
+    finding in code: placeholders and numbers split them, fragments under MIN_MESSAGE_CHARS are dropped."""
+    out = []
+    for pattern in [*task_query.error_patterns, *_INLINE_EXCEPTION.findall(task_query.raw_description)]:
+        message = pattern.split(": ", 1)[1] if re.match(r"^[\w.]+: ", pattern) else pattern
+        out += [f.strip(" .,:;()[]") for f in _MESSAGE_SPLIT.split(message)]
+    return list(dict.fromkeys(f for f in out if len(f) >= MIN_MESSAGE_CHARS and " " in f))
+
+
+def symbol_signal_matrix(
+    symbol_candidates: np.ndarray,
+    scoped_symbols: ScopedSymbols,
+    kb_symbol_table: vocabulary.SymbolTable,
+    kb_symbols: pd.DataFrame,
+    kb_contents: pd.DataFrame,
+    scope: pd.DataFrame,
+    task_query: TaskQuery,
+    lexical_query_terms: list[str],
+    symbol_lexicon: Bm25Index,
+    precision_terms: pd.Series,
+    symbol_task_frames: pd.DataFrame,
+    task_messages: list[str],
+) -> pd.DataFrame:
+    """One row per candidate symbol: symbol_id, file_id, path, qualified_name, kind, lines, body tokens, file rank,
+    and every signal of SYMBOL_SIGNALS in [0, 1]."""
+    s, table, c = scoped_symbols, kb_symbol_table, symbol_candidates
+    kb_rows = s.rows[c]
+    at = table.rows.get_indexer(s.symbol_id[c])
+    start, end = table.start_line[kb_rows], kb_symbols["end_line"].to_numpy()[at]
+    weight_of = {str(w): float(v) for w, v in precision_terms.items()}
+    mention = _mention(s, table, task_query)
+    trace = _trace(s, table, kb_rows, symbol_task_frames, start, end, c)
+    message = _message(s, c, kb_contents, task_messages, start, end)
+    anchors = np.zeros(len(s.rows), dtype=bool)
+    anchors[c] = (mention[c] > 0) | (trace > 0) | (message > 0)
+    signals = {
+        "lexical": _lexical(s, c, lexical_query_terms, symbol_lexicon),
+        "name": _name(table, kb_rows, weight_of),
+        "mention": mention[c],
+        "trace": trace,
+        "message": message,
+        "calls": _nearness(s, anchors)[c],
+        "hierarchy": _hierarchy(s, table, anchors | (mention > 0), task_query)[c],
+        "tests": _tested(s, table, task_query, kb_symbols, kb_contents, c),
+        "file": _file(scope, s, c),
+    }
+    frame = pd.DataFrame({
+        "symbol_id": s.symbol_id[c],
+        "file_id": s.file_id[c],
+        "path": scope["path"].to_numpy(dtype=object)[s.at[c]],
+        "qualified_name": s.qualified_name[c],
+        "kind": s.kind[c],
+        "start_line": start,
+        "end_line": end,
+        "body_tokens": kb_symbols["body_tokens"].to_numpy()[at],
+        "file_rank": s.rank[c],
+    })
+    lexical = frame.assign(lexical=signals["lexical"]).groupby("file_id")["lexical"].transform("max").to_numpy()
+    signals |= {
+        "file_top": 1.0 / np.maximum(frame["file_rank"].to_numpy(dtype=float), 1.0),
+        "lexical_in_file": np.divide(signals["lexical"], lexical, out=np.zeros(len(c)), where=lexical > 0),
+        "size": np.log1p(frame["body_tokens"].fillna(0).to_numpy(dtype=float)) / SIZE_SCALE,
+        "callable": (frame["kind"] != "class").to_numpy(dtype=float),
+    }
+    for name in SYMBOL_SIGNALS:
+        frame[name] = np.clip(np.asarray(signals[name], dtype=float), 0.0, 1.0)
+    return frame
+
+
+def symbol_ranking(symbol_signal_matrix: pd.DataFrame, symbol_weights: Mapping[str, float]) -> pd.DataFrame:
+    """The symbol matrix with `score` (weighted sum of its signals) and `rank` (1 = best), best first; ties go to
+    the better-ranked file, then the earlier line."""
+    m = symbol_signal_matrix
+    score = np.zeros(len(m))
+    for name in SYMBOL_SIGNALS:
+        score += float(symbol_weights.get(name, 0.0)) * m[name].to_numpy(dtype=float)
+    ranked = m.assign(score=score)
+    ranked = ranked.sort_values(["score", "file_rank", "start_line"], ascending=[False, True, True], kind="stable")
+    return ranked.assign(rank=np.arange(1, len(ranked) + 1)).reset_index(drop=True)
+
+
+def symbol_weights(symbol_weight_profile: dict | None) -> dict[str, float]:
+    """The weights of the symbol signals: the fitted profile when there is one, else the hand-set defaults."""
+    return dict(symbol_weight_profile or DEFAULT_SYMBOL_WEIGHTS)
+
+
+# --- the signals ---------------------------------------------------------------------------------------------------
+
+
+def _lexical(s: ScopedSymbols, c: np.ndarray, query_terms: list[str], lexicon: Bm25Index) -> np.ndarray:
+    """BM25 of the query terms over each candidate's chunk, divided by the best candidate's."""
+    if not len(c) or not query_terms or len(lexicon.doc_ids) == 0:
+        return np.zeros(len(c))
+    scores = lexicon.scores(query_terms).reindex(s.symbol_id[c]).fillna(0.0).to_numpy(dtype=float)
+    best = scores.max() if len(scores) else 0.0
+    return scores / best if best > 0 else scores
+
+
+def _name(table: vocabulary.SymbolTable, kb_rows: np.ndarray, weight_of: dict[str, float]) -> np.ndarray:
+    """How well the task's words cover each name: the covered share, counted only for a strong enough match."""
+    vocab = table.term_vocabulary
+    term_weight = np.zeros(len(vocab))
+    if len(vocab) and weight_of:
+        words = np.array(list(weight_of), dtype=object)
+        at = np.searchsorted(vocab, words)
+        ok = at < len(vocab)
+        ok[ok] = vocab[at[ok]] == words[ok]
+        term_weight[at[ok]] = np.array(list(weight_of.values()))[ok]
+    row_weight = term_weight[table.name_term_id]
+    n_names = len(table.name_term_total)
+    matched = np.bincount(table.name_term_code[row_weight > 0], minlength=n_names)
+    weight = np.bincount(table.name_term_code, weights=row_weight, minlength=n_names)
+    code = table.name_code[kb_rows]
+    named = code >= 0
+    code = np.where(named, code, 0)
+    total = np.where(named, table.name_term_total[code], 0)
+    coverage = np.divide(matched[code], total, out=np.zeros(len(code)), where=total > 0)
+    strong = (coverage >= 1.0) | ((coverage >= 0.5) & (weight[code] >= STRONG_WEIGHT))
+    return np.where(named & strong & (weight[code] >= 1.0), coverage, 0.0)
+
+
+def _mention(s: ScopedSymbols, table: vocabulary.SymbolTable, task_query: TaskQuery) -> np.ndarray:
+    """Per scoped symbol: 1 when the task names it qualified (or its dotted tail), 0.6 when only by bare name."""
+    out = np.zeros(len(s.rows))
+    qualified = pd.Series(table.qualified_norm[s.rows], dtype=object)
+    names = table.name_norm[s.rows]
+    for key in {vocabulary.norm(h) for h in task_query.symbol_hints}:
+        if not key:
+            continue
+        if "." in key:
+            hit = (qualified == key) | qualified.str.endswith("." + key, na=False)
+            out = np.maximum(out, hit.to_numpy(dtype=bool).astype(float))
+        else:
+            out = np.maximum(out, np.where(names == key, 0.6, 0.0))
+            out = np.maximum(out, np.where(qualified.to_numpy(dtype=object) == key, 1.0, 0.0))
+    return out
+
+
+def _trace(s: ScopedSymbols, table: vocabulary.SymbolTable, kb_rows: np.ndarray, frames: pd.DataFrame,
+           start: np.ndarray, end: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """1 for the symbol holding the innermost frame's line, less for outer frames (1 / depth), the innermost
+    holder only; a frame whose function name matches but whose line is outside still counts half."""
+    out = np.zeros(len(c))
+    file_id, name = s.file_id[c], s.name[c]
+    for frame_file, line, function, depth in frames.itertuples(index=False):
+        in_file = file_id == frame_file
+        holds = in_file & (start <= line) & (line <= end)
+        if holds.any():
+            span = np.where(holds, end - start, np.inf)
+            out[np.argmin(span)] = max(out[np.argmin(span)], 1.0 / depth)
+        named = in_file & (name == function.split(".")[-1])
+        out[named] = np.maximum(out[named], 0.5 / depth)
+    return out
+
+
+def _message(s: ScopedSymbols, c: np.ndarray, kb_contents: pd.DataFrame, messages: list[str],
+             start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """1 for the innermost candidate whose lines contain a message fragment the task quotes."""
+    out = np.zeros(len(c))
+    if not messages or not len(c):
+        return out
+    files = np.unique(s.file_id[c])
+    texts = kb_contents[kb_contents["file_id"].isin(files)].drop_duplicates("file_id")
+    lowered = [m.lower() for m in messages]
+    for file_id, text in zip(texts["file_id"].tolist(), texts["text"].tolist()):
+        low = text.lower()
+        lines = [low.count("\n", 0, at) + 1 for m in lowered for at in _find_all(low, m)]
+        in_file = np.flatnonzero(s.file_id[c] == file_id)
+        for line in lines:
+            holds = in_file[(start[in_file] <= line) & (line <= end[in_file])]
+            if len(holds):
+                out[holds[np.argmin(end[holds] - start[holds])]] = 1.0
+    return out
+
+
+def _find_all(text: str, needle: str) -> list[int]:
+    found, at = [], text.find(needle)
+    while at >= 0 and len(found) < 20:
+        found.append(at)
+        at = text.find(needle, at + 1)
+    return found
+
+
+def _nearness(s: ScopedSymbols, anchors: np.ndarray) -> np.ndarray:
+    """Per scoped symbol: 1 / (1 + hops) to the nearest anchor over symbol edges either way, up to CALL_HOPS."""
+    out = np.zeros(len(s.rows))
+    if not anchors.any() or not len(s.edge_src):
+        return out
+    reached = anchors.copy()
+    frontier = anchors.copy()
+    for hop in range(1, CALL_HOPS + 1):
+        nxt = np.zeros(len(s.rows), dtype=bool)
+        nxt[s.edge_dst[frontier[s.edge_src]]] = True
+        nxt[s.edge_src[frontier[s.edge_dst]]] = True
+        nxt &= ~reached
+        out[nxt] = 1.0 / (1 + hop)
+        reached |= nxt
+        frontier = nxt
+    return out
+
+
+def _hierarchy(s: ScopedSymbols, table: vocabulary.SymbolTable, anchors: np.ndarray, task_query: TaskQuery) -> np.ndarray:
+    """Per scoped symbol: 1 for an ancestor class (base edges, transitively) of a class the task is about (named,
+    holding an anchor, or the head of a dotted name such as `Order.save`), and for the method of an anchor's name
+    (or a dotted name's tail) in an ancestor or a subclass."""
+    out = np.zeros(len(s.rows))
+    base = np.isin(table.edge_kind[_scoped_edges(s, table)], ("base",)) if len(table.edge_src) else np.array([], bool)
+    src, dst = _scoped_pairs(s, table)
+    src, dst = src[base], dst[base]
+    if not len(src):
+        return out
+    parent = np.where(table.parent[s.rows] >= 0, s.local[np.maximum(table.parent[s.rows], 0)], -1)
+    about = anchors & (s.kind == "class")
+    held = anchors & (parent >= 0)
+    about[parent[held]] = True
+    dotted = [h.rsplit(".", 1) for h in task_query.symbol_hints if "." in h]
+    about |= (s.kind == "class") & np.isin(s.name, [head.rsplit(".", 1)[-1] for head, _ in dotted])
+    classes = about.copy()
+    for _ in range(8):  # ancestors
+        up = np.zeros(len(s.rows), dtype=bool)
+        up[dst[classes[src]]] = True
+        up &= ~classes
+        if not up.any():
+            break
+        out[up] = 1.0
+        classes |= up
+    down = np.zeros(len(s.rows), dtype=bool)
+    down[src[about[dst]]] = True  # direct subclasses
+    family = classes | down
+    methods = anchors & (parent >= 0) & np.isin(s.kind, ("method", "function"))
+    wanted = set(s.name[methods].tolist()) | {tail for _, tail in dotted}
+    same = (parent >= 0) & np.isin(s.name, list(wanted)) & ~anchors
+    same[same] = family[parent[same]]
+    out[same] = 1.0
+    return out
+
+
+def _scoped_edges(s: ScopedSymbols, table: vocabulary.SymbolTable) -> np.ndarray:
+    """Positions in the KB's symbol edges whose two ends are scoped."""
+    return np.flatnonzero((s.local[table.edge_src] >= 0) & (s.local[table.edge_dst] >= 0))
+
+
+def _scoped_pairs(s: ScopedSymbols, table: vocabulary.SymbolTable) -> tuple[np.ndarray, np.ndarray]:
+    at = _scoped_edges(s, table)
+    return s.local[table.edge_src[at]], s.local[table.edge_dst[at]]
+
+
+def _tested(s: ScopedSymbols, table: vocabulary.SymbolTable, task_query: TaskQuery, kb_symbols: pd.DataFrame,
+            kb_contents: pd.DataFrame, c: np.ndarray) -> np.ndarray:
+    """Per candidate: 1 when a test the task names (a test function of the scope) calls it by name in its body."""
+    out = np.zeros(len(c))
+    names = {vocabulary.norm(h).split(".")[-1] for h in task_query.symbol_hints}
+    tests = np.flatnonzero(table.is_test_fn[s.rows] & np.isin(table.name_norm[s.rows], list(names)))
+    if not len(tests):
+        return out
+    at = table.rows.get_indexer(s.symbol_id[tests])
+    texts = kb_contents.drop_duplicates("file_id").set_index("file_id")["text"]
+    called: set[str] = set()
+    for file_id, start, end in zip(s.file_id[tests], table.start_line[s.rows[tests]], kb_symbols["end_line"].to_numpy()[at]):
+        lines = str(texts.get(file_id, "")).splitlines()[int(start) - 1 : int(end)]
+        called |= set(_CALLED.findall("\n".join(lines)))
+    out[np.isin(s.name[c], list(called))] = 1.0
+    return out
+
+
+def _file(scope: pd.DataFrame, s: ScopedSymbols, c: np.ndarray) -> np.ndarray:
+    """The candidate's file score over the top file's."""
+    total = scope["total_score"].to_numpy(dtype=float)
+    best = total.max() if len(total) else 0.0
+    return total[s.at[c]] / best if best > 0 else np.zeros(len(c))

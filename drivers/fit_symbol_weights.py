@@ -1,0 +1,145 @@
+"""Fit the symbol-signal weights on evaluation cases, cross-validated leave-one-repository-out (issue 17).
+
+    python -m drivers.fit_symbol_weights --cases ../shared/eval/dev.jsonl ../shared/eval/dev_extra.jsonl \
+        --mirror ../.mirror [--write-weights]
+
+1. For every case with gold functions: materialise and index its tree (cached), run the retrieval DAG up to
+   `symbol_signal_matrix`, label each candidate with whether the real fix changed it (`out/symbols/signals.parquet`).
+2. Fit a pairwise logistic model (RankNet, weights kept >= 0): every gold symbol should outscore every other
+   candidate of its case;
+   the weights are the linear score `symbol_ranking` computes, so the fit ships as `data/symbol_weights.toml`.
+3. Report function hit@1/5/10 (a gold function in the top k), acc@5 (all of them) and MRR: hand-set weights,
+   leave-one-repository-out fits, and the in-sample fit (the ceiling of these signals).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from dataflows.retrieval.symbol_signals import DEFAULT_SYMBOL_WEIGHTS, SYMBOL_SIGNALS, symbol_ranking
+from drivers.output import write_bytes_atomic, write_text_atomic
+
+WEIGHTS_FILE = Path(__file__).resolve().parent.parent / "data" / "symbol_weights.toml"
+NEGATIVES = 150  # per case: the hardest by lexical + file score, and as many drawn at random
+L2 = 1e-3
+STEPS = 300
+UNFITTED = ("tests",)  # no development case names a test: these keep their hand-set weight
+
+
+def case_symbol_rows(case: dict, kb) -> pd.DataFrame:
+    """Every candidate symbol's signals for one case, labelled with whether the fix changed it."""
+    from drivers.retriever import retrieve
+
+    matrix = retrieve(kb, case["task"], outputs=("symbol_signal_matrix",)).outputs["symbol_signal_matrix"]
+    gold = {s for s in case.get("expected_symbols") or [] if not s.endswith("::<module>")}
+    keys = matrix["path"].astype(str) + "::" + matrix["qualified_name"].astype(str)
+    return matrix.assign(gold=keys.isin(gold).to_numpy(), case_id=case["case_id"], repo=case["repo"], n_gold=len(gold))
+
+
+def ranking_metrics(frame: pd.DataFrame, weights: dict[str, float]) -> dict[str, float]:
+    """Function hit@1/5/10, acc@5 and MRR of the pipeline's ranking under these weights, mean over cases."""
+    rows = []
+    for _, case in frame.groupby("case_id", sort=True):
+        ranked = symbol_ranking(case, weights)
+        ranks = ranked.loc[ranked["gold"].to_numpy(bool), "rank"].to_numpy()
+        if not len(ranks):
+            rows.append((0.0, 0.0, 0.0, 0.0, 0.0))
+            continue
+        every = len(ranks) >= case["n_gold"].iloc[0]
+        rows.append((*(float(ranks.min() <= k) for k in (1, 5, 10)), float(every and ranks.max() <= 5), 1 / ranks.min()))
+    return dict(zip(("hit@1", "hit@5", "hit@10", "acc@5", "mrr"), np.mean(rows, axis=0)))
+
+
+def fitted_weights(frame: pd.DataFrame) -> dict[str, float]:
+    """Pairwise logistic weights (gold over each sampled negative of its case), positive ones summing to 1."""
+    fitted = [s for s in SYMBOL_SIGNALS if s not in UNFITTED]
+    rng = np.random.default_rng(0)
+    diffs, weights = [], []
+    for _, case in frame.groupby("case_id", sort=True):
+        gold = case["gold"].to_numpy(bool)
+        if not gold.any() or gold.all():
+            continue
+        values = case[fitted].to_numpy(float)
+        pos, neg = values[gold], values[~gold]
+        if len(neg) > 2 * NEGATIVES:
+            hard = np.argsort(-(case.loc[~gold, "lexical"].to_numpy() + case.loc[~gold, "file"].to_numpy()), kind="stable")
+            neg = np.vstack([neg[hard[:NEGATIVES]], neg[rng.choice(len(neg), NEGATIVES, replace=False)]])
+        d = (pos[:, None, :] - neg[None, :, :]).reshape(-1, len(fitted))
+        diffs.append(d)
+        weights.append(np.full(len(d), 1.0 / len(d)))  # every case counts the same
+    if not diffs:
+        return dict(DEFAULT_SYMBOL_WEIGHTS)
+    d, pair_weight = np.vstack(diffs), np.concatenate(weights)
+    w = np.zeros(len(fitted))
+    n_cases = len(diffs)
+    for _ in range(STEPS):  # projected gradient descent on the mean logistic loss of the pairs: weights >= 0
+        p = 1 / (1 + np.exp(np.clip(d @ w, -30, 30)))
+        w = np.maximum(0.0, w - 5.0 * (-(d * (p * pair_weight)[:, None]).sum(axis=0) / n_cases + L2 * w))
+    w = w / w[w > 0].sum() if (w > 0).any() else w
+    out = dict(zip(fitted, np.round(w, 4).tolist()))
+    hand_total = sum(v for v in DEFAULT_SYMBOL_WEIGHTS.values() if v > 0)
+    return out | {s: round(DEFAULT_SYMBOL_WEIGHTS[s] / hand_total, 4) for s in UNFITTED}
+
+
+def report(frame: pd.DataFrame) -> pd.DataFrame:
+    """Hand-set, leave-one-repository-out and in-sample figures, and per held-out repository."""
+    n = frame["case_id"].nunique()
+    rows = {"hand-set weights": ranking_metrics(frame, DEFAULT_SYMBOL_WEIGHTS) | {"cases": n}}
+    held_out = []
+    for repo, test in frame.groupby("repo", sort=True):
+        m = ranking_metrics(test, fitted_weights(frame[frame["repo"] != repo])) | {"cases": test["case_id"].nunique()}
+        rows[f"  held out: {repo}"] = m
+        held_out.append(m)
+    rows["fitted, leave-one-repository-out"] = {k: sum(m["cases"] * m[k] for m in held_out) / n for k in held_out[0]} | {"cases": n}
+    rows["fitted, in-sample (ceiling)"] = ranking_metrics(frame, fitted_weights(frame)) | {"cases": n}
+    return pd.DataFrame(rows).T.astype({"cases": int})
+
+
+def weights_toml(weights: dict[str, float], note: str) -> str:
+    lines = [f"# {line}" for line in note.splitlines()] + ["[weights]"]
+    return "\n".join(lines + [f"{name} = {weights[name]}" for name in SYMBOL_SIGNALS]) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    from drivers.evaluate import load_cases
+    from drivers.tune import collect, tree_kb
+
+    parser = argparse.ArgumentParser(prog="python -m drivers.fit_symbol_weights", description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", nargs="+", required=True)
+    parser.add_argument("--mirror", required=True, help="git mirrors laid out as DIR/<owner>+<name>/repo")
+    parser.add_argument("--out", default="out/symbols")
+    parser.add_argument("--reuse", action="store_true", help="reuse OUT/signals.parquet if present")
+    parser.add_argument("--write-weights", action="store_true", help=f"write the weights fitted on all cases to {WEIGHTS_FILE}")
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    cached = out / "signals.parquet"
+    if args.reuse and cached.exists():
+        frame = pd.read_parquet(cached)
+    else:
+        cases = pd.concat([load_cases(Path(c)) for c in args.cases], ignore_index=True).drop_duplicates("case_id")
+        frame = collect(cases, lambda case: tree_kb(case, Path(args.mirror)), case_symbol_rows)
+        buffer = io.BytesIO()
+        frame.to_parquet(buffer, index=False)
+        write_bytes_atomic(cached, buffer.getvalue())
+    frame = frame[frame["n_gold"] > 0]
+    table = report(frame)
+    text = table.to_string(float_format=lambda x: f"{x:.3f}")
+    print(text)
+    write_text_atomic(out / "report.txt", text + "\n")
+    if args.write_weights:
+        note = (f"Symbol-signal weights fitted by `python -m drivers.fit_symbol_weights` on {frame['case_id'].nunique()} "
+                "development cases\n(pairwise logistic: gold functions over the other candidates of their case); "
+                f"{', '.join(UNFITTED)} hand-set (no case exercises it).\nCross-validated figures: {out / 'report.txt'}.")
+        write_text_atomic(WEIGHTS_FILE, weights_toml(fitted_weights(frame), note))
+        print(f"wrote {WEIGHTS_FILE}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,205 @@
+"""The symbol signal matrix and ranking (issue 17), each signal on a small repository indexed as a user would."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+from drivers.cli import main
+from drivers.indexer import index_repository
+from drivers.kb import default_kb_dir, load_kb
+from drivers.retriever import retrieve
+from tests.contract import assert_json_contract
+
+FILES = {
+    "shop/models.py": '''
+        class Base:
+            """A stored record."""
+
+            def save(self, force=False):
+                """Write the record to the store."""
+                if self.pk is None and not force:
+                    raise ValueError("cannot save a record without a primary key")
+                return self.store.put(self.pk, self.values())
+
+            def values(self):
+                return dict(self.__dict__)
+
+
+        class Order(Base):
+            """A customer's order of items."""
+
+            def total(self):
+                return sum(item.price * item.quantity for item in self.items)
+
+            def add_item(self, item):
+                self.items.append(item)
+                return self.total()
+
+
+        def discount_for(order, code):
+            """The discount a coupon code gives an order."""
+            if code.startswith("VIP"):
+                return order.total() * 0.1
+            return 0
+        ''',
+    "shop/parsing.py": '''
+        def parse_header(line):
+            """Split an order file's header line into field names."""
+            fields = [f.strip() for f in line.split(",")]
+            if not all(fields):
+                raise ValueError("empty field name in the order header")
+            return fields
+
+
+        def parse_row(header, line):
+            values = line.split(",")
+            return dict(zip(header, values))
+
+
+        def read_orders(text):
+            lines = text.splitlines()
+            header = parse_header(lines[0])
+            return [parse_row(header, line) for line in lines[1:]]
+        ''',
+    "shop/report.py": '''
+        from shop.parsing import read_orders
+
+
+        def monthly_report(text):
+            orders = read_orders(text)
+            return len(orders)
+
+
+        def format_money(value):
+            return f"{value:.2f}"
+        ''',
+    "tests/test_parsing.py": '''
+        from shop.parsing import parse_header, read_orders
+
+
+        def test_header_with_trailing_comma():
+            assert parse_header("a,b,") == ["a", "b"]
+
+
+        def test_read_orders():
+            assert read_orders("a\\n1") == [{"a": "1"}]
+        ''',
+}
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    root = tmp_path_factory.mktemp("shop")
+    for path, text in FILES.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(textwrap.dedent(text).lstrip())
+    index_repository(root)
+    return str(root)
+
+
+@pytest.fixture(scope="module")
+def kb(repo):
+    return load_kb(default_kb_dir(repo))
+
+
+def ranking(kb, task: str):
+    out = retrieve(kb, task, budget=4096, outputs=("symbol_ranking",)).outputs["symbol_ranking"]
+    return out.assign(key=out["path"] + "::" + out["qualified_name"]).set_index("key")
+
+
+def test_one_row_per_source_definition_and_every_signal_in_range(kb):
+    ranked = ranking(kb, "Order totals are wrong when an item has no quantity")
+    assert not ranked.index.str.startswith("tests/").any()  # test files are ranked through the tests signal only
+    assert {"shop/models.py::Order.total", "shop/parsing.py::parse_header", "shop/models.py::Base"} <= set(ranked.index)
+    signals = ["lexical", "name", "mention", "trace", "message", "calls", "hierarchy", "tests", "file", "file_top",
+               "lexical_in_file", "size", "callable"]
+    assert ((ranked[signals] >= 0) & (ranked[signals] <= 1)).all().all()
+    assert list(ranked["rank"]) == list(range(1, len(ranked) + 1))
+    assert ranked["score"].is_monotonic_decreasing
+
+
+def test_a_qualified_mention_ranks_that_method_first(kb):
+    ranked = ranking(kb, "`Order.add_item` should not recompute the total every time")
+    assert ranked.index[0] == "shop/models.py::Order.add_item"
+    assert ranked.at["shop/models.py::Order.add_item", "mention"] == 1.0
+
+
+def test_an_installed_package_trace_frame_maps_to_the_repository_file_and_line(kb):
+    trace = textwrap.dedent('''
+        Traceback (most recent call last):
+          File "/home/u/app.py", line 3, in <module>
+          File "/usr/lib/python3/site-packages/shop/parsing.py", line 16, in read_orders
+          File "/usr/lib/python3/site-packages/shop/parsing.py", line 4, in parse_header
+        ValueError: boom
+        ''')
+    ranked = ranking(kb, "Reading this file crashes\n" + trace)
+    assert ranked.at["shop/parsing.py::parse_header", "trace"] == 1.0  # innermost frame, its line inside
+    assert ranked.at["shop/parsing.py::read_orders", "trace"] == 0.5  # the frame above it
+    assert ranked.at["shop/parsing.py::parse_row", "trace"] == 0.0
+    assert ranked.index[0] == "shop/parsing.py::parse_header"
+
+
+def test_a_quoted_error_message_finds_the_function_that_raises_it(kb):
+    ranked = ranking(kb, 'Importing fails with ValueError: empty field name in the order header "Qty"')
+    assert ranked.at["shop/parsing.py::parse_header", "message"] == 1.0
+    assert ranked.loc[ranked.index != "shop/parsing.py::parse_header", "message"].eq(0).all()
+
+
+def test_a_class_the_task_names_brings_its_base_class_method(kb):
+    ranked = ranking(kb, "Order.save writes orders without their items")
+    assert ranked.at["shop/models.py::Base.save", "hierarchy"] == 1.0  # Order has no save of its own
+    assert ranked.at["shop/models.py::Base", "hierarchy"] == 1.0
+    assert ranked.at["shop/models.py::discount_for", "hierarchy"] == 0.0
+
+
+def test_a_named_test_points_at_what_it_calls(kb):
+    ranked = ranking(kb, "test_header_with_trailing_comma fails since the last release")
+    assert ranked.at["shop/parsing.py::parse_header", "tests"] == 1.0
+    assert ranked.at["shop/parsing.py::read_orders", "tests"] == 0.0
+
+
+def test_call_graph_neighbours_of_a_mentioned_function_are_near(kb):
+    ranked = ranking(kb, "read_orders() drops the last line")
+    assert ranked.at["shop/parsing.py::parse_header", "calls"] == 0.5
+    assert ranked.at["shop/parsing.py::parse_row", "calls"] == 0.5
+    assert ranked.at["shop/parsing.py::read_orders", "calls"] == 0.0  # the anchor itself
+    ranked = ranking(kb, "parse_row() drops empty values")
+    assert ranked.at["shop/parsing.py::read_orders", "calls"] == 0.5  # its caller
+    assert ranked.at["shop/parsing.py::parse_header", "calls"] == 1 / 3  # two hops: parse_row <- read_orders -> it
+
+
+def test_json_provenance_carries_the_symbol_ranking_and_primaries_say_why(repo, capsys):
+    assert main(["retrieve", "`Order.add_item` recomputes the total", "--repo", repo, "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert_json_contract(doc)
+    top = doc["provenance"]["symbol_ranking"][0]
+    assert (top["path"], top["symbol"], top["rank"]) == ("shop/models.py", "Order.add_item", 1)
+    assert set(top["signals"]) >= {"mention", "trace", "message", "hierarchy"}
+    primary = [s for s in doc["provenance"]["symbols"] if s["symbol"] == "Order.add_item"]
+    assert primary and primary[0]["tier"] == "primary" and primary[0]["reason"].startswith("ranked #1")
+
+
+def test_budget_auto_keeps_only_the_bodies_near_the_best_and_says_where_it_stopped(repo, capsys):
+    assert main(["retrieve", "`Order.add_item` recomputes the total", "--repo", repo, "--budget", "auto",
+                 "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert_json_contract(doc)
+    stop = doc["provenance"]["auto_budget"]
+    assert stop["bodies"] >= 1 and stop["reason"]
+    bodies = [s for f in doc["files"] for s in f["symbols"] if s["body"]]
+    assert len(bodies) == stop["bodies"]
+    assert "Order.add_item" in [s["qualified_name"] for s in bodies]
+    assert all(s["relevance"] in ("primary", "supporting") for f in doc["files"] for s in f["symbols"])
+    assert main(["retrieve", "`Order.add_item` recomputes the total", "--repo", repo, "--format", "json"]) == 0
+    full = json.loads(capsys.readouterr().out)
+    assert doc["token_count"] < full["token_count"]
+
+
+def test_a_budget_that_is_neither_a_number_nor_auto_is_one_line(repo, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["retrieve", "anything", "--repo", repo, "--budget", "lots"])
+    assert exc.value.code == 2
+    assert "auto" in capsys.readouterr().err
