@@ -121,7 +121,7 @@ def _retrieve(args) -> int:
         kb, task, budget=args.budget, scope_size=args.scope_size,
         weights=load_weights(Path(args.weights)) if args.weights else None,
         llm_assist=args.llm_assist, llm_client=llm_client, prompt_template=template,
-        outputs=(f"{args.format}_text", "symbol_tiers", "budget_report"),
+        outputs=(f"{args.format}_text", "symbol_tiers", "budget_report", "symbol_ranking", "symbol_weights"),
         pinned_sections=_pinned(args, repo, kb, task),
     )
     if args.verbose:

@@ -22,6 +22,20 @@ def tier_table(symbol_tiers: pd.DataFrame) -> str:
     return "symbols per tier: " + ", ".join(f"{tier} {n}" for tier, n in counts.items())
 
 
+def symbol_table(symbol_ranking: pd.DataFrame, weights: dict, top: int = 15) -> str:
+    """The best-ranked symbols with each signal's value and the weighted score (the symbol signal matrix's head)."""
+    cols = [c for c in weights if c in symbol_ranking.columns and weights[c]]
+    view = symbol_ranking.head(top)
+    view = view.assign(symbol=view["path"].str.cat(view["qualified_name"], sep="::"))[["rank", "symbol", *cols, "score"]]
+    header = "symbol weights: " + ", ".join(f"{k}={v:.3f}" for k, v in weights.items() if v)
+    return header + "\n" + view.to_string(index=False, float_format=lambda x: f"{x:.2f}", max_colwidth=70)
+
+
+def auto_line(stop: dict) -> str:
+    """Where `--budget auto` stopped adding bodies, and why."""
+    return f"budget auto: {stop['bodies']} bodies ({stop['ranked_kept']} ranked symbols kept); stopped: {stop['reason']}"
+
+
 def budget_table(budget_report: dict, token_count: int, budget: int) -> str:
     """What the budget kept, dropped and demoted."""
     return (
@@ -38,7 +52,11 @@ def verbose_report(result) -> str:
         "task: " + ", ".join(f"{k}={v}" for k, v in package.task_query.to_dict().items() if k != "raw_description" and v),
         signal_table(result.signal_matrix, package.provenance.get("weights", {})),
     ]
+    if "symbol_ranking" in result.outputs:
+        parts.append(symbol_table(result.outputs["symbol_ranking"], result.outputs.get("symbol_weights", {})))
     if "symbol_tiers" in result.outputs:
         parts.append(tier_table(result.outputs["symbol_tiers"]))
+    if package.provenance.get("auto_budget"):
+        parts.append(auto_line(package.provenance["auto_budget"]))
     parts.append(budget_table(result.outputs.get("budget_report", package.provenance.get("budget", {})), package.token_count, package.budget))
     return "\n\n".join(parts)
