@@ -1,7 +1,8 @@
 """Token budget (seed 001 step 5): cut the package to the budget, least relevant first, never over it.
 
-Plan: the task gets up to 512 tokens (at most half the budget); the rest is shared 60% primary, 10% tests, 15%
-supporting, 10% type context, 5% rationale, and a section needing less than its share passes the surplus on.
+Plan: the task gets up to 512 tokens (at most half the budget); the rest is shared 75% primary, 5% tests, 10%
+supporting, 5% type context, 5% rationale (seed 001's 60/10/15/10/5 left gold bodies out at 8k: primaries are now the
+symbol ranking's best, so they earn the room), and a section needing less than its share passes the surplus on.
 Outlines (signatures of the top files' other definitions) have no share: they get what the others leave.
 When the package is too big, sections are cut bottom-up (outline, rationale, type context, supporting, tests, primary)
 down to their share, within a section lowest priority first (a ranked primary's symbol score, else its file's score),
@@ -26,7 +27,7 @@ from dataflows.retrieval.markdown import assertion_bullet, edges_between, ordere
 from dataflows.retrieval.precision import FLOOR_RANK
 
 TASK_ALLOCATION = 512
-SECTION_SHARES = {"primary": 0.60, "tests": 0.10, "supporting": 0.15, "type_context": 0.10, "rationale": 0.05,
+SECTION_SHARES = {"primary": 0.75, "tests": 0.05, "supporting": 0.10, "type_context": 0.05, "rationale": 0.05,
                   "outline": 0.0}
 EVICTION_ORDER = ("outline", "rationale", "type_context", "supporting", "tests", "primary")
 REFILL_ROUNDS = 3
