@@ -136,6 +136,7 @@ def index_frames(
     adapters: tuple = (),
     scan: SourceScan | None = None,
     previous_skipped: dict[str, list[str]] | None = None,
+    previous_import_context: str | None = None,
 ) -> tuple[dict[str, pd.DataFrame], dict]:
     """KB tables by name (no `kb_` prefix) and run stats (index_stats + scan info + head + seconds) for root.
 
@@ -144,7 +145,7 @@ def index_frames(
     adapters: extra Hamilton lifecycle hooks (e.g. `drivers.timing.NodeTimer`).
     scan: the tree as already read by `scan_sources` (default: read it here).
     previous_skipped: what the previous run left out, by reason (its index_stats["skipped"]), for files the scan did
-    not read again.
+    not read again; previous_import_context: its index_stats["import_context"] (then its import bindings are reused).
     """
     started = time.perf_counter()
     root = Path(root)
@@ -157,6 +158,7 @@ def index_frames(
         "source_files": scan.frame,
         "previous_kb": previous_kb,
         "previous_skipped": previous_skipped,
+        "previous_import_context": previous_import_context,
         "git_log": git_log(root, history, history_from) if history > 0 else None,
         "count_tokens": count_tokens or tokens.count_tokens,
         "count_line_tokens": count_line_tokens or tokens.count_line_tokens,

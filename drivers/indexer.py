@@ -75,14 +75,16 @@ def _index_locked(repo: Path, kb_dir: Path, history, max_file_bytes, on_progress
     from drivers.kb import live_version, read_metadata, read_tables, write_kb
     from drivers.tokens import tokens_are_exact
 
-    previous, skipped, notes = None, {}, []
+    previous, skipped, import_context, notes = None, {}, None, []
     if live_version(kb_dir) is not None:
         try:
             previous = read_tables(kb_dir, TABLES)
             previous_metadata = read_metadata(kb_dir)
             # nothing re-counted: every count is the previous KB's (tiktoken is then not loaded at all)
             previous_exact = previous_metadata.get("tokenizer") == "cl100k_base"
-            skipped = {k: list(v) for k, v in (previous_metadata.get("stats", {}).get("skipped") or {}).items()}
+            previous_stats = previous_metadata.get("stats") or {}
+            skipped = {k: list(v) for k, v in (previous_stats.get("skipped") or {}).items()}
+            import_context = previous_stats.get("import_context")
         except CraError as exc:
             notes.append(f"previous KB not reused: {exc}")
     scanned_ns = time.time_ns()
@@ -90,7 +92,7 @@ def _index_locked(repo: Path, kb_dir: Path, history, max_file_bytes, on_progress
     scan = sources.scan_sources(repo, max_file_bytes=max_file_bytes, known=known, walk=walk)
     tables, stats = index_frames(repo, previous_kb=previous, history=history, max_file_bytes=max_file_bytes,
                                  on_progress=on_progress, history_from=history_from, workers=workers, scan=scan,
-                                 previous_skipped=skipped)
+                                 previous_skipped=skipped, previous_import_context=import_context)
     exact = tokens_are_exact() if stats["n_parsed"] or previous is None else previous_exact
     stats = {**stats, "seconds": round(time.perf_counter() - started, 3), "notes": notes, "tokens_exact": exact}
     metadata = {

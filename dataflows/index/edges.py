@@ -11,6 +11,7 @@ names of the top-level symbols the files declare.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import posixpath
 import re
@@ -377,16 +378,44 @@ def _namespaces(files: pd.DataFrame, symbols: pd.DataFrame | None) -> tuple[dict
     return dict(by_name), {k: list(dict.fromkeys(v)) for k, v in by_namespace.items()}
 
 
+def import_context(
+    indexed_files: pd.DataFrame,
+    go_modules: dict[str, str],
+    package_roots: dict[str, dict[str, list[str]]],
+    kb_symbols: pd.DataFrame | None = None,
+) -> str:
+    """A digest of everything an import resolves against (every file's path, language, module and package, the Go
+    modules, the JS/TS and Rust package roots, the C# / PHP namespaced names by file path): while it stays the same,
+    an unchanged file's imports resolve as they did, to the same files (kept in index_stats, so the next run can tell)."""
+    columns = ["path", "language", "module", "package"]
+    files = indexed_files[columns].astype(object).sort_values("path")
+    paths = dict(zip(indexed_files["file_id"].tolist(), indexed_files["path"].tolist()))
+    namespaces = [{name: [paths[f] for f in ids] for name, ids in table.items()} for table in _namespaces(indexed_files, kb_symbols)]
+    digest = hashlib.sha1(pd.util.hash_pandas_object(files, index=False).to_numpy().tobytes())
+    digest.update(json.dumps([go_modules, package_roots, namespaces], sort_keys=True, default=str).encode())
+    return digest.hexdigest()
+
+
 def import_bindings(
     indexed_files: pd.DataFrame,
     kb_imports: pd.DataFrame,
     go_modules: dict[str, str],
     kb_symbols: pd.DataFrame | None = None,
     package_roots: dict[str, dict[str, list[str]]] | None = None,
+    import_context: str | None = None,
+    previous_kb: dict[str, pd.DataFrame] | None = None,
+    previous_import_context: str | None = None,
 ) -> pd.DataFrame:
     """Every import resolved inside the repository: (file_id, dst_file_id, local, member), member None for modules
     (kb_symbols: the namespaced names C# `using` / PHP `use` resolve through; package_roots: bare JS/TS and Rust
-    crate names from the manifests)."""
+    crate names from the manifests). When the import context is the previous run's, unchanged files keep their
+    previous bindings and only new/changed files' imports are resolved."""
+    carried = pd.DataFrame(columns=_BINDING_COLUMNS)
+    if import_context is not None and previous_import_context == import_context and previous_kb and "import_bindings" in previous_kb:
+        reused = indexed_files.loc[indexed_files["reused"].astype(bool), "file_id"]
+        previous = previous_kb["import_bindings"]
+        carried = previous[previous["file_id"].isin(reused)]
+        kb_imports = kb_imports[~kb_imports["file_id"].isin(reused)]
     resolver = _Resolver(indexed_files, go_modules, kb_symbols, package_roots)
     info = indexed_files.set_index("file_id")[["language", "path", "module", "package"]]
     imports = kb_imports.join(info, on="file_id", how="inner")
@@ -398,7 +427,17 @@ def import_bindings(
         names = [] if names is None else [str(n) for n in names]
         for dst, local, member in resolver.resolve(lang, path, module, package, target or "", names, int(level or 0)):
             rows.append((int(fid), int(dst), local, member))
-    return pd.DataFrame(rows, columns=_BINDING_COLUMNS)
+    resolved = pd.DataFrame(rows, columns=_BINDING_COLUMNS)
+    if not len(carried):
+        return resolved
+    bindings = pd.concat([carried.astype({"local": object, "member": object}), resolved], ignore_index=True)
+    bindings = bindings.astype({"file_id": "int64", "dst_file_id": "int64"}).sort_values("file_id", kind="stable", ignore_index=True)
+    return bindings.where(bindings.notna(), None)
+
+
+def kb_import_bindings(import_bindings: pd.DataFrame) -> pd.DataFrame:
+    """The resolved imports, kept so a re-index resolves only the imports of the files that changed."""
+    return conform(import_bindings, "import_bindings")
 
 
 def test_edges(indexed_files: pd.DataFrame, language_conventions: dict | None = None) -> pd.DataFrame:

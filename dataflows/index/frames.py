@@ -64,13 +64,15 @@ def new_symbol_ids(old_ids: pd.Series, symbol_keys: pd.DataFrame) -> pd.Series:
 # the id columns of each KB table, and the columns whose order a table is kept in (as a fresh index writes it)
 _FILE_ID_COLUMNS = {"files": ["file_id"], "contents": ["file_id"], "symbols": ["file_id"], "comments": ["file_id"],
                     "imports": ["file_id"], "references": ["file_id"], "edges": ["src_file_id", "dst_file_id"],
-                    "cochange": ["file_a", "file_b"], "file_terms": ["file_id"], "concept_terms": ["file_id"]}  # fmt: skip
+                    "cochange": ["file_a", "file_b"], "file_terms": ["file_id"], "concept_terms": ["file_id"],
+                    "import_bindings": ["file_id", "dst_file_id"]}  # fmt: skip
 _SYMBOL_ID_COLUMNS = {"symbols": ["symbol_id", "parent_id"], "comments": ["symbol_id"], "references": ["symbol_id"],
                       "symbol_edges": ["src_symbol_id", "dst_symbol_id"], "symbol_terms": ["symbol_id"]}  # fmt: skip
 _ROW_ORDER = {"files": ["file_id"], "contents": ["file_id"], "symbols": ["symbol_id"], "comments": ["file_id", "line"],
               "imports": ["file_id", "line"], "references": ["symbol_id"], "edges": ["src_file_id", "dst_file_id"],
               "symbol_edges": ["src_symbol_id", "dst_symbol_id", "kind"], "cochange": ["file_a", "file_b"],
-              "file_terms": ["file_id"], "symbol_terms": ["symbol_id"], "concept_terms": ["file_id"]}  # fmt: skip
+              "file_terms": ["file_id"], "symbol_terms": ["symbol_id"], "concept_terms": ["file_id"],
+              "import_bindings": ["file_id"]}  # fmt: skip
 
 
 def _renumbered(values: pd.Series, lookup: np.ndarray) -> pd.Series:

@@ -173,6 +173,7 @@ def index_stats(
     skipped_binary: list[str],
     skipped_generated: list[str],
     skipped_unsupported: list[str],
+    import_context: str,
 ) -> dict:
     """What this run indexed, parsed, reused and left out (JSON-serialisable, shown by `cra index`)."""
     errors = kb_files[kb_files["parse_error"].notna()]
@@ -188,4 +189,5 @@ def index_stats(
         "history_available": bool(history_available),
         "skipped": {"binary": list(skipped_binary), "generated": list(skipped_generated), "unsupported": list(skipped_unsupported)},
         "parse_errors": [[str(p), str(e)] for p, e in zip(errors["path"], errors["parse_error"])],
+        "import_context": import_context,
     }

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 _str = pa.string()
 _i32 = pa.int32()
@@ -78,6 +78,8 @@ TABLES: dict[str, dict[str, pa.DataType]] = {
         "name": _str,  # referenced identifier as written, possibly dotted ("os.path.join", "Base")
         "kind": _str,  # call|base|annotation
     },
+    # every import resolved inside the repository (member null for a module), kept for re-indexes
+    "import_bindings": {"file_id": _i32, "dst_file_id": _i32, "local": _str, "member": _str},
     # resolved file -> file import edges inside the repository
     "edges": {"src_file_id": _i32, "dst_file_id": _i32, "kind": _str},
     # resolved symbol -> symbol references inside and across files
