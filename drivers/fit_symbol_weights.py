@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dataflows.evaluation.metrics import function_metrics
 from dataflows.retrieval.symbol_signals import DEFAULT_SYMBOL_WEIGHTS, SYMBOL_SIGNALS, symbol_ranking
 from drivers.output import write_bytes_atomic, write_text_atomic
 
@@ -33,27 +34,30 @@ UNFITTED = ("tests",)  # no development case names a test: these keep their hand
 
 
 def case_symbol_rows(case: dict, kb) -> pd.DataFrame:
-    """Every candidate symbol's signals for one case, labelled with whether the fix changed it."""
+    """Every candidate symbol's signals for one case, labelled with whether the fix changed it (and the language
+    family of its gold)."""
+    from dataflows.index.parsers import language_of
+    from drivers.mine_cases import FAMILY
     from drivers.retriever import retrieve
 
     matrix = retrieve(kb, case["task"], outputs=("symbol_signal_matrix",)).outputs["symbol_signal_matrix"]
     gold = {s for s in case.get("expected_symbols") or [] if not s.endswith("::<module>")}
     keys = matrix["path"].astype(str) + "::" + matrix["qualified_name"].astype(str)
-    return matrix.assign(gold=keys.isin(gold).to_numpy(), case_id=case["case_id"], repo=case["repo"], n_gold=len(gold))
+    language = language_of(next(iter(sorted(gold)), "").split("::")[0]) or "unknown"
+    return matrix.assign(gold=keys.isin(gold).to_numpy(), case_id=case["case_id"], repo=case["repo"], n_gold=len(gold),
+                         language=FAMILY.get(language, language))
 
 
 def ranking_metrics(frame: pd.DataFrame, weights: dict[str, float]) -> dict[str, float]:
-    """Function hit@1/5/10, acc@5 and MRR of the pipeline's ranking under these weights, mean over cases."""
+    """Function hit@1/5/10, acc@5 and MRR (as `cra evaluate` computes them) of the pipeline's ranking under these
+    weights, mean over cases; a gold function that is no candidate counts as unranked."""
     rows = []
     for _, case in frame.groupby("case_id", sort=True):
         ranked = symbol_ranking(case, weights)
-        ranks = ranked.loc[ranked["gold"].to_numpy(bool), "rank"].to_numpy()
-        if not len(ranks):
-            rows.append((0.0, 0.0, 0.0, 0.0, 0.0))
-            continue
-        every = len(ranks) >= case["n_gold"].iloc[0]
-        rows.append((*(float(ranks.min() <= k) for k in (1, 5, 10)), float(every and ranks.max() <= 5), 1 / ranks.min()))
-    return dict(zip(("hit@1", "hit@5", "hit@10", "acc@5", "mrr"), np.mean(rows, axis=0)))
+        ranks = ranked.loc[ranked["gold"].to_numpy(bool), "rank"].tolist()[: case["n_gold"].iloc[0]]
+        rows.append(function_metrics(ranks + [None] * (case["n_gold"].iloc[0] - len(ranks))))
+    means = pd.DataFrame(rows).mean()
+    return {name: float(means[f"function_{name}"]) for name in ("hit@1", "hit@5", "hit@10", "acc@5", "mrr")}
 
 
 def fitted_weights(frame: pd.DataFrame) -> dict[str, float]:
@@ -98,6 +102,10 @@ def report(frame: pd.DataFrame) -> pd.DataFrame:
         held_out.append(m)
     rows["fitted, leave-one-repository-out"] = {k: sum(m["cases"] * m[k] for m in held_out) / n for k in held_out[0]} | {"cases": n}
     rows["fitted, in-sample (ceiling)"] = ranking_metrics(frame, fitted_weights(frame)) | {"cases": n}
+    if "language" in frame and frame["language"].nunique() > 1:
+        shipped = fitted_weights(frame)
+        for language, part in frame.groupby("language", sort=True):
+            rows[f"  {language}, one shared fit in-sample"] = ranking_metrics(part, shipped) | {"cases": part["case_id"].nunique()}
     return pd.DataFrame(rows).T.astype({"cases": int})
 
 
