@@ -7,7 +7,7 @@ import pandas as pd
 
 from dataflows.index.parsers.models import ParsedFile
 from dataflows.index.code_terms import IDENTIFIER, identifier_terms
-from dataflows.index.frames import conform, previous_table, take_rows
+from dataflows.index.frames import conform, kept_rows, previous_table, take_rows
 
 MAX_CONCEPTS = 10
 
@@ -37,16 +37,16 @@ def kb_concept_terms(
     kb_symbols: pd.DataFrame, kb_comments: pd.DataFrame, indexed_files: pd.DataFrame, previous_kb: dict[str, pd.DataFrame] | None
 ) -> pd.DataFrame:
     """(file_id, term, tf) over each file's identifiers (symbol names), docstrings and comments, what its concepts are
-    scored on: counted for new/changed files, the previous rows for unchanged ones; ordered by file_id, then term."""
+    scored on: counted for new/changed files, the previous rows for unchanged ones; ordered by file_id."""
     reused = indexed_files["reused"].fillna(False).astype(bool).to_numpy()
     fresh = indexed_files.loc[~reused, "file_id"]
     counted = _concept_term_counts(kb_symbols[kb_symbols["file_id"].isin(fresh)], kb_comments[kb_comments["file_id"].isin(fresh)])
-    counted = counted.sort_values(["file_id", "term"], ignore_index=True)
+    counted = counted.sort_values("file_id", kind="stable", ignore_index=True)
     previous = previous_table(previous_kb, "concept_terms")
-    carried = previous[previous["file_id"].isin(indexed_files.loc[reused, "file_id"])]
+    carried = kept_rows(previous, previous["file_id"].isin(indexed_files.loc[reused, "file_id"]))
     frames = [f for f in (carried, counted.astype({"term": carried["term"].dtype}) if len(carried) else counted) if len(f)]
-    terms = pd.concat(frames, ignore_index=True).sort_values("file_id", kind="stable") if frames else counted
-    return conform(terms, "concept_terms")
+    terms = pd.concat(frames, ignore_index=True) if frames else counted
+    return conform(take_rows(terms, np.argsort(terms["file_id"].to_numpy(), kind="stable")), "concept_terms")
 
 
 def file_concepts(
