@@ -21,19 +21,22 @@ def _check_task(task: str) -> str:
     return task
 
 
-def get_context(ws: Workspace, task: str, repo: str | None = None, budget: int | None = None,
+def get_context(ws: Workspace, task: str, repo: str | None = None, budget: int | str | None = None,
                 format: str = "markdown", memories: bool = False, task_id: str | None = None) -> str:  # fmt: skip
     """The context package for a task: markdown, or the JSON document of `cra retrieve --format json`; with the
-    memories that apply and an escalation task's guidance on top when asked."""
+    memories that apply and an escalation task's guidance on top when asked; budget "auto" is the compact package."""
     from drivers import pinned
     from drivers.retriever import retrieve
 
     if format not in FORMATS:
         raise CraError(f"Unknown format {format!r}; use one of {', '.join(FORMATS)}.")
+    from drivers.retriever import AUTO_BUDGET_CAP
+
     budget = DEFAULT_BUDGET if budget is None else budget
     with ws.fresh(repo) as (served, kb):
         guidance = pinned.guidance_section(None, task_id) if task_id else None
-        notes = pinned.memory_section_for(None, default_project(served.root), None, task, budget, kb.files) if memories else None
+        tokens = AUTO_BUDGET_CAP if budget == "auto" else budget
+        notes = pinned.memory_section_for(None, default_project(served.root), None, task, tokens, kb.files) if memories else None
         result = retrieve(kb, _check_task(task), budget=budget, outputs=(f"{format}_text",),
                           pinned_sections=pinned.pinned_sections(guidance, notes))  # fmt: skip
     return result.outputs[f"{format}_text"]

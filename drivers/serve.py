@@ -73,8 +73,11 @@ def build_server(ws):
         task_id: Annotated[str | None, Field(description=(
             "Escalation task id: when it was escalated and a human gave guidance, put that guidance and the "
             "failure context at the top of the package."))] = None,  # fmt: skip
+        compact: Annotated[bool, Field(description=(
+            "Only the function bodies that score near the best one (a few hundred to a few thousand tokens), "
+            "instead of filling the budget; the JSON says where it stopped."))] = False,  # fmt: skip
     ) -> str:
-        return _tool(mcp_tools.get_context)(ws, task, repo, budget, format, memories, task_id)
+        return _tool(mcp_tools.get_context)(ws, task, repo, "auto" if compact else budget, format, memories, task_id)
 
     @server.tool(description=(
         "Explain why one file is or is not in the context for a task: its rank, every ranking signal with its "

@@ -84,6 +84,8 @@ def test_tools_are_listed_with_schemas_and_each_answers(served):
     doc = json.loads(text(served.call("get_context", task=TASK, format="json", budget=4000)))
     assert_json_contract(doc)
     assert doc["budget"] == 4000 and doc["files"][0]["path"] == "app/auth/handler.py"
+    compact = json.loads(text(served.call("get_context", task=TASK, format="json", compact=True)))
+    assert compact["provenance"]["auto_budget"]["bodies"] >= 1 and compact["token_count"] < doc["token_count"]
     markdown = text(served.call("get_context", task=TASK))
     assert "app/auth/handler.py" in markdown and "def validate_login" in markdown
 
