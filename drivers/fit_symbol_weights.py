@@ -14,8 +14,6 @@
 
 from __future__ import annotations
 
-import argparse
-import io
 import sys
 from pathlib import Path
 
@@ -24,7 +22,7 @@ import pandas as pd
 
 from dataflows.evaluation.metrics import function_metrics
 from dataflows.retrieval.symbol_signals import DEFAULT_SYMBOL_WEIGHTS, SYMBOL_SIGNALS, symbol_ranking
-from drivers.output import write_bytes_atomic, write_text_atomic
+from drivers.output import write_text_atomic
 
 WEIGHTS_FILE = Path(__file__).resolve().parent.parent / "data" / "symbol_weights.toml"
 NEGATIVES = 150  # per case: the hardest by lexical + file score, and as many drawn at random
@@ -115,26 +113,13 @@ def weights_toml(weights: dict[str, float], note: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from drivers.evaluate import load_cases
-    from drivers.tune import collect, tree_kb
+    from drivers.tune import case_arguments, case_rows
 
-    parser = argparse.ArgumentParser(prog="python -m drivers.fit_symbol_weights", description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", nargs="+", required=True)
-    parser.add_argument("--mirror", required=True, help="git mirrors laid out as DIR/<owner>+<name>/repo")
-    parser.add_argument("--out", default="out/symbols")
-    parser.add_argument("--reuse", action="store_true", help="reuse OUT/signals.parquet if present")
+    parser = case_arguments("drivers.fit_symbol_weights", __doc__, "out/symbols")
     parser.add_argument("--write-weights", action="store_true", help=f"write the weights fitted on all cases to {WEIGHTS_FILE}")
     args = parser.parse_args(argv)
     out = Path(args.out)
-    cached = out / "signals.parquet"
-    if args.reuse and cached.exists():
-        frame = pd.read_parquet(cached)
-    else:
-        cases = pd.concat([load_cases(Path(c)) for c in args.cases], ignore_index=True).drop_duplicates("case_id")
-        frame = collect(cases, lambda case: tree_kb(case, Path(args.mirror)), case_symbol_rows)
-        buffer = io.BytesIO()
-        frame.to_parquet(buffer, index=False)
-        write_bytes_atomic(cached, buffer.getvalue())
+    frame = case_rows(args, case_symbol_rows)
     frame = frame[frame["n_gold"] > 0]
     table = report(frame)
     text = table.to_string(float_format=lambda x: f"{x:.3f}")

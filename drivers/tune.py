@@ -300,26 +300,36 @@ def tree_kb(case: dict, mirror: Path):
     return load_kb(default_kb_dir(tree))
 
 
-def main(argv: list[str] | None = None) -> int:
-    from drivers.evaluate import load_cases
-
-    parser = argparse.ArgumentParser(prog="python -m drivers.tune", description=__doc__.splitlines()[0])
+def case_arguments(module: str, doc: str, out: str) -> argparse.ArgumentParser:
+    """The options every fitting driver shares: case files, mirrors, output directory, --reuse."""
+    parser = argparse.ArgumentParser(prog=f"python -m {module}", description=doc.splitlines()[0])
     parser.add_argument("--cases", nargs="+", required=True)
     parser.add_argument("--mirror", required=True, help="git mirrors laid out as DIR/<owner>+<name>/repo")
-    parser.add_argument("--out", default="out/tune")
-    parser.add_argument("--reuse", action="store_true", help="reuse out/tune/signals.parquet if present")
+    parser.add_argument("--out", default=out)
+    parser.add_argument("--reuse", action="store_true", help="reuse OUT/signals.parquet if present")
+    return parser
+
+
+def case_rows(args, rows_of=case_signal_rows) -> pd.DataFrame:
+    """The rows of every case (`rows_of(case, kb)`), collected once into OUT/signals.parquet and reused with --reuse."""
+    from drivers.evaluate import load_cases
+
+    cached = Path(args.out) / "signals.parquet"
+    if args.reuse and cached.exists():
+        return pd.read_parquet(cached)
+    cases = pd.concat([load_cases(Path(c)) for c in args.cases], ignore_index=True).drop_duplicates("case_id")
+    frame = collect(cases, lambda case: tree_kb(case, Path(args.mirror)), rows_of)
+    write_bytes_atomic(cached, _parquet_bytes(frame))
+    return frame
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = case_arguments("drivers.tune", __doc__, "out/tune")
     parser.add_argument("--write-weights", action="store_true", help=f"write the fitted weights to {WEIGHTS_FILE}")
     parser.add_argument("--no-ablation", action="store_true", help="skip the cross-validated ablation (with --write-weights)")
     args = parser.parse_args(argv)
     out = Path(args.out)
-    cached = out / "signals.parquet"
-    if args.reuse and cached.exists():
-        frame = pd.read_parquet(cached)
-    else:
-        cases = pd.concat([load_cases(Path(c)) for c in args.cases], ignore_index=True).drop_duplicates("case_id")
-
-        frame = collect(cases, lambda case: tree_kb(case, Path(args.mirror)))
-        write_bytes_atomic(cached, _parquet_bytes(frame))
+    frame = case_rows(args)
     if not args.no_ablation:
         table = ablation(frame)
         print(table.to_string(float_format=lambda x: f"{x:.3f}"))
