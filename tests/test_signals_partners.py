@@ -27,8 +27,9 @@ def cochange(*rows: tuple[int, int, int]) -> pd.DataFrame:
 
 def test_a_file_changing_with_an_anchor_scores_the_share_of_the_anchors_commits():
     files = kb_files("best.rs", "error.rs", "rarely.rs", "other.rs", commit_count=[10, 40, 3, 5])
-    ties = cochange((0, 1, 6), (0, 2, 1))  # error.rs changed in 6 of best.rs's 10 commits, rarely.rs in 1
-    assert values(signals.partner_affinity(files, ties, kb_edges(), anchors(f0=1.0))) == [0.0, 0.6, 0.1, 0.0]
+    ties = cochange((0, 1, 6), (0, 2, 2), (0, 3, 1))  # error.rs changed in 6 of best.rs's 10 commits, rarely.rs in 2
+    got = signals.partner_affinity(files, ties, kb_edges(), anchors(f0=1.0))
+    assert values(got) == [0.0, 0.6, 0.2, 0.0]  # other.rs: one shared commit (MIN_TIE_COMMITS = 2) ties nothing
 
 
 def test_an_import_either_way_is_a_tie_and_the_strongest_tie_times_the_anchor_share_counts():
@@ -75,10 +76,12 @@ def test_a_partner_that_shares_no_word_with_the_task_joins_the_ranking_through_c
         "src/quoted_docs.rs": "// quoted string notes\npub fn notes() {}\n",
     }
     commit_git(repo, "init", "-q", "-b", "main", when=0)
-    for when, (rel, text) in enumerate(sources.items()):  # one file per commit: no co-change from the import
-        (repo / rel).write_text(text)
-        commit_git(repo, "add", rel, when=when)
-        commit_git(repo, "commit", "-q", "-m", f"add {rel}", when=when)
+    batches = (("src/tokenizer.rs", "src/failure.rs"), ("src/render.rs",), ("src/quoted_docs.rs",))
+    for when, batch in enumerate(batches):  # no co-change but the tokenizer's and its error type's
+        for rel in batch:
+            (repo / rel).write_text(sources[rel])
+        commit_git(repo, "add", *batch, when=when)
+        commit_git(repo, "commit", "-q", "-m", f"add {batch[0]}", when=when)
     for i in range(4, 7):  # the tokenizer and its error type change together; render.rs on its own
         for rel in ("src/tokenizer.rs", "src/failure.rs") if i != 5 else ("src/render.rs",):
             with open(repo / rel, "a") as handle:
@@ -86,12 +89,13 @@ def test_a_partner_that_shares_no_word_with_the_task_joins_the_ranking_through_c
         commit_git(repo, "commit", "-q", "-am", f"change {i}", when=i)
     assert main(["index", str(repo)]) == 0
     weights = tmp_path / "weights.toml"
-    weights.write_text("[weights]\nlexical_match = 1.0\npartner_affinity = 1.0\n")
+    only = {name: 1.0 if name in ("lexical_match", "partner_affinity") else 0.0 for name in SIGNALS}
+    weights.write_text("[weights]\n" + "".join(f"{name} = {value}\n" for name, value in only.items()))
     capsys.readouterr()
     task = "tokenize_quoted_string drops the closing quote of a quoted string"
     assert main(["retrieve", task, "--repo", str(repo), "--format", "json", "--weights", str(weights)]) == 0
     scope = {row["path"]: row for row in json.loads(capsys.readouterr().out)["provenance"]["scope"]}
-    assert scope["src/tokenizer.rs"]["rank"] == 1
     assert scope["src/failure.rs"]["signals"]["partner_affinity"] > 0  # no task word, but changes with the best match
     assert "src/render.rs" not in scope or scope["src/render.rs"]["signals"]["partner_affinity"] == 0
+    assert {scope["src/tokenizer.rs"]["rank"], scope["src/failure.rs"]["rank"]} == {1, 2}  # beside the best match
     assert scope["src/failure.rs"]["rank"] < scope["src/quoted_docs.rs"]["rank"]

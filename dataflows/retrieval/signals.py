@@ -419,14 +419,15 @@ def history_match(
 
 
 IMPORT_TIE = 0.5  # partner_affinity of a file one import away from an anchor (either direction)
+MIN_TIE_COMMITS = 2  # a single shared commit (an initial import, a sweep) ties nothing
 
 
 def partner_affinity(
     kb_files: pd.DataFrame, kb_cochange: pd.DataFrame, kb_edges: pd.DataFrame, anchor_files: pd.Series
 ) -> pd.Series:
     """0-1 per file: its strongest tie to an anchor (a best file of the first pass) times that anchor's share of the
-    best first-pass total; a tie is the share of the anchor's commits that changed the file too, or IMPORT_TIE for an
-    import either way.
+    best first-pass total; a tie is the share of the anchor's commits that changed the file too (from MIN_TIE_COMMITS
+    shared commits), or IMPORT_TIE for an import either way.
 
     A fix that edits several files seldom repeats the task's words in all of them: the partners of the file that
     matches best are the files that change with it and the ones wired to it.
@@ -438,7 +439,7 @@ def partner_affinity(
     if not kb_cochange.empty:
         pairs = pd.concat([kb_cochange.set_axis(["anchor", "other", "count"], axis=1),
                            kb_cochange[["file_b", "file_a", "count"]].set_axis(["anchor", "other", "count"], axis=1)])
-        pairs = pairs[pairs["anchor"].isin(anchor_files.index)]
+        pairs = pairs[pairs["anchor"].isin(anchor_files.index) & (pairs["count"] >= MIN_TIE_COMMITS)]
         ties.append(pairs.assign(tie=(pairs["count"] / pairs["anchor"].map(commits)).clip(upper=1.0)))
     if not kb_edges.empty:
         pairs = _undirected(kb_edges).set_axis(["anchor", "other"], axis=1)
