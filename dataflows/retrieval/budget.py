@@ -369,8 +369,9 @@ def _flowed_allocation(demand: np.ndarray, available: float) -> dict[str, int]:
 def _cut_sequence(
     items: dict[str, np.ndarray], state: np.ndarray, sections: tuple[str, ...], floor: bool
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Cut actions (item, to, saving) for these sections: per section, demote bodies then evict, lowest file score
-    first."""
+    """Cut actions (item, to, saving) for these sections, lowest priority first: per section, demote bodies then
+    evict; in the primary section item by item (a low-ranked primary goes whole, signature too, before a better one
+    loses its body: a refill brings signatures back where room is left)."""
     rank_of = {s: i for i, s in enumerate(sections)}
     section = np.array([rank_of.get(s, np.nan) for s in items["section"].tolist()], dtype=float)
     live = ~np.isnan(section) & (items["floor"].astype(bool) == floor) & (state != EVICTED)
@@ -379,7 +380,9 @@ def _cut_sequence(
     phase = np.concatenate([np.zeros(body.sum()), np.ones(live.sum())])
     full, demoted = items["full"].astype(np.int64), items["demoted"].astype(np.int64)
     saving = np.where(phase == 0, full[idx] - demoted[idx], demoted[idx])  # an evicted body was demoted first
-    keys = (-items["line"][idx], -items["rank"][idx], items["priority"][idx], phase, section[idx])
+    by_item = items["section"][idx] == "primary"
+    keys = (-items["line"][idx], -items["rank"][idx], np.where(by_item, phase, 0), items["priority"][idx],
+            np.where(by_item, 0, phase), section[idx])
     order = np.lexsort(keys)
     return idx[order], np.where(phase[order] == 0, DEMOTED, EVICTED), saving[order]
 
