@@ -11,8 +11,8 @@ outline       any other definition of a top-ranked source file, by signature: th
               what else is there; the budget fills it last from what the tiers above leave unused
 excluded      everything else; and every symbol of a test file that has no test matching the task
 Only scoped symbols are classified; bodies are sliced from kb_contents for the files that contribute something.
-Each tier is a node (symbol_id -> reason): ranked_primaries, symbol_matches -> primary_holders -> primary_symbols -> live_test_files
--> supporting_symbols -> type_context_symbols -> outline_symbols; symbol_tiers joins them into one frame.
+Each tier is a node (symbol_id -> reason): ranked_primaries -> symbol_matches -> primary_holders -> primary_symbols
+-> live_test_files -> supporting_symbols -> type_context_symbols -> outline_symbols; symbol_tiers joins them into one frame.
 """
 
 from __future__ import annotations
@@ -106,7 +106,8 @@ def auto_budget_stop(symbol_ranking: pd.DataFrame, ranked_primaries: pd.DataFram
         why = f"at most {AUTO_MAX} bodies"
     else:
         why = f"the next score {float(nxt['score']):.3f} is below {AUTO_SHARE:g} x the best ({best:.3f})"
-    return {"ranked_kept": kept, "bodies": int(len(primary_symbols)), "best_score": round(best, 4), "share": AUTO_SHARE, "max_bodies": AUTO_MAX,
+    return {"ranked_kept": kept, "bodies": int(len(primary_symbols)), "best_score": round(best, 4),
+            "share": AUTO_SHARE, "max_bodies": AUTO_MAX,
             "next": None if nxt is None else f"{nxt['path']}::{nxt['qualified_name']}", "reason": why}  # fmt: skip
 
 

@@ -60,7 +60,8 @@ def symbol_candidates(scoped_symbols: ScopedSymbols) -> np.ndarray:
 def symbol_task_frames(task_text: str, kb_files: pd.DataFrame) -> pd.DataFrame:
     """(file_id, line, function, depth) of each Python stack-trace frame found in the KB: the path as written, or
     its part after site-/dist-packages, matched as a path suffix; depth 1 is the innermost frame."""
-    frames = [(_INSTALLED.sub("", p.replace("\\", "/")).lstrip("./"), int(n), f or "") for p, n, f in _FRAME.findall(task_text)]
+    frames = [(_INSTALLED.sub("", p.replace("\\", "/")).lstrip("./"), int(n), f or "")
+              for p, n, f in _FRAME.findall(task_text)]  # fmt: skip
     paths = kb_files["path"].astype(str)
     rows = []
     for depth, (path, line, function) in enumerate(reversed(frames), start=1):
@@ -271,7 +272,8 @@ def _nearness(s: ScopedSymbols, anchors: np.ndarray) -> np.ndarray:
     return out
 
 
-def _hierarchy(s: ScopedSymbols, table: vocabulary.SymbolTable, anchors: np.ndarray, task_query: TaskQuery) -> np.ndarray:
+def _hierarchy(s: ScopedSymbols, table: vocabulary.SymbolTable, anchors: np.ndarray,
+               task_query: TaskQuery) -> np.ndarray:
     """Per scoped symbol: 1 for an ancestor class (base edges, transitively) of a class the task is about (named,
     holding an anchor, or the head of a dotted name such as `Order.save`), and for the method of an anchor's name
     (or a dotted name's tail) in an ancestor or a subclass."""
@@ -328,7 +330,8 @@ def _tested(s: ScopedSymbols, table: vocabulary.SymbolTable, task_query: TaskQue
     at = table.rows.get_indexer(s.symbol_id[tests])
     texts = kb_contents.drop_duplicates("file_id").set_index("file_id")["text"]
     called: set[str] = set()
-    for file_id, start, end in zip(s.file_id[tests], table.start_line[s.rows[tests]], kb_symbols["end_line"].to_numpy()[at]):
+    ends = kb_symbols["end_line"].to_numpy()[at]
+    for file_id, start, end in zip(s.file_id[tests], table.start_line[s.rows[tests]], ends):
         lines = str(texts.get(file_id, "")).splitlines()[int(start) - 1 : int(end)]
         called |= set(_CALLED.findall("\n".join(lines)))
     out[np.isin(s.name[c], list(called))] = 1.0
