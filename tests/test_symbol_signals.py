@@ -203,3 +203,26 @@ def test_a_budget_that_is_neither_a_number_nor_auto_is_one_line(repo, capsys):
         main(["retrieve", "anything", "--repo", repo, "--budget", "lots"])
     assert exc.value.code == 2
     assert "auto" in capsys.readouterr().err
+
+
+def test_a_go_struct_beside_its_methods_keeps_its_body(tmp_path, capsys):
+    """Go methods name their struct as parent but lie outside its braces: the struct is no holder of theirs."""
+    (tmp_path / "command.go").write_text(textwrap.dedent('''
+        package cli
+
+        // Command is one command line command.
+        type Command struct {
+        	Name         string
+        	ArgValidator func(args []string) error
+        }
+
+        func (c *Command) checkHelp() bool {
+        	return c.Name == "help"
+        }
+        ''').lstrip())
+    index_repository(tmp_path)
+    assert main(["retrieve", "Command needs an ArgValidator hook that checkHelp and run call first", "--repo",
+                 str(tmp_path), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    depth = {s["symbol"]: (s["tier"], s["depth"]) for s in doc["provenance"]["symbols"]}
+    assert depth["Command"] == ("primary", "body") and depth["Command.checkHelp"] == ("primary", "body")

@@ -133,12 +133,15 @@ def symbol_matches(
 
 
 def primary_holders(
-    symbol_matches: pd.Series, scoped_symbols: ScopedSymbols, kb_symbol_table: vocabulary.SymbolTable
+    symbol_matches: pd.Series, scoped_symbols: ScopedSymbols, kb_symbol_table: vocabulary.SymbolTable,
+    kb_symbols: pd.DataFrame,
 ) -> pd.Series:
-    """symbol_id -> 'contains primary X': the scoped symbols around a task match (at any depth; X named from every
-    match, holders included): a class around primary methods shows its signature, not its whole body."""
+    """symbol_id -> 'contains primary X': the scoped symbols whose lines enclose a task match (at any depth; X named
+    from every match, holders included): a class around primary methods shows its signature, not its whole body. A
+    parent that does not enclose its member (a Go struct, a Rust type beside its `impl`) stays a match of its own."""
     s = scoped_symbols
-    holders, why = _holders_of(s, kb_symbol_table, _mask(s, kb_symbol_table, symbol_matches))
+    primary = _mask(s, kb_symbol_table, symbol_matches)
+    holders, why = _holders_of(s, kb_symbol_table, primary, kb_symbols["end_line"].to_numpy())
     mask, reason = np.zeros(len(s.rows), dtype=bool), np.full(len(s.rows), "", dtype=object)
     mask[holders], reason[holders] = True, why
     return _by_symbol(s, mask, reason)
@@ -436,9 +439,12 @@ def _first_of_each(values: np.ndarray) -> np.ndarray:
     return np.sort(first)
 
 
-def _holders_of(s: ScopedSymbols, table: vocabulary.SymbolTable, primary: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Enclosing scoped symbols (at any depth) of primary symbols, and 'contains primary X' for each."""
+def _holders_of(s: ScopedSymbols, table: vocabulary.SymbolTable, primary: np.ndarray,
+                end_line: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Scoped ancestors (at any depth) whose lines enclose a primary symbol's, and 'contains primary X' for each
+    (end_line: per KB symbol row)."""
     child = s.qualified_name[primary]
+    first_line, last_line = table.start_line[s.rows[primary]], end_line[s.rows[primary]]
     ancestor = table.parent[s.rows[primary]]  # KB rows, -1: none
     found, why = [np.array([], dtype=np.int64)], [np.array([], dtype=object)]
     for _ in range(MAX_TYPE_HOPS):
@@ -446,9 +452,12 @@ def _holders_of(s: ScopedSymbols, table: vocabulary.SymbolTable, primary: np.nda
         known = position >= 0
         if not known.any():
             break
-        found.append(position[known])
-        why.append("contains primary " + child[known])
+        row = np.maximum(ancestor, 0)
+        encloses = known & (table.start_line[row] <= first_line) & (end_line[row] >= last_line)
+        found.append(position[encloses])
+        why.append("contains primary " + child[encloses])
         ancestor, child = table.parent[ancestor[known]], child[known]
+        first_line, last_line = first_line[known], last_line[known]
     found, why = np.concatenate(found), np.concatenate(why)
     first = _first_of_each(found)
     return found[first], why[first]
