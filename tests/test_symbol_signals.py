@@ -226,3 +226,28 @@ def test_a_go_struct_beside_its_methods_keeps_its_body(tmp_path, capsys):
     doc = json.loads(capsys.readouterr().out)
     depth = {s["symbol"]: (s["tier"], s["depth"]) for s in doc["provenance"]["symbols"]}
     assert depth["Command"] == ("primary", "body") and depth["Command.checkHelp"] == ("primary", "body")
+
+
+def test_a_closure_never_turns_its_matching_function_into_a_signature(tmp_path, capsys):
+    (tmp_path / "options.js").write_text(textwrap.dedent('''
+        class Command {
+          addOption(option) {
+            const handleOptionValue = (value) => {
+              this.setOptionValue(option.name, value);
+            };
+            this.options.push(option);
+            this.on('option:' + option.name, handleOptionValue);
+            return this;
+          }
+        }
+        module.exports = { Command };
+        ''').lstrip())
+    index_repository(tmp_path)
+    assert main(["retrieve", "addOption: handleOptionValue ignores the option value of a negated option", "--repo",
+                 str(tmp_path), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    depth = {s["symbol"]: (s["tier"], s["depth"]) for s in doc["provenance"]["symbols"]}
+    assert depth["Command.addOption"] == ("primary", "body")
+    assert depth["Command"] == ("supporting", "signature")  # a class still holds its methods
+    bodies = [s["body"] for f in doc["files"] for s in f["symbols"] if s["body"]]
+    assert sum(b.count("const handleOptionValue") for b in bodies) == 1  # the closure once, inside its function

@@ -11,8 +11,9 @@ outline       any other definition of a top-ranked source file, by signature: th
               what else is there; the budget fills it last from what the tiers above leave unused
 excluded      everything else; and every symbol of a test file that has no test matching the task
 Only scoped symbols are classified; bodies are sliced from kb_contents for the files that contribute something.
-Each tier is a node (symbol_id -> reason): ranked_primaries -> symbol_matches -> primary_holders -> primary_symbols
--> live_test_files -> supporting_symbols -> type_context_symbols -> outline_symbols; symbol_tiers joins them into one frame.
+Each tier is a node (symbol_id -> reason): ranked_primaries -> symbol_matches -> primary_holders, nested_matches
+-> primary_symbols -> live_test_files -> supporting_symbols -> type_context_symbols -> outline_symbols; symbol_tiers
+joins them into one frame.
 """
 
 from __future__ import annotations
@@ -136,20 +137,40 @@ def primary_holders(
     symbol_matches: pd.Series, scoped_symbols: ScopedSymbols, kb_symbol_table: vocabulary.SymbolTable,
     kb_symbols: pd.DataFrame,
 ) -> pd.Series:
-    """symbol_id -> 'contains primary X': the scoped symbols whose lines enclose a task match (at any depth; X named
-    from every match, holders included): a class around primary methods shows its signature, not its whole body. A
-    parent that does not enclose its member (a Go struct, a Rust type beside its `impl`) stays a match of its own."""
+    """symbol_id -> 'contains primary X': the classes (interfaces, enums, type aliases) whose lines enclose a task
+    match, at any depth: a class around primary methods shows its signature, not its whole body. A parent that does
+    not enclose its member (a Go struct, a Rust type beside its `impl`) stays a match of its own."""
     s = scoped_symbols
-    primary = _mask(s, kb_symbol_table, symbol_matches)
-    holders, why = _holders_of(s, kb_symbol_table, primary, kb_symbols["end_line"].to_numpy())
+    outer, inner = _enclosing(s, kb_symbol_table, _mask(s, kb_symbol_table, symbol_matches), kb_symbols)
+    holds = np.isin(s.kind[outer], TYPE_KINDS)
+    outer, inner = outer[holds], inner[holds]
+    first = _first_of_each(outer)
     mask, reason = np.zeros(len(s.rows), dtype=bool), np.full(len(s.rows), "", dtype=object)
-    mask[holders], reason[holders] = True, why
+    mask[outer[first]], reason[outer[first]] = True, "contains primary " + s.qualified_name[inner[first]]
     return _by_symbol(s, mask, reason)
 
 
-def primary_symbols(symbol_matches: pd.Series, primary_holders: pd.Series) -> pd.Series:
-    """symbol_id -> reason: the symbols the package shows whole, first: task matches that hold no other match."""
-    return symbol_matches[~symbol_matches.index.isin(primary_holders.index)]
+def nested_matches(
+    symbol_matches: pd.Series, scoped_symbols: ScopedSymbols, kb_symbol_table: vocabulary.SymbolTable,
+    kb_symbols: pd.DataFrame,
+) -> pd.Series:
+    """symbol_id -> 'inside primary X': task matches nested in a matching function or method, whose body the
+    package shows with theirs inside (a closure never turns its function into a signature)."""
+    s = scoped_symbols
+    matched = _mask(s, kb_symbol_table, symbol_matches)
+    outer, inner = _enclosing(s, kb_symbol_table, matched, kb_symbols)
+    inside = matched[outer] & ~np.isin(s.kind[outer], TYPE_KINDS)
+    outer, inner = outer[inside], inner[inside]
+    first = _first_of_each(inner)
+    mask, reason = np.zeros(len(s.rows), dtype=bool), np.full(len(s.rows), "", dtype=object)
+    mask[inner[first]], reason[inner[first]] = True, "inside primary " + s.qualified_name[outer[first]]
+    return _by_symbol(s, mask, reason)
+
+
+def primary_symbols(symbol_matches: pd.Series, primary_holders: pd.Series, nested_matches: pd.Series) -> pd.Series:
+    """symbol_id -> reason: the symbols the package shows whole, first: task matches that hold no other match and
+    sit in no matching function."""
+    return symbol_matches[~symbol_matches.index.isin(primary_holders.index.union(nested_matches.index))]
 
 
 def live_test_files(
@@ -439,28 +460,27 @@ def _first_of_each(values: np.ndarray) -> np.ndarray:
     return np.sort(first)
 
 
-def _holders_of(s: ScopedSymbols, table: vocabulary.SymbolTable, primary: np.ndarray,
-                end_line: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Scoped ancestors (at any depth) whose lines enclose a primary symbol's, and 'contains primary X' for each
-    (end_line: per KB symbol row)."""
-    child = s.qualified_name[primary]
-    first_line, last_line = table.start_line[s.rows[primary]], end_line[s.rows[primary]]
-    ancestor = table.parent[s.rows[primary]]  # KB rows, -1: none
-    found, why = [np.array([], dtype=np.int64)], [np.array([], dtype=object)]
+def _enclosing(s: ScopedSymbols, table: vocabulary.SymbolTable, members: np.ndarray,
+               kb_symbols: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(ancestor, member) positions among the scoped symbols: every scoped ancestor, at any depth, whose lines
+    enclose a member's."""
+    end_line = kb_symbols["end_line"].to_numpy()
+    member = np.flatnonzero(members)
+    first_line, last_line = table.start_line[s.rows[member]], end_line[s.rows[member]]
+    ancestor = table.parent[s.rows[member]]  # KB rows, -1: none
+    outer, inner = [np.array([], dtype=np.int64)], [np.array([], dtype=np.int64)]
     for _ in range(MAX_TYPE_HOPS):
-        position = np.where(ancestor >= 0, s.local[ancestor], -1)
-        known = position >= 0
+        known = ancestor >= 0
         if not known.any():
             break
         row = np.maximum(ancestor, 0)
-        encloses = known & (table.start_line[row] <= first_line) & (end_line[row] >= last_line)
-        found.append(position[encloses])
-        why.append("contains primary " + child[encloses])
-        ancestor, child = table.parent[ancestor[known]], child[known]
+        position = np.where(known, s.local[row], -1)
+        encloses = (position >= 0) & (table.start_line[row] <= first_line) & (end_line[row] >= last_line)
+        outer.append(position[encloses])
+        inner.append(member[encloses])
+        ancestor, member = table.parent[row[known]], member[known]
         first_line, last_line = first_line[known], last_line[known]
-    found, why = np.concatenate(found), np.concatenate(why)
-    first = _first_of_each(found)
-    return found[first], why[first]
+    return np.concatenate(outer), np.concatenate(inner)
 
 
 def _symbol_context(symbol_id: int, s: dict, lines: list[str], language: str, count_tokens) -> SymbolContext:
