@@ -251,3 +251,45 @@ def test_a_closure_never_turns_its_matching_function_into_a_signature(tmp_path, 
     assert depth["Command"] == ("supporting", "signature")  # a class still holds its methods
     bodies = [s["body"] for f in doc["files"] for s in f["symbols"] if s["body"]]
     assert sum(b.count("const handleOptionValue") for b in bodies) == 1  # the closure once, inside its function
+
+
+def test_go_and_java_trace_frames_point_at_the_function_holding_the_line(tmp_path):
+    (tmp_path / "router").mkdir()
+    (tmp_path / "router" / "tree.go").write_text(textwrap.dedent('''
+        package router
+
+        func insert(path string) int {
+        	return len(path)
+        }
+
+        func lookup(path string) int {
+        	var table map[string]int
+        	return table[path] + insert(path)
+        }
+        ''').lstrip())
+    (tmp_path / "src" / "main" / "java" / "acme").mkdir(parents=True)
+    (tmp_path / "src" / "main" / "java" / "acme" / "Pool.java").write_text(textwrap.dedent('''
+        package acme;
+
+        public class Pool {
+            public int borrow() {
+                return take(0);
+            }
+
+            private int take(int index) {
+                return new int[0][index];
+            }
+        }
+        ''').lstrip())
+    index_repository(tmp_path)
+    kb = load_kb(default_kb_dir(tmp_path))
+    go = ranking(kb, "panic: assignment to entry in nil map\n\ngoroutine 1 [running]:\n"
+                     "example.com/app/router.lookup(...)\n\t/home/u/src/app/router/tree.go:9 +0x1d\n"
+                     "main.main()\n\t/home/u/src/app/main.go:12 +0x25")
+    assert go.at["router/tree.go::lookup", "trace"] == 1.0 and go.at["router/tree.go::insert", "trace"] == 0.0
+    java = ranking(kb, "java.lang.ArrayIndexOutOfBoundsException: Index 0 out of bounds for length 0\n"
+                       "\tat acme.Pool.take(Pool.java:9)\n\tat acme.Pool.borrow(Pool.java:5)")
+    path = "src/main/java/acme/Pool.java"
+    assert java.at[f"{path}::Pool.take", "trace"] == 1.0  # innermost frame first in a Java trace
+    assert java.at[f"{path}::Pool.borrow", "trace"] == 0.5
+    assert java.index[0] == f"{path}::Pool.take"

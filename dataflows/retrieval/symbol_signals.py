@@ -6,7 +6,8 @@ The file matrix decides which files; this one ranks the definitions inside them,
 lexical    BM25 of the task's query terms over the symbol's chunk (name, signature, docstring, body, comments)
 name       the task's words cover the symbol's name (all its words, or half of them with two strong words)
 mention    the task names it: exact, qualified or dotted (`Model.save`), or its bare name
-trace      a stack-trace frame is in it (its file found by path suffix, installed-package paths included)
+trace      a stack-trace frame is in it: Python frames, and `file.ext:line` of Go, Java, JS/TS, Rust traces (the file
+           found by path suffix, installed-package paths included)
 message    an error or log message the task quotes is written in its body
 calls      call-graph nearness to a symbol the task mentions, traces or quotes (1 hop .5, 2 hops .33)
 hierarchy  an ancestor class of a class the task is about, or the same-named method in one (fixes land in bases)
@@ -45,6 +46,7 @@ CALL_HOPS = 2
 STRONG_WEIGHT = 2.0  # matched name-term weight that lets half a name's words count as a match
 MIN_MESSAGE_CHARS = 12
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)(?:, in ([\w<>.]+))?')
+_LOCATION = re.compile(r"([\w./\\@-]+\.(?:go|rs|java|kt|scala|js|jsx|mjs|cjs|ts|tsx|rb|php|cs|c|cc|cpp|h|hpp|swift)):(\d+)")
 _INSTALLED = re.compile(r"^.*?/(?:site|dist)-packages/")
 _CALLED = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
 _INLINE_EXCEPTION = re.compile(r"\b[A-Z]\w*(?:Error|Exception|Warning): ([^\n]{8,300})")
@@ -58,13 +60,15 @@ def symbol_candidates(scoped_symbols: ScopedSymbols) -> np.ndarray:
 
 
 def symbol_task_frames(task_text: str, kb_files: pd.DataFrame) -> pd.DataFrame:
-    """(file_id, line, function, depth) of each Python stack-trace frame found in the KB: the path as written, or
-    its part after site-/dist-packages, matched as a path suffix; depth 1 is the innermost frame."""
-    frames = [(_INSTALLED.sub("", p.replace("\\", "/")).lstrip("./"), int(n), f or "")
-              for p, n, f in _FRAME.findall(task_text)]  # fmt: skip
+    """(file_id, line, function, depth) of each stack-trace frame found in the KB, depth 1 the innermost: Python
+    frames (innermost last), then `path.ext:line` frames of Go panics, Java, JS/TS, Rust and other traces (innermost
+    first); a path as written, or its part after site-/dist-packages, matched as a path suffix."""
+    python = [(p, int(n), f or "") for p, n, f in _FRAME.findall(task_text)][::-1]
+    other = [(p, int(n), "") for p, n in _LOCATION.findall(_FRAME.sub(" ", task_text))]
     paths = kb_files["path"].astype(str)
     rows = []
-    for depth, (path, line, function) in enumerate(reversed(frames), start=1):
+    for depth, (path, line, function) in enumerate([*python, *other], start=1):
+        path = _INSTALLED.sub("", path.replace("\\", "/")).lstrip("./")
         for file_id in kb_files.loc[path_matches(paths, path).to_numpy(dtype=bool), "file_id"].tolist()[:3]:
             rows.append((int(file_id), line, function, depth))
     return pd.DataFrame(rows, columns=["file_id", "line", "function", "depth"])
