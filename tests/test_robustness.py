@@ -158,6 +158,9 @@ def test_latin1_task_file_is_read_with_one_warning(repo, scratch):
 
 @settings(max_examples=2, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 @given(unit=TASK_TEXTS.filter(bool), size=st.integers(1_000_000, 2_000_000))
+@example(unit="a.", size=1_000_000)  # one megabyte-long path-like word: a backtracking pattern went quadratic on it
+@example(unit="at app/auth/handler.go:12 ", size=1_000_000)  # a frame repeated: each one looked up again
+@example(unit='  File "app/auth/handler.py", line 3, in f\n', size=1_000_000)
 def test_megabytes_of_task_text(repo, scratch, unit, size):
     task = (unit * (size // len(unit) + 1))[:size]
     extra, stdin = deliver(task, "stdin", scratch)

@@ -45,8 +45,9 @@ SIZE_SCALE = np.log(4096)
 CALL_HOPS = 2
 STRONG_WEIGHT = 2.0  # matched name-term weight that lets half a name's words count as a match
 MIN_MESSAGE_CHARS = 12
+MAX_FRAMES = 64  # distinct frames looked up: a trace pasted many times, or megabytes of text, stays linear
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)(?:, in ([\w<>.]+))?')
-_LOCATION = re.compile(r"([\w./\\@-]+\.(?:go|rs|java|kt|scala|js|jsx|mjs|cjs|ts|tsx|rb|php|cs|c|cc|cpp|h|hpp|swift)):(\d+)")
+_LOCATION = re.compile(r"(?<![\w./\\@-])([\w./\\@-]+\.(?:go|rs|java|kt|scala|js|jsx|mjs|cjs|ts|tsx|rb|php|cs|c|cc|cpp|h|hpp|swift)):(\d+)")
 _INSTALLED = re.compile(r"^.*?/(?:site|dist)-packages/")
 _CALLED = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
 _INLINE_EXCEPTION = re.compile(r"\b[A-Z]\w*(?:Error|Exception|Warning): ([^\n]{8,300})")
@@ -65,9 +66,10 @@ def symbol_task_frames(task_text: str, kb_files: pd.DataFrame) -> pd.DataFrame:
     first); a path as written, or its part after site-/dist-packages, matched as a path suffix."""
     python = [(p, int(n), f or "") for p, n, f in _FRAME.findall(task_text)][::-1]
     other = [(p, int(n), "") for p, n in _LOCATION.findall(_FRAME.sub(" ", task_text))]
+    frames = list(dict.fromkeys([*python, *other]))[:MAX_FRAMES]
     paths = kb_files["path"].astype(str)
     rows = []
-    for depth, (path, line, function) in enumerate([*python, *other], start=1):
+    for depth, (path, line, function) in enumerate(frames, start=1):
         path = _INSTALLED.sub("", path.replace("\\", "/")).lstrip("./")
         for file_id in kb_files.loc[path_matches(paths, path).to_numpy(dtype=bool), "file_id"].tolist()[:3]:
             rows.append((int(file_id), line, function, depth))
