@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 CRA := $(VENV)/bin/cra
 TASK ?= The BM25 score of a query term that is repeated should count sub-linearly; fix Bm25Index.scores in the lexical index
 
-.PHONY: setup run test test-fast bench eval dag clean
+.PHONY: setup run test test-fast bench bench-scale eval dag clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,9 @@ test-fast: setup  # while developing: everything but the end-to-end runs on real
 
 bench: setup
 	$(PY) -m drivers.bench
+
+bench-scale: setup  # index / request growth over generated 1k-100k-file trees and OpenJDK's source (~1 h, 3 GB of cache)
+	$(PY) -m drivers.scale_bench --real
 
 bench-findings: setup  # review-findings store: insert and query latency with 10,000 findings
 	$(PY) -m drivers.findings_bench

@@ -16,7 +16,8 @@ from drivers.output import write_text_atomic
 
 
 def _index(args) -> int:
-    from drivers.indexer import index_repository
+    from drivers.indexer import index_repository, resumable_batches
+    from drivers.kb_dir import default_kb_dir
     from drivers.progress import Progress
 
     if args.workers is not None and args.workers < 1:
@@ -30,6 +31,13 @@ def _index(args) -> int:
         stats = index_repository(Path(args.path), Path(args.kb) if args.kb else None, history=args.history,
                                  max_file_bytes=args.max_file_bytes, workers=args.workers, on_wait=waiting,
                                  on_progress=progress.update if progress else None)
+    except KeyboardInterrupt:
+        if progress:
+            progress.close()
+        kept = resumable_batches(Path(args.kb) if args.kb else default_kb_dir(Path(args.path)))
+        resume = f"; {kept} parsed batches are kept: run `cra index` again to resume" if kept else ""
+        print(f"cra: interrupted; the knowledge base was left as it was{resume}", file=sys.stderr)
+        return 130
     finally:
         if progress:
             progress.close()

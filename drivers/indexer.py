@@ -9,6 +9,7 @@ matches are not read again, the dataflow (`drivers.index_dag`) re-parses what ch
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -19,6 +20,7 @@ from drivers.kb_dir import check_writable, default_kb_dir
 from drivers.locks import exclusive_lock
 
 INDEX_LOCK = ".index.lock"  # in a KB directory: held by the one index run writing it
+RESUME_DIR = ".resume"  # in a KB directory: batches parsed by a run that has not written its KB yet
 # the index machinery (Hamilton, pandas, the dataflow modules), loaded on first use: an unchanged tree never needs it
 _DAG_NAMES = frozenset({"INDEX_MODULES", "KB_OUTPUTS", "PARALLEL_MIN_FILES", "IndexFailed", "ParseProgress",
                         "index_driver", "index_frames"})  # fmt: skip
@@ -92,8 +94,11 @@ def _index_locked(repo: Path, kb_dir: Path, history, max_file_bytes, on_progress
     scan = sources.scan_sources(repo, max_file_bytes=max_file_bytes, known=known, walk=walk)
     tables, stats = index_frames(repo, previous_kb=previous, history=history, max_file_bytes=max_file_bytes,
                                  on_progress=on_progress, history_from=history_from, workers=workers, scan=scan,
-                                 previous_skipped=skipped, previous_import_context=import_context)
+                                 previous_skipped=skipped, previous_import_context=import_context,
+                                 resume_dir=_resume_dir(kb_dir))
     exact = tokens_are_exact() if stats["n_parsed"] or previous is None else previous_exact
+    if stats.get("n_resumed"):
+        notes.append(f"resumed: {stats['n_resumed']} files parsed by an interrupted run were not parsed again")
     stats = {**stats, "seconds": round(time.perf_counter() - started, 3), "notes": notes, "tokens_exact": exact}
     metadata = {
         "repo_root": str(repo),
@@ -104,6 +109,7 @@ def _index_locked(repo: Path, kb_dir: Path, history, max_file_bytes, on_progress
         "stats": stats,
     }
     version = write_kb(kb_dir, tables, metadata, previous)
+    shutil.rmtree(kb_dir / RESUME_DIR, ignore_errors=True)
     if history_from is None and scan.walk is not None:  # (a scan made elsewhere, e.g. tests/kb_compare.py, has no walk)
         hashes = dict(zip(scan.frame["path"], scan.frame["hash"]))
         entries = {path: [*stat, hashes.get(path)] for path, stat in scan.stats.items()}
@@ -112,6 +118,23 @@ def _index_locked(repo: Path, kb_dir: Path, history, max_file_bytes, on_progress
     stats["seconds"] = round(time.perf_counter() - started, 3)
     stats["kb_dir"] = str(kb_dir)
     return stats
+
+
+def _resume_dir(kb_dir: Path) -> Path:
+    """Where this run saves parsed batches for a re-run to resume from: one directory per index code and token
+    counter (an interrupted run of other code left nothing usable, so its directory is removed)."""
+    from drivers.tokens import tokens_are_exact
+
+    name = f"{stat_cache.code_digest()[:16]}-{'cl100k' if tokens_are_exact() else 'estimate'}"
+    for stale in (kb_dir / RESUME_DIR).glob("*"):
+        if stale.name != name:
+            shutil.rmtree(stale, ignore_errors=True)
+    return kb_dir / RESUME_DIR / name
+
+
+def resumable_batches(kb_dir: Path) -> int:
+    """Parsed batches an interrupted run left for the next one (what `cra index` says when interrupted)."""
+    return sum(1 for _ in (Path(kb_dir) / RESUME_DIR).glob("*/*.pickle"))
 
 
 def _known_files(kb_dir: Path, previous: dict | None, skipped: dict[str, list[str]]):

@@ -34,6 +34,8 @@ class Progress:
         self.stream.flush()
 
     def close(self) -> None:
+        """End the progress line (once), so what is printed next starts on a line of its own."""
         if self._shown:
+            self._shown = False
             self.stream.write("\n")
             self.stream.flush()

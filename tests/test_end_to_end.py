@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -111,3 +112,29 @@ def test_django_stack_trace_seeds_its_frames(django):
              '  File "django/template/response.py", line 114, in render\nTemplateDoesNotExist: registration/login.html')
     ranked = _ranked(*django, trace)
     assert {"django/core/handlers/base.py", "django/template/response.py"} <= set(ranked[:5])
+
+
+def test_an_interrupted_index_resumes_instead_of_starting_over(generated, tmp_path):
+    """Ctrl-C mid-way keeps the batches already parsed; the next run parses only the rest and builds the same KB."""
+    from tests.kb_compare import compare_kbs
+
+    kb, fresh = tmp_path / "kb", tmp_path / "fresh"
+    argv = [str(CRA), "index", str(generated), "--kb", str(kb), "--workers", "1", "--history", "0", "-v"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    seen = b""
+    while b"parsing: 600/" not in seen and proc.poll() is None:  # two batches of 300 parsed and saved
+        seen += proc.stderr.read(1)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    err = (seen + err).decode()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "run `cra index` again to resume" in err
+    assert not (kb / "CURRENT").exists()  # nothing was written: the KB is still absent
+
+    done = _indexed(cra("index", str(generated), "--kb", str(kb), "--history", "0"))
+    resumed = int(done.split("resumed: ")[1].split()[0])
+    assert 600 <= resumed < N_FILES + 40, done
+    assert not (kb / ".resume").exists()  # emptied once the KB is written
+    _indexed(cra("index", str(generated), "--kb", str(fresh), "--history", "0"))
+    compared, differences = compare_kbs(kb, fresh, ignore={"n_parsed", "n_reused", "n_resumed", "workers", "notes"})
+    assert "symbols.parquet" in compared and differences == []

@@ -9,12 +9,21 @@ Token counts: each file is encoded once; every token is counted on the line hold
 Term documents: a file is its path + text; a symbol is its qualified name, signature, docstring, body and
 attached comments, where a container's (class, interface, enum) body is only the lines none of its members
 cover plus the members' names, so a class does not repeat (and re-tokenise) its methods' text.
+
+Resuming: with a `parse_checkpoint` directory each parsed batch is also saved there, keyed by what it was made of
+(ids, paths, languages, text hashes), so a run interrupted mid-way and started again over the same tree loads the
+batches it already parsed instead of parsing them again (the driver empties the directory once the KB is written).
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
+import pickle
+import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -40,6 +49,7 @@ class ParsedBatch:
     symbol_tokens: pd.DataFrame  # _SYMBOL_TOKEN_COLUMNS
     file_terms: pd.DataFrame  # file_id, term, tf
     symbol_terms: pd.DataFrame  # file_id, local, term, tf
+    resumed: bool = False  # loaded from the checkpoint of an interrupted run, not parsed by this one
 
 
 def _parse(language: str, text: str) -> ParsedFile | None:
@@ -122,14 +132,53 @@ def parse_batches(changed_files: pd.DataFrame, batch_files: int = BATCH_FILES) -
         yield changed_files.iloc[start : start + batch_files]
 
 
-def parsed_batch(parse_batches: pd.DataFrame, count_tokens: Callable, count_line_tokens: Callable) -> ParsedBatch:
-    """Parse, token counts and term counts of one batch of files (runs in a worker process when parallel)."""
-    return _parse_batch(parse_batches, count_tokens, count_line_tokens)
+def parsed_batch(
+    parse_batches: pd.DataFrame, count_tokens: Callable, count_line_tokens: Callable, parse_checkpoint: str | None = None
+) -> ParsedBatch:
+    """Parse, token counts and term counts of one batch of files (runs in a worker process when parallel); with a
+    parse_checkpoint directory, taken from there when an interrupted run already parsed this very batch."""
+    if not parse_checkpoint:
+        return _parse_batch(parse_batches, count_tokens, count_line_tokens)
+    saved = Path(parse_checkpoint) / f"{_batch_key(parse_batches)}.pickle"
+    try:
+        return replace(pickle.loads(saved.read_bytes()), resumed=True)
+    except Exception:  # noqa: BLE001 - absent, cut short or from another version: parse it again
+        pass
+    batch = _parse_batch(parse_batches, count_tokens, count_line_tokens)
+    _save(saved, batch)
+    return batch
+
+
+def _batch_key(files: pd.DataFrame) -> str:
+    """What a batch's results depend on besides the code: each file's id, path, language and text."""
+    digest = hashlib.sha1()
+    for file_id, path, language, text in zip(files["file_id"], files["path"], files["language"], files["text"]):
+        digest.update(f"{int(file_id)}\0{path}\0{language}\0".encode("utf-8", "surrogatepass"))
+        digest.update(hashlib.sha1(str(text).encode("utf-8", "surrogatepass")).digest())
+    return digest.hexdigest()
+
+
+def _save(path: Path, batch: ParsedBatch) -> None:
+    """Write a batch's pickle atomically (temp file, then rename): an interruption leaves it whole or absent."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            pickle.dump(batch, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def parsed_batches(parsed_batch: Collect[ParsedBatch]) -> list[ParsedBatch]:
     """Every batch's results, back in one place."""
     return list(parsed_batch)
+
+
+def resumed_files(parsed_batches: list[ParsedBatch]) -> int:
+    """How many files' parse results came from an interrupted run's checkpoint instead of being parsed again."""
+    return sum(len(b.parsed) for b in parsed_batches if b.resumed)
 
 
 def parsed_files(parsed_batches: list[ParsedBatch]) -> dict[int, ParsedFile | None]:
