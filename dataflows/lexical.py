@@ -8,6 +8,8 @@ repository.
 
 from __future__ import annotations
 
+import bisect
+
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -42,7 +44,7 @@ def _sorted_vocabulary(terms: pd.Series) -> tuple[np.ndarray, np.ndarray]:
 
 @dataclass(frozen=True, eq=False)
 class Bm25Index:
-    vocab: np.ndarray  # distinct terms, sorted (object array): a term is found by binary search
+    vocab: np.ndarray  # distinct terms, sorted (object array, or a memory-mapped sequence): found by binary search
     starts: np.ndarray  # postings of vocab[i] are [starts[i], starts[i + 1])
     doc_ids: np.ndarray  # the doc id (file_id / symbol_id) of each doc position
     postings_doc: np.ndarray  # doc position of each posting, grouped by term
@@ -81,7 +83,7 @@ class Bm25Index:
 
     def _span(self, term: str) -> tuple[int, int] | None:
         """[start, end) of the term's postings, None when the vocabulary does not have it."""
-        i = int(np.searchsorted(self.vocab, term))
+        i = bisect.bisect_left(self.vocab, term)  # any sorted sequence of str: an array, or a memory-mapped one
         if i >= len(self.vocab) or self.vocab[i] != term:
             return None
         return int(self.starts[i]), int(self.starts[i + 1])

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
 
 WALL_CLOCK = {"indexed_at", "seconds"}
 
@@ -47,13 +48,21 @@ def compare_kbs(kb_a: Path, kb_b: Path, ignore: frozenset | set = frozenset()) -
     """(tables compared, differences) between the live versions of two KBs; no differences means equal output.
     ignore: metadata keys (at any depth) left out besides the wall-clock ones, e.g. what a run did (n_parsed)."""
     a, b = _live(kb_a), _live(kb_b)
-    names_a = {p.relative_to(a).as_posix() for p in a.rglob("*.parquet")}
-    names_b = {p.relative_to(b).as_posix() for p in b.rglob("*.parquet")}
+    names_a = {p.relative_to(a).as_posix() for p in [*a.rglob("*.parquet"), *a.rglob("*.arrow")]}
+    names_b = {p.relative_to(b).as_posix() for p in [*b.rglob("*.parquet"), *b.rglob("*.arrow")]}
     differences = [f"{name}: only in {kb_a}" for name in sorted(names_a - names_b)]
     differences += [f"{name}: only in {kb_b}" for name in sorted(names_b - names_a)]
     compared = sorted(names_a & names_b)
     for name in compared:
-        fa, fb = pd.read_parquet(a / name), pd.read_parquet(b / name)
+        if name.endswith(".arrow"):
+            ta, tb = (pa.ipc.open_file(pa.memory_map(str(v / name))).read_all() for v in (a, b))
+            if name.endswith(".bm25.arrow"):  # a persisted lexicon: arrays in a fixed order
+                if not ta.equals(tb, check_metadata=True):
+                    differences.append(f"{name}: arrays differ")
+                continue
+            fa, fb = ta.to_pandas(), tb.to_pandas()
+        else:
+            fa, fb = pd.read_parquet(a / name), pd.read_parquet(b / name)
         if list(fa.columns) != list(fb.columns) or list(fa.dtypes.astype(str)) != list(fb.dtypes.astype(str)):
             differences.append(f"{name}: columns or dtypes differ")
         elif not _sorted(fa).equals(_sorted(fb)):

@@ -19,7 +19,7 @@ RUN_STATS = {"n_parsed", "n_reused", "workers", "notes"}  # what the run did, no
 def _assert_same_as_fresh(repo: Path, kb: Path, fresh: Path) -> None:
     index_repository(repo, fresh)
     compared, differences = compare_kbs(kb, fresh, ignore=RUN_STATS)
-    assert "files.parquet" in compared and "file_terms.bm25.parquet" in compared
+    assert "files.parquet" in compared and "file_terms.bm25.arrow" in compared
     assert differences == []
 
 

@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import tiktoken
@@ -69,27 +70,32 @@ def test_categorical_terms_in_any_category_order_score_like_plain_strings():
 
 def test_index_writes_bm25_arrays_that_score_like_a_rebuild(indexed):
     version = live_version(indexed / ".cra")
-    assert {"file_terms.bm25.parquet", "symbol_terms.bm25.parquet"} <= {p.name for p in version.iterdir()}
+    assert {"file_terms.bm25.arrow", "symbol_terms.bm25.arrow"} <= {p.name for p in version.iterdir()}
     kb = fresh_kb(indexed)
     rebuilt = Bm25Index.from_terms(read_tables(indexed / ".cra", ["symbol_terms"])["symbol_terms"], "symbol_id")
     pd.testing.assert_series_equal(kb.symbol_lexicon.scores(QUERY), rebuilt.scores(QUERY))
     assert kb.file_lexicon.scores(QUERY).max() > 0
 
 
+def _write_ipc(table, path) -> None:
+    with pa.ipc.new_file(path, table.schema) as writer:
+        writer.write_table(table)
+
+
 def test_missing_or_foreign_bm25_arrays_are_rebuilt_from_the_terms(indexed, tmp_path):
     expected = fresh_kb(indexed).file_lexicon.scores(QUERY)
     version = live_version(indexed / ".cra")
-    stored = version / "file_terms.bm25.parquet"
-    backup = tmp_path / "lexicon.parquet"
+    stored = version / "file_terms.bm25.arrow"
+    backup = tmp_path / "lexicon.arrow"
     backup.write_bytes(stored.read_bytes())
     try:
         stored.unlink()
         pd.testing.assert_series_equal(fresh_kb(indexed).file_lexicon.scores(QUERY), expected)
-        other = pq.read_table(version / "symbol_terms.bm25.parquet")  # another lexicon's arrays, in this format:
-        pq.write_table(other, stored)
+        other = pa.ipc.open_file(pa.memory_map(str(version / "symbol_terms.bm25.arrow"))).read_all()  # another lexicon's
+        _write_ipc(other, stored)  # arrays, in this format:
         assert not fresh_kb(indexed).file_lexicon.scores(QUERY).equals(expected)  # read as they are
         foreign = other.replace_schema_metadata({**other.schema.metadata, b"k1": b"2.0"})  # another lexicon format:
-        pq.write_table(foreign, stored)
+        _write_ipc(foreign, stored)
         pd.testing.assert_series_equal(fresh_kb(indexed).file_lexicon.scores(QUERY), expected)  # not read, rebuilt
     finally:
         stored.write_bytes(backup.read_bytes())
