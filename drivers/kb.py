@@ -68,11 +68,12 @@ def _write_table(staging: Path, name: str, frame: pd.DataFrame | None) -> None:
 
 
 def _read_table(version: Path, name: str) -> pd.DataFrame:
-    """One table as a frame; a _MAPPED one is a zero-copy view of its memory-mapped file (Arrow-backed columns)."""
-    if name in _MAPPED:
-        mapped = pa.ipc.open_file(pa.memory_map(str(version / table_file(name)), "r")).read_all()
-        return mapped.to_pandas(types_mapper=pd.ArrowDtype)
-    return pq.read_table(version / table_file(name)).to_pandas()
+    """One table as a frame; a _MAPPED one is a zero-copy view of its memory-mapped file (Arrow-backed columns),
+    unless the version predates that (its Parquet file is read; the next `cra index` rewrites it)."""
+    path = version / table_file(name)
+    if name in _MAPPED and path.is_file():
+        return pa.ipc.open_file(pa.memory_map(str(path), "r")).read_all().to_pandas(types_mapper=pd.ArrowDtype)
+    return pq.read_table(version / f"{name}.parquet").to_pandas()
 
 
 def _write_lexicon(staging: Path, terms: str, frame: pd.DataFrame) -> None:

@@ -246,10 +246,12 @@ def seed_files(kb_files: pd.DataFrame, kb_symbols: pd.DataFrame, task_query: Tas
     return reasons.rename("reason")
 
 
-def _undirected(kb_edges: pd.DataFrame) -> pd.DataFrame:
-    """Import edges in both directions as (a, b), self-loops and duplicates dropped."""
-    forward = kb_edges[["src_file_id", "dst_file_id"]].set_axis(["a", "b"], axis=1)
-    both = pd.concat([forward, forward.rename(columns={"a": "b", "b": "a"})], ignore_index=True)
+def _touching(kb_edges: pd.DataFrame, files) -> pd.DataFrame:
+    """Import edges with an end in files, either direction, as (a, b) with a in files; self-loops and duplicates
+    dropped: the part of the undirected import graph a request walks (never the whole graph: millions of edges)."""
+    out = kb_edges.loc[kb_edges["src_file_id"].isin(files), ["src_file_id", "dst_file_id"]].set_axis(["a", "b"], axis=1)
+    into = kb_edges.loc[kb_edges["dst_file_id"].isin(files), ["dst_file_id", "src_file_id"]].set_axis(["a", "b"], axis=1)
+    both = pd.concat([out, into], ignore_index=True)
     return both[both["a"] != both["b"]].drop_duplicates()
 
 
@@ -257,12 +259,11 @@ def dependency_proximity(kb_files: pd.DataFrame, kb_edges: pd.DataFrame, seed_fi
     """0-1 per file: 1 / 0.5 / 0.25 at 1 / 2 / 3 import hops from a seed, either direction (signal 3)."""
     if kb_edges.empty or seed_files.empty:
         return _zeros(kb_files)
-    pairs = _undirected(kb_edges)
     visited = set(seed_files.index)
     frontier = pd.Index(list(visited))
     scores = {}
     for hop, score in HOP_SCORES.items():
-        reached = pd.Index(pairs.loc[pairs["a"].isin(frontier), "b"].unique()).difference(pd.Index(list(visited)))
+        reached = pd.Index(_touching(kb_edges, frontier)["b"].unique()).difference(pd.Index(list(visited)))
         scores.update(dict.fromkeys(reached, score))
         visited.update(reached)
         frontier = reached
@@ -442,8 +443,8 @@ def partner_affinity(
         pairs = pairs[pairs["anchor"].isin(anchor_files.index) & (pairs["count"] >= MIN_TIE_COMMITS)]
         ties.append(pairs.assign(tie=(pairs["count"] / pairs["anchor"].map(commits)).clip(upper=1.0)))
     if not kb_edges.empty:
-        pairs = _undirected(kb_edges).set_axis(["anchor", "other"], axis=1)
-        ties.append(pairs[pairs["anchor"].isin(anchor_files.index)].assign(tie=IMPORT_TIE))
+        pairs = _touching(kb_edges, anchor_files.index).set_axis(["anchor", "other"], axis=1)
+        ties.append(pairs.assign(tie=IMPORT_TIE))
     if not ties:
         return _zeros(kb_files)
     tied = pd.concat(ties, ignore_index=True)

@@ -262,7 +262,9 @@ def symbol_table(
     term_id, vocab = pd.factorize(name_terms["term"].to_numpy(dtype=object), sort=True)
     term_code = name_terms["code"].to_numpy(dtype=np.int64)
     n_names = max(int(codes.max(initial=-1)), int(term_code.max(initial=-1))) + 1
-    edges = kb_symbol_edges.drop_duplicates(["src_symbol_id", "dst_symbol_id", "kind"])
+    key = pd.DataFrame({"src": kb_symbol_edges["src_symbol_id"], "dst": kb_symbol_edges["dst_symbol_id"],
+                        "kind": pd.factorize(kb_symbol_edges["kind"])[0]})  # integers: hashed 10x faster than strings
+    edges = kb_symbol_edges[~key.duplicated().to_numpy()]
     src, dst = rows.get_indexer(edges["src_symbol_id"]), rows.get_indexer(edges["dst_symbol_id"])
     known = (src >= 0) & (dst >= 0)
     return SymbolTable(
