@@ -9,7 +9,7 @@ otherwise, so an incremental run over a handful of files pays no process start-u
 from __future__ import annotations
 
 import concurrent.futures
-import multiprocessing
+import gc
 import os
 import time
 from collections.abc import Callable
@@ -48,13 +48,18 @@ class _WaitingFuture(executors.TaskFutureWrappingPythonFuture):
 
 class _ProcessExecutor(executors.MultiProcessingExecutor):
     """Hamilton's process-pool executor, except that the driver's loop waits on running tasks instead of
-    polling them non-stop (hamilton 1.90 busy-polls, which takes a whole core away from the workers), and that
-    workers start from a fresh fork server, not as forks of the driver: a fork would share the driver's heap (every
-    file's text) and Python's garbage collector copies those pages into each worker as it walks them (1.2 GB per
-    worker on a 60,000-file tree)."""
+    polling them non-stop (hamilton 1.90 busy-polls, which takes a whole core away from the workers), and that the
+    driver's objects are frozen out of the garbage collector while workers run: a forked worker shares the driver's
+    heap (every file's text), and a collector walking those objects would copy their pages into each worker
+    (1.2 GB per worker on a 60,000-file tree)."""
 
     def create_pool(self) -> concurrent.futures.ProcessPoolExecutor:
-        return concurrent.futures.ProcessPoolExecutor(self.max_tasks, mp_context=multiprocessing.get_context("forkserver"))
+        gc.freeze()
+        return super().create_pool()
+
+    def finalize(self) -> None:
+        super().finalize()
+        gc.unfreeze()
 
     def submit_task(self, task):
         future = self.pool.submit(executors.base_execute_task, task)
