@@ -247,12 +247,12 @@ def seed_files(kb_files: pd.DataFrame, kb_symbols: pd.DataFrame, task_query: Tas
 
 
 def _touching(kb_edges: pd.DataFrame, files) -> pd.DataFrame:
-    """Import edges with an end in files, either direction, as (a, b) with a in files; self-loops and duplicates
-    dropped: the part of the undirected import graph a request walks (never the whole graph: millions of edges)."""
+    """Import edges with an end in files, either direction, as (a, b) with a in files, self-loops dropped (a pair
+    may repeat): the part of the undirected import graph a request walks (never the whole graph: millions of edges)."""
     out = kb_edges.loc[kb_edges["src_file_id"].isin(files), ["src_file_id", "dst_file_id"]].set_axis(["a", "b"], axis=1)
     into = kb_edges.loc[kb_edges["dst_file_id"].isin(files), ["dst_file_id", "src_file_id"]].set_axis(["a", "b"], axis=1)
     both = pd.concat([out, into], ignore_index=True)
-    return both[both["a"] != both["b"]].drop_duplicates()
+    return both[both["a"] != both["b"]]
 
 
 def dependency_proximity(kb_files: pd.DataFrame, kb_edges: pd.DataFrame, seed_files: pd.Series) -> pd.Series:
@@ -335,9 +335,11 @@ def structural_centrality(kb_files: pd.DataFrame, kb_edges: pd.DataFrame) -> pd.
     """0-1 per file: how many files import it, divided by the most imported file's count (signal 8)."""
     if kb_edges.empty:
         return _zeros(kb_files)
-    edges = kb_edges[kb_edges["src_file_id"] != kb_edges["dst_file_id"]]
-    in_degree = edges.drop_duplicates(["src_file_id", "dst_file_id"]).groupby("dst_file_id").size().astype(float)
-    return _over_files(kb_files, _normalised(in_degree))
+    src, dst = kb_edges["src_file_id"].to_numpy(np.int64), kb_edges["dst_file_id"].to_numpy(np.int64)
+    n = int(max(src.max(), dst.max())) + 1
+    importers = np.bincount(np.unique((src * n + dst)[src != dst]) % n, minlength=n)  # distinct importers per file
+    in_degree = pd.Series(importers, dtype=float)
+    return _over_files(kb_files, _normalised(in_degree[in_degree > 0]))
 
 
 def lexical_query_terms(task_query: TaskQuery, file_lexicon: Bm25Index) -> list[str]:
