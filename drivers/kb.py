@@ -298,6 +298,14 @@ class KnowledgeBase:
         tables, and the name index and symbol table built from them once per loaded KB."""
         return word_table_overrides(self.words, self.tables)
 
+    @cached_property
+    def task_free_overrides(self) -> dict[str, object]:
+        """The word-table overrides plus the signals that depend on the KB alone, not on the task (how many files
+        import each file), computed once per loaded KB instead of once per request."""
+        from dataflows.retrieval.signals import structural_centrality
+
+        return {**self.word_overrides, "structural_centrality": structural_centrality(self.files, self.tables["edges"])}
+
 _LOADED: dict[tuple[str, str], KnowledgeBase] = {}
 
 

@@ -65,7 +65,7 @@ def _builder(llm_assist: bool) -> driver.Builder:
 
 def kb_inputs(kb: KnowledgeBase) -> dict:
     """The KB-derived inputs every retrieval node may ask for (its word tables come as overrides:
-    `kb.word_overrides`)."""
+    `kb.task_free_overrides`)."""
     t = kb.tables
     return {
         "kb_warnings": list((kb.metadata.get("stats") or {}).get("warnings") or []),
@@ -176,7 +176,7 @@ def retrieve(
         inputs["llm_client"] = llm_client
     wanted = ["context_package", "scope", "signal_matrix", *outputs]
     started = time.perf_counter()
-    dag, overrides = retrieval_driver(llm_assist, adapters), kb.word_overrides
+    dag, overrides = retrieval_driver(llm_assist, adapters), kb.task_free_overrides
     if callable(pinned_sections):
         ranked = dag.execute(["task_query", "signal_matrix", "scope"], inputs=inputs, overrides=overrides)
         overrides, pinned_sections = overrides | ranked, pinned_sections(ranked["scope"])

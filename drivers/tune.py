@@ -41,7 +41,7 @@ def case_signal_rows(case: dict, kb) -> pd.DataFrame:
 
     inputs = {k: v for k, v in kb_inputs(kb).items() if k != "kb_contents"}
     inputs.update(task_text=case["task"], scope_size=75, weights_override=None, weight_profile=default_weight_profile())
-    out = retrieval_driver().execute(["signal_matrix", "task_query"], inputs=inputs, overrides=kb.word_overrides)
+    out = retrieval_driver().execute(["signal_matrix", "task_query"], inputs=inputs, overrides=kb.task_free_overrides)
     matrix = out["signal_matrix"]
     files = kb.files.set_index("file_id").reindex(matrix.index)
     frame = matrix[["path", *SIGNALS, "seed"]].assign(

@@ -337,7 +337,7 @@ def structural_centrality(kb_files: pd.DataFrame, kb_edges: pd.DataFrame) -> pd.
         return _zeros(kb_files)
     src, dst = kb_edges["src_file_id"].to_numpy(np.int64), kb_edges["dst_file_id"].to_numpy(np.int64)
     n = int(max(src.max(), dst.max())) + 1
-    importers = np.bincount(np.unique((src * n + dst)[src != dst]) % n, minlength=n)  # distinct importers per file
+    importers = np.bincount(pd.unique((src * n + dst)[src != dst]) % n, minlength=n)  # distinct importers per file
     in_degree = pd.Series(importers, dtype=float)
     return _over_files(kb_files, _normalised(in_degree[in_degree > 0]))
 
