@@ -11,6 +11,7 @@ from __future__ import annotations
 import concurrent.futures
 import gc
 import os
+import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -46,6 +47,12 @@ class _WaitingFuture(executors.TaskFutureWrappingPythonFuture):
         return super().get_state()
 
 
+def _leave_interrupts_to_the_driver() -> None:
+    """In a worker: ignore Ctrl-C (the terminal sends it to every process of the group); the driver stops the run,
+    and a worker finishes (and saves, see `parsing.parsed_batch`) the batch it is on instead of printing a traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 class _ProcessExecutor(executors.MultiProcessingExecutor):
     """Hamilton's process-pool executor, except that the driver's loop waits on running tasks instead of
     polling them non-stop (hamilton 1.90 busy-polls, which takes a whole core away from the workers), and that the
@@ -55,7 +62,7 @@ class _ProcessExecutor(executors.MultiProcessingExecutor):
 
     def create_pool(self) -> concurrent.futures.ProcessPoolExecutor:
         gc.freeze()
-        return super().create_pool()
+        return concurrent.futures.ProcessPoolExecutor(self.max_tasks, initializer=_leave_interrupts_to_the_driver)
 
     def finalize(self) -> None:
         super().finalize()
