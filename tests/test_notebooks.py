@@ -9,7 +9,7 @@ from nbclient import NotebookClient
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 
 
-@pytest.mark.parametrize("name", ["signal_breakdown.ipynb", "evaluation.ipynb"])
+@pytest.mark.parametrize("name", ["signal_breakdown.ipynb", "evaluation.ipynb", "scaling.ipynb"])
 def test_notebook_executes(name, tmp_path, monkeypatch):
     monkeypatch.setenv("HAMILTON_AUTOLOAD_EXTENSIONS", "0")
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
