@@ -83,6 +83,25 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def request_times(kb: Path, tasks) -> tuple[float, list[float]]:
+    """In this process: seconds to load the KB and answer the first task (lexicons, contents, driver modules), and
+    the seconds of every request of three warm rounds over the tasks (what `cra serve` answers with)."""
+    from drivers.kb import load_kb
+    from drivers.retriever import retrieve
+
+    started = time.perf_counter()
+    loaded = load_kb(kb)
+    retrieve(loaded, tasks[0])
+    first = time.perf_counter() - started
+    times = []
+    for _ in range(3):
+        for task in tasks:
+            t0 = time.perf_counter()
+            retrieve(loaded, task)
+            times.append(time.perf_counter() - t0)
+    return first, times
+
+
 def _child(kind: str, repo: str, kb: str) -> dict:
     """One measurement inside this (fresh) process."""
     from drivers.indexer import index_repository
@@ -93,19 +112,7 @@ def _child(kind: str, repo: str, kb: str) -> dict:
                 "parsed": stats.get("n_parsed"), "unchanged": bool(stats.get("unchanged")), "rss_mb": _peak_rss_mb()}
     if kind == "floor":
         return {"seconds": parse_floor(Path(repo)), "rss_mb": _peak_rss_mb()}
-    from drivers.kb import load_kb
-    from drivers.retriever import retrieve
-
-    started = time.perf_counter()
-    kb_loaded = load_kb(Path(kb))
-    retrieve(kb_loaded, TASKS[0])  # first request: lexicons, contents, driver modules
-    first = time.perf_counter() - started
-    times = []
-    for _ in range(3):
-        for task in TASKS:
-            t0 = time.perf_counter()
-            retrieve(kb_loaded, task)
-            times.append(time.perf_counter() - t0)
+    first, times = request_times(Path(kb), TASKS)
     return {"first_s": first, "warm_p50_s": statistics.median(times), "warm_max_s": max(times), "rss_mb": _peak_rss_mb()}
 
 

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 import psutil
 
+from drivers.bench import request_times
 from drivers.home import cache_root
 
 SIZES = (1_000, 5_000, 20_000, 50_000, 100_000)
@@ -160,24 +161,6 @@ def measured(argv: list[str]) -> tuple[float, float, subprocess.CompletedProcess
     return wall, peak, subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
-def warm_request_seconds(kb: Path, tasks: tuple[str, ...]) -> tuple[float, float]:
-    """(first request, median warm request) in this process, KB loaded once: what `cra serve` answers with."""
-    from drivers.kb import load_kb
-    from drivers.retriever import retrieve
-
-    started = time.perf_counter()
-    loaded = load_kb(kb)
-    retrieve(loaded, tasks[0])
-    first = time.perf_counter() - started
-    times = []
-    for _ in range(3):
-        for task in tasks:
-            t0 = time.perf_counter()
-            retrieve(loaded, task)
-            times.append(time.perf_counter() - t0)
-    return first, statistics.median(times)
-
-
 def measure_tree(label: str, repo: Path, tasks: tuple[str, ...], cache: Path = CACHE) -> dict:
     """Index repo from scratch with the installed `cra`, then time requests against its KB."""
     kb = cache / f"kb-{label}"
@@ -188,11 +171,11 @@ def measure_tree(label: str, repo: Path, tasks: tuple[str, ...], cache: Path = C
     for task in tasks:
         t, _, _ = measured([str(CRA), "retrieve", task, "--repo", str(repo), "--kb", str(kb), "--budget", "8192", "--format", "json"])
         cold.append(t)
-    first, warm = warm_request_seconds(kb, tasks)
+    first, times = request_times(kb, tasks)
     kb_mb = sum(f.stat().st_size for f in kb.rglob("*") if f.is_file()) / 2**20
     return {"tree": label, "files": n_files, "index_s": round(wall, 2), "files_per_s": round(n_files / wall, 1),
             "peak_pss_mb": round(peak), "kb_mb": round(kb_mb, 1), "cold_cli_s": round(statistics.median(cold), 2),
-            "first_request_s": round(first, 2), "warm_request_s": round(warm, 3)}  # fmt: skip
+            "first_request_s": round(first, 2), "warm_request_s": round(statistics.median(times), 3)}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
