@@ -325,18 +325,16 @@ def test_precision_nodes_from_the_kb_symbol_table_equal_those_built_per_request(
     assert contexts and contexts == out["file_contexts"]
 
 
-def test_symbol_table_resolves_parents_edges_and_attached_comments():
+def test_symbol_table_resolves_parents_edges_and_names():
     symbols = pd.DataFrame({
         "symbol_id": [10, 11, 12], "file_id": [1, 1, 2], "name": ["Login", "check", "test_login"],
         "qualified_name": ["Login", "Login.check", "test_login"], "kind": ["class", "method", "function"],
         "start_line": [1, 2, 1], "docstring": ["A login.", None, None], "parent_id": pd.array([None, 10, None], "Int32"),
     })
-    comments = pd.DataFrame({"symbol_id": pd.array([11, None, 11], "Int32"), "text": ["why one", "file", "why two"]})
     edges = pd.DataFrame({"src_symbol_id": [11, 11, 12, 99], "dst_symbol_id": [10, 10, 11, 10],
                           "kind": ["call", "call", "call", "call"]})  # fmt: skip
-    table = run_node("kb_symbol_table", kb_symbols=symbols, kb_comments=comments, kb_symbol_edges=edges)
+    table = run_node("kb_symbol_table", kb_symbols=symbols, kb_symbol_edges=edges)
     assert list(table.parent) == [-1, 0, -1]
-    assert list(table.doc_text) == ["A login. ", " why one why two", " "]
     assert list(zip(table.edge_src, table.edge_dst)) == [(1, 0), (2, 1)]  # duplicates and unknown symbols dropped
     assert list(table.is_test_fn) == [False, False, True]
     assert list(table.name_norm) == ["login", "check", "testlogin"]

@@ -194,8 +194,8 @@ def concept_vocabulary(kb_files: pd.DataFrame) -> pd.DataFrame:
 class SymbolTable:
     """The symbols of a KB as numpy arrays (one entry per kb_symbols row) for the precision stage's request path.
 
-    Strings converted, names normalised and split into terms, docstrings joined with their comments, parents and
-    symbol edges resolved to row numbers: done once per loaded KB, so `symbol_tiers` gathers by position.
+    Strings converted, names normalised and split into terms, parents and symbol edges resolved to row numbers: done
+    once per loaded KB, so `symbol_tiers` gathers by position.
     """
 
     symbol_id: np.ndarray  # kb_symbols["symbol_id"], its own dtype
@@ -209,7 +209,6 @@ class SymbolTable:
     is_test_fn: np.ndarray  # a function / method with 'test' in its name
     name_norm: np.ndarray  # `norm` of the name (None when there is no name)
     qualified_norm: np.ndarray  # `norm` of the qualified name (None when there is none)
-    doc_text: np.ndarray  # docstring + " " + its attached comments, joined by " "
     name_code: np.ndarray  # row of the name in `symbol_names` (-1: no name)
     name_term_code: np.ndarray  # `symbol_name_terms`: name code of each (code, term) row, sorted by code
     name_term_id: np.ndarray  # ... and its term's position in `term_vocabulary`
@@ -226,21 +225,8 @@ def symbol_norms(kb_symbols: pd.DataFrame) -> pd.DataFrame:
                         dtype="string[pyarrow]")  # fmt: skip
 
 
-def _joined_comments(kb_comments: pd.DataFrame) -> pd.Series:
-    """symbol_id -> the texts of its attached comments, in table order, joined by " "."""
-    comments = kb_comments[kb_comments["symbol_id"].notna()]
-    ids = comments["symbol_id"].to_numpy(dtype=np.int64)
-    order = np.argsort(ids, kind="stable")
-    ids, texts = ids[order], comments["text"].astype(str).to_numpy(dtype=object)[order]
-    starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]]) if len(ids) else np.array([], dtype=np.int64)
-    ends = np.r_[starts[1:], len(ids)].astype(np.int64)
-    joined = [" ".join(texts[a:b]) for a, b in zip(starts, ends)]  # once per loaded KB, per commented symbol
-    return pd.Series(joined, index=ids[starts], dtype=object)
-
-
 def symbol_table(
     kb_symbols: pd.DataFrame,
-    kb_comments: pd.DataFrame,
     kb_symbol_edges: pd.DataFrame,
     name_codes: pd.DataFrame,
     name_terms: pd.DataFrame,
@@ -255,9 +241,6 @@ def symbol_table(
     parent = np.where(parent_ids >= 0, rows.get_indexer(parent_ids), -1)
     is_fn = kb_symbols["kind"].isin(["function", "method"])
     is_test_fn = (is_fn & kb_symbols["name"].astype(str).str.lower().str.contains("test")).to_numpy(dtype=bool)
-    joined = _joined_comments(kb_comments)
-    docs = kb_symbols["docstring"].astype(object).fillna("").astype(str).to_numpy(dtype=object)
-    attached = joined.reindex(symbol_id.astype(np.int64)).fillna("").astype(str).to_numpy(dtype=object)
     codes = name_codes["name_code"].reindex(pd.Index(symbol_id, name="symbol_id")).fillna(-1).to_numpy(dtype=np.int64)
     term_id, vocab = pd.factorize(name_terms["term"].to_numpy(dtype=object), sort=True)
     term_code = name_terms["code"].to_numpy(dtype=np.int64)
@@ -279,7 +262,6 @@ def symbol_table(
         is_test_fn=is_test_fn,
         name_norm=name_norms["name"].to_numpy(dtype=object, na_value=None),
         qualified_norm=name_norms["qualified"].to_numpy(dtype=object, na_value=None),
-        doc_text=(docs + " " + attached).astype(object),
         name_code=codes,
         name_term_code=term_code,
         name_term_id=term_id.astype(np.int64),

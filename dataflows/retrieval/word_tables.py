@@ -88,12 +88,11 @@ def kb_symbol_name_index(kb_symbol_names: pd.DataFrame, kb_symbol_name_codes: pd
 
 def kb_symbol_table(
     kb_symbols: pd.DataFrame,
-    kb_comments: pd.DataFrame,
     kb_symbol_edges: pd.DataFrame,
     kb_symbol_name_codes: pd.DataFrame,
     kb_symbol_name_terms: pd.DataFrame,
     kb_symbol_norms: pd.DataFrame,
 ) -> SymbolTable:
-    """The symbols as arrays (parents, edges, comments, name terms) for the precision stage."""
-    return vocabulary.symbol_table(kb_symbols, kb_comments, kb_symbol_edges, kb_symbol_name_codes,
+    """The symbols as arrays (parents, edges, name terms) for the precision stage."""
+    return vocabulary.symbol_table(kb_symbols, kb_symbol_edges, kb_symbol_name_codes,
                                    kb_symbol_name_terms, kb_symbol_norms)  # fmt: skip
