@@ -335,10 +335,15 @@ def structural_centrality(kb_files: pd.DataFrame, kb_edges: pd.DataFrame) -> pd.
     """0-1 per file: how many files import it, divided by the most imported file's count (signal 8)."""
     if kb_edges.empty:
         return _zeros(kb_files)
-    src, dst = kb_edges["src_file_id"].to_numpy(np.int64), kb_edges["dst_file_id"].to_numpy(np.int64)
-    n = int(max(src.max(), dst.max())) + 1
-    importers = np.bincount(pd.unique((src * n + dst)[src != dst]) % n, minlength=n)  # distinct importers per file
-    in_degree = pd.Series(importers, dtype=float)
+    edges = kb_edges[["src_file_id", "dst_file_id"]]
+    src, dst = edges["src_file_id"].to_numpy(), edges["dst_file_id"].to_numpy()
+    same_src = src[1:] == src[:-1]
+    if not ((src[1:] > src[:-1]) | (same_src & (dst[1:] >= dst[:-1]))).all():  # the KB's come sorted by (src, dst)
+        edges = edges.sort_values(["src_file_id", "dst_file_id"])
+        src, dst = edges["src_file_id"].to_numpy(), edges["dst_file_id"].to_numpy()
+        same_src = src[1:] == src[:-1]
+    first = np.r_[True, ~same_src | (dst[1:] != dst[:-1])]  # repeats of a pair are neighbours: count each pair once
+    in_degree = pd.Series(np.bincount(dst[first & (src != dst)].astype(np.int64)), dtype=float)
     return _over_files(kb_files, _normalised(in_degree[in_degree > 0]))
 
 
