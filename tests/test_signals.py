@@ -143,6 +143,8 @@ def test_structural_centrality_is_normalised_in_degree():
     files = kb_files("types.py", "utils.py", "main.py")
     edges = kb_edges((1, 0), (2, 0), (2, 1), (2, 1))
     assert values(signals.structural_centrality(files, edges)) == [1.0, 0.5, 0.0]
+    # the same pairs in any order, repeated apart, with a self-edge: distinct importers are still what counts
+    assert values(signals.structural_centrality(files, kb_edges((2, 1), (1, 0), (2, 1), (0, 0), (2, 0)))) == [1.0, 0.5, 0.0]
 
 
 def file_lexicon(texts: list[str]) -> Bm25Index:
