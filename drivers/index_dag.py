@@ -9,9 +9,12 @@ otherwise, so an incremental run over a handful of files pays no process start-u
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import gc
 import os
+import shutil
 import signal
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -39,12 +42,46 @@ PARALLEL_MIN_FILES = 2 * parsing.BATCH_FILES  # below this, process start-up and
 _POLL_SECONDS = 0.02
 
 
+_INTERRUPTED = threading.Event()  # Ctrl-C during a parallel run: raised where the driver's loop polls, see below
+
+
 class _WaitingFuture(executors.TaskFutureWrappingPythonFuture):
-    """A pool future whose state query blocks briefly while it runs."""
+    """A pool future whose state query blocks briefly while it runs, and where a Ctrl-C received meanwhile is raised:
+    a KeyboardInterrupt raised inside concurrent.futures' own locking would leave a lock held and the pool's
+    shutdown waiting on it for ever."""
 
     def get_state(self):
         concurrent.futures.wait([self.future], timeout=_POLL_SECONDS)
+        if _INTERRUPTED.is_set():
+            raise KeyboardInterrupt
         return super().get_state()
+
+
+class _InterruptCheck(lifecycle.NodeExecutionHook):
+    """Raises a deferred Ctrl-C before the next node the driver's process runs (the nodes after the parallel block)."""
+
+    def run_before_node_execution(self, **kwargs) -> None:
+        if _INTERRUPTED.is_set():
+            raise KeyboardInterrupt
+
+    def run_after_node_execution(self, **kwargs) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def _interrupts_deferred(parallel: bool):
+    """While a parallel run is on (in the main thread), Ctrl-C only sets _INTERRUPTED: `_WaitingFuture` and
+    `_InterruptCheck` raise it where no lock of the pool's is held."""
+    if not parallel or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    _INTERRUPTED.clear()
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: _INTERRUPTED.set())
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        _INTERRUPTED.clear()
 
 
 def _leave_interrupts_to_the_driver() -> None:
@@ -141,6 +178,19 @@ def _n_changed(source_files: pd.DataFrame, previous_kb: dict[str, pd.DataFrame] 
     return sum(language_of(p) is not None for p in changed)
 
 
+def _checkpoint_dir(resume_dir: Path) -> Path:
+    """The subdirectory of resume_dir for this index code and token counter; batches saved by other code or with
+    the other counter are of no use to this run and are removed."""
+    from drivers.stat_cache import code_digest
+    from drivers.tokens import tokens_are_exact
+
+    name = f"{code_digest()[:16]}-{'cl100k' if tokens_are_exact() else 'estimate'}"
+    for stale in resume_dir.glob("*"):
+        if stale.name != name:
+            shutil.rmtree(stale, ignore_errors=True)
+    return resume_dir / name
+
+
 def index_frames(
     root: Path,
     previous_kb: dict[str, pd.DataFrame] | None = None,
@@ -187,10 +237,12 @@ def index_frames(
         "tracked_paths": None if history_from else git_tracked(root),
         "history_limit": history,
         "language_conventions": load_conventions(),
-        "parse_checkpoint": str(resume_dir) if resume_dir is not None and many else None,
+        "parse_checkpoint": str(_checkpoint_dir(resume_dir)) if resume_dir is not None and many else None,
     }
     try:
-        results = index_driver(workers, on_progress, adapters).execute([*KB_OUTPUTS, "index_stats", "index_warnings", "resumed_files"], inputs=inputs)
+        with _interrupts_deferred(workers > 1):
+            results = index_driver(workers, on_progress, (*adapters, _InterruptCheck())).execute(
+                [*KB_OUTPUTS, "index_stats", "index_warnings", "resumed_files"], inputs=inputs)
     except CraError:
         raise
     except Exception as exc:  # a worker died or a node failed: one line that names it, the previous KB stays live

@@ -95,7 +95,7 @@ def _index_locked(repo: Path, kb_dir: Path, history, max_file_bytes, on_progress
     tables, stats = index_frames(repo, previous_kb=previous, history=history, max_file_bytes=max_file_bytes,
                                  on_progress=on_progress, history_from=history_from, workers=workers, scan=scan,
                                  previous_skipped=skipped, previous_import_context=import_context,
-                                 resume_dir=_resume_dir(kb_dir))
+                                 resume_dir=kb_dir / RESUME_DIR)
     exact = tokens_are_exact() if stats["n_parsed"] or previous is None else previous_exact
     if stats.get("n_resumed"):
         notes.append(f"resumed: {stats['n_resumed']} files parsed by an interrupted run were not parsed again")
@@ -118,18 +118,6 @@ def _index_locked(repo: Path, kb_dir: Path, history, max_file_bytes, on_progress
     stats["seconds"] = round(time.perf_counter() - started, 3)
     stats["kb_dir"] = str(kb_dir)
     return stats
-
-
-def _resume_dir(kb_dir: Path) -> Path:
-    """Where this run saves parsed batches for a re-run to resume from: one directory per index code and token
-    counter (an interrupted run of other code left nothing usable, so its directory is removed)."""
-    from drivers.tokens import tokens_are_exact
-
-    name = f"{stat_cache.code_digest()[:16]}-{'cl100k' if tokens_are_exact() else 'estimate'}"
-    for stale in (kb_dir / RESUME_DIR).glob("*"):
-        if stale.name != name:
-            shutil.rmtree(stale, ignore_errors=True)
-    return kb_dir / RESUME_DIR / name
 
 
 def resumable_batches(kb_dir: Path) -> int:
