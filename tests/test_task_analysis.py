@@ -99,6 +99,14 @@ def test_javascript_stack_frames_become_seeds_and_symbol_hints():
     assert "parseUrl" in q.symbol_hints and q.task_type == "bug_fix"
 
 
+def test_rust_paths_and_java_member_references_are_qualified_hints():
+    text = ("feat: add `Error::is_dns()`; build `DateTime::<Utc>::from_timestamp` like `Parser#parseInput` does "
+            "(fixes #123, see C# docs)")
+    hints = heuristic_task_query(text, FILES).symbol_hints
+    assert {"Error.is_dns", "DateTime.from_timestamp", "Parser.parseInput"} <= set(hints)
+    assert not any("123" in h or h.startswith("C.") for h in hints)
+
+
 def test_plain_english_words_are_not_symbol_hints():
     q = heuristic_task_query("The Parser returns wrong Results when Input contains Unicode characters", FILES)
     assert q.symbol_hints == ()

@@ -49,6 +49,9 @@ _QUOTED = re.compile(r"\"([^\"\n]{8,200})\"|'([^'\n]{8,200})'")
 _DOTTED = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(\(\))?(?![\w])")
 _CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\(")
 _IDENT = re.compile(r"(?<![\w.])([A-Za-z_]\w*)(?![\w])")
+_TURBOFISH = re.compile(r"(?<=\w)::<[\w\s,:<>&']{1,80}?>(?=::)")
+_PATH_SEPARATOR = re.compile(r"(?<=\w)::(?=[A-Za-z_])")
+_JAVADOC_MEMBER = re.compile(r"(?<=[A-Za-z0-9_])#(?=[a-z_]\w*)")
 _BUILTIN_NAMES = frozenset(dir(builtins)) | {"self", "cls", "super", "main", "setup"}
 
 # seed 001's keyword classes, plus close synonyms; ties resolve in this order
@@ -106,9 +109,17 @@ def _looks_like_identifier(name: str) -> bool:
     return bool(bare) and ("_" in bare or "." in bare or camel)
 
 
+def _dotted_paths(text: str) -> str:
+    """Rust/C++ paths (`Error::is_dns`, turbofish `DateTime::<Utc>::now` too) and Java doc references
+    (`Parser#parse`) written with dots, the one separator qualified hints use."""
+    text = _TURBOFISH.sub("", text)
+    return _JAVADOC_MEMBER.sub(".", _PATH_SEPARATOR.sub(".", text))
+
+
 def _symbol_hints(text: str, file_hints: list[str]) -> list[str]:
     """Identifier-looking names: backticked names, calls `f()`, dotted names, snake_case and CamelCase words."""
     file_like = {h.lower() for h in file_hints}
+    text = _dotted_paths(text)
     found: list[str] = []
     for inner in _BACKTICK.findall(text):
         inner = inner.strip().rstrip("()").strip()
