@@ -19,9 +19,9 @@ from dataflows.retrieval.symbol_signals import SYMBOL_SIGNALS
 
 RANKING_ROWS = 20  # rows of the symbol ranking the provenance carries
 
-def included_edges(budgeted_files: list[FileContext], kb_edges: pd.DataFrame) -> tuple[tuple[str, str], ...]:
+def included_edges(budgeted_files: list[FileContext], context_edges: pd.DataFrame) -> tuple[tuple[str, str], ...]:
     """(source path, target path) import edges among the files the package contains, by source then target rank."""
-    return edges_between(ordered_files(budgeted_files), kb_edges)
+    return edges_between(ordered_files(budgeted_files), context_edges)
 
 
 def companion_notes(kb_companions: pd.DataFrame | None = None) -> tuple[CompanionNote, ...]:

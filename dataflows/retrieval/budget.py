@@ -74,12 +74,19 @@ def budget_item_columns(budget_items: pd.DataFrame) -> dict[str, np.ndarray]:
     return {c: budget_items[c].to_numpy() for c in budget_items.columns}
 
 
-def file_overhead(file_contexts: list[FileContext], kb_edges: pd.DataFrame, count_tokens: Callable) -> np.ndarray:
+def context_edges(file_contexts: list[FileContext], kb_edges: pd.DataFrame) -> pd.DataFrame:
+    """The import edges between files the package may show: the budget renders the package several times, and
+    a large repository has millions of edges."""
+    ids = [f.file_id for f in file_contexts]
+    return kb_edges[kb_edges["src_file_id"].isin(ids) & kb_edges["dst_file_id"].isin(ids)]
+
+
+def file_overhead(file_contexts: list[FileContext], context_edges: pd.DataFrame, count_tokens: Callable) -> np.ndarray:
     """Tokens each file costs beyond its items: heading, fence, and its edges (charged to the lower-ranked end)."""
     files = file_contexts
     heading = [count_tokens(f"### {f.path} (rank #{f.relevance_rank})\n```{f.language}\n\n```") + 2 for f in files]
     overhead = np.array(heading, dtype=np.int64)
-    edges = edges_between(ordered_files(files), kb_edges)
+    edges = edges_between(ordered_files(files), context_edges)
     position = {f.path: i for i, f in enumerate(files)}
     for src, dst in edges:
         later = max(position[src], position[dst], key=lambda i: (files[i].relevance_rank, i))
@@ -95,12 +102,12 @@ def allotted_task_text(task_query: TaskQuery, code_budget: int, count_tokens: Ca
 
 def unbudgeted_tokens(
     file_contexts: list[FileContext], budget_item_columns: dict[str, np.ndarray], allotted_task_text: str,
-    kb_edges: pd.DataFrame, count_tokens: Callable,
+    context_edges: pd.DataFrame, count_tokens: Callable,
 ) -> int:
     """Tokens of the package's real markdown before any cut (what the budget report calls `before`)."""
     items = budget_item_columns
-    return _package_tokens(file_contexts, items, _Cuts.none(len(items["file"])).state, allotted_task_text, kb_edges,
-                           count_tokens)  # fmt: skip
+    return _package_tokens(file_contexts, items, _Cuts.none(len(items["file"])).state, allotted_task_text,
+                           context_edges, count_tokens)  # fmt: skip
 
 
 def section_room(
@@ -131,7 +138,7 @@ def budget_cuts(
     task_query: TaskQuery,
     code_budget: int,
     count_tokens: Callable,
-    kb_edges: pd.DataFrame,
+    context_edges: pd.DataFrame,
 ) -> BudgetCuts:
     """Each item's state (full, body demoted, evicted) and cut order: cut bottom-up to the section allocation, then
     measure the real markdown and cut or refill best-first until it fits (demotion and eviction are one loop)."""
@@ -143,7 +150,7 @@ def budget_cuts(
     def measure(state: np.ndarray, text: str) -> int:
         key = (state.tobytes(), text)
         if key not in measured:
-            measured[key] = _package_tokens(file_contexts, items, state, text, kb_edges, count_tokens)
+            measured[key] = _package_tokens(file_contexts, items, state, text, context_edges, count_tokens)
         return measured[key]
 
     if unbudgeted_tokens > code_budget:
@@ -325,10 +332,10 @@ def _refill(items: dict[str, np.ndarray], overhead: np.ndarray, cuts: _Cuts, sla
 
 
 def _package_tokens(files: list[FileContext], items: dict[str, np.ndarray], state: np.ndarray, task: str,
-                    kb_edges: pd.DataFrame, count_tokens: Callable) -> int:
+                    edges: pd.DataFrame, count_tokens: Callable) -> int:
     """Tokens of the package's real markdown with the items in this state."""
     kept = ordered_files(_apply(files, items, state))
-    return count_tokens(package_markdown(task, kept, edges_between(kept, kb_edges)))
+    return count_tokens(package_markdown(task, kept, edges_between(kept, edges)))
 
 
 def _cut_items(budget_items: pd.DataFrame, budget_cuts: BudgetCuts, state: int) -> pd.DataFrame:
