@@ -25,6 +25,7 @@ import pandas as pd
 from dataflows.retrieval.models import BudgetCuts, BudgetPlan, FileContext, TaskQuery
 from dataflows.retrieval.markdown import assertion_bullet, edges_between, ordered_files, package_markdown, symbol_text
 from dataflows.retrieval.precision import FLOOR_RANK
+from dataflows.retrieval.vocabulary import member_mask
 
 TASK_ALLOCATION = 512
 SECTION_SHARES = {"primary": 0.75, "tests": 0.05, "supporting": 0.10, "type_context": 0.05, "rationale": 0.05,
@@ -77,8 +78,9 @@ def budget_item_columns(budget_items: pd.DataFrame) -> dict[str, np.ndarray]:
 def context_edges(file_contexts: list[FileContext], kb_edges: pd.DataFrame) -> pd.DataFrame:
     """The import edges between files the package may show: the budget renders the package several times, and
     a large repository has millions of edges."""
-    ids = [f.file_id for f in file_contexts]
-    return kb_edges[kb_edges["src_file_id"].isin(ids) & kb_edges["dst_file_id"].isin(ids)]
+    ids = np.array([f.file_id for f in file_contexts], dtype=np.int64)
+    src, dst = kb_edges["src_file_id"].to_numpy(), kb_edges["dst_file_id"].to_numpy()
+    return kb_edges[member_mask(src, ids) & member_mask(dst, ids)]
 
 
 def file_overhead(file_contexts: list[FileContext], context_edges: pd.DataFrame, count_tokens: Callable) -> np.ndarray:

@@ -257,10 +257,12 @@ def seed_files(kb_files: pd.DataFrame, kb_symbols: pd.DataFrame, task_query: Tas
 def _touching(kb_edges: pd.DataFrame, files) -> pd.DataFrame:
     """Import edges with an end in files, either direction, as (a, b) with a in files, self-loops dropped (a pair
     may repeat): the part of the undirected import graph a request walks (never the whole graph: millions of edges)."""
-    out = kb_edges.loc[kb_edges["src_file_id"].isin(files), ["src_file_id", "dst_file_id"]].set_axis(["a", "b"], axis=1)
-    into = kb_edges.loc[kb_edges["dst_file_id"].isin(files), ["dst_file_id", "src_file_id"]].set_axis(["a", "b"], axis=1)
-    both = pd.concat([out, into], ignore_index=True)
-    return both[both["a"] != both["b"]]
+    src, dst = kb_edges["src_file_id"].to_numpy(), kb_edges["dst_file_id"].to_numpy()
+    files = np.asarray(files)
+    out, into = vocabulary.member_mask(src, files), vocabulary.member_mask(dst, files)
+    a, b = np.concatenate([src[out], dst[into]]), np.concatenate([dst[out], src[into]])
+    keep = a != b
+    return pd.DataFrame({"a": a[keep], "b": b[keep]})
 
 
 def dependency_proximity(kb_files: pd.DataFrame, kb_edges: pd.DataFrame, seed_files: pd.Series) -> pd.Series:

@@ -313,6 +313,22 @@ def carriers_of(index: NameIndex, codes: np.ndarray) -> tuple[np.ndarray, np.nda
     return index.files[gather], counts
 
 
+def member_mask(values: np.ndarray, ids) -> np.ndarray:
+    """Whether each value is one of ids: a lookup table when both are small non-negative integers (file ids), 5-10x
+    faster than hashing on the millions of import edges of a large repository; np.isin otherwise."""
+    values, ids = np.asarray(values), np.asarray(list(ids) if isinstance(ids, (set, frozenset)) else ids)
+    if values.dtype.kind not in "iu" or (len(ids) and ids.dtype.kind not in "iu"):
+        return np.isin(values, ids)
+    if not len(ids) or not len(values):
+        return np.zeros(len(values), dtype=bool)
+    top = int(max(values.max(), ids.max()))
+    if min(values.min(), ids.min()) < 0 or top > 4 * len(values) + 1_000_000:
+        return np.isin(values, ids)
+    table = np.zeros(top + 1, dtype=bool)
+    table[ids] = True
+    return table[values]
+
+
 def best_per_pair(keys: np.ndarray, items: np.ndarray, scores: np.ndarray, n_items: int) -> tuple[np.ndarray, ...]:
     """(key, item, best score) per distinct (key, item) pair, sorted by key then item (a groupby max, in numpy)."""
     pair = keys * max(n_items, 1) + items
