@@ -27,6 +27,7 @@ METADATA = "metadata.json"  # of a KB version: `word_inputs` holds the digests o
 WORD_TABLES = word_table_nodes.PERSISTED  # node `kb_<name>` of dataflows.retrieval.word_tables
 _WORD_INDEXES = ("path_components", "path_words", "symbol_name_words")  # vocabulary.WordIndex, three frames each
 _WORD_INDEX_PARTS = ("rows", "vocabulary", "offsets")
+_NAME_INDEX_PARTS = ("text", "starts", "files", "offsets")  # vocabulary.NameIndex: one frame per field
 
 
 # what each word table is built from (frame, columns): a table whose inputs did not change is reused as it was
@@ -42,6 +43,7 @@ _WORD_INPUTS = {
     "module_words": (("files", "file_id"), ("files", "module")),
     "file_concepts": (("files", "file_id"), ("files", "concepts")),
     "concept_vocabulary": (("files", "concepts"),),
+    "symbol_name_index": (("symbols", "symbol_id"), ("symbols", "file_id"), ("symbols", "name")),
 }
 
 
@@ -78,10 +80,14 @@ def _dtype_spec(dtype) -> str:
 
 
 def _word_frames(name: str, table) -> dict[str, pd.DataFrame]:
-    """File stem -> frame: a word table as frames (a WordIndex as its rows, vocabulary and offsets)."""
+    """File stem -> frame: a word table as frames (a WordIndex as its rows, vocabulary and offsets; a NameIndex as
+    one frame per field: its text as one row)."""
     if isinstance(table, vocabulary.WordIndex):
         return {f"{name}.{part}": (pd.DataFrame({"offset": table.offsets}) if part == "offsets" else getattr(table, part))
                 for part in _WORD_INDEX_PARTS}  # fmt: skip
+    if isinstance(table, vocabulary.NameIndex):
+        return {f"{name}.{part}": pd.DataFrame({part: [table.text] if part == "text" else getattr(table, part)})
+                for part in _NAME_INDEX_PARTS}  # fmt: skip
     return {name: table}
 
 
@@ -123,8 +129,9 @@ def word_input_digests(files: pd.DataFrame, symbols: pd.DataFrame) -> dict[str, 
 
 
 def _word_table_stems(name: str) -> list[str]:
-    """The file stems of one persisted word table (a WordIndex is three files)."""
-    return [f"{name}.{part}" for part in _WORD_INDEX_PARTS] if name in _WORD_INDEXES else [name]
+    """The file stems of one persisted word table (a WordIndex is three files, a NameIndex four)."""
+    parts = _WORD_INDEX_PARTS if name in _WORD_INDEXES else _NAME_INDEX_PARTS if name == "symbol_name_index" else ()
+    return [f"{name}.{part}" for part in parts] or [name]
 
 
 def _reused_word_tables(staging: Path, previous: Path | None, digests: dict[str, str]) -> set[str]:
@@ -162,7 +169,7 @@ def write_word_tables(staging: Path, files: pd.DataFrame, symbols: pd.DataFrame,
             _write_frame(staging / f"words.{stem}.parquet", frame, stamp)
 
 
-def read_word_tables(version: Path) -> dict[str, pd.DataFrame | vocabulary.WordIndex]:
+def read_word_tables(version: Path) -> dict[str, object]:
     """The persisted word tables of a KB version: all of them, or {} (absent, partial or by other code)."""
     stamp = _words_stamp()
     wanted = [stem for name in WORD_TABLES for stem in _word_table_stems(name)]
@@ -178,6 +185,10 @@ def read_word_tables(version: Path) -> dict[str, pd.DataFrame | vocabulary.WordI
         if name in _WORD_INDEXES:
             offsets = frames[f"{name}.offsets"]["offset"].to_numpy()
             out[name] = vocabulary.WordIndex(frames[f"{name}.rows"], frames[f"{name}.vocabulary"], offsets)
+        elif name == "symbol_name_index":
+            fields = {part: frames[f"{name}.{part}"][part] for part in _NAME_INDEX_PARTS}
+            out[name] = vocabulary.NameIndex(text=str(fields.pop("text").iloc[0]),
+                                             **{k: v.to_numpy() for k, v in fields.items()})  # fmt: skip
         else:
             out[name] = frames[name]
     return out

@@ -102,11 +102,17 @@ def test_missing_or_foreign_bm25_arrays_are_rebuilt_from_the_terms(indexed, tmp_
 
 
 def assert_same_word_table(got, expected):
-    """Equal values, dtypes and index types (a WordIndex: its rows, vocabulary and offsets)."""
+    """Equal values, dtypes and index types (a WordIndex: its rows, vocabulary and offsets; a NameIndex: its fields)."""
     if isinstance(expected, vocabulary.WordIndex):
         assert_same_word_table(got.rows, expected.rows)
         assert_same_word_table(got.vocabulary, expected.vocabulary)
         np.testing.assert_array_equal(got.offsets, expected.offsets)
+        return
+    if isinstance(expected, vocabulary.NameIndex):
+        assert type(got.text) is str and got.text == expected.text
+        for part in ("starts", "files", "offsets"):
+            np.testing.assert_array_equal(getattr(got, part), getattr(expected, part))
+            assert getattr(got, part).dtype == getattr(expected, part).dtype
         return
     pd.testing.assert_frame_equal(got, expected, check_exact=True)
     assert [repr(d) for d in got.dtypes] == [repr(d) for d in expected.dtypes]

@@ -17,8 +17,8 @@ from dataflows.retrieval.vocabulary import NameIndex, SymbolTable, WordIndex
 # the tables persisted with a KB (`kb_<name>` nodes); the others are built from them once per loaded KB
 PERSISTED = ("path_components", "path_words", "symbol_names", "symbol_name_words", "symbol_name_codes",
              "symbol_name_terms", "symbol_norms", "domain_words", "module_words", "file_concepts",
-             "concept_vocabulary")  # fmt: skip
-DERIVED = ("symbol_name_index", "symbol_table")
+             "concept_vocabulary", "symbol_name_index")  # fmt: skip
+DERIVED = ("symbol_table",)
 
 
 def kb_path_table(kb_files: pd.DataFrame) -> pd.DataFrame:
