@@ -51,7 +51,7 @@ _CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\(")
 _IDENT = re.compile(r"(?<![\w.])([A-Za-z_]\w*)(?![\w])")
 _TURBOFISH = re.compile(r"(?<=\w)::<[\w\s,:<>&']{1,80}?>(?=::)")
 _PATH_SEPARATOR = re.compile(r"(?<=\w)::(?=[A-Za-z_])")
-_JAVADOC_MEMBER = re.compile(r"(?<=[A-Za-z0-9_])#(?=[a-z_]\w*)")
+_JAVADOC_MEMBER = re.compile(r"(?<=[A-Za-z0-9_])#(?=[a-z_])")
 _BUILTIN_NAMES = frozenset(dir(builtins)) | {"self", "cls", "super", "main", "setup"}
 
 # seed 001's keyword classes, plus close synonyms; ties resolve in this order

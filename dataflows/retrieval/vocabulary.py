@@ -316,7 +316,7 @@ def carriers_of(index: NameIndex, codes: np.ndarray) -> tuple[np.ndarray, np.nda
 def member_mask(values: np.ndarray, ids) -> np.ndarray:
     """Whether each value is one of ids: a lookup table when both are small non-negative integers (file ids), 5-10x
     faster than hashing on the millions of import edges of a large repository; np.isin otherwise."""
-    values, ids = np.asarray(values), np.asarray(list(ids) if isinstance(ids, (set, frozenset)) else ids)
+    values, ids = np.asarray(values), np.asarray(ids)
     if values.dtype.kind not in "iu" or (len(ids) and ids.dtype.kind not in "iu"):
         return np.isin(values, ids)
     if not len(ids) or not len(values):
