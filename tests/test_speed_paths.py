@@ -39,9 +39,9 @@ def indexed(tmp_path_factory):
 
 
 def fresh_kb(root):
-    """The repository's KB loaded anew (not the per-process cached object `load_kb` keeps)."""
+    """The repository's KB loaded anew, as `load_kb` loads it (not the per-process cached object it keeps)."""
     kb_dir = root / ".cra"
-    return KnowledgeBase(kb_dir, read_metadata(kb_dir), read_tables(kb_dir, REQUEST_TABLES))
+    return KnowledgeBase(kb_dir, read_metadata(kb_dir), read_tables(kb_dir, REQUEST_TABLES, arrow_lists=True))
 
 
 def term_frame(docs: dict[int, str]) -> pd.DataFrame:
@@ -121,6 +121,8 @@ def assert_same_word_table(got, expected):
 
 def test_persisted_word_tables_equal_the_computed_ones(indexed):
     kb = fresh_kb(indexed)
+    assert isinstance(kb.files["concepts"].dtype, pd.ArrowDtype)  # list columns stay Arrow-backed in a request
+    assert kb.files["concepts"].explode().notna().any()  # ... and word tables are built from them as from lists
     version = live_version(indexed / ".cra")
     persisted = word_cache.read_word_tables(version)
     assert sorted(persisted) == sorted(word_cache.WORD_TABLES)
