@@ -65,7 +65,7 @@ class _InterruptCheck(lifecycle.NodeExecutionHook):
             raise KeyboardInterrupt
 
     def run_after_node_execution(self, **kwargs) -> None:
-        pass
+        """Nothing to do after a node (the hook interface requires the method)."""
 
 
 @contextlib.contextmanager

@@ -20,6 +20,7 @@ import sys
 import tarfile
 import threading
 import time
+from contextlib import suppress
 from pathlib import Path
 
 import numpy as np
@@ -128,10 +129,8 @@ def _tree_pss_mb(proc: psutil.Process) -> float:
     """Proportional set size of a process and all its descendants (shared pages counted once), in MB."""
     total = 0
     for p in [proc, *proc.children(recursive=True)]:
-        try:
+        with suppress(psutil.NoSuchProcess, psutil.AccessDenied):  # it ended meanwhile
             total += p.memory_full_info().pss
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            pass
     return total / 2**20
 
 

@@ -22,6 +22,7 @@ import os
 import pickle
 import tempfile
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -140,10 +141,8 @@ def parsed_batch(
     if not parse_checkpoint:
         return _parse_batch(parse_batches, count_tokens, count_line_tokens)
     saved = Path(parse_checkpoint) / f"{_batch_key(parse_batches)}.pickle"
-    try:
+    with suppress(Exception):  # absent, cut short or from another version: parse it again
         return replace(pickle.loads(saved.read_bytes()), resumed=True)
-    except Exception:  # noqa: BLE001 - absent, cut short or from another version: parse it again
-        pass
     batch = _parse_batch(parse_batches, count_tokens, count_line_tokens)
     _save(saved, batch)
     return batch
