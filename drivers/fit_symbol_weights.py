@@ -2,6 +2,7 @@
 
     python -m drivers.fit_symbol_weights --cases ../shared/eval/dev.jsonl ../shared/eval/dev_extra.jsonl \
         --mirror ../.mirror [--write-weights]
+    python -m drivers.fit_symbol_weights --signals ~/.cache/cra/mined/signals   # the mined cases (issue 21)
 
 1. For every case with gold functions: materialise and index its tree (cached), run the retrieval DAG up to
    `symbol_signal_matrix`, label each candidate with whether the real fix changed it (`out/symbols/signals.parquet`).
@@ -115,11 +116,20 @@ def weights_toml(weights: dict[str, float], note: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     from drivers.tune import case_arguments, case_rows
 
-    parser = case_arguments("drivers.fit_symbol_weights", __doc__, "out/symbols")
+    parser = case_arguments("drivers.fit_symbol_weights", __doc__, "out/symbols", required=False)
+    parser.add_argument("--signals", help="symbol rows collected by `python -m drivers.mined_signals --out DIR` "
+                                          "(instead of --cases and --mirror)")
     parser.add_argument("--write-weights", action="store_true", help=f"write the weights fitted on all cases to {WEIGHTS_FILE}")
     args = parser.parse_args(argv)
+    if not args.signals and not (args.cases and args.mirror):
+        parser.error("pass --cases FILE... and --mirror DIR, or --signals DIR")
     out = Path(args.out)
-    frame = case_rows(args, case_symbol_rows)
+    if args.signals:
+        from drivers.mined_signals import read_signals
+
+        frame = read_signals(Path(args.signals), "symbols")
+    else:
+        frame = case_rows(args, case_symbol_rows)
     frame = frame[frame["n_gold"] > 0]
     table = report(frame)
     text = table.to_string(float_format=lambda x: f"{x:.3f}")
@@ -127,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     write_text_atomic(out / "report.txt", text + "\n")
     if args.write_weights:
         note = (f"Symbol-signal weights fitted by `python -m drivers.fit_symbol_weights` on {frame['case_id'].nunique()} "
-                "development cases\n(pairwise logistic: gold functions over the other candidates of their case); "
+                f"{'mined' if args.signals else 'development'} cases\n(pairwise logistic: gold functions over the other candidates of their case); "
                 f"{', '.join(UNFITTED)} hand-set (no case exercises it).\nCross-validated figures: {out / 'report.txt'}.")
         write_text_atomic(WEIGHTS_FILE, weights_toml(fitted_weights(frame), note))
         print(f"wrote {WEIGHTS_FILE}")

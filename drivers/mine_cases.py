@@ -1,6 +1,8 @@
-"""Mine evaluation cases beyond Python from the fix history of git mirrors (issue 18).
+"""Mine cases from the fix history of git mirrors: the development set beyond Python (issue 18) and the training
+set of the learned ranker (issue 21).
 
-    python -m drivers.mine_cases --mirror ../.mirror --out data/eval/multilang.jsonl
+    python -m drivers.mine_cases --mirror ../.mirror                 # data/eval/multilang.jsonl (committed)
+    python -m drivers.mine_cases --mirror ../.mirror --set train     # $CRA_CACHE/mined/train.jsonl (regenerated)
 
 A case is a non-merge commit whose message references an issue (#123, GH-123, an issue URL) and describes a
 problem (fix/bug/crash/...), touching 1-3 existing non-test source files of its repository's language (tests,
@@ -8,8 +10,9 @@ docs and changelogs may change too). Test and non-source paths are judged by the
 (`data/conventions/*.toml`). The case text is the commit message (subject + body, trailers dropped; never the
 diff), gold_files the changed non-test source files, gold_functions the def/class around each edit at the
 parent (`dataflows.evaluation.cases` patch helpers), base_commit the parent. The newest PER_REPO cases of each
-repository are kept. Prints how many commits each filter removed. Records are in the shared format of
-`../shared/eval/dev.jsonl` plus `language` (go, rust, javascript, java).
+repository are kept (PER_REPO for the development set, TRAIN_PER_REPO for the training set, so that no repository
+outweighs the rest). Prints how many commits each filter removed. Records are in the shared format of
+`../shared/eval/dev.jsonl` plus `language` (python, go, rust, javascript, java).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from dataflows.index.parsers import language_of, parse_source
 from dataflows.index.parsers.models import ParsedFile
 from drivers.conventions import load_conventions
 from drivers.findings_mine import FIX_WORDS, TRAILER
+from drivers.home import cache_root
 from drivers.output import write_text_atomic
 from drivers.trees import mirror_git_dir, read_at_commit
 
@@ -41,9 +45,35 @@ REPOSITORIES = {
     "java": ("jhy/jsoup", "mybatis/mybatis-3", "OpenFeign/feign", "square/retrofit", "square/javapoet", "jline/jline3",
              "brettwooldridge/HikariCP"),
 }  # fmt: skip
-FAMILY = {"go": "go", "rust": "rust", "java": "java", "javascript": "javascript", "typescript": "javascript",
+# the training set: the development repositories and 45 more, five languages. None is named by the harnesses of
+# SWE-bench (test, Lite, Verified, multilingual, multimodal, java) or of Multi-SWE-bench / Multi-SWE-RL; EXCLUDED lists
+# the ones we had mirrored that are (the first four are Multi-SWE-RL images, used only as development cases).
+EXCLUDED = ("colinhacks/zod", "labstack/echo", "rust-lang/mdBook", "tj/commander.js", "markedjs/marked",
+            "zeromicro/go-zero", "sqlfluff/sqlfluff", "pvlib/pvlib-python", "pydicom/pydicom", "pylint-dev/astroid",
+            "marshmallow-code/marshmallow")  # fmt: skip
+TRAINING_REPOSITORIES = {
+    "python": ("pallets/click", "Textualize/rich", "python-attrs/attrs", "tiangolo/typer", "jd/tenacity",
+               "hynek/structlog", "tqdm/tqdm", "arrow-py/arrow", "Delgan/loguru", "agronholm/anyio", "aio-libs/yarl",
+               "pallets/jinja"),
+    "go": (*REPOSITORIES["go"], "spf13/viper", "spf13/pflag", "stretchr/testify", "gorilla/mux",
+           "go-playground/validator", "BurntSushi/toml", "charmbracelet/bubbletea", "uber-go/zap", "go-resty/resty",
+           "fatih/color"),
+    "rust": (*REPOSITORIES["rust"], "dtolnay/anyhow", "dtolnay/thiserror", "rust-cli/env_logger", "toml-rs/toml",
+             "indexmap-rs/indexmap", "console-rs/indicatif", "mitsuhiko/insta", "mitsuhiko/minijinja",
+             "rust-random/rand"),
+    "javascript": (*REPOSITORIES["javascript"], "date-fns/date-fns", "handlebars-lang/handlebars.js", "pinojs/pino",
+                   "winstonjs/winston", "validatorjs/validator.js", "cheeriojs/cheerio", "ajv-validator/ajv",
+                   "sindresorhus/got", "hapijs/joi"),
+    "java": (*REPOSITORIES["java"], "apache/commons-lang", "apache/commons-io", "apache/commons-text",
+             "apache/commons-csv", "ben-manes/caffeine", "resilience4j/resilience4j", "JodaOrg/joda-time",
+             "zxing/zxing"),
+}
+TRAINING_REPOSITORIES = {family: tuple(r for r in repos if r not in EXCLUDED) for family, repos in TRAINING_REPOSITORIES.items()}
+SETS = {"dev": REPOSITORIES, "train": TRAINING_REPOSITORIES}
+FAMILY = {"python": "python", "go": "go", "rust": "rust", "java": "java", "javascript": "javascript", "typescript": "javascript",
           "tsx": "javascript", "jsx": "javascript"}  # fmt: skip
 PER_REPO = 9
+TRAIN_PER_REPO = 150
 MAX_SOURCES = 3
 MAX_FILES = 12  # sources + tests + docs: a larger commit is a sweep, not one fix
 MIN_WORDS = 8  # a text shorter than this (issue references aside) says too little to be a task
@@ -52,7 +82,7 @@ ISSUE_REF = re.compile(r"(?:^|[\s(\[])(?:#|GH-)\d+\b|github\.com/[\w.-]+/[\w.-]+
 SKIP_SUBJECT = re.compile(r"^(merge|revert|bump|release|chore\(deps\)|prepare|version)\b", re.IGNORECASE)
 FILTERS = ("no issue reference", "not a problem (no fix/bug words)", "merge/revert/release/bump",
            f"not 1-{MAX_SOURCES} non-test source files of the language", f"more than {MAX_FILES} files",
-           "a gold file is new or deleted", f"text under {MIN_WORDS} words", f"beyond the newest {PER_REPO}", "root commit (no parent)")  # fmt: skip
+           "a gold file is new or deleted", f"text under {MIN_WORDS} words", "beyond the newest N per repository", "root commit (no parent)")  # fmt: skip
 
 
 def _git(git_dir: Path, *args: str) -> str:
@@ -158,31 +188,43 @@ def mine_repository(git_dir: Path, repo: str, family: str, conventions: dict, pe
     return kept, removed
 
 
+def default_out(which: str) -> Path:
+    """Where a set is written by default: the small development set in the repository, the training set in the cache."""
+    return Path("data/eval/multilang.jsonl") if which == "dev" else cache_root() / "mined" / "train.jsonl"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m drivers.mine_cases", description=__doc__.split("\n\n")[0])
     parser.add_argument("--mirror", default="../.mirror", help="git mirrors laid out as DIR/<owner>+<name>/repo")
-    parser.add_argument("--out", default="data/eval/multilang.jsonl", help="the case file to write (JSONL)")
-    parser.add_argument("--per-repo", type=int, default=PER_REPO, help=f"newest cases kept per repository (default {PER_REPO})")
+    parser.add_argument("--set", choices=sorted(SETS), default="dev",
+                        help="dev: the committed development set; train: the learned ranker's training set")
+    parser.add_argument("--out", help="the case file to write (JSONL; default data/eval/multilang.jsonl for dev, "
+                                      "$CRA_CACHE/mined/train.jsonl for train)")
+    parser.add_argument("--per-repo", type=int, help=f"newest cases kept per repository (default {PER_REPO} for dev, "
+                                                     f"{TRAIN_PER_REPO} for train)")
     args = parser.parse_args(argv)
+    out = Path(args.out) if args.out else default_out(args.set)
+    per_repo = args.per_repo or (PER_REPO if args.set == "dev" else TRAIN_PER_REPO)
     conventions = load_conventions()
     cases, totals = [], Counter()
-    for family, repos in REPOSITORIES.items():
+    for family, repos in SETS[args.set].items():
         for repo in repos:
             git_dir = mirror_git_dir(Path(args.mirror), repo)
             if not git_dir.is_dir():
                 print(f"{repo}: no mirror at {git_dir}; fetch it (github:{repo})", file=sys.stderr)
                 continue
-            kept, removed = mine_repository(git_dir, repo, family, conventions, args.per_repo)
+            kept, removed = mine_repository(git_dir, repo, family, conventions, per_repo)
             cases += kept
             totals += removed
             print(f"{repo} ({family}): {len(kept)} cases of {removed['commits read']} commits", file=sys.stderr)
-    write_text_atomic(Path(args.out), "".join(json.dumps(c, ensure_ascii=False) + "\n" for c in cases))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(out, "".join(json.dumps(c, ensure_ascii=False) + "\n" for c in cases))
     print(f"commits read: {totals['commits read']}")
     for name in FILTERS:
         print(f"  removed, {name}: {totals[name]}")
     by_language = Counter(c["language"] for c in cases)
     print(f"cases: {len(cases)} ({', '.join(f'{k} {v}' for k, v in sorted(by_language.items()))}) "
-          f"from {len({c['repo'] for c in cases})} repositories -> {args.out}")  # fmt: skip
+          f"from {len({c['repo'] for c in cases})} repositories -> {out}")  # fmt: skip
     return 0
 
 

@@ -33,6 +33,7 @@ MIN_BUDGET = 256
 AUTO_BUDGET_CAP = 8_192  # --budget auto: the package stops where the symbol scores fall off, never above this
 PROFILE_FILE = Path(__file__).resolve().parent.parent / "data" / "weights.toml"
 SYMBOL_PROFILE_FILE = PROFILE_FILE.with_name("symbol_weights.toml")
+RANKER_FILE = PROFILE_FILE.parent / "models" / "file_ranker.json"
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,14 @@ def default_weight_profile() -> dict | None:
 
 
 @lru_cache(maxsize=1)
+def default_file_ranker():
+    """The shipped learned file ranker (`data/models/file_ranker.json`, `drivers.learn_ranker`), if present."""
+    from dataflows.retrieval.learned import TreeModel
+
+    return TreeModel.read(RANKER_FILE) if RANKER_FILE.is_file() else None
+
+
+@lru_cache(maxsize=1)
 def default_symbol_weights() -> dict | None:
     """The shipped symbol-signal weights (`data/symbol_weights.toml`, fitted by `drivers.tune_symbols`), if present."""
     if not SYMBOL_PROFILE_FILE.is_file():
@@ -169,6 +178,7 @@ def retrieve(
         "weights_override": weights,
         "weight_profile": default_weight_profile(),
         "symbol_weight_profile": default_symbol_weights(),
+        "file_ranker": default_file_ranker(),
         "count_tokens": count_tokens,
         "prompt_template": prompt_template or render.DEFAULT_PROMPT_TEMPLATE,
     }

@@ -300,11 +300,11 @@ def tree_kb(case: dict, mirror: Path):
     return load_kb(default_kb_dir(tree))
 
 
-def case_arguments(module: str, doc: str, out: str) -> argparse.ArgumentParser:
+def case_arguments(module: str, doc: str, out: str, required: bool = True) -> argparse.ArgumentParser:
     """The options every fitting driver shares: case files, mirrors, output directory, --reuse."""
     parser = argparse.ArgumentParser(prog=f"python -m {module}", description=doc.splitlines()[0])
-    parser.add_argument("--cases", nargs="+", required=True)
-    parser.add_argument("--mirror", required=True, help="git mirrors laid out as DIR/<owner>+<name>/repo")
+    parser.add_argument("--cases", nargs="+", required=required)
+    parser.add_argument("--mirror", required=required, help="git mirrors laid out as DIR/<owner>+<name>/repo")
     parser.add_argument("--out", default=out)
     parser.add_argument("--reuse", action="store_true", help="reuse OUT/signals.parquet if present")
     return parser

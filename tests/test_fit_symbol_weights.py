@@ -6,6 +6,7 @@ import tomllib
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from dataflows.retrieval.symbol_signals import SYMBOL_SIGNALS
 from drivers import fit_symbol_weights as fit
@@ -52,3 +53,19 @@ def test_write_weights_writes_a_toml_the_retriever_reads(tmp_path, monkeypatch):
     written = tomllib.loads(target.read_text())["weights"]
     assert set(written) == set(SYMBOL_SIGNALS) and written["mention"] == max(written.values())
     assert (out / "report.txt").exists()
+
+
+def test_mined_symbol_rows_are_fitted_without_cases_or_mirrors(tmp_path, monkeypatch, capsys):
+    signals = tmp_path / "mined"
+    (signals / "symbols").mkdir(parents=True)
+    frame().to_parquet(signals / "symbols" / "1of1-0000.parquet")
+    target = tmp_path / "symbol_weights.toml"
+    monkeypatch.setattr(fit, "WEIGHTS_FILE", target)
+    assert fit.main(["--signals", str(signals), "--out", str(tmp_path / "out"), "--write-weights"]) == 0
+    assert "12 mined cases" in target.read_text() and "leave-one-repository-out" in capsys.readouterr().out
+
+
+def test_without_signals_the_cases_and_mirrors_are_required(capsys):
+    with pytest.raises(SystemExit):
+        fit.main([])
+    assert "--signals DIR" in capsys.readouterr().err

@@ -92,12 +92,12 @@ def test_all_zero_signals_lose_their_weight_to_the_others():
     assert w.drop(["path_match", "symbol_match"]).eq(0).all()
 
 
-def test_signal_matrix_gives_seeds_a_total_of_one_and_sorts_by_total():
+def test_summed_matrix_gives_seeds_a_total_of_one_and_sorts_by_total():
     files = kb_files("a.py", "b.py", "c.py")
     frame = pd.DataFrame({s: [0.2, 0.9, 0.0] for s in SIGNALS}, index=pd.Index([0, 1, 2], name="file_id"))
     w = pd.Series(1 / len(SIGNALS), index=list(SIGNALS))
     prior = pd.Series(1.0, index=[0, 1, 2])
-    m = combination.signal_matrix(files, frame, w, pd.Series({2: "file hint 'c.py'"}), prior)
+    m = combination.summed_matrix(files, frame, w, pd.Series({2: "file hint 'c.py'"}), prior)
     assert list(m.index) == [2, 1, 0]
     assert m.loc[2, "total"] == 1.0 and m.loc[1, "total"] == pytest.approx(0.9) and bool(m.loc[2, "seed"])
     assert list(m.columns) == ["path", *SIGNALS, "prior", "score", "total", "seed"]
@@ -112,7 +112,7 @@ def test_role_priors_demote_tests_and_docs_and_order_seeds_by_score():
     assert prior.tolist() == [1.0, 0.5, 0.25, 1.0]
     frame = pd.DataFrame({s: [0.4, 0.6, 0.9, 0.7] for s in SIGNALS}, index=pd.Index([0, 1, 2, 3], name="file_id"))
     w = pd.Series(1 / len(SIGNALS), index=list(SIGNALS))
-    m = combination.signal_matrix(files, frame, w, pd.Series({0: "hint", 3: "hint"}), prior)
+    m = combination.summed_matrix(files, frame, w, pd.Series({0: "hint", 3: "hint"}), prior)
     assert list(m.index) == [3, 0, 1, 2]  # seeds first (better-scoring seed first), then tests 0.3 > docs 0.225
     assert m.loc[1, "score"] == pytest.approx(0.3) and m.loc[2, "score"] == pytest.approx(0.225)
 

@@ -17,6 +17,7 @@ import pandas as pd
 from hamilton.data_quality.base import DataValidator, ValidationResult
 from hamilton.function_modifiers import check_output_custom, group, inject, source
 
+from dataflows.retrieval.learned import TreeModel, learned_order
 from dataflows.retrieval.models import TaskQuery
 from dataflows.retrieval.ranking import effective_weights, file_scores, non_source, role_prior
 from dataflows.retrieval.signal_list import (DEFAULT_PRIORS, DEFAULT_WEIGHTS, FIRST_PASS_SIGNALS, SECOND_PASS_SIGNALS,
@@ -119,7 +120,7 @@ def file_prior(kb_files: pd.DataFrame, file_priors: pd.Series) -> pd.Series:
     return pd.Series(values, index=pd.Index(kb_files["file_id"], name="file_id"), dtype=float)
 
 
-def signal_matrix(
+def summed_matrix(
     kb_files: pd.DataFrame,
     signal_frame: pd.DataFrame,
     signal_weights: pd.Series,
@@ -135,3 +136,17 @@ def signal_matrix(
     matrix["score"], matrix["total"] = file_scores(values, signal_weights.to_numpy(), matrix["prior"].to_numpy(), seed)
     matrix["seed"] = seed
     return matrix.sort_values(["total", "score", "path"], ascending=[False, False, True], kind="stable")
+
+
+def signal_matrix(
+    summed_matrix: pd.DataFrame,
+    kb_files: pd.DataFrame,
+    task_query: TaskQuery,
+    weights_override: dict | None,
+    file_ranker: TreeModel | None = None,
+) -> pd.DataFrame:
+    """Every file best first: the weighted sum's order with its best files re-ordered by the learned ranker
+    (`learned` column: its score), when one is shipped; when the user sets weights, their sum alone decides."""
+    if file_ranker is None or weights_override:
+        return summed_matrix
+    return learned_order(summed_matrix, kb_files, task_query.task_type, file_ranker)

@@ -1,0 +1,199 @@
+"""Train and measure the learned file ranker on mined signals (issue 21; extra `tune`: LightGBM, scikit-learn).
+
+    python -m drivers.learn_ranker --signals DIR [DIR ...] [--write-model]
+
+Each DIR is a `drivers.mined_signals` output (the mined training set; the development sets collected the same way).
+Leave-repositories-out over all of them: the repositories are dealt into FOLDS groups; each group is ranked by a
+model trained on the others. Printed per signal set and language beside the shipped weighted sum on the same
+cases, with the share of cases whose gold files are all among the sum's CANDIDATES best (no re-ordering can bring
+the others in). `--write-model` trains on every case and writes data/models/file_ranker.json. Tables go to OUT as
+Parquet and a plot.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from dataflows.evaluation.metrics import rank_metrics
+from dataflows.retrieval.learned import CANDIDATES, FEATURES, TreeModel, candidate_features, lightgbm_spec
+from dataflows.retrieval.ranking import effective_weights, file_scores, role_prior
+from dataflows.retrieval.signal_list import DEFAULT_PRIORS, DEFAULT_WEIGHTS, SIGNALS
+from drivers.retriever import RANKER_FILE as MODEL_FILE
+from drivers.output import write_bytes_atomic, write_text_atomic
+from drivers.tune import _case_means, _parquet_bytes
+
+FOLDS = 5
+PARAMS = dict(objective="lambdarank", n_estimators=200, learning_rate=0.05, num_leaves=7, min_child_samples=100,
+              subsample=0.8, subsample_freq=1, colsample_bytree=0.8, lambdarank_truncation_level=20, verbose=-1)  # fmt: skip
+
+
+def _linear(case: pd.DataFrame, weights: np.ndarray, priors: tuple[float, float]) -> pd.DataFrame:
+    """One case's rows best first by the shipped weighted sum, with its `total` and `score`."""
+    values = case[list(SIGNALS)].to_numpy(float)
+    prior = role_prior(case["is_test"].to_numpy(bool), case["non_source"].to_numpy(bool), *priors)
+    score, total = file_scores(values, effective_weights(weights, (values > 0).any(axis=0)), prior, case["seed"].to_numpy(bool))
+    ranked = case.assign(score=score, total=total)
+    return ranked.sort_values(["total", "score", "path"], ascending=[False, False, True], kind="stable")
+
+
+def case_candidates(frame: pd.DataFrame, profile: dict | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(candidate rows with features, gold, case and rank by the sum; per case: language, gold count, and the
+    sum's ranks of its gold files) for every case that has gold files."""
+    profile = profile or {}
+    configured = {**DEFAULT_WEIGHTS, **profile.get("weights", {})}
+    weights = np.array([configured.get(s, 0.0) for s in SIGNALS])
+    priors_map = {**DEFAULT_PRIORS, **profile.get("priors", {})}
+    priors = (priors_map["test_file_prior"], priors_map["non_source_prior"])
+    rows, cases = [], []
+    for case_id, case in frame.groupby("case_id", sort=True):
+        if not case["gold"].any():
+            continue
+        ranked = _linear(case, weights, priors)
+        gold_ranks = np.flatnonzero(ranked["gold"].to_numpy(bool)) + 1
+        top = ranked.head(CANDIDATES).rename(columns={"file_language": "language", "file_tokens": "tokens",
+                                                      "file_lines": "n_lines"})  # fmt: skip
+        features = candidate_features(top, int(case["n_files"].iloc[0]), str(case["task_type"].iloc[0]))
+        rows.append(features.assign(case_id=case_id, path=top["path"].to_numpy(), gold=top["gold"].to_numpy(bool),
+                                    sum_rank=np.arange(1, len(top) + 1)))  # fmt: skip
+        cases.append({"case_id": case_id, "repo": case["repo"].iloc[0], "language": case["case_language"].iloc[0],
+                      "sum_gold_ranks": gold_ranks})  # fmt: skip
+    return pd.concat(rows, ignore_index=True), pd.DataFrame(cases).set_index("case_id")
+
+
+def _metrics(gold_ranks: list[np.ndarray]) -> dict[str, float]:
+    return _case_means([rank_metrics(r, len(r)) for r in gold_ranks])
+
+
+def reranked_gold(candidates: pd.DataFrame, cases: pd.DataFrame, score: np.ndarray) -> pd.Series:
+    """Per case, the ranks of its gold files once the candidates are ordered by `score` (ties pessimistic; gold
+    files beyond the candidates keep the sum's rank)."""
+    frame = candidates[["case_id", "gold"]].assign(score=score)
+    frame["rank"] = frame.groupby("case_id")["score"].rank(ascending=False, method="max")
+    inside = frame[frame["gold"]].groupby("case_id")["rank"].apply(lambda r: r.to_numpy())
+    out = {}
+    for case_id, sum_ranks in cases["sum_gold_ranks"].items():
+        beyond = sum_ranks[sum_ranks > CANDIDATES]
+        out[case_id] = np.sort(np.concatenate([inside.get(case_id, np.array([])), beyond]))
+    return pd.Series(out)
+
+
+def train(candidates: pd.DataFrame):
+    """A LightGBM lambdarank model over candidate features (cases without a gold candidate teach nothing)."""
+    import lightgbm
+
+    useful = candidates[candidates.groupby("case_id")["gold"].transform("any")]
+    groups = useful.groupby("case_id", sort=False).size().to_numpy()
+    model = lightgbm.LGBMRanker(**PARAMS, random_state=0)
+    return model.fit(useful[list(FEATURES)].to_numpy(float), useful["gold"].astype(int).to_numpy(), group=groups)
+
+
+def repository_folds(repos: pd.Series) -> dict[str, int]:
+    """Repository -> fold, dealt round-robin by case count so folds are about even."""
+    order = repos.value_counts().sort_index(kind="stable").sort_values(ascending=False, kind="stable").index
+    return {repo: i % FOLDS for i, repo in enumerate(order)}
+
+
+def cross_validated(candidates: pd.DataFrame, cases: pd.DataFrame) -> pd.Series:
+    """Learned gold ranks of every case from the model of the folds its repository is not in."""
+    fold_of = repository_folds(cases["repo"])
+    case_fold = cases["repo"].map(fold_of)
+    row_fold = candidates["case_id"].map(case_fold).to_numpy()
+    score = np.zeros(len(candidates))
+    for fold in range(FOLDS):
+        held = row_fold == fold
+        model = train(candidates[~held])
+        score[held] = model.predict(candidates.loc[held, list(FEATURES)].to_numpy(float))
+        print(f"fold {fold + 1}/{FOLDS}: {int(case_fold.eq(fold).sum())} held-out cases", file=sys.stderr, flush=True)
+    return reranked_gold(candidates, cases, score)
+
+
+def comparison(cases: pd.DataFrame, learned: pd.Series) -> pd.DataFrame:
+    """Per signal set and language, and overall: the weighted sum's and the learned ranker's Acc@1/5/10 and MRR on
+    the same cases."""
+    rows = []
+    groups = [((s, lang), g) for s, by_set in cases.groupby("set", sort=False) for lang, g in [*by_set.groupby("language"), ("all", by_set)]]
+    for (signal_set, language), group in [*groups, (("all", "all"), cases)]:
+        reach = np.mean([r.max() <= CANDIDATES for r in group["sum_gold_ranks"]])
+        for name, ranks in (("weighted sum", group["sum_gold_ranks"]), ("learned", learned.reindex(group.index))):
+            m = _metrics(list(ranks))
+            rows.append({"set": signal_set, "language": language, "ranker": name, "cases": m["n"], "repos": group["repo"].nunique(),
+                         **{k: round(m[k], 3) for k in ("acc@1", "acc@5", "acc@10", "mrr")},
+                         "gold_in_candidates": round(float(reach), 3)})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def _plot(table: pd.DataFrame, path: Path) -> None:
+    """Acc@5 per language and evaluation, weighted sum beside learned, when matplotlib is installed."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    wide = table.pivot_table(index=["set", "language"], columns="ranker", values="acc@5", sort=False)
+    ax = wide.iloc[::-1].plot.barh(figsize=(10, 0.35 * len(wide) + 1.5), width=0.8)
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("file Acc@5")
+    ax.set_title("Learned ranker against the weighted sum")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    buffer = io.BytesIO()
+    ax.figure.tight_layout()
+    ax.figure.savefig(buffer, format="png", dpi=100)
+    plt.close(ax.figure)
+    write_bytes_atomic(path, buffer.getvalue())
+
+
+def signal_sets(directories: list[Path], profile: dict | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """`case_candidates` of several signal directories, each case labelled with its directory's name (`set`); a case
+    in several (a mined commit that is also a development case) counts in the first."""
+    from drivers.mined_signals import read_signals
+
+    parts = [case_candidates(read_signals(d), profile) for d in directories]
+    candidates = pd.concat([c.assign(set=d.name) for (c, _), d in zip(parts, directories)], ignore_index=True)
+    cases = pd.concat([k.assign(set=d.name) for (_, k), d in zip(parts, directories)])
+    cases = cases[~cases.index.duplicated()]
+    kept = candidates["set"].to_numpy() == cases["set"].reindex(candidates["case_id"]).to_numpy()
+    return candidates[kept], cases
+
+
+def main(argv: list[str] | None = None) -> int:
+    from drivers.mined_signals import default_dir
+    from drivers.retriever import default_weight_profile
+
+    parser = argparse.ArgumentParser(prog="python -m drivers.learn_ranker", description=__doc__.splitlines()[0])
+    parser.add_argument("--signals", nargs="+", default=[str(default_dir())], help="python -m drivers.mined_signals --out DIR")
+    parser.add_argument("--out", default="out/learned_ranker")
+    parser.add_argument("--write-model", action="store_true", help=f"write {MODEL_FILE}")
+    args = parser.parse_args(argv)
+    profile = default_weight_profile()
+    started = time.perf_counter()
+    candidates, cases = signal_sets([Path(d) for d in args.signals], profile)
+    print(f"{len(cases)} cases from {cases['repo'].nunique()} repositories, {len(candidates)} candidate rows "
+          f"({time.perf_counter() - started:.0f} s)", file=sys.stderr)  # fmt: skip
+    out = Path(args.out)
+    result = comparison(cases, cross_validated(candidates, cases))
+    write_bytes_atomic(out / "comparison.parquet", _parquet_bytes(result))
+    _plot(result, out / "comparison.png")
+    print(result.to_string(index=False))
+    if args.write_model:
+        model = train(candidates)
+        spec = lightgbm_spec(model.booster_.dump_model(), FEATURES)
+        x = candidates[list(FEATURES)].to_numpy(float)[:2000]
+        if not np.allclose(TreeModel(spec).predict(x), model.predict(x), atol=1e-9):
+            raise SystemExit("the numpy evaluation of the model differs from LightGBM's: model not written")
+        write_text_atomic(MODEL_FILE, json.dumps(spec, separators=(",", ":")))
+        print(f"wrote {MODEL_FILE} ({MODEL_FILE.stat().st_size // 1024} KiB, {len(spec['trees'])} trees)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,169 @@
+"""The learned file ranker (issue 21): mined signal collection, training and leave-repositories-out measurement,
+the numpy evaluation of the shipped model, and its place in a request."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dataflows.retrieval.learned import CANDIDATES, FEATURES, TreeModel, candidate_features, learned_order, lightgbm_spec
+from dataflows.retrieval.signal_list import SIGNALS
+from drivers import learn_ranker, mined_signals
+from tests.fixture_repo import make_repo
+
+lightgbm = pytest.importorskip("lightgbm")  # the `dev` extra installs it
+
+
+def _ranker(x: np.ndarray, y: np.ndarray, groups: list[int], **params):
+    return lightgbm.LGBMRanker(objective="lambdarank", n_estimators=40, num_leaves=7, min_child_samples=5, verbose=-1,
+                               **params).fit(x, y, group=groups)  # fmt: skip
+
+
+def test_numpy_trees_score_exactly_as_lightgbm():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(2000, 6))
+    x[:, 5] = rng.integers(0, 3, size=2000)  # ties at split thresholds go left, as in LightGBM
+    y = ((x[:, 0] + x[:, 1] * x[:, 2] > 0.5) | (x[:, 5] == 2)).astype(int)
+    model = _ranker(x, y, [100] * 20)
+    ours = TreeModel(lightgbm_spec(model.booster_.dump_model(), tuple("abcdef")))
+    assert np.array_equal(ours.predict(x), model.predict(x))
+
+
+def test_splits_the_numpy_evaluation_cannot_follow_are_refused():
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(1000, 3))
+    y = (x[:, 0] > 0).astype(int)
+    x[::3, 0] = np.nan  # LightGBM then learns where missing values go
+    model = _ranker(x, y, [50] * 20)
+    with pytest.raises(ValueError, match="unsupported split"):
+        lightgbm_spec(model.booster_.dump_model(), tuple("abc"))
+
+
+def _prefers_tests() -> TreeModel:
+    """A one-split model: test files score 1, everything else 0."""
+    at = FEATURES.index("is_test")
+    return TreeModel({"features": list(FEATURES), "trees": [{"feature": [at], "threshold": [0.5], "left": [-1],
+                                                             "right": [-2], "leaf": [0.0, 1.0]}]})  # fmt: skip
+
+
+def _matrix(n: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    ids = pd.Index(range(n), name="file_id")
+    paths = [f"tests/test_m{i}.py" if i % 10 == 9 else f"src/m{i}.py" for i in range(n)]
+    totals = np.linspace(0.9, 0.0, n)
+    matrix = pd.DataFrame({"path": paths, **{s: totals for s in SIGNALS}, "prior": 1.0, "score": totals,
+                           "total": totals, "seed": False}, index=ids)  # fmt: skip
+    files = pd.DataFrame({"file_id": ids, "path": paths, "language": "python", "tokens": 100, "n_lines": 10,
+                          "commit_count": 1, "last_commit_time": 1_700_000_000, "is_test": [p.startswith("tests/") for p in paths]})  # fmt: skip
+    return matrix, files
+
+
+def test_learned_order_reorders_the_best_files_and_hands_them_the_sums_totals():
+    matrix, files = _matrix(CANDIDATES + 20)
+    out = learned_order(matrix, files, "bug_fix", _prefers_tests())
+    top = out.head(CANDIDATES)
+    tests_among_top = [i for i in matrix.index[:CANDIDATES] if i % 10 == 9]
+    assert list(top.index[: len(tests_among_top)]) == tests_among_top  # the model's choice first, else the sum's order
+    assert np.allclose(np.sort(top["total"].to_numpy()), np.sort(matrix["total"].head(CANDIDATES).to_numpy()), atol=1e-6)
+    assert (np.diff(out["total"].to_numpy()) <= 0).all()  # still best first by total, as scope sorts
+    assert list(out.index[CANDIDATES:]) == list(matrix.index[CANDIDATES:]) and out["learned"].iloc[CANDIDATES:].isna().all()
+
+
+def test_features_are_the_models_columns_and_carry_no_missing_values():
+    matrix, files = _matrix(12)
+    candidates = matrix.assign(language="rust", tokens=np.nan, n_lines=3, commit_count=0, age_days=np.nan,
+                               is_test=False, non_source=False)  # fmt: skip
+    x = candidate_features(candidates, 500, "feature")
+    assert tuple(x.columns) == FEATURES and not x.isna().any().any()
+    assert x["lang_rust"].eq(1).all() and x["task_feature"].eq(1).all() and x["total_rank"].iloc[0] == 0.0
+
+
+def test_a_request_uses_the_shipped_ranker_unless_the_user_sets_weights(tmp_path, monkeypatch):
+    from drivers import retriever
+    from drivers.indexer import index_repository
+    from drivers.kb import default_kb_dir, load_kb
+
+    repo = make_repo(tmp_path / "repo")
+    index_repository(repo)
+    kb = load_kb(default_kb_dir(repo))
+    task = "Fix the login validation bug: validate_login accepts short passwords"
+    monkeypatch.setattr(retriever, "default_file_ranker", _prefers_tests)
+    learned = retriever.retrieve(kb, task, budget=4000).signal_matrix
+    assert kb.files.set_index("path").loc[learned["path"].iloc[0], "is_test"]  # the model's pick leads
+    assert learned["learned"].notna().any()
+    own = retriever.retrieve(kb, task, budget=4000, weights={"lexical_match": 1.0}).signal_matrix
+    assert "learned" not in own.columns
+
+
+def _mined_rows(n_cases: int, seed: int) -> pd.DataFrame:
+    """Signal rows where the fix is the file on which two signals agree: no weighted sum finds it, trees do."""
+    rng = np.random.default_rng(seed)
+    frames = []
+    for case in range(n_cases):
+        n = 40
+        frame = pd.DataFrame(rng.uniform(0.0, 0.6, size=(n, len(SIGNALS))), columns=list(SIGNALS))
+        gold = int(rng.integers(n))
+        frame.loc[gold, ["title_match", "history_match"]] = 0.55
+        frame = frame.assign(path=[f"src/f{i}.py" for i in range(n)], seed=False, is_test=False, non_source=False,
+                             case_id=f"r{case % 6}-c{case}", repo=f"o/r{case % 6}", task_type="bug_fix",
+                             gold=np.arange(n) == gold, file_language="python", file_tokens=100.0, file_lines=10.0,
+                             commit_count=1.0, age_days=1.0, case_language="python", n_files=n)  # fmt: skip
+        frame["history_match"] = np.where(frame["gold"] | (rng.uniform(size=n) < 0.5), frame["history_match"], 0.0)
+        frame.loc[~frame["gold"] & (frame["history_match"] > 0), "title_match"] = 0.0
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
+def test_training_measures_leave_repositories_out_and_writes_a_model_requests_can_read(tmp_path, monkeypatch, capsys):
+    signals = tmp_path / "signals"
+    (signals / "parts").mkdir(parents=True)
+    _mined_rows(120, 0).to_parquet(signals / "parts" / "1of1-0000.parquet")
+    model_file = tmp_path / "file_ranker.json"
+    monkeypatch.setattr(learn_ranker, "MODEL_FILE", model_file)
+    out = tmp_path / "out"
+    assert learn_ranker.main(["--signals", str(signals), "--out", str(out), "--write-model"]) == 0
+    table = pd.read_parquet(out / "comparison.parquet").set_index(["set", "language", "ranker"])
+    assert table.loc[("signals", "python", "learned"), "cases"] == 120 == table.loc[("all", "all", "learned"), "cases"]
+    assert table.loc[("all", "all", "learned"), "acc@1"] > table.loc[("all", "all", "weighted sum"), "acc@1"] + 0.2
+    model = TreeModel.read(model_file)
+    assert model.features == FEATURES and len(model.feature) > 0
+    assert "wrote" in capsys.readouterr().out
+
+
+def _git(repo, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def test_collection_indexes_each_case_from_the_previous_tree_and_resumes(tmp_path, monkeypatch):
+    monkeypatch.setenv("CRA_CACHE", str(tmp_path / "cache"))
+    repo = make_repo(tmp_path / "repo")
+    mirror = tmp_path / "mirror"
+    subprocess.run(["git", "clone", "-q", "--bare", str(repo), str(mirror / "ex+app" / "repo")], check=True)
+    shas = _git(repo, "log", "--format=%H", "--reverse").split()
+    cases = [{"instance_id": f"ex__app-{i}", "repo": "ex/app", "base_commit": shas[i - 1], "created_at": f"2024-01-0{i}",
+              "problem_statement": "Fix LDAP login fallback for users without a name (#3)",
+              "gold_files": ["app/auth/ldap.py"], "language": "python"} for i in (2, 3)]  # fmt: skip
+    case_file = tmp_path / "cases.jsonl"
+    case_file.write_text("".join(json.dumps(c) + "\n" for c in cases))
+    out = tmp_path / "signals"
+    args = ["--cases", str(case_file), "--mirror", str(mirror), "--out", str(out)]
+    assert mined_signals.main(args) == 0
+    rows = mined_signals.read_signals(out)
+    assert set(rows["case_id"]) == {"ex__app-2", "ex__app-3"}
+    assert rows.groupby("case_id")["gold"].sum().eq(1).all()
+    assert {"file_language", "file_tokens", "age_days", "case_language"} <= set(rows.columns)
+    assert not any((tmp_path / "cache" / "trees").glob("ex+app@*"))  # the trees it extracted are gone
+    parts = sorted((out / "parts").iterdir())
+    assert mined_signals.main(args) == 0 and sorted((out / "parts").iterdir()) == parts  # nothing collected twice
+
+
+def test_shards_split_the_cases_without_overlap():
+    cases = pd.DataFrame({"case_id": [f"c{i}" for i in range(30)], "repo": [f"r{i % 4}" for i in range(30)],
+                          "created_at": [f"2024-01-{i + 1:02d}" for i in range(30)]})  # fmt: skip
+    shards = [mined_signals.chosen_cases(cases, 5, (k, 2)) for k in (1, 2)]
+    ids = [set(s["case_id"]) for s in shards]
+    assert not ids[0] & ids[1] and len(ids[0] | ids[1]) == 20  # the newest 5 of each of 4 repositories
+    assert all(s.groupby("repo")["created_at"].apply(lambda d: d.is_monotonic_increasing).all() for s in shards)
