@@ -4,15 +4,22 @@ from __future__ import annotations
 
 import pandas as pd
 
+from dataflows.retrieval.learned import CANDIDATES
 from dataflows.retrieval.models import TIER_ORDER
 
 
 def signal_table(signal_matrix: pd.DataFrame, weights: dict, top: int = 20) -> str:
-    """Top files with each signal's raw value and the weighted total."""
+    """Top files with each signal's raw value, the weighted total and, when the learned ranker ordered them, its
+    score and the sum's own rank."""
     cols = [c for c in weights if c in signal_matrix.columns]
-    view = signal_matrix.head(top)[["path", *cols, "total", "seed"]].copy()
+    learned = ["sum_rank", "learned"] if "learned" in signal_matrix.columns else []
+    view = signal_matrix.head(top)[["path", *cols, "total", "seed", *learned]].copy()
     view.insert(0, "rank", range(1, len(view) + 1))
     header = "weights: " + ", ".join(f"{k}={v:.3f}" for k, v in weights.items() if v)
+    if learned:
+        view["sum_rank"] = view["sum_rank"].astype("Int64")
+        header += (f"\norder: the learned ranker (data/models/file_ranker.json) re-ordered the weighted sum's {CANDIDATES} "
+                   "best files by its `learned` score; each takes the total of its new place (sum_rank: its place in the sum)")
     return header + "\n" + view.to_string(index=False, float_format=lambda x: f"{x:.3f}", max_colwidth=60)
 
 

@@ -98,6 +98,20 @@ def test_a_request_uses_the_shipped_ranker_unless_the_user_sets_weights(tmp_path
     assert "learned" not in own.columns
 
 
+def test_verbose_retrieve_says_the_learned_ranker_ordered_the_files(tmp_path, monkeypatch, capsys):
+    from drivers import retriever
+    from drivers.cli import main
+
+    repo = make_repo(tmp_path / "repo")
+    assert main(["index", str(repo)]) == 0
+    monkeypatch.setattr(retriever, "default_file_ranker", _prefers_tests)
+    capsys.readouterr()
+    assert main(["retrieve", "Fix validate_login for short passwords", "--repo", str(repo), "-v", "--budget", "2000"]) == 0
+    err = capsys.readouterr()
+    text = err.out + err.err
+    assert "order: the learned ranker" in text and "sum_rank" in text
+
+
 def _mined_rows(n_cases: int, seed: int) -> pd.DataFrame:
     """Signal rows where the fix is the file on which two signals agree: no weighted sum finds it, trees do."""
     rng = np.random.default_rng(seed)
@@ -131,6 +145,16 @@ def test_training_measures_leave_repositories_out_and_writes_a_model_requests_ca
     model = TreeModel.read(model_file)
     assert model.features == FEATURES and len(model.feature) > 0
     assert "wrote" in capsys.readouterr().out
+
+
+def test_a_case_in_two_signal_sets_counts_once_in_the_first(tmp_path):
+    rows = _mined_rows(12, 1)
+    for name in ("dev", "mined"):
+        (tmp_path / name / "parts").mkdir(parents=True)
+        rows.to_parquet(tmp_path / name / "parts" / "1of1-0000.parquet")
+    candidates, cases = learn_ranker.signal_sets([tmp_path / "dev", tmp_path / "mined"], None)
+    assert len(cases) == 12 and set(cases["set"]) == {"dev"} and set(candidates["set"]) == {"dev"}
+    assert len(candidates) == 12 * 40
 
 
 def _git(repo, *args: str) -> str:

@@ -152,10 +152,11 @@ def learned_order(matrix: pd.DataFrame, kb_files: pd.DataFrame, task_type: str, 
     """`matrix` (best first by the weighted sum) with its CANDIDATES best re-ordered by `model`.
 
     The candidates keep the sum's totals, handed out in the model's order (so the files after them, tiers and
-    thresholds see the same values), and get a `learned` column: the model's score."""
+    thresholds see the same values), and get a `learned` column (the model's score) and `sum_rank` (their place
+    in the sum's order)."""
     top = matrix.head(CANDIDATES)
     if top.empty:
-        return matrix.assign(learned=np.nan)
+        return matrix.assign(learned=np.nan, sum_rank=np.nan)
     files = kb_files.set_index("file_id").reindex(top.index)
     times = pd.to_numeric(files["last_commit_time"], errors="coerce").astype("float64")
     newest = pd.to_numeric(kb_files["last_commit_time"], errors="coerce").astype("float64").max()
@@ -168,5 +169,5 @@ def learned_order(matrix: pd.DataFrame, kb_files: pd.DataFrame, task_type: str, 
     order = np.argsort(-score, kind="stable")
     totals = np.sort(top["total"].to_numpy(float))[::-1]
     totals = np.where(totals > 0, np.maximum(totals - np.arange(len(totals)) * 1e-9, 1e-12), 0.0)  # strictly ordered
-    reordered = top.iloc[order].assign(total=totals, learned=score[order])
-    return pd.concat([reordered, matrix.iloc[len(top):].assign(learned=np.nan)])
+    reordered = top.assign(sum_rank=np.arange(1, len(top) + 1)).iloc[order].assign(total=totals, learned=score[order])
+    return pd.concat([reordered, matrix.iloc[len(top):].assign(learned=np.nan, sum_rank=np.nan)])
