@@ -186,7 +186,10 @@ def main(argv: list[str] | None = None) -> int:
     print(result.to_string(index=False))
     if args.write_model:
         model = train(candidates)
-        spec = lightgbm_spec(model.booster_.dump_model(), FEATURES)
+        trained_on = {"cases": len(cases), "repositories": int(cases["repo"].nunique()),
+                      "sets": {k: int(v) for k, v in cases["set"].value_counts().sort_index().items()},
+                      "written": time.strftime("%Y-%m-%d", time.gmtime())}  # fmt: skip
+        spec = {"trained_on": trained_on, **lightgbm_spec(model.booster_.dump_model(), FEATURES)}
         x = candidates[list(FEATURES)].to_numpy(float)[:2000]
         if not np.allclose(TreeModel(spec).predict(x), model.predict(x), atol=1e-9):
             raise SystemExit("the numpy evaluation of the model differs from LightGBM's: model not written")
