@@ -48,7 +48,8 @@ def budget_table(budget_report: dict, token_count: int, budget: int) -> str:
     return (
         f"budget: {token_count}/{budget} tokens in the package "
         f"(items before {budget_report.get('before')}, after {budget_report.get('after')}); "
-        f"evicted {len(budget_report.get('evicted', []))}, demoted {len(budget_report.get('demoted', []))}"
+        f"evicted {len(budget_report.get('evicted', []))}, demoted {len(budget_report.get('demoted', []))}, "
+        f"classes shown whole {len(budget_report.get('widened', []))}"
     )
 
 

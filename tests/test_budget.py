@@ -288,3 +288,69 @@ def test_budget_cuts_keep_the_task_whole_when_it_fits_and_cut_it_when_it_alone_i
     cuts = budget_node("budget_cuts", files(), 4096, long_task)
     assert cuts.task_truncated and cuts.task_text.endswith("[…]") and count_tokens(cuts.task_text) <= 512
     assert cuts.tokens <= 4096
+
+
+SESSION = "\n".join([
+    "class Session:",
+    '    """One connection to the store."""',
+    "    timeout_s: float = 2.5  # the field a fix to send() also changes",
+    "    retries: int = 3",
+    *[f"    limit_{i}: int = {i}  # a setting the class keeps for its callers, as real classes do" for i in range(40)],
+    "",
+    "    def send(self, payload):",
+    *[f"        part_{i} = self.encode(payload, {i})" for i in range(12)],
+    "        return part_0",
+    "",
+    "    def close(self):",
+    "        self.open = False",
+])
+
+
+def session_file(rank: int) -> FileContext:
+    """A seed file whose class holds a primary (`send`, at symbol rank `rank`) and an outlined method."""
+    lines = SESSION.splitlines()
+    start = lines.index("    def send(self, payload):")
+    send = "\n".join(lines[start:start + 14])
+    holder = replace(symbol(900, 9000, "Session", "supporting", None, "class Session:", 1), kind="class",
+                     end_line=len(lines), reason="contains primary Session.send", whole_body=SESSION)
+    members = (replace(symbol(900, 9001, "Session.send", "primary", send, "def send(self, payload):", start + 1, rank),
+                       end_line=start + 14),
+               replace(symbol(900, 9002, "Session.close", "outline", None, "def close(self):", start + 16),
+                       end_line=start + 17))
+    return FileContext(900, "src/store/session.py", "python", 1, 1.0, "seed", (*members, holder))
+
+
+def package_of(fs: list[FileContext], budget: int):
+    plan = budget_node("budget_plan", fs, budget)
+    tiers = pd.DataFrame([(s.symbol_id, f.file_id, s.relevance, s.reason) for f in fs for s in f.symbols],
+                         columns=["symbol_id", "file_id", "tier", "reason"])  # fmt: skip
+    package = context_package(query(), plan.task_text, plan.files, included_edges(plan.files, kb_edges()), budget,
+                              plan.report, scope(), pd.Series({"path_match": 1.0}), [], tiers, count_tokens)  # fmt: skip
+    return plan, package, markdown_text(package)
+
+
+@pytest.mark.parametrize("budget", (4096, 100000))
+def test_a_class_around_a_top_primary_is_shown_whole_once(budget):
+    plan, package, text = package_of([session_file(1), *files()], budget)
+    session = next(f for f in package.files if f.path == "src/store/session.py")
+    assert [(s.qualified_name, s.body) for s in session.symbols] == [("Session", SESSION)]
+    members = [m.qualified_name for m in session.symbols[0].members]  # (a tight budget had cut the outline first)
+    assert members == (["Session.send"] if budget < 10000 else ["Session.send", "Session.close"])
+    assert all(text.count(line) == 1 for line in ("timeout_s: float = 2.5", "def send(self, payload)", "def close(self)"))
+    assert package.token_count <= budget
+    assert plan.report["widened"] == [{"path": "src/store/session.py", "symbol": "Session", "members": members}]
+    inside = {p["symbol"]: p.get("inside") for p in package.provenance["symbols"]}
+    assert inside["Session.send"] == "Session" and inside["Session"] is None
+
+
+def test_showing_a_class_whole_keeps_every_file_of_the_package():
+    plain = [replace(session_file(1), symbols=tuple(replace(s, whole_body=None) for s in session_file(1).symbols))]
+    before = {f.path for f in package_of([*plain, *files()], 4096)[1].files}
+    plan, package, _ = package_of([session_file(1), *files()], 4096)
+    assert plan.report["widened"] and {f.path for f in package.files} == before
+
+
+def test_a_class_around_a_low_ranked_primary_takes_only_room_left():
+    plan, package, _ = package_of([session_file(40), *files()], 16384)  # room only by cutting others
+    assert plan.report["widened"] == [] and package.token_count <= 16384
+    assert package_of([session_file(40), *files()], 100000)[0].report["widened"]

@@ -246,11 +246,17 @@ def test_a_closure_never_turns_its_matching_function_into_a_signature(tmp_path, 
     assert main(["retrieve", "addOption: handleOptionValue ignores the option value of a negated option", "--repo",
                  str(tmp_path), "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    depth = {s["symbol"]: (s["tier"], s["depth"]) for s in doc["provenance"]["symbols"]}
-    assert depth["Command.addOption"] == ("primary", "body")
-    assert depth["Command"] == ("supporting", "signature")  # a class still holds its methods
+    depth = {s["symbol"]: (s["tier"], s["depth"], s.get("inside")) for s in doc["provenance"]["symbols"]}
+    assert depth["Command.addOption"] == ("primary", "body", "Command")
+    assert depth["Command"] == ("primary", "body", None)  # the budget had room for the class's own lines
     bodies = [s["body"] for f in doc["files"] for s in f["symbols"] if s["body"]]
     assert sum(b.count("const handleOptionValue") for b in bodies) == 1  # the closure once, inside its function
+    assert main(["retrieve", "addOption: handleOptionValue ignores the option value of a negated option", "--repo",
+                 str(tmp_path), "--budget", "auto", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    depth = {s["symbol"]: (s["tier"], s["depth"]) for s in doc["provenance"]["symbols"]}
+    assert depth["Command.addOption"] == ("primary", "body")
+    assert depth["Command"] == ("supporting", "signature")  # with `--budget auto` a class holds its methods
 
 
 def test_go_and_java_trace_frames_point_at_the_function_holding_the_line(tmp_path):

@@ -9,6 +9,9 @@ down to their share, within a section lowest priority first (a ranked primary's 
 bodies demoted to signatures before anything is evicted. The floor (task + the FLOOR_RANK best-ranked symbols) goes
 last. Freed room is refilled best-first, and the real
 markdown is measured with `count_tokens` until it fits: `token_count <= budget` holds by construction.
+Last (fixed budgets), a class around shown bodies is widened to its whole source, its own lines (fields, a place for
+a new method) included: with the room left, or, around one of the WIDEN_RANK best symbols, with room cut from less
+relevant pieces in the same order (never a file's last piece); measured again.
 Nodes: budget_items, budget_item_columns, file_overhead, allotted_task_text, unbudgeted_tokens -> section_room ->
 section_allocation -> budget_cuts (the one cut/measure/refill loop, a frozen BudgetCuts) -> evicted_items,
 demoted_items -> budget_plan.
@@ -18,11 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import cache
 
 import numpy as np
 import pandas as pd
 
-from dataflows.retrieval.models import BudgetCuts, BudgetPlan, FileContext, TaskQuery
+from dataflows.retrieval.models import BudgetCuts, BudgetPlan, FileContext, SymbolContext, TaskQuery
 from dataflows.retrieval.markdown import assertion_bullet, edges_between, ordered_files, package_markdown, symbol_text
 from dataflows.retrieval.precision import FLOOR_RANK
 from dataflows.retrieval.vocabulary import member_mask
@@ -35,6 +39,7 @@ REFILL_ROUNDS = 3
 REFILL_MIN_SLACK = 0.005  # a refill round re-renders the package: not worth it for under 0.5% of the budget
 FULL, DEMOTED, EVICTED = 0, 1, 2
 _TRUNCATION_MARK = " […]"
+WIDEN_RANK = 5  # a class holding one of the symbol ranking's five best may take less relevant pieces' room to be whole
 
 
 def budget_items(file_contexts: list[FileContext], count_tokens: Callable) -> pd.DataFrame:
@@ -141,6 +146,7 @@ def budget_cuts(
     code_budget: int,
     count_tokens: Callable,
     context_edges: pd.DataFrame,
+    budget_mode: str = "fixed",
 ) -> BudgetCuts:
     """Each item's state (full, body demoted, evicted) and cut order: cut bottom-up to the section allocation, then
     measure the real markdown and cut or refill best-first until it fits (demotion and eviction are one loop)."""
@@ -187,7 +193,10 @@ def budget_cuts(
         if refilled is None:
             break
         cuts, rounds = refilled, rounds + 1
-    return BudgetCuts(cuts.state, cuts.cut_at, task, truncated, real)
+    widened: tuple[int, ...] = ()
+    if budget_mode != "auto" and real <= code_budget:
+        cuts, widened, real = _widened(file_contexts, items, cuts, code_budget, real, task, context_edges, count_tokens)
+    return BudgetCuts(cuts.state, cuts.cut_at, task, truncated, real, widened)
 
 
 def evicted_items(budget_items: pd.DataFrame, budget_cuts: BudgetCuts) -> pd.DataFrame:
@@ -212,8 +221,13 @@ def budget_plan(
     code_budget: int,
     count_tokens: Callable,
 ) -> BudgetPlan:
-    """The files as the cuts leave them, the task text that fits, and the report explaining the cuts."""
+    """The files as the cuts leave them (classes shown whole where the cuts widened them), the task text that fits,
+    and the report explaining the cuts."""
     code_budget, items, cuts = int(code_budget), budget_item_columns, budget_cuts
+    files = _rendered(file_contexts, items, cuts.state, cuts.widened, count_tokens)
+    shown = {m.symbol_id: (f.path, m) for f in files for s in f.symbols for m in (s, *s.members)}
+    widened = [{"path": shown[sid][0], "symbol": shown[sid][1].qualified_name,
+                "members": [m.qualified_name for m in shown[sid][1].members]} for sid in cuts.widened]  # fmt: skip
     warnings = []
     if cuts.task_truncated:
         warnings.append(f"task text truncated to {count_tokens(cuts.task_text)} tokens to fit the budget of {code_budget}")
@@ -237,10 +251,11 @@ def budget_plan(
         "evicted": [e | {"tokens": int(full) - 1} for e, full in zip(_entries(evicted_items), evicted_items["full"])],
         "demoted": [e | {"tokens_before": int(full) - 1, "tokens_after": int(after) - 1}
                     for e, full, after in zip(_entries(demoted_items), demoted_items["full"], demoted_items["demoted"])],
+        "widened": widened,
         "task_truncated": bool(cuts.task_truncated),
         "warnings": warnings,
     }  # fmt: skip
-    return BudgetPlan(_apply(file_contexts, items, cuts.state), cuts.task_text, report)
+    return BudgetPlan(files, cuts.task_text, report)
 
 
 def budgeted_files(budget_plan: BudgetPlan) -> list[FileContext]:
@@ -425,6 +440,116 @@ def _apply(files: list[FileContext], items: dict[str, np.ndarray], state: np.nda
         if symbols or assertions:
             out.append(replace(f, symbols=symbols, test_assertions=assertions, rationale_comments=rationale))
     return out
+
+
+def _widened(file_contexts: list[FileContext], items: dict[str, np.ndarray], cuts: _Cuts, code_budget: int, real: int,
+             task: str, edges: pd.DataFrame, count_tokens: Callable) -> tuple[_Cuts, tuple[int, ...], int]:
+    """The cuts with classes that hold a shown body widened to their whole source (which replaces the members shown
+    inside it), best file and cheapest first: paid by the room left, or for a class holding one of the WIDEN_RANK
+    best-ranked symbols by further cuts in the budget's own order, down to its best member's priority. Also the
+    widened symbol_ids and the real package size (measured: an estimate that ran low undoes the last widening).
+
+    A fix often touches a class's own lines (a field, a new method) besides its methods; the members already shown
+    usually cover most of it, so the rest costs little."""
+    count_tokens = cache(count_tokens)  # a class's source is counted once however many rounds look at it
+    widened: tuple[int, ...] = ()
+    slack, earlier = code_budget - real, []  # earlier: (cuts, widened, slack) before each widening
+    while True:
+        files = _rendered(file_contexts, items, cuts.state, widened, count_tokens)
+        options = sorted(((f.relevance_rank, extra, f.symbols[p].symbol_id), top, f.symbols[p])
+                         for f in files for p, extra, top in _widenings(f, count_tokens))  # fmt: skip
+        choice = next(((sid, cuts, slack - extra) for (_, extra, sid), _, _ in options if extra <= slack), None)
+        for (_, extra, sid), top, holder in options if choice is None else ():
+            funded = _funding(items, cuts, holder, extra - slack, widened, file_contexts) if top else None
+            if funded is not None:
+                choice = (sid, funded[0], slack + funded[1] - extra)
+                break
+        if choice is None:
+            break
+        earlier.append((cuts, widened, slack))
+        sid, cuts, slack = choice
+        widened += (sid,)
+    while widened:
+        kept = ordered_files(_rendered(file_contexts, items, cuts.state, widened, count_tokens))
+        measured = count_tokens(package_markdown(task, kept, edges_between(kept, edges)))
+        if measured <= code_budget:
+            return cuts, widened, measured
+        cuts, widened, slack = earlier.pop()  # the estimate ran low: undo the last widening
+    return cuts, widened, real
+
+
+def _rendered(file_contexts: list[FileContext], items: dict[str, np.ndarray], state: np.ndarray,
+              widened: tuple[int, ...], count_tokens: Callable) -> list[FileContext]:
+    """The file contexts with every item in its budget state, then the widened classes shown whole."""
+    files = _apply(file_contexts, items, state)
+    for symbol_id in widened:
+        files = [_widen(f, symbol_id, count_tokens) for f in files]
+    return files
+
+
+def _funding(items: dict[str, np.ndarray], cuts: _Cuts, holder: SymbolContext, need: int, widened: tuple[int, ...],
+             file_contexts: list[FileContext]) -> tuple[_Cuts, int] | None:
+    """The cuts that free `need` tokens for showing `holder` whole, taken in the budget's own order (outlines first,
+    primaries by priority) but never the floor, a piece inside it or inside a class already widened, or a primary
+    as relevant as its best member; and the tokens they free. None when that is not enough."""
+    symbol_of = {s.symbol_id: s for f in file_contexts for s in f.symbols}
+    inside = _pieces_inside(items, holder)
+    protected = np.logical_or.reduce([inside, *(_pieces_inside(items, symbol_of[sid]) for sid in widened)])
+    shown = inside & (cuts.state == FULL) & items["demotable"].astype(bool)
+    if not shown.any():
+        return None
+    best = float(items["priority"][shown].max())
+    state, cut_at, steps, freed = cuts.state.copy(), cuts.cut_at.copy(), cuts.steps, 0
+    files = items["file"].astype(np.int64)
+    live = np.bincount(files[state != EVICTED], minlength=int(files.max()) + 1)
+    for i, to, saving in zip(*(a.tolist() for a in _global_sequence(items, cuts.state))):
+        if items["floor"][i] or (items["section"][i] == "primary" and items["priority"][i] >= best) or freed >= need:
+            break
+        if not protected[i] and (to != EVICTED or live[files[i]] > 1):  # a file keeps its last piece: it stays named
+            state[i], cut_at[i], steps, freed = to, steps, steps + 1, freed + saving
+            live[files[i]] -= to == EVICTED
+    if freed < need:
+        return None
+    return _Cuts(state, cut_at, cuts.locked | (state != cuts.state), steps), freed
+
+
+def _pieces_inside(items: dict[str, np.ndarray], holder: SymbolContext) -> np.ndarray:
+    """Per budget item: whether it is a symbol within the holder's lines (the holder itself included)."""
+    return ((items["file_id"] == holder.file_id) & (items["kind"] == "symbol") & (items["line"] >= holder.start_line)
+            & (items["line"] <= holder.end_line))  # fmt: skip
+
+
+def _inside(f: FileContext, p: int) -> list[int]:
+    """Positions of the file's other symbols within the lines of symbol p."""
+    outer = f.symbols[p]
+    return [q for q, s in enumerate(f.symbols) if q != p and s.file_id == outer.file_id
+            and outer.start_line <= s.start_line and s.end_line <= outer.end_line]  # fmt: skip
+
+
+def _widenings(f: FileContext, count_tokens: Callable) -> list[tuple[int, int, bool]]:
+    """(position, extra tokens, holds a top-ranked body) of each class of the file that could be shown whole: a
+    holder shown by signature with a body shown inside it."""
+    out = []
+    for p, s in enumerate(f.symbols):
+        shown = [f.symbols[q] for q in (_inside(f, p) if s.whole_body is not None and s.body is None else [])]
+        if any(o.body is not None for o in shown):
+            cost = count_tokens(s.whole_body.rstrip()) - s.tokens - sum(o.tokens + 1 for o in shown)
+            top = any(o.body is not None and o.rank is not None and o.rank <= WIDEN_RANK for o in shown)
+            out.append((p, max(cost, 0), top))
+    return out
+
+
+def _widen(f: FileContext, symbol_id: int, count_tokens: Callable) -> FileContext:
+    """The file with symbol `symbol_id` (if it is there) shown whole, as a primary, and the symbols inside it dropped
+    (their lines are in it; they are kept as its members)."""
+    p = next((q for q, s in enumerate(f.symbols) if s.symbol_id == symbol_id), None)
+    if p is None:
+        return f
+    s, inside = f.symbols[p], set(_inside(f, p))
+    members = tuple(m for q, o in enumerate(f.symbols) if q in inside for m in (replace(o, members=()), *o.members))
+    whole = replace(s, body=s.whole_body, relevance="primary", tokens=int(count_tokens(s.whole_body.rstrip())),
+                    reason=f"{s.reason}; shown whole: the budget had room for the rest of its lines", members=members)  # fmt: skip
+    return replace(f, symbols=tuple(whole if q == p else o for q, o in enumerate(f.symbols) if q not in inside))
 
 
 def _truncate(text: str, limit: int, count_tokens: Callable) -> str:

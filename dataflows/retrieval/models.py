@@ -69,6 +69,8 @@ class SymbolContext:
     reason: str = ""  # why it was included (provenance)
     rank: int | None = None  # its place in the symbol ranking, for a ranked primary
     score: float | None = None  # ... and its score: the budget cuts the lowest first
+    whole_body: str | None = None  # a class holding primaries: its full source, shown instead when room is left
+    members: tuple[SymbolContext, ...] = ()  # once shown whole: the symbols it replaced (their lines are in its body)
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,7 @@ class BudgetCuts:
     task_text: str  # whole, or cut (marked) when it alone would break the budget
     task_truncated: bool
     tokens: int  # of the package's real markdown after the cuts
+    widened: tuple[int, ...] = ()  # symbol_ids of the classes shown whole (their members inside), in order
 
 
 @dataclass(frozen=True)

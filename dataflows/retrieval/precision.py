@@ -487,7 +487,9 @@ def _symbol_context(symbol_id: int, s: dict, lines: list[str], language: str, co
     """A tiered symbol at its depth: primary (and small types) with source lines, others by signature."""
     start, end = int(s["start_line"]), int(s["end_line"])
     small_type = s["tier"] == "type_context" and (s.get("body_tokens") or 0) <= TYPE_BODY_MAX_TOKENS
-    body = "\n".join(lines[start - 1 : end]) if (s["tier"] == "primary" or small_type) and lines else None
+    source = "\n".join(lines[start - 1 : end]) or None
+    body = source if s["tier"] == "primary" or small_type else None
+    holder = s["tier"] == "supporting" and str(s["reason"]).startswith("contains primary")
     doc = s["docstring"] if isinstance(s["docstring"], str) else None
     fields = dict(
         symbol_id=symbol_id,
@@ -497,13 +499,14 @@ def _symbol_context(symbol_id: int, s: dict, lines: list[str], language: str, co
         kind=str(s["kind"]),
         relevance=str(s["tier"]),
         signature=str(s["signature"] or ""),
-        body=body or None,
+        body=body,
         docstring=doc,
         start_line=start,
         end_line=end,
         reason=str(s["reason"]),
         rank=None if np.isnan(s["rank"]) else int(s["rank"]),
         score=None if np.isnan(s["score"]) else float(s["score"]),
+        whole_body=source if holder else None,
     )
     rendered = symbol_text(SymbolContext(**fields, tokens=0), language)
     return SymbolContext(**fields, tokens=int(count_tokens(rendered)))  # what its rendering costs
