@@ -24,12 +24,11 @@ from typing import Any
 
 import pandas as pd
 
-os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")
-from hamilton import driver  # noqa: E402
+from hamilton import driver
 
-from dataflows.diagnostics import bundle, retrieval, triggers  # noqa: E402
-from dataflows.diagnostics.models import RetrievalBundle, RetrievalCaps  # noqa: E402
-from drivers.errors import CraError  # noqa: E402
+from dataflows.diagnostics import bundle, retrieval, triggers
+from dataflows.diagnostics.models import RetrievalBundle, RetrievalCaps
+from drivers.errors import CraError
 
 ATTEMPT_LOG_LIMIT = 10  # seed: up to 10 log reads for trigger analysis (the latest earlier attempts)
 ATTEMPT_LOG_SCAN_BYTES = 64 * 1024  # newest part of an attempt log scanned for failure markers

@@ -7,7 +7,6 @@ store guidance and re-queue, and build the prompt sections a retried task starts
 from __future__ import annotations
 
 import json
-import os
 import re
 import tomllib
 from dataclasses import dataclass, replace
@@ -17,14 +16,13 @@ from pathlib import Path
 
 import pandas as pd
 
-os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")
-from hamilton import driver  # noqa: E402
+from hamilton import driver
 
-from dataflows.escalation import analysis, categories, prompt, report, similarity  # noqa: E402
-from dataflows.escalation.models import EscalationReport  # noqa: E402
-from drivers import escalation_store as store  # noqa: E402
-from drivers.errors import CraError  # noqa: E402
-from drivers.home import cra_home  # noqa: E402
+from dataflows.escalation import analysis, categories, prompt, report, similarity
+from dataflows.escalation.models import EscalationReport
+from drivers import escalation_store as store
+from drivers.errors import CraError
+from drivers.home import cra_home
 
 MODULES = (categories, analysis, similarity, report, prompt)
 CATEGORY_FILE = Path(__file__).resolve().parent.parent / "data" / "error_categories.toml"

@@ -249,7 +249,6 @@ def _workers(args, n_items: int) -> int:
 def evaluation_driver(remote=None):
     """The Hamilton driver over the batch evaluation DAG (`dataflows.evaluation.batch`, its only module); remote is
     the executor of its parallel branches (default: in-process)."""
-    os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")
     from hamilton import driver
     from hamilton.execution import executors
 
@@ -269,7 +268,6 @@ class _Engine:
     """A Hamilton driver over the batch module on one engine; close() releases the cluster it started."""
 
     def __init__(self, args, n_items: int):
-        os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")
         from hamilton.execution import executors
 
         self._closers = []
@@ -302,7 +300,7 @@ class _Engine:
 
     def _ray(self, workers: int):
         try:
-            import ray  # noqa: F401
+            import ray
             from hamilton.plugins.h_ray import RayTaskExecutor
         except ImportError:
             raise CraError("--engine ray needs Ray, which is not installed: pip install 'ray[default]', or use --engine local|dask.") from None

@@ -21,20 +21,19 @@ from pathlib import Path
 
 import pandas as pd
 
-os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")
 
-from hamilton import driver  # noqa: E402
-from hamilton.execution import executors  # noqa: E402
-from hamilton.lifecycle import api as lifecycle  # noqa: E402
+from hamilton import driver
+from hamilton.execution import executors
+from hamilton.lifecycle import api as lifecycle
 
-from dataflows.index import commit_terms, companions, discovery, edges, health, history, lexical_terms, metadata, parsing  # noqa: E402
-from dataflows.index.frames import canonical_ids  # noqa: E402
-from dataflows.index.parsers import language_of  # noqa: E402
-from dataflows.index.schema import TABLES  # noqa: E402
-from drivers.conventions import load_conventions  # noqa: E402
-from drivers.errors import CraError  # noqa: E402
-from drivers.git_history import git_head, git_log, git_tracked  # noqa: E402
-from drivers.sources import SourceScan, scan_sources  # noqa: E402
+from dataflows.index import commit_terms, companions, discovery, edges, health, history, lexical_terms, metadata, parsing
+from dataflows.index.frames import canonical_ids
+from dataflows.index.parsers import language_of
+from dataflows.index.schema import TABLES
+from drivers.conventions import load_conventions
+from drivers.errors import CraError
+from drivers.git_history import git_head, git_log, git_tracked
+from drivers.sources import SourceScan, scan_sources
 
 INDEX_MODULES = (discovery, parsing, edges, history, metadata, lexical_terms, commit_terms, health, companions)
 KB_OUTPUTS = [f"kb_{name}" for name in TABLES]

@@ -6,21 +6,19 @@ and provenance. The store is read only for the files that apply to the context (
 
 from __future__ import annotations
 
-import os
 from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
 
 import pandas as pd
 
-os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")
-from hamilton import driver  # noqa: E402
+from hamilton import driver
 
-from dataflows.memory import relevance, selection  # noqa: E402
-from dataflows.memory.models import MemoryContext, MemoryQuery, RetrievalResult  # noqa: E402
-from drivers.errors import CraError  # noqa: E402
-from drivers.memory_store import StoreRead, memory_root, read_memories  # noqa: E402
-from drivers.tokens import count_tokens  # noqa: E402
+from dataflows.memory import relevance, selection
+from dataflows.memory.models import MemoryContext, MemoryQuery, RetrievalResult
+from drivers.errors import CraError
+from drivers.memory_store import StoreRead, memory_root, read_memories
+from drivers.tokens import count_tokens
 
 COLUMNS = ("content", "scope", "category", "confidence", "timestamp", "source")
 DEFAULT_MEMORY_BUDGET = 1_500

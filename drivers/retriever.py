@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from functools import lru_cache
 import tomllib
@@ -12,17 +11,16 @@ from pathlib import Path
 
 import pandas as pd
 
-os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")
-from hamilton import driver  # noqa: E402
+from hamilton import driver
 
-from dataflows.retrieval import (  # noqa: E402
+from dataflows.retrieval import (
     assembly, budget, combination, pinned, precision, render, scope, signals, symbol_signals, task_analysis, word_tables,
 )
-from dataflows.retrieval.models import ContextPackage, PinnedSection  # noqa: E402
-from dataflows.retrieval.signal_list import KNOBS, checked_weights  # noqa: E402
-from drivers.errors import CraError  # noqa: E402
-from drivers.kb import KnowledgeBase  # noqa: E402
-from drivers.tokens import count_tokens  # noqa: E402
+from dataflows.retrieval.models import ContextPackage, PinnedSection
+from dataflows.retrieval.signal_list import KNOBS, checked_weights
+from drivers.errors import CraError
+from drivers.kb import KnowledgeBase
+from drivers.tokens import count_tokens
 
 # the retrieval DAG, stage by stage (word_tables: nodes a request gets as overrides from the loaded KB)
 MODULES = (word_tables, task_analysis, signals, combination, scope, symbol_signals, precision, pinned, budget, assembly,

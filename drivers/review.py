@@ -9,7 +9,6 @@ an error, since a finding is stored with its vector.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from datetime import datetime
 from functools import lru_cache
@@ -17,14 +16,13 @@ from pathlib import Path
 
 import pandas as pd
 
-os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")
-from hamilton import driver  # noqa: E402
+from hamilton import driver
 
-from dataflows.review import fusion, languages, query, rerank  # noqa: E402
-from dataflows.review.models import FindingsRecall, RerankConfig  # noqa: E402
-from drivers.embeddings import EmbeddingProvider, default_provider  # noqa: E402
-from drivers.errors import CraError  # noqa: E402
-from drivers.findings_store import (  # noqa: E402
+from dataflows.review import fusion, languages, query, rerank
+from dataflows.review.models import FindingsRecall, RerankConfig
+from drivers.embeddings import EmbeddingProvider, default_provider
+from drivers.errors import CraError
+from drivers.findings_store import (
     FINDING_COLUMNS, add_findings as store_findings, default_db_path, document_text, lexical_findings, nearest_findings,
     open_store, owner_of,
 )  # fmt: skip
@@ -82,14 +80,14 @@ def recall_findings(
     try:
         if provider is not None:
             vector = provider.generate(text, input_type="query")  # the one embedding call of this review
-    except Exception as exc:  # noqa: BLE001 - the lexical side still answers
+    except Exception as exc:
         warnings.append(f"embedding failed ({_reason(exc)}); {BM25_ALONE}")
     try:
         with open_store(path) as conn:
             lexical = lexical_findings(conn, text, repo, depth, sharing_enabled)
             nearest = (_NO_VECTOR_HITS if vector is None else
                        nearest_findings(conn, vector, provider.model, repo, depth, sharing_enabled))  # fmt: skip
-    except Exception as exc:  # noqa: BLE001 - fail open: the review goes on without findings
+    except Exception as exc:
         return FindingsRecall(query=text, findings=(), warnings=(*warnings, f"review findings skipped: {_reason(exc)}"))
     threshold = float(distance_threshold if distance_threshold is not None else getattr(provider, "distance_threshold", 0.0))
     out = dr.execute(["findings_recall"], inputs={**inputs, "vector_candidates": nearest, "lexical_candidates": lexical,

@@ -51,7 +51,6 @@ _WORD_INPUTS = {
 def _word_table_driver():
     """A Hamilton driver over the word-table nodes (built once per process; without Hamilton's plugins for
     whatever else is installed: dask and matplotlib alone take 0.7 s to import)."""
-    os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")
     from hamilton import driver
 
     return driver.Builder().with_modules(word_table_nodes).build()

@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import os
 
 import pandas as pd
 import pytest
 
-os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")
-from hamilton import driver  # noqa: E402
+from hamilton import driver
 
-from dataflows.index.schema import TABLES  # noqa: E402
-from dataflows.lexical import Bm25Index  # noqa: E402
-from dataflows.retrieval import combination, scope, signals, task_analysis, word_tables  # noqa: E402
-from tests.retrieval_dag import run_node  # noqa: E402
-from dataflows.retrieval.combination import DEFAULT_WEIGHTS, SIGNALS  # noqa: E402
-from dataflows.retrieval.models import TaskQuery  # noqa: E402
-from dataflows.text import term_counts  # noqa: E402
+from dataflows.index.schema import TABLES
+from dataflows.lexical import Bm25Index
+from dataflows.retrieval import combination, scope, signals, task_analysis, word_tables
+from tests.retrieval_dag import run_node
+from dataflows.retrieval.combination import DEFAULT_WEIGHTS, SIGNALS
+from dataflows.retrieval.models import TaskQuery
+from dataflows.text import term_counts
 
 
 def kb_files(*paths: str) -> pd.DataFrame:

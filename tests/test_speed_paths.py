@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -305,13 +306,16 @@ def test_budget_renders_and_counts_an_unchanged_package_once():
     assert not plan.report["evicted"] and not plan.report["demoted"]
 
 
-def test_cli_retrieve_does_not_import_parsers_or_the_indexer(indexed):
+def test_cli_retrieve_imports_neither_parsers_nor_the_indexer_nor_hamiltons_plugins(indexed):
+    """Hamilton's plugins for installed libraries (LightGBM, scikit-learn, dask, matplotlib) cost 1-2 s of imports."""
+    heavy = ("tree_sitter", "drivers.indexer", "dataflows.index.parsers", "lightgbm", "sklearn", "dask", "matplotlib")
     probe = (
         "import sys; from drivers.cli import main; code = main(['retrieve', 'validate login', '--repo', sys.argv[1]]);"
-        "heavy = sorted(m for m in sys.modules if m.startswith(('tree_sitter', 'drivers.indexer', 'dataflows.index.parsers')));"
+        f"heavy = sorted(m for m in sys.modules if m.startswith({heavy!r}));"
         "print('HEAVY', heavy, code, file=sys.stderr)"
     )
-    out = subprocess.run([sys.executable, "-c", probe, str(indexed)], capture_output=True, text=True, check=True)
+    env = {k: v for k, v in os.environ.items() if k != "HAMILTON_AUTOLOAD_EXTENSIONS"}  # as a user's shell has it
+    out = subprocess.run([sys.executable, "-c", probe, str(indexed)], capture_output=True, text=True, check=True, env=env)
     assert "HEAVY [] 0" in out.stderr and "validate_login" in out.stdout
 
 

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 
 import pandas as pd
 import pytest
 
-os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")
-from hamilton import driver  # noqa: E402
+from hamilton import driver
 
-from dataflows.retrieval import task_analysis, word_tables  # noqa: E402
-from tests.retrieval_dag import run_node  # noqa: E402
+from dataflows.retrieval import task_analysis, word_tables
+from tests.retrieval_dag import run_node
 
 
 def heuristic_task_query(text: str, files: pd.DataFrame):
