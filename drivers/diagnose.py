@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-
 from hamilton import driver
 
 from dataflows.diagnostics import bundle, retrieval, triggers

@@ -15,7 +15,6 @@ from functools import lru_cache
 from pathlib import Path
 
 import pandas as pd
-
 from hamilton import driver
 
 from dataflows.escalation import analysis, categories, prompt, report, similarity

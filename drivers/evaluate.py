@@ -300,7 +300,7 @@ class _Engine:
 
     def _ray(self, workers: int):
         try:
-            import ray
+            import ray  # noqa: F401
             from hamilton.plugins.h_ray import RayTaskExecutor
         except ImportError:
             raise CraError("--engine ray needs Ray, which is not installed: pip install 'ray[default]', or use --engine local|dask.") from None

@@ -11,7 +11,6 @@ from functools import lru_cache
 from pathlib import Path
 
 import pandas as pd
-
 from hamilton import driver
 
 from dataflows.memory import relevance, selection

@@ -80,14 +80,14 @@ def recall_findings(
     try:
         if provider is not None:
             vector = provider.generate(text, input_type="query")  # the one embedding call of this review
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - the lexical side still answers
         warnings.append(f"embedding failed ({_reason(exc)}); {BM25_ALONE}")
     try:
         with open_store(path) as conn:
             lexical = lexical_findings(conn, text, repo, depth, sharing_enabled)
             nearest = (_NO_VECTOR_HITS if vector is None else
                        nearest_findings(conn, vector, provider.model, repo, depth, sharing_enabled))  # fmt: skip
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - fail open: the review goes on without findings
         return FindingsRecall(query=text, findings=(), warnings=(*warnings, f"review findings skipped: {_reason(exc)}"))
     threshold = float(distance_threshold if distance_threshold is not None else getattr(provider, "distance_threshold", 0.0))
     out = dr.execute(["findings_recall"], inputs={**inputs, "vector_candidates": nearest, "lexical_candidates": lexical,

@@ -6,7 +6,6 @@ import json
 
 import pandas as pd
 import pytest
-
 from hamilton import driver
 
 from dataflows.retrieval import task_analysis, word_tables
