@@ -122,14 +122,15 @@ def _symbol_provenance(files: tuple[FileContext, ...], symbol_tiers: pd.DataFram
     reasons = None  # the tiers' reasons, looked up only for a symbol that carries none itself
     out = []
     for f in files:
-        for s, holder in ((s, h) for h in f.symbols for s in (h, *h.members)):
-            if not s.reason and reasons is None:
-                reasons = dict(zip(symbol_tiers["symbol_id"], symbol_tiers["reason"]))
-            out.append({
-                "path": f.path,
-                "symbol": s.qualified_name,
-                "tier": s.relevance,
-                "depth": "body" if s.body is not None or s is not holder else "signature",
-                "reason": s.reason or reasons.get(s.symbol_id, ""),
-            } | ({} if s is holder else {"inside": holder.qualified_name}))
+        for shown in f.symbols:
+            for s in (shown, *shown.members):  # a class shown whole: its members' lines are in its body
+                if not s.reason and reasons is None:
+                    reasons = dict(zip(symbol_tiers["symbol_id"], symbol_tiers["reason"]))
+                out.append({
+                    "path": f.path,
+                    "symbol": s.qualified_name,
+                    "tier": s.relevance,
+                    "depth": "body" if s.body is not None or s is not shown else "signature",
+                    "reason": s.reason or reasons.get(s.symbol_id, ""),
+                } | ({} if s is shown else {"inside": shown.qualified_name}))
     return out
