@@ -87,7 +87,7 @@ def _tree_key(location: dict) -> str:
 def index_tree(job: dict) -> dict:
     """Materialise one tree if it comes from a mirror, and make sure it has a KB (reused when present)."""
     from drivers.indexer import index_repository
-    from drivers.kb import default_kb_dir, has_usable_kb
+    from drivers.kb import default_kb_dir, has_usable_kb, read_metadata
     from drivers.trees import materialize_tree
 
     started = time.perf_counter()
@@ -95,8 +95,9 @@ def index_tree(job: dict) -> dict:
         if "mirror" in job:
             tree = materialize_tree(Path(job["mirror"]), job["commit"], job["repo"], Path(job["cache"]) if job.get("cache") else None)
             kb_dir = default_kb_dir(tree)
-            if not has_usable_kb(kb_dir):  # an extracted base commit never changes: index once
-                # with the mirror's history up to the base commit (never later: no look-ahead at the fix)
+            # an extracted base commit never changes: index once, with the mirror's history up to the base commit
+            # (never later: no look-ahead at the fix); a KB written without that history is indexed again
+            if not has_usable_kb(kb_dir) or not read_metadata(kb_dir).get("history_available"):
                 index_repository(tree, history_from=(Path(job["mirror"]), job["commit"]))
         else:
             tree = Path(job["tree"])
@@ -323,7 +324,7 @@ def _plan(frame: pd.DataFrame, args) -> tuple[list[dict], list[dict]]:
 
     repo = Path(args.repo) if args.repo else None
     trees = Path(args.trees) if args.trees else None
-    mirror = Path(args.mirror) if args.mirror else None
+    mirror = Path(args.mirror).resolve() if args.mirror else None  # git runs in each tree: a relative --git-dir would miss
     case_jobs, tree_jobs = [], {}
     for order, case in enumerate(frame.to_dict("records")):
         location, reason = resolve_tree(case, repo=repo, trees=trees, mirror=mirror)

@@ -31,7 +31,7 @@ def git_log(root: Path, max_commits: int, history_from: tuple[Path, str] | None 
     if history_from is not None:
         git_dir, rev = history_from
         done = _git(
-            Path(root), f"--git-dir={git_dir}", "-c", "core.quotePath=false", "log", f"-n{int(max_commits)}",
+            Path(root), f"--git-dir={Path(git_dir).resolve()}", "-c", "core.quotePath=false", "log", f"-n{int(max_commits)}",
             "--name-only", "--no-renames", f"--format={LOG_FORMAT}", rev, "--",
         )  # fmt: skip
         return done.stdout.decode("utf-8", errors="replace") if done is not None and done.returncode == 0 else None

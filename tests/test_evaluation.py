@@ -456,6 +456,27 @@ def test_evaluate_end_to_end_local(tmp_path, monkeypatch, capsys):
     run_budget_curve_notebook(Path(out))
 
 
+def test_a_relative_mirror_path_still_gives_the_trees_their_history(tmp_path, monkeypatch):
+    """git reads each tree's history from inside the tree: a relative --mirror must not silently turn history off,
+    and a KB an earlier run wrote without it is indexed again."""
+    from drivers.indexer import index_repository
+    from drivers.kb import default_kb_dir, read_metadata
+
+    _, mirror_root, cases_file = eval_fixture(tmp_path)
+    monkeypatch.setenv("CRA_CACHE", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    argv = ["--cases", str(cases_file), "--mirror", mirror_root.name, "--out", "out", "--workers", "1", "--budget", "4000"]
+    assert run_cli(argv) == 0
+    tree = next((tmp_path / "cache").glob("trees/demo+app@*"))
+    with_history = read_metadata(default_kb_dir(tree))
+    assert with_history["history_available"] and with_history["stats"]["n_commits"] > 0
+    index_repository(tree)  # the extracted tree has no .git: this KB has no history
+    assert not read_metadata(default_kb_dir(tree))["history_available"]
+    assert run_cli(argv) == 0
+    assert read_metadata(default_kb_dir(tree))["stats"]["n_commits"] == with_history["stats"]["n_commits"]
+    assert pd.read_parquet(tmp_path / "out" / "cases.parquet").set_index("case_id").loc["demo__app-7", "status"] == "ok"
+
+
 def check_function_and_budget_metrics(summary_doc: dict, frame: pd.DataFrame, printed: str) -> None:
     """The default --budgets give one column per metric and budget, per case and averaged; the table shows them."""
     assert summary_doc["budgets"] == [4096, 8192, 32768, "auto"]
