@@ -87,18 +87,13 @@ def _tree_key(location: dict) -> str:
 def index_tree(job: dict) -> dict:
     """Materialise one tree if it comes from a mirror, and make sure it has a KB (reused when present)."""
     from drivers.indexer import index_repository
-    from drivers.kb import default_kb_dir, has_usable_kb, read_metadata
-    from drivers.trees import materialize_tree
+    from drivers.trees import indexed_tree_kb, materialize_tree
 
     started = time.perf_counter()
     try:
         if "mirror" in job:
             tree = materialize_tree(Path(job["mirror"]), job["commit"], job["repo"], Path(job["cache"]) if job.get("cache") else None)
-            kb_dir = default_kb_dir(tree)
-            # an extracted base commit never changes: index once, with the mirror's history up to the base commit
-            # (never later: no look-ahead at the fix); a KB written without that history is indexed again
-            if not has_usable_kb(kb_dir) or not read_metadata(kb_dir).get("history_available"):
-                index_repository(tree, history_from=(Path(job["mirror"]), job["commit"]))
+            indexed_tree_kb(tree, Path(job["mirror"]), job["commit"])  # an extracted base commit never changes
         else:
             tree = Path(job["tree"])
             index_repository(tree)  # incremental: unchanged files are reused

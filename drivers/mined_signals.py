@@ -91,7 +91,7 @@ class Trees:
     def kb(self, case: dict):
         from drivers.indexer import index_repository
         from drivers.kb import default_kb_dir, has_usable_kb, load_kb
-        from drivers.trees import materialize_tree, mirror_git_dir, repo_key, trees_dir
+        from drivers.trees import indexed_tree_kb, materialize_tree, mirror_git_dir, repo_key, trees_dir
 
         git_dir = mirror_git_dir(self.mirror, case["repo"])
         if not git_dir.is_dir():
@@ -102,11 +102,12 @@ class Trees:
         if not existed:
             self.created.add(tree)
         kb_dir = default_kb_dir(tree)
-        if not has_usable_kb(kb_dir):
-            seed = self.last.get(repo)
-            if seed is not None and not kb_dir.exists() and has_usable_kb(default_kb_dir(seed)):
-                shutil.copytree(default_kb_dir(seed), kb_dir)
+        seed = self.last.get(repo)  # the repository's previous tree: its KB makes this index incremental
+        if seed is not None and not kb_dir.exists() and has_usable_kb(default_kb_dir(seed)):
+            shutil.copytree(default_kb_dir(seed), kb_dir)
             index_repository(tree, history_from=(git_dir, case["base_commit"]))
+        else:
+            indexed_tree_kb(tree, git_dir, case["base_commit"])
         previous, self.last[repo] = self.last.get(repo), tree
         if previous is not None and previous != tree and previous in self.created:
             _remove(previous)

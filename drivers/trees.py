@@ -98,6 +98,19 @@ def materialize_tree(git_dir: Path, commit: str, repo: str, root: Path | None = 
     return final
 
 
+def indexed_tree_kb(tree: Path, git_dir: Path, commit: str) -> Path:
+    """The KB directory of a tree extracted at `commit`, indexed once with its mirror's history up to that commit
+    (never later: no look-ahead at the fix). A KB written without that history (an older run's, or one indexed
+    without the mirror) is indexed again: every development figure assumes the history signals are on."""
+    from drivers.indexer import index_repository
+    from drivers.kb import default_kb_dir, has_usable_kb, read_metadata
+
+    kb_dir = default_kb_dir(tree)
+    if not has_usable_kb(kb_dir) or not read_metadata(kb_dir).get("history_available"):
+        index_repository(tree, history_from=(Path(git_dir), commit))
+    return kb_dir
+
+
 def read_at_commit(git_dir: Path, commit: str, path: str) -> str | None:
     """A file's text at a commit in a git directory (None when absent)."""
     done = _git(git_dir, "show", f"{commit}:{path}")

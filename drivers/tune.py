@@ -287,17 +287,14 @@ def _plot_ablation(table: pd.DataFrame, path: Path) -> None:
 def tree_kb(case: dict, mirror: Path):
     """The KB of a case's base commit from its mirror (tree materialised and indexed once, then cached); None
     without a mirror."""
-    from drivers.indexer import index_repository
-    from drivers.kb import default_kb_dir, has_usable_kb, load_kb
-    from drivers.trees import materialize_tree, mirror_git_dir
+    from drivers.kb import load_kb
+    from drivers.trees import indexed_tree_kb, materialize_tree, mirror_git_dir
 
     git_dir = mirror_git_dir(mirror, case["repo"])
     if not git_dir.is_dir():
         return None
     tree = materialize_tree(git_dir, case["base_commit"], case["repo"])
-    if not has_usable_kb(default_kb_dir(tree)):
-        index_repository(tree, history_from=(git_dir, case["base_commit"]))
-    return load_kb(default_kb_dir(tree))
+    return load_kb(indexed_tree_kb(tree, git_dir, case["base_commit"]))
 
 
 def case_arguments(module: str, doc: str, out: str, required: bool = True) -> argparse.ArgumentParser:
