@@ -6,8 +6,9 @@ Each DIR is a `drivers.mined_signals` output (the mined training set; the develo
 Leave-repositories-out over all of them: the repositories are dealt into FOLDS groups; each group is ranked by a
 model trained on the others. Printed per signal set and language beside the shipped weighted sum on the same
 cases, with the share of cases whose gold files are all among the sum's CANDIDATES best (no re-ordering can bring
-the others in). `--write-model` trains on every case and writes data/models/file_ranker.json. Tables go to OUT as
-Parquet and a plot.
+the others in). Every case is used twice, as collected and as a tree without git history would give it (unless
+--history-only), so one model serves both kinds of checkout. `--write-model` trains on every case and writes
+data/models/file_ranker.json. Tables go to OUT as Parquet and a plot.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from drivers.output import write_bytes_atomic, write_text_atomic
 from drivers.tune import _case_means, _parquet_bytes
 
 FOLDS = 5
+HISTORY_SIGNALS = ("cochange_affinity", "recency", "history_match")  # 0 for every file of a tree without git history
 PARAMS = dict(objective="lambdarank", n_estimators=200, learning_rate=0.05, num_leaves=7, min_child_samples=100,
               subsample=0.8, subsample_freq=1, colsample_bytree=0.8, lambdarank_truncation_level=20, verbose=-1)  # fmt: skip
 
@@ -152,14 +154,30 @@ def _plot(table: pd.DataFrame, path: Path) -> None:
     write_bytes_atomic(path, buffer.getvalue())
 
 
-def signal_sets(directories: list[Path], profile: dict | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def without_history(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows as a tree without git history would give them (an unpacked archive, a shallow copy): the history
+    signals 0, no commits, no age; each case renamed `<id>~no-history`. (partner_affinity keeps its co-change
+    part: redoing it needs the KB.)"""
+    return frame.assign(**dict.fromkeys(HISTORY_SIGNALS, 0.0), commit_count=0.0, age_days=np.nan,
+                        case_id=frame["case_id"].astype(str) + "~no-history")  # fmt: skip
+
+
+def signal_sets(directories: list[Path], profile: dict | None, history_both_ways: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
     """`case_candidates` of several signal directories, each case labelled with its directory's name (`set`); a case
-    in several (a mined commit that is also a development case) counts in the first."""
+    in several (a mined commit that is also a development case) counts in the first. history_both_ways: every case
+    also appears without its history (`without_history`, set `<name> (no history)`), so the model ranks trees with
+    and without git history alike; its folds keep both copies of a repository together."""
     from drivers.mined_signals import read_signals
 
-    parts = [case_candidates(read_signals(d), profile) for d in directories]
-    candidates = pd.concat([c.assign(set=d.name) for (c, _), d in zip(parts, directories)], ignore_index=True)
-    cases = pd.concat([k.assign(set=d.name) for (_, k), d in zip(parts, directories)])
+    named = []
+    for d in directories:
+        frame = read_signals(d)
+        named.append((d.name, frame))
+        if history_both_ways:
+            named.append((f"{d.name} (no history)", without_history(frame)))
+    parts = [case_candidates(frame, profile) for _, frame in named]
+    candidates = pd.concat([c.assign(set=name) for (c, _), (name, _) in zip(parts, named)], ignore_index=True)
+    cases = pd.concat([k.assign(set=name) for (_, k), (name, _) in zip(parts, named)])
     cases = cases[~cases.index.duplicated()]
     kept = candidates["set"].to_numpy() == cases["set"].reindex(candidates["case_id"]).to_numpy()
     return candidates[kept], cases
@@ -173,10 +191,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--signals", nargs="+", default=[str(default_dir())], help="python -m drivers.mined_signals --out DIR")
     parser.add_argument("--out", default="out/learned_ranker")
     parser.add_argument("--write-model", action="store_true", help=f"write {MODEL_FILE}")
+    parser.add_argument("--history-only", action="store_true", help="train and measure on the cases as collected, "
+                        "without their copies that lack git history")  # fmt: skip
     args = parser.parse_args(argv)
     profile = default_weight_profile()
     started = time.perf_counter()
-    candidates, cases = signal_sets([Path(d) for d in args.signals], profile)
+    candidates, cases = signal_sets([Path(d) for d in args.signals], profile, not args.history_only)
     print(f"{len(cases)} cases from {cases['repo'].nunique()} repositories, {len(candidates)} candidate rows "
           f"({time.perf_counter() - started:.0f} s)", file=sys.stderr)  # fmt: skip
     out = Path(args.out)

@@ -140,8 +140,9 @@ def test_training_measures_leave_repositories_out_and_writes_a_model_requests_ca
     out = tmp_path / "out"
     assert learn_ranker.main(["--signals", str(signals), "--out", str(out), "--write-model"]) == 0
     table = pd.read_parquet(out / "comparison.parquet").set_index(["set", "language", "ranker"])
-    assert table.loc[("signals", "python", "learned"), "cases"] == 120 == table.loc[("all", "all", "learned"), "cases"]
-    assert table.loc[("all", "all", "learned"), "acc@1"] > table.loc[("all", "all", "weighted sum"), "acc@1"] + 0.2
+    assert table.loc[("signals", "python", "learned"), "cases"] == 120 == table.loc[("signals (no history)", "python", "learned"), "cases"]
+    assert table.loc[("all", "all", "learned"), "cases"] == 240
+    assert table.loc[("signals", "python", "learned"), "acc@1"] > table.loc[("signals", "python", "weighted sum"), "acc@1"] + 0.2
     model = TreeModel.read(model_file)
     assert model.features == FEATURES and len(model.feature) > 0
     assert "wrote" in capsys.readouterr().out
@@ -152,9 +153,22 @@ def test_a_case_in_two_signal_sets_counts_once_in_the_first(tmp_path):
     for name in ("dev", "mined"):
         (tmp_path / name / "parts").mkdir(parents=True)
         rows.to_parquet(tmp_path / name / "parts" / "1of1-0000.parquet")
-    candidates, cases = learn_ranker.signal_sets([tmp_path / "dev", tmp_path / "mined"], None)
+    candidates, cases = learn_ranker.signal_sets([tmp_path / "dev", tmp_path / "mined"], None, history_both_ways=False)
     assert len(cases) == 12 and set(cases["set"]) == {"dev"} and set(candidates["set"]) == {"dev"}
     assert len(candidates) == 12 * 40
+
+
+def test_every_case_also_teaches_the_model_as_a_tree_without_git_history(tmp_path):
+    (tmp_path / "dev" / "parts").mkdir(parents=True)
+    _mined_rows(12, 1).to_parquet(tmp_path / "dev" / "parts" / "1of1-0000.parquet")
+    candidates, cases = learn_ranker.signal_sets([tmp_path / "dev"], None)
+    assert cases["set"].value_counts().to_dict() == {"dev": 12, "dev (no history)": 12}
+    bare = candidates[candidates["set"] == "dev (no history)"]
+    assert bare["case_id"].str.endswith("~no-history").all()
+    assert (bare[["cochange_affinity", "recency", "history_match", "log_commits"]] == 0).all().all()
+    assert (bare["log_age_days"] == -1).all()  # no history: no age
+    assert (candidates.loc[candidates["set"] == "dev", "history_match"] > 0).any()
+    assert cases.groupby("repo")["set"].nunique().eq(2).all()  # both copies of a repository share its fold
 
 
 def _git(repo, *args: str) -> str:
