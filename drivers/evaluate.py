@@ -319,7 +319,7 @@ def _plan(frame: pd.DataFrame, args) -> tuple[list[dict], list[dict]]:
 
     repo = Path(args.repo) if args.repo else None
     trees = Path(args.trees) if args.trees else None
-    mirror = Path(args.mirror).resolve() if args.mirror else None  # git runs in each tree: a relative --git-dir would miss
+    mirror = Path(args.mirror) if args.mirror else None
     case_jobs, tree_jobs = [], {}
     for order, case in enumerate(frame.to_dict("records")):
         location, reason = resolve_tree(case, repo=repo, trees=trees, mirror=mirror)

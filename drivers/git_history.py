@@ -29,7 +29,7 @@ def git_log(root: Path, max_commits: int, history_from: tuple[Path, str] | None 
     gets exactly the commits up to it (evaluation trees have no .git of their own).
     """
     if history_from is not None:
-        git_dir, rev = history_from
+        git_dir, rev = history_from  # git runs in root: a relative git_dir is made absolute first
         done = _git(
             Path(root), f"--git-dir={Path(git_dir).resolve()}", "-c", "core.quotePath=false", "log", f"-n{int(max_commits)}",
             "--name-only", "--no-renames", f"--format={LOG_FORMAT}", rev, "--",
