@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from drivers.fit_symbol_weights import case_symbol_rows
 from drivers.home import cache_root
 from drivers.output import write_bytes_atomic
-from drivers.fit_symbol_weights import case_symbol_rows
 from drivers.tune import _parquet_bytes, case_signal_rows
 
 PART = 25  # cases per written part: what an interruption can cost
@@ -91,7 +91,13 @@ class Trees:
     def kb(self, case: dict):
         from drivers.indexer import index_repository
         from drivers.kb import default_kb_dir, has_usable_kb, load_kb
-        from drivers.trees import indexed_tree_kb, materialize_tree, mirror_git_dir, repo_key, trees_dir
+        from drivers.trees import (
+            indexed_tree_kb,
+            materialize_tree,
+            mirror_git_dir,
+            repo_key,
+            trees_dir,
+        )
 
         git_dir = mirror_git_dir(self.mirror, case["repo"])
         if not git_dir.is_dir():
