@@ -87,6 +87,7 @@ def _tree_key(location: dict) -> str:
 def index_tree(job: dict) -> dict:
     """Materialise one tree if it comes from a mirror, and make sure it has a KB (reused when present)."""
     from drivers.indexer import index_repository
+    from drivers.kb import default_kb_dir, read_metadata
     from drivers.trees import indexed_tree_kb, materialize_tree
 
     started = time.perf_counter()
@@ -97,11 +98,13 @@ def index_tree(job: dict) -> dict:
         else:
             tree = Path(job["tree"])
             index_repository(tree)  # incremental: unchanged files are reused
-        done = {"key": job["key"], "tree": str(tree), "status": "ok", "reason": None}
+        history = bool(read_metadata(default_kb_dir(tree)).get("history_available"))
+        done = {"key": job["key"], "tree": str(tree), "status": "ok", "reason": None, "history": history}
     except Exception as exc:  # one broken tree skips its cases, not the run
-        done = {"key": job["key"], "tree": None, "status": "failed", "reason": f"indexing failed: {exc}"}
+        done = {"key": job["key"], "tree": None, "status": "failed", "reason": f"indexing failed: {exc}", "history": False}
     done["seconds"] = time.perf_counter() - started
-    print(f"[tree] {job['key']}: {done['status']} {done['reason'] or ''} ({done['seconds']:.1f}s)", file=sys.stderr, flush=True)
+    note = "" if done["history"] or done["tree"] is None else " (no git history)"
+    print(f"[tree] {job['key']}: {done['status']} {done['reason'] or ''}{note} ({done['seconds']:.1f}s)", file=sys.stderr, flush=True)
     return done
 
 
@@ -380,9 +383,12 @@ def evaluate_cases(frame: pd.DataFrame, args) -> tuple[dict, pd.DataFrame]:
     budgets = parse_budgets(args.budgets)
     case_jobs, tree_jobs = _plan(frame, args)
     engine = _Engine(args, max(len(tree_jobs), len(case_jobs)))
+    bare = []
     try:
         if tree_jobs:
-            _attach_trees(case_jobs, engine.run("indexed_trees", {"tree_jobs": tree_jobs, "index_tree": index_tree}))
+            indexed = engine.run("indexed_trees", {"tree_jobs": tree_jobs, "index_tree": index_tree})
+            _attach_trees(case_jobs, indexed)
+            bare = sorted(indexed.loc[(indexed["status"] == "ok") & ~indexed["history"].astype(bool), "key"]) if len(indexed) else []
         evaluate_one = partial(evaluate_case, budget=args.budget, budgets=budgets)
         results = engine.run("case_results", {"case_jobs": case_jobs, "evaluate_case": evaluate_one})
     finally:
@@ -390,7 +396,8 @@ def evaluate_cases(frame: pd.DataFrame, args) -> tuple[dict, pd.DataFrame]:
     skipped = results[results["status"] != "ok"]
     summary = summarise(results, n_skipped=len(skipped))
     summary["skipped"] = dict(zip(skipped["case_id"], skipped["reason"]))
-    summary.update(engine=args.engine, budget=args.budget, budgets=list(budgets), cases_file=str(args.cases))
+    summary.update(engine=args.engine, budget=args.budget, budgets=list(budgets), cases_file=str(args.cases),
+                   trees_without_history=bare)  # fmt: skip
     return summary, results
 
 
@@ -416,6 +423,10 @@ def run(args) -> int:
     print(summary_table(summary))
     for case_id, reason in summary["skipped"].items():
         print(f"skipped {case_id}: {reason}")
+    if summary["trees_without_history"]:
+        bare = summary["trees_without_history"]
+        print(f"warning: {len(bare)} tree(s) have no git history, so their recency, co-change and history signals are "
+              f"off (a checkout without .git, or a mirror git cannot read): {', '.join(bare[:3])}{' ...' if len(bare) > 3 else ''}")
     if args.out:
         _write_outputs(Path(args.out), summary, results)
         print(f"wrote {Path(args.out) / 'summary.json'} and {Path(args.out) / 'cases.parquet'}")

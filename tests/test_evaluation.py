@@ -477,6 +477,21 @@ def test_a_relative_mirror_path_still_gives_the_trees_their_history(tmp_path, mo
     assert pd.read_parquet(tmp_path / "out" / "cases.parquet").set_index("case_id").loc["demo__app-7", "status"] == "ok"
 
 
+def test_trees_without_git_history_are_named_in_a_warning(tmp_path, monkeypatch, capsys):
+    import shutil
+
+    repo, _, cases_file = eval_fixture(tmp_path)
+    plain = tmp_path / "plain"
+    shutil.copytree(repo, plain, ignore=shutil.ignore_patterns(".git"))
+    monkeypatch.setenv("CRA_CACHE", str(tmp_path / "cache"))
+    assert run_cli(["--cases", str(cases_file), "--repo", str(plain), "--limit", "1", "--workers", "1", "--out", str(tmp_path / "out")]) == 0
+    printed = capsys.readouterr()
+    assert "warning: 1 tree(s) have no git history" in printed.out and "(no git history)" in printed.err
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["trees_without_history"] == [str(plain)]
+    assert run_cli(["--cases", str(cases_file), "--repo", str(repo), "--limit", "1", "--workers", "1"]) == 0
+    assert "no git history" not in capsys.readouterr().out
+
+
 def check_function_and_budget_metrics(summary_doc: dict, frame: pd.DataFrame, printed: str) -> None:
     """The default --budgets give one column per metric and budget, per case and averaged; the table shows them."""
     assert summary_doc["budgets"] == [4096, 8192, 32768, "auto"]
