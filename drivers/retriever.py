@@ -18,6 +18,7 @@ from dataflows.retrieval import (
 )
 from dataflows.retrieval.models import ContextPackage, PinnedSection
 from dataflows.retrieval.signal_list import KNOBS, checked_weights
+from drivers.conventions import load_conventions
 from drivers.errors import CraError
 from drivers.kb import KnowledgeBase
 from drivers.tokens import count_tokens
@@ -81,6 +82,7 @@ def kb_inputs(kb: KnowledgeBase) -> dict:
         "file_lexicon": kb.file_lexicon,
         "symbol_lexicon": kb.symbol_lexicon,
         "commit_lexicon": kb.commit_lexicon,
+        "language_conventions": load_conventions(),
     }
 
 

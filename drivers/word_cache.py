@@ -197,6 +197,9 @@ def word_table_overrides(words: dict, tables: dict[str, pd.DataFrame]) -> dict[s
     """Every node of `dataflows.retrieval.word_tables` as a retrieval-DAG override (`kb_<name>`): the persisted
     tables, and the name index and symbol table built from them and the KB's tables."""
     overrides = {f"kb_{name}": table for name, table in words.items()}
-    inputs = {"kb_files": tables["files"], "kb_symbols": tables["symbols"], "kb_symbol_edges": tables["symbol_edges"]}
+    from drivers.conventions import load_conventions
+
+    inputs = {"kb_files": tables["files"], "kb_symbols": tables["symbols"], "kb_symbol_edges": tables["symbol_edges"],
+              "language_conventions": load_conventions()}  # fmt: skip
     derived = [f"kb_{name}" for name in word_table_nodes.DERIVED]
     return overrides | _word_table_driver().execute(derived, inputs=inputs, overrides=overrides)

@@ -22,6 +22,7 @@ from dataflows.index.schema import REQUEST_TABLES
 from tests.retrieval_dag import run_node
 from drivers import tokens
 from drivers import word_cache
+from drivers.conventions import load_conventions
 from drivers.indexer import index_repository
 from drivers.kb import KnowledgeBase, live_version, read_metadata, read_tables
 from drivers.word_cache import word_tables
@@ -363,3 +364,7 @@ def test_symbol_table_resolves_parents_edges_and_names():
     assert list(zip(table.edge_src, table.edge_dst)) == [(1, 0), (2, 1)]  # duplicates and unknown symbols dropped
     assert list(table.is_test_fn) == [False, False, True]
     assert list(table.name_norm) == ["login", "check", "testlogin"]
+    files = pd.DataFrame({"file_id": [1, 2], "language": ["rust", "rust"]})
+    rust = run_node("kb_symbol_table", kb_symbols=symbols.assign(decorators=[["derive(Debug)"], None, ["tokio::test"]]),
+                    kb_symbol_edges=edges, kb_files=files, language_conventions=load_conventions())
+    assert list(rust.is_test_code) == [False, False, True]  # by its attribute (data/conventions/rust.toml)

@@ -299,3 +299,53 @@ def test_go_and_java_trace_frames_point_at_the_function_holding_the_line(tmp_pat
     assert java.at[f"{path}::Pool.take", "trace"] == 1.0  # innermost frame first in a Java trace
     assert java.at[f"{path}::Pool.borrow", "trace"] == 0.5
     assert java.index[0] == f"{path}::Pool.take"
+
+
+RUST_WITH_UNIT_TESTS = '''
+    pub fn wrap_line(line: &str, width: usize) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut rest = line;
+        while rest.len() > width {
+            out.push(rest[..width].to_string());
+            rest = &rest[width..];
+        }
+        out.push(rest.to_string());
+        out
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn test_wrap_long_line_with_line_numbers() {
+            // a long line wraps; with line numbers the wrapped line keeps its number
+            assert_eq!(wrap_line("long line", 4), vec!["long", " lin", "e"]);
+        }
+
+        #[tokio::test]
+        async fn wraps_long_line_numbers_side_by_side() {
+            assert_eq!(wrap_line("long line numbers", 8).len(), 3);
+        }
+    }
+    '''
+
+
+def test_rust_unit_tests_in_a_source_file_give_way_to_the_code_they_test(tmp_path, capsys):
+    """`#[test]` functions inside the module they test repeat its words: they are not ranked as the code to change
+    (data/conventions/rust.toml `tests.attributes`), unless the task names them."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "wrapping.rs").write_text(textwrap.dedent(RUST_WITH_UNIT_TESTS).lstrip())
+    index_repository(tmp_path)
+    task = "a long line wraps wrongly when line numbers are shown"
+    assert main(["retrieve", task, "--repo", str(tmp_path), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    ranked = [s["symbol"] for s in doc["provenance"]["symbol_ranking"]]
+    assert ranked == ["wrap_line"]
+    tiers = {s["symbol"]: s["tier"] for s in doc["provenance"]["symbols"]}
+    assert tiers["wrap_line"] == "primary"
+    assert "test_wrap_long_line_with_line_numbers" not in tiers and "wraps_long_line_numbers_side_by_side" not in tiers
+    assert main(["retrieve", f"{task}: `test_wrap_long_line_with_line_numbers` fails", "--repo", str(tmp_path),
+                 "--format", "json"]) == 0
+    tiers = {s["symbol"]: s["tier"] for s in json.loads(capsys.readouterr().out)["provenance"]["symbols"]}
+    assert tiers.get("test_wrap_long_line_with_line_numbers") == "primary"  # named: shown

@@ -1,9 +1,11 @@
 """Per-language conventions as data (issue 18): helpers over the tables of `data/conventions/*.toml`.
 
-Not a Hamilton module: pure functions the index nodes (and the case miner) call with the `language_conventions`
-input, a dict language -> table loaded by the driver (`drivers.conventions.load_conventions`). A table has
-`tests.names` / `tests.dirs` (what a test file is), `tests.subjects` ((pattern, replacement) pairs: the source a
-test exercises), `non_source.names` / `non_source.dirs` (vendored, generated, build output) and `imports.manifests`.
+Not a Hamilton module: pure functions the index nodes, the retrieval's symbol table (and the case miner) call
+with the `language_conventions` input, a dict language -> table loaded by the driver
+(`drivers.conventions.load_conventions`). A table has `tests.names` / `tests.dirs` (what a test file is),
+`tests.attributes` (what makes a function a test wherever it is: Rust `#[test]`, JUnit `@Test`), `tests.subjects`
+((pattern, replacement) pairs: the source a test exercises), `non_source.names` / `non_source.dirs` (vendored,
+generated, build output) and `imports.manifests`.
 """
 
 from __future__ import annotations
@@ -37,6 +39,11 @@ def is_test_path(path: str, language: str | None, conventions: dict | None) -> b
 def is_non_source_path(path: str, language: str | None, conventions: dict | None) -> bool:
     """Whether the language's table says this path is vendored, generated or build output."""
     return _matches(path, _table(conventions, language).get("non_source", {}))
+
+
+def test_attribute_pattern(language: str | None, conventions: dict | None) -> re.Pattern | None:
+    """The language's test attributes as one regex over an attribute's text (None: the language has none)."""
+    return _any_of(tuple(_table(conventions, language).get("tests", {}).get("attributes", ())))
 
 
 def test_subjects(path: str, language: str | None, conventions: dict | None) -> list[str]:

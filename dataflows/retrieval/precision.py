@@ -121,13 +121,15 @@ def symbol_matches(
     ranked_primaries: pd.DataFrame,
     budget_mode: str,
 ) -> pd.Series:
-    """symbol_id -> why it is a primary candidate: the ranked primaries of the source files, and in test files the
-    tests whose name matches the task (name, trace frame, hint); holders of another one are stepped down next."""
+    """symbol_id -> why it is a primary candidate: the ranked primaries of the source files, in test files the
+    tests whose name matches the task (name, trace frame, hint), and the unit tests inside source files that the task
+    names (trace frame, hint); holders of another one are stepped down next."""
     s, table = scoped_symbols, kb_symbol_table
     reason = np.full(len(s.rows), "", dtype=object)
     if budget_mode != "auto":
         tests = _primary_reasons(s, table, task_query, scope, precision_terms)
-        reason[s.is_test] = tests[s.is_test]
+        test = s.is_test | table.is_test_code[s.rows]  # unit tests in source files are not ranked: symbol_candidates
+        reason[test] = tests[test]
     at = s.local[table.rows.get_indexer(ranked_primaries["symbol_id"].to_numpy())]
     reason[at] = ranked_primaries["reason"].to_numpy(dtype=object)
     return _by_symbol(s, reason != "", reason)
@@ -249,7 +251,8 @@ def outline_symbols(
     tiered = np.zeros(len(s.rows), dtype=bool)
     for chosen in (primary_symbols, supporting_symbols, type_context_symbols):
         tiered |= _mask(s, table, chosen)
-    outline = ~tiered & ~s.is_test & (s.rank <= OUTLINE_RANK) & np.isin(s.kind, OUTLINE_KINDS)
+    tests = s.is_test | table.is_test_code[s.rows]
+    outline = ~tiered & ~tests & (s.rank <= OUTLINE_RANK) & np.isin(s.kind, OUTLINE_KINDS)
     return _by_symbol(s, outline, np.full(len(s.rows), f"outline of a top-{OUTLINE_RANK} file", dtype=object))
 
 
@@ -391,7 +394,8 @@ def _primary_reasons(
     s: ScopedSymbols, table: vocabulary.SymbolTable, task_query: TaskQuery, scope: pd.DataFrame, weights: pd.Series
 ) -> np.ndarray:
     """Why each scoped symbol matches the task by name ('' when it does not): name keywords, trace frame, hint
-    (a later reason wins); what makes a test in a test file primary."""
+    (a later reason wins); what makes a test primary: in a test file any of them, in a source file (a unit test kept
+    beside its code) a trace frame or a hint, not shared words."""
     reason = np.full(len(s.rows), "", dtype=object)
     is_test_fn = table.is_test_fn[s.rows]
     eligible = ~s.is_test | is_test_fn  # in test files only tests can be primary
@@ -405,7 +409,9 @@ def _primary_reasons(
     matched, weight = np.where(named, matched[code], 0), np.where(named, weight[code], 0.0)
     coverage = np.divide(matched, total, out=np.full(len(code), np.nan), where=total > 0)
     strong = (coverage >= 1.0) | ((coverage >= NAME_COVERAGE) & (weight >= 2 * MATCH_WEIGHT))
-    take = (weight >= MATCH_WEIGHT) & (strong | is_test_fn) & eligible
+    # a unit test inside a source file (Rust) is shown when the task names it or a trace goes through it, not for
+    # sharing its words: the tests of a module all repeat the module's vocabulary
+    take = (weight >= MATCH_WEIGHT) & (strong | is_test_fn) & eligible & ~table.is_test_code[s.rows]
     words = _matched_words(table, np.unique(code[take]), hit)
     reason[take] = ["name matches " + words[c] for c in code[take]]
 

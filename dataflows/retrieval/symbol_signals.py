@@ -54,10 +54,12 @@ _INLINE_EXCEPTION = re.compile(r"\b[A-Z]\w*(?:Error|Exception|Warning): ([^\n]{8
 _MESSAGE_SPLIT = re.compile(r"""[{}%'"`]|\s[<>]\s|\b0x[0-9a-f]+\b|\d+(?:\.\d+)?""")
 
 
-def symbol_candidates(scoped_symbols: ScopedSymbols) -> np.ndarray:
-    """Positions among the scoped symbols that can be ranked: functions, methods and classes of source files."""
+def symbol_candidates(scoped_symbols: ScopedSymbols, kb_symbol_table: vocabulary.SymbolTable) -> np.ndarray:
+    """Positions among the scoped symbols that can be ranked: functions, methods and classes of source files, but
+    not the tests kept inside them (Rust's `#[cfg(test)] mod tests`): they repeat their module's words, so they
+    outranked the code a fix changes and filled the package with test bodies."""
     s = scoped_symbols
-    return np.flatnonzero(~s.is_test & np.isin(s.kind, CANDIDATE_KINDS))
+    return np.flatnonzero(~s.is_test & ~kb_symbol_table.is_test_code[s.rows] & np.isin(s.kind, CANDIDATE_KINDS))
 
 
 def symbol_task_frames(task_text: str, kb_files: pd.DataFrame) -> pd.DataFrame:

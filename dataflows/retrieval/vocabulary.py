@@ -16,6 +16,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dataflows.index.conventions import test_attribute_pattern
 from dataflows.text import CAMEL_WORDS, STOP_WORDS, split_identifier, stem
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -207,6 +208,7 @@ class SymbolTable:
     start_line: np.ndarray
     parent: np.ndarray  # row of the parent symbol, -1 when none (or not in the KB)
     is_test_fn: np.ndarray  # a function / method with 'test' in its name
+    is_test_code: np.ndarray  # a test by its own attributes, in any file (Rust `#[test]` in a source file)
     name_norm: np.ndarray  # `norm` of the name (None when there is no name)
     qualified_norm: np.ndarray  # `norm` of the qualified name (None when there is none)
     name_code: np.ndarray  # row of the name in `symbol_names` (-1: no name)
@@ -225,14 +227,36 @@ def symbol_norms(kb_symbols: pd.DataFrame) -> pd.DataFrame:
                         dtype="string[pyarrow]")  # fmt: skip
 
 
+def test_code(kb_symbols: pd.DataFrame, kb_files: pd.DataFrame | None, language_conventions: dict | None) -> np.ndarray:
+    """Per symbol: whether its attributes make it a test (`tests.attributes` of its file's language), whatever file
+    it is in: Rust keeps unit tests inside the source file they test."""
+    out = np.zeros(len(kb_symbols), dtype=bool)
+    if not language_conventions or kb_files is None or not len(kb_symbols) or "decorators" not in kb_symbols:
+        return out
+    languages = pd.Series(kb_files["language"].to_numpy(dtype=object), index=kb_files["file_id"].to_numpy())
+    language = languages.reindex(kb_symbols["file_id"].to_numpy()).to_numpy(dtype=object)
+    for lang in pd.unique(language):
+        pattern = test_attribute_pattern(lang, language_conventions)
+        if pattern is None:
+            continue
+        rows = np.flatnonzero(language == lang)
+        attributes = kb_symbols["decorators"].to_numpy(dtype=object)[rows]
+        out[rows] = [isinstance(a, (list, tuple, np.ndarray)) and any(pattern.search(str(x)) for x in a)
+                     for a in attributes]
+    return out
+
+
 def symbol_table(
     kb_symbols: pd.DataFrame,
     kb_symbol_edges: pd.DataFrame,
     name_codes: pd.DataFrame,
     name_terms: pd.DataFrame,
     name_norms: pd.DataFrame,
+    kb_files: pd.DataFrame | None = None,
+    language_conventions: dict | None = None,
 ) -> SymbolTable:
-    """The `SymbolTable` of these KB frames and their `symbol_name_codes`, `symbol_name_terms` and `symbol_norms`."""
+    """The `SymbolTable` of these KB frames and their `symbol_name_codes`, `symbol_name_terms` and `symbol_norms`
+    (kb_files and language_conventions: which symbols are tests by their attributes)."""
     symbol_id = kb_symbols["symbol_id"].to_numpy()
     rows = pd.Index(symbol_id)
     name = kb_symbols["name"].to_numpy(dtype=object)
@@ -260,6 +284,7 @@ def symbol_table(
         start_line=kb_symbols["start_line"].to_numpy(),
         parent=parent.astype(np.int64),
         is_test_fn=is_test_fn,
+        is_test_code=test_code(kb_symbols, kb_files, language_conventions),
         name_norm=name_norms["name"].to_numpy(dtype=object, na_value=None),
         qualified_norm=name_norms["qualified"].to_numpy(dtype=object, na_value=None),
         name_code=codes,

@@ -92,7 +92,10 @@ def kb_symbol_table(
     kb_symbol_name_codes: pd.DataFrame,
     kb_symbol_name_terms: pd.DataFrame,
     kb_symbol_norms: pd.DataFrame,
+    kb_files: pd.DataFrame | None = None,
+    language_conventions: dict | None = None,
 ) -> SymbolTable:
-    """The symbols as arrays (parents, edges, name terms) for the precision stage."""
-    return vocabulary.symbol_table(kb_symbols, kb_symbol_edges, kb_symbol_name_codes,
-                                   kb_symbol_name_terms, kb_symbol_norms)  # fmt: skip
+    """The symbols as arrays (parents, edges, name terms) for the precision stage; with kb_files and
+    language_conventions, also which are tests by their attributes (Rust `#[test]` in a source file)."""
+    return vocabulary.symbol_table(kb_symbols, kb_symbol_edges, kb_symbol_name_codes, kb_symbol_name_terms,
+                                   kb_symbol_norms, kb_files, language_conventions)  # fmt: skip
