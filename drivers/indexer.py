@@ -80,13 +80,16 @@ def _index_locked(repo: Path, kb_dir: Path, history, max_file_bytes, on_progress
     previous, skipped, import_context, notes = None, {}, None, []
     if live_version(kb_dir) is not None:
         try:
-            previous = read_tables(kb_dir, TABLES)
             previous_metadata = read_metadata(kb_dir)
-            # nothing re-counted: every count is the previous KB's (tiktoken is then not loaded at all)
-            previous_exact = previous_metadata.get("tokenizer") == "cl100k_base"
-            previous_stats = previous_metadata.get("stats") or {}
-            skipped = {k: list(v) for k, v in (previous_stats.get("skipped") or {}).items()}
-            import_context = previous_stats.get("import_context")
+            if previous_metadata.get("index_code") == stat_cache.code_digest():
+                previous = read_tables(kb_dir, TABLES)
+                # nothing re-counted: every count is the previous KB's (tiktoken is then not loaded at all)
+                previous_exact = previous_metadata.get("tokenizer") == "cl100k_base"
+                previous_stats = previous_metadata.get("stats") or {}
+                skipped = {k: list(v) for k, v in (previous_stats.get("skipped") or {}).items()}
+                import_context = previous_stats.get("import_context")
+            else:  # what it holds may differ from what this code would index: nothing of it is carried over
+                notes.append("previous KB not reused: it was written by another version of the index code")
         except CraError as exc:
             notes.append(f"previous KB not reused: {exc}")
     scanned_ns = time.time_ns()
@@ -106,6 +109,7 @@ def _index_locked(repo: Path, kb_dir: Path, history, max_file_bytes, on_progress
         "head": stats.get("head"),
         "history_available": bool(stats.get("history_available")),
         "tokenizer": "cl100k_base" if exact else "len/4 estimate",
+        "index_code": stat_cache.code_digest(),  # a KB of other index code is never reused (see above)
         "stats": stats,
     }
     version = write_kb(kb_dir, tables, metadata, previous)

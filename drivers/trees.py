@@ -101,12 +101,15 @@ def materialize_tree(git_dir: Path, commit: str, repo: str, root: Path | None = 
 def indexed_tree_kb(tree: Path, git_dir: Path, commit: str) -> Path:
     """The KB directory of a tree extracted at `commit`, indexed once with its mirror's history up to that commit
     (never later: no look-ahead at the fix). A KB written without that history (an older run's, or one indexed
-    without the mirror) is indexed again: every development figure assumes the history signals are on."""
+    without the mirror) or by other index code is indexed again: every development figure assumes the history
+    signals are on, and the KB this code would write."""
     from drivers.indexer import index_repository
     from drivers.kb import default_kb_dir, has_usable_kb, read_metadata
+    from drivers.stat_cache import code_digest
 
     kb_dir = default_kb_dir(tree)
-    if not has_usable_kb(kb_dir) or not read_metadata(kb_dir).get("history_available"):
+    metadata = read_metadata(kb_dir) if has_usable_kb(kb_dir) else {}
+    if not metadata.get("history_available") or metadata.get("index_code") != code_digest():
         index_repository(tree, history_from=(Path(git_dir), commit))
     return kb_dir
 

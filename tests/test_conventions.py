@@ -154,3 +154,27 @@ def test_family_fit_beats_a_shared_fit_when_languages_disagree():
         assert table.loc[(language, "family fit (LORO)"), "acc@1"] == 1.0
     shared = table.xs("shared fit (LORO)", level="configuration")["acc@1"]
     assert shared.min() < 1.0
+
+
+def test_rust_use_items_bind_to_their_definitions(tmp_path):
+    """`use crate::a::b::Item`, `use super::{..}` and nested use lists bind each item, so calls across files become
+    symbol edges (before, a Rust import named only the file)."""
+    root = _tree(tmp_path, {
+        "Cargo.toml": "[package]\nname = \"demo\"\nversion = \"0.1.0\"\n",
+        "src/main.rs": "mod configs;\nmod modules;\nmod utils;\n\nfn main() { modules::sudo::module(); }\n",
+        "src/configs/mod.rs": "pub mod sudo;\n",
+        "src/configs/sudo.rs": "pub struct SudoConfig { pub allow_windows: bool }\n\npub fn load_sudo_config() -> SudoConfig {\n"
+                               "    SudoConfig { allow_windows: false }\n}\n",
+        "src/modules/mod.rs": "pub mod sudo;\n\npub struct Context;\n\npub fn new_module(name: &str) -> u32 { 1 }\n",
+        "src/utils.rs": "pub fn exec_cmd(cmd: &str) -> bool { true }\n\npub fn render(cmd: &str) -> bool { false }\n",
+        "src/modules/sudo.rs": "use super::{new_module, Context};\nuse crate::configs::sudo::load_sudo_config;\n"
+                               "use crate::{utils::{exec_cmd, render}};\n\npub fn module() -> bool {\n    new_module(\"sudo\");\n"
+                               "    let config = load_sudo_config();\n    exec_cmd(\"sudo -n true\") && render(\"x\")\n}\n",
+    })  # fmt: skip
+    tables, _ = index_frames(root, history=0, workers=1)
+    symbols = tables["symbols"].merge(tables["files"][["file_id", "path"]], on="file_id")
+    name = dict(zip(symbols["symbol_id"], symbols["path"] + "::" + symbols["qualified_name"]))
+    calls = {(name[s], name[d]) for s, d in zip(tables["symbol_edges"]["src_symbol_id"], tables["symbol_edges"]["dst_symbol_id"])}
+    caller = "src/modules/sudo.rs::module"
+    assert {(caller, "src/configs/sudo.rs::load_sudo_config"), (caller, "src/modules/mod.rs::new_module"),
+            (caller, "src/utils.rs::exec_cmd"), (caller, "src/utils.rs::render")} <= calls  # fmt: skip

@@ -120,3 +120,19 @@ def test_changed_options_or_history_are_not_mistaken_for_no_change(tmp_path):
     assert index_repository(repo, kb, max_file_bytes=10).get("unchanged") is None  # a new HEAD: new history
     (repo / "app" / "__pycache__").mkdir()  # never indexed, but counted as ignored: the run's statistics change
     assert index_repository(repo, kb, max_file_bytes=10).get("unchanged") is None
+
+
+def test_a_kb_written_by_other_index_code_is_indexed_in_full(tmp_path, monkeypatch):
+    """After an upgrade, files whose content did not change may still index differently (a parser or a resolver
+    fixed): nothing of the old KB is carried over, and the result equals a fresh index."""
+    from drivers import stat_cache
+
+    repo = make_repo(tmp_path / "repo")
+    kb = tmp_path / "kb"
+    first = index_repository(repo, kb)
+    monkeypatch.setattr(stat_cache, "code_digest", lambda: "another version of the index code")
+    again = index_repository(repo, kb)
+    assert again.get("unchanged") is None and again["n_reused"] == 0 and again["n_parsed"] == first["n_parsed"]
+    assert any("another version of the index code" in note for note in again["notes"])
+    assert index_repository(repo, kb)["unchanged"]  # written by this code now: reused as usual
+    _assert_same_as_fresh(repo, kb, tmp_path / "fresh")

@@ -144,6 +144,17 @@ def package_roots(manifest_texts: pd.DataFrame, language_conventions: dict | Non
     return roots
 
 
+def _rust_use_items(inner: str) -> list[str]:
+    """The items of a use list's braces, split at its top-level commas: "E,f::{G,H},self" -> [E, f::{G,H}, self]."""
+    items, depth, start = [], 0, 0
+    for i, char in enumerate(inner):
+        depth += (char == "{") - (char == "}")
+        if char == "," and depth == 0:
+            items.append(inner[start:i])
+            start = i + 1
+    return [item for item in (*items, inner[start:]) if item]
+
+
 class _Resolver:
     """Lookup tables over the indexed files; `resolve` maps one import row to (dst_file_id, local, member)s."""
 
@@ -269,6 +280,30 @@ class _Resolver:
         return [] if found is None else [(found, None, None)]
 
     def rust(self, path: str, target: str, names: list[str] = ()):
+        """A `use` / `mod` row: the module file it names, each item bound to its name, so references to the item
+        resolve to its definition: `use a::b::C` binds C to member C of a/b.rs, `use a::b` (b a file) binds the
+        module b, `use a::{b::C, d::{E, F}}` each leaf alike; `self`, `*` and a row without names bind the module."""
+        module = self._rust_module(path, target, names)
+        if not names:
+            return module
+        out = []
+        for name in names:
+            prefix, _, leaf = name.rpartition("::")
+            if leaf.startswith("{") or "{" in prefix:  # `d::{E,F}`: the braces' items under target::d
+                head, _, inner = name.partition("::{")
+                out.extend(self.rust(path, f"{target}::{head}", _rust_use_items(inner.removesuffix("}"))))
+            elif prefix:  # `b::C`
+                out.extend(self.rust(path, f"{target}::{prefix}", [leaf]))
+            elif name in ("self", "*") or not name.isidentifier():
+                out.extend(module)
+            elif (sub := self._rust_module(path, f"{target}::{name}")) and sub != module:
+                out.extend((dst, name, None) for dst, _, _ in sub)  # a submodule's file, bound as a module
+            else:
+                out.extend((dst, name, name) for dst, _, _ in module)  # an item of the module's file
+        return list(dict.fromkeys(out))
+
+    def _rust_module(self, path: str, target: str, names: list[str] = ()):
+        """The file(s) of the module a `use` path (or `mod x;`) names, by the longest prefix that is a file."""
         directory, name = posixpath.split(path)
         stem = name[:-3] if name.endswith(".rs") else name
         module_dir = directory if stem in ("lib", "main", "mod") else posixpath.join(directory, stem)
@@ -296,6 +331,10 @@ class _Resolver:
         for n in range(len(parts), 0, -1):
             base = posixpath.join(root, *parts[:n])
             for candidate in (base + ".rs", base + "/mod.rs"):
+                if candidate in self.by_path:
+                    return [(self.by_path[candidate], None, None)]
+        if not parts:  # `crate`, `super`, `self` themselves: the module file of that directory
+            for candidate in (f"{root}/mod.rs", f"{root}.rs", f"{root}/lib.rs", f"{root}/main.rs"):
                 if candidate in self.by_path:
                     return [(self.by_path[candidate], None, None)]
         return []
