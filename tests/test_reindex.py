@@ -136,3 +136,40 @@ def test_a_kb_written_by_other_index_code_is_indexed_in_full(tmp_path, monkeypat
     assert any("another version of the index code" in note for note in again["notes"])
     assert index_repository(repo, kb)["unchanged"]  # written by this code now: reused as usual
     _assert_same_as_fresh(repo, kb, tmp_path / "fresh")
+
+
+def _calls(kb: Path) -> set[tuple[str, str]]:
+    from drivers.kb import read_tables
+
+    t = read_tables(kb, ["files", "symbols", "symbol_edges"])
+    symbols = t["symbols"].merge(t["files"][["file_id", "path"]], on="file_id")
+    name = dict(zip(symbols["symbol_id"], symbols["path"] + "::" + symbols["qualified_name"]))
+    return {(name[a], name[b]) for a, b in zip(t["symbol_edges"]["src_symbol_id"], t["symbol_edges"]["dst_symbol_id"])}
+
+
+def test_go_and_java_names_resolve_across_the_files_of_a_package_and_follow_their_changes(tmp_path):
+    """A Go package (a Java package) is one namespace over its directory's files: a call to a function of another
+    file of the package needs no import. A re-index after that file changes re-resolves the package's files."""
+    repo = tmp_path / "repo"
+    (repo / "cli").mkdir(parents=True)
+    (repo / "src" / "org" / "ex").mkdir(parents=True)
+    (repo / "go.mod").write_text("module example.com/m\n")
+    (repo / "cli" / "command.go").write_text("package cli\n\nfunc Execute() int { return helpFlag() + 1 }\n")
+    (repo / "cli" / "flags.go").write_text("package cli\n\nfunc helpFlag() int { return 2 }\n")
+    (repo / "src" / "org" / "ex" / "Parser.java").write_text(
+        "package org.ex;\n\npublic class Parser {\n    public int parse() { return Tokens.count(); }\n}\n")
+    (repo / "src" / "org" / "ex" / "Tokens.java").write_text(
+        "package org.ex;\n\npublic class Tokens {\n    public static int count() { return 1; }\n}\n")
+    kb = tmp_path / "kb"
+    index_repository(repo, kb)
+    calls = _calls(kb)
+    assert ("cli/command.go::Execute", "cli/flags.go::helpFlag") in calls
+    assert ("src/org/ex/Parser.java::Parser.parse", "src/org/ex/Tokens.java::Tokens.count") in calls
+    (repo / "cli" / "flags.go").write_text("package cli\n\nfunc usageFlag() int { return 2 }\n")  # helpFlag is gone
+    index_repository(repo, kb)
+    assert not any(src == "cli/command.go::Execute" for src, _ in _calls(kb))
+    (repo / "cli" / "flags.go").unlink()
+    (repo / "cli" / "help.go").write_text("package cli\n\nfunc helpFlag() int { return 3 }\n")  # back, elsewhere
+    index_repository(repo, kb)
+    assert ("cli/command.go::Execute", "cli/help.go::helpFlag") in _calls(kb)
+    _assert_same_as_fresh(repo, kb, tmp_path / "fresh")

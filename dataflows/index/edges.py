@@ -28,6 +28,8 @@ JS_LANGUAGES = frozenset({"javascript", "typescript", "tsx", "jsx"})
 JS_EXTENSIONS = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".d.ts")
 SELF_NAMES = ("self", "this", "cls")
 CLASS_KINDS = ("class", "interface", "enum")
+# languages whose files of one directory share one namespace: a name defined in one is used in the others unimported
+PACKAGE_LANGUAGES = frozenset({"go", "java", "kotlin"})
 _MAX_NESTING = 8
 _GO_MODULE = re.compile(r"^\s*module\s+(\S+)", re.MULTILINE)
 _BINDING_COLUMNS = ["file_id", "dst_file_id", "local", "member"]
@@ -550,8 +552,21 @@ def symbol_edge_files(
     before = previous_kb["edges"][pairs].astype("int64")
     differ = now.merge(before, how="outer", indicator=True)
     moved = differ.loc[differ["_merge"] != "both", "src_file_id"]
-    dirty = pd.Index(pd.concat([pd.Series(changed, dtype="int64"), into_changed.astype("int64"), moved]).unique())
+    # a file added, changed or deleted in a Go / Java package changes what its peers' names resolve to
+    previous = previous_kb["files"]
+    gone = previous[~previous["path"].isin(indexed_files["path"])]
+    touched = set(_package_keys(indexed_files[indexed_files["file_id"].isin(changed)]).dropna()) | set(_package_keys(gone).dropna())
+    peers = files[_package_keys(indexed_files).isin(touched).to_numpy()]
+    dirty = pd.Index(pd.concat([pd.Series(changed, dtype="int64"), into_changed.astype("int64"), moved,
+                                pd.Series(peers, dtype="int64")]).unique())  # fmt: skip
     return files.intersection(dirty)
+
+
+def _package_keys(files: pd.DataFrame) -> pd.Series:
+    """Per file: "language:directory" for the files of PACKAGE_LANGUAGES (one namespace per directory), else None."""
+    language = files["language"].astype(object)
+    keys = language + ":" + files["package"].astype(object)
+    return keys.where(language.isin(PACKAGE_LANGUAGES), None).reset_index(drop=True)
 
 
 def kb_symbol_edges(
@@ -561,6 +576,7 @@ def kb_symbol_edges(
     symbol_edge_files: pd.Index,
     symbol_keys: pd.DataFrame,
     previous_kb: dict[str, pd.DataFrame] | None,
+    indexed_files: pd.DataFrame,
 ) -> pd.DataFrame:
     """Symbol -> symbol edges (call/base/annotation), best candidate per reference, unresolved ones dropped:
     references of symbol_edge_files resolved now, the other files' edges carried over (ids re-keyed).
@@ -568,11 +584,13 @@ def kb_symbol_edges(
     Rules in order: same-file module-level name; self/this/cls.x -> member x of the enclosing class; a name
     imported into the file (`from m import f`, `from m import f as g`); `alias.f` for an imported module
     (`import m as alias`); `Class.x` for a class defined in or imported into the file; finally a same-file
-    nested definition of that name.
+    nested definition of that name; in Go and Java, after imported names, a top-level name (a class, for `Class.x`)
+    of another file of the same package.
     """
     refs = kb_references[kb_references["file_id"].isin(symbol_edge_files)]
     bindings = import_bindings[import_bindings["file_id"].isin(symbol_edge_files)]
-    resolved = _resolved_symbol_edges(kb_symbols, refs, bindings)
+    packages = pd.Series(_package_keys(indexed_files).to_numpy(), index=indexed_files["file_id"].to_numpy())
+    resolved = _resolved_symbol_edges(kb_symbols, refs, bindings, packages)
     carried = _carried_symbol_edges(previous_kb, symbol_edge_files, symbol_keys)
     edges = pd.concat([f for f in (carried, resolved) if len(f)] or [resolved], ignore_index=True)
     edges = edges.drop_duplicates(["src_symbol_id", "dst_symbol_id", "kind"]).sort_values(["src_symbol_id", "dst_symbol_id", "kind"])
@@ -597,18 +615,25 @@ def _carried_symbol_edges(
     return carried.dropna(subset=["src_symbol_id", "dst_symbol_id"]).astype({"src_symbol_id": "int64", "dst_symbol_id": "int64"})
 
 
-def _resolved_symbol_edges(kb_symbols: pd.DataFrame, references: pd.DataFrame, import_bindings: pd.DataFrame) -> pd.DataFrame:
+def _resolved_symbol_edges(
+    kb_symbols: pd.DataFrame, references: pd.DataFrame, import_bindings: pd.DataFrame, packages: pd.Series | None = None
+) -> pd.DataFrame:
     """Edges of these references (import_bindings of their files), resolved against the symbols they can reach:
-    their own files' symbols, top-level symbols of the files bound by imports, members of referenced classes."""
+    their own files' symbols, top-level symbols of the files bound by imports and (packages: file_id -> package key,
+    None outside Go / Java) of the other files of their package, members of referenced classes."""
     refs = references[["file_id", "symbol_id", "name", "kind"]].reset_index(drop=True).astype({"name": object})
     if refs.empty:
         return pd.DataFrame(columns=["src_symbol_id", "dst_symbol_id", "kind"])
     columns = ["symbol_id", "file_id", "name", "parent_id", "kind"]
     split = refs["name"].str.rpartition(".")
-    refs = refs.assign(ref=range(len(refs)), prefix=split[0], last=split[2])
+    packages = packages if packages is not None else pd.Series(dtype=object)
+    refs = refs.assign(ref=range(len(refs)), prefix=split[0], last=split[2],
+                       package=packages.reindex(refs["file_id"].to_numpy()).to_numpy())  # fmt: skip
     plain = refs[refs["prefix"] == ""]
     dotted = refs[refs["prefix"] != ""]
-    reachable = kb_symbols["file_id"].isin(refs["file_id"]) | kb_symbols["file_id"].isin(import_bindings["dst_file_id"])
+    in_package = packages.index[packages.isin(refs["package"].dropna().unique()).to_numpy()]
+    reachable = (kb_symbols["file_id"].isin(refs["file_id"]) | kb_symbols["file_id"].isin(import_bindings["dst_file_id"])
+                 | kb_symbols["file_id"].isin(in_package))  # fmt: skip
     symbols = kb_symbols.loc[reachable, columns].astype({"name": object, "kind": object})
     own = symbols[symbols["file_id"].isin(refs["file_id"])]
     top = symbols[symbols["parent_id"].isna()]
@@ -623,7 +648,13 @@ def _resolved_symbol_edges(kb_symbols: pd.DataFrame, references: pd.DataFrame, i
         top[top["kind"].isin(CLASS_KINDS) & top["file_id"].isin(refs["file_id"])][["file_id", "name", "symbol_id"]],
         imported.rename(columns={"local": "name"})[["file_id", "name", "symbol_id"]],
     ]).rename(columns={"name": "class_name", "symbol_id": "class_id"}).astype({"class_name": object})  # fmt: skip
-    class_refs = dotted.merge(classes, left_on=["file_id", "prefix"], right_on=["file_id", "class_name"])
+    peers = top.assign(package=packages.reindex(top["file_id"].to_numpy()).to_numpy()).dropna(subset=["package"])
+    peer_classes = peers.loc[peers["kind"].isin(CLASS_KINDS), ["package", "name", "symbol_id"]]
+    class_refs = pd.concat([
+        dotted.merge(classes, left_on=["file_id", "prefix"], right_on=["file_id", "class_name"]),
+        dotted.dropna(subset=["package"]).merge(peer_classes.rename(columns={"name": "class_name", "symbol_id": "class_id"}),
+                                                left_on=["package", "prefix"], right_on=["package", "class_name"]),
+    ], ignore_index=True)  # fmt: skip
     class_members = kb_symbols.loc[kb_symbols["parent_id"].isin(class_refs["class_id"]), columns].astype({"name": object})
     same_file = _lookup(plain, own, ["file_id", "name"], ["file_id", "name"], 0)
     same_file.loc[~same_file["top"].astype(bool), "priority"] = 5
@@ -631,6 +662,7 @@ def _resolved_symbol_edges(kb_symbols: pd.DataFrame, references: pd.DataFrame, i
         same_file,
         _lookup(self_refs, own, ["owner", "last"], ["parent_id", "name"], 1),
         _lookup(plain, imported, ["file_id", "name"], ["file_id", "local"], 2),
+        _lookup(plain.dropna(subset=["package"]), peers, ["package", "name"], ["package", "name"], 2.5),
         _lookup(dotted, module_members, ["file_id", "prefix", "last"], ["file_id_b", "local", "name"], 3),
         _lookup(class_refs, class_members, ["class_id", "last"], ["parent_id", "name"], 4),
     ], ignore_index=True)  # fmt: skip
