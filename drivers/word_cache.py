@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 from dataflows import text as text_module
 from dataflows.retrieval import vocabulary
 from dataflows.retrieval import word_tables as word_table_nodes
+from drivers.conventions import load_conventions
 
 METADATA = "metadata.json"  # of a KB version: `word_inputs` holds the digests of the tables written with it
 
@@ -197,8 +198,6 @@ def word_table_overrides(words: dict, tables: dict[str, pd.DataFrame]) -> dict[s
     """Every node of `dataflows.retrieval.word_tables` as a retrieval-DAG override (`kb_<name>`): the persisted
     tables, and the name index and symbol table built from them and the KB's tables."""
     overrides = {f"kb_{name}": table for name, table in words.items()}
-    from drivers.conventions import load_conventions
-
     inputs = {"kb_files": tables["files"], "kb_symbols": tables["symbols"], "kb_symbol_edges": tables["symbol_edges"],
               "language_conventions": load_conventions()}  # fmt: skip
     derived = [f"kb_{name}" for name in word_table_nodes.DERIVED]
