@@ -26,13 +26,14 @@ from dataflows.index.frames import conform, new_symbol_ids
 
 JS_LANGUAGES = frozenset({"javascript", "typescript", "tsx", "jsx"})
 JS_EXTENSIONS = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".d.ts")
-SELF_NAMES = ("self", "this", "cls")
+SELF_NAMES = ("self", "this", "cls", "Self")
 CLASS_KINDS = ("class", "interface", "enum")
 # languages whose files of one directory share one namespace: a name defined in one is used in the others unimported
 PACKAGE_LANGUAGES = frozenset({"go", "java", "kotlin"})
 _MAX_NESTING = 8
 _GO_MODULE = re.compile(r"^\s*module\s+(\S+)", re.MULTILINE)
 _BINDING_COLUMNS = ["file_id", "dst_file_id", "local", "member"]
+GLOB = "*"  # the local name of a glob import's binding (Rust `use m::*`): every name of m is bound
 PATH_LANGUAGES = frozenset({"c", "cpp", "ruby", "php"})  # imports that name files
 NAMESPACE_LANGUAGES = frozenset({"csharp", "php"})  # imports that name namespaces / namespaced classes
 MAX_NAMESPACE_FILES = 10  # a `using` of a wider namespace is no evidence of depending on any one of its files
@@ -284,7 +285,8 @@ class _Resolver:
     def rust(self, path: str, target: str, names: list[str] = ()):
         """A `use` / `mod` row: the module file it names, each item bound to its name, so references to the item
         resolve to its definition: `use a::b::C` binds C to member C of a/b.rs, `use a::b` (b a file) binds the
-        module b, `use a::{b::C, d::{E, F}}` each leaf alike; `self`, `*` and a row without names bind the module."""
+        module b, `use a::{b::C, d::{E, F}}` each leaf alike; `self` and a row without names bind the module, `*` binds
+        it as a GLOB."""
         module = self._rust_module(path, target, names)
         if not names:
             return module
@@ -296,7 +298,9 @@ class _Resolver:
                 out.extend(self.rust(path, f"{target}::{head}", _rust_use_items(inner.removesuffix("}"))))
             elif prefix:  # `b::C`
                 out.extend(self.rust(path, f"{target}::{prefix}", [leaf]))
-            elif name in ("self", "*") or not name.isidentifier():
+            elif name == "*":  # a glob: the module, marked so its names resolve (see `reexport_bindings`)
+                out.extend((dst, GLOB, None) for dst, _, _ in module)
+            elif name == "self" or not name.isidentifier():
                 out.extend(module)
             elif (sub := self._rust_module(path, f"{target}::{name}")) and sub != module:
                 out.extend((dst, name, None) for dst, _, _ in sub)  # a submodule's file, bound as a module
@@ -476,6 +480,37 @@ def import_bindings(
     return bindings.where(bindings.notna(), None)
 
 
+def reexport_bindings(import_bindings: pd.DataFrame, kb_symbols: pd.DataFrame, indexed_files: pd.DataFrame) -> pd.DataFrame:
+    """Bindings a Rust file gets through another module (same columns as import_bindings, not stored): `use m::*`
+    binds every top-level name of m and every item m itself imports (the `pub use` re-exports of a crate root that
+    `use super::*` / `use crate::*` reach), and an item imported from a module that only re-exports it binds to
+    where that module imports it from (`use crate::Recipe` with `pub use recipe::Recipe` in lib.rs). One step:
+    a re-export of a re-export is not followed. Resolved after the file's own imports (see `_resolved_symbol_edges`)."""
+    rust = indexed_files.loc[indexed_files["language"] == "rust", "file_id"]
+    bindings = import_bindings[import_bindings["file_id"].isin(rust)]
+    as_objects = {"local": object, "member": object}
+    items = import_bindings.loc[import_bindings["member"].notna(), _BINDING_COLUMNS].astype(as_objects)
+    bindings = bindings.astype(as_objects)
+    globs = bindings.loc[bindings["local"] == GLOB, ["file_id", "dst_file_id"]]
+    top = kb_symbols.loc[kb_symbols["parent_id"].isna(), ["file_id", "name"]].astype({"name": object}).drop_duplicates()
+    own = globs.merge(top.rename(columns={"file_id": "dst_file_id", "name": "local"}), on="dst_file_id")
+    through_glob = globs.rename(columns={"dst_file_id": "via"}).merge(items.rename(columns={"file_id": "via"}), on="via")
+    named = bindings[bindings["member"].notna()].merge(top, left_on=["dst_file_id", "member"], right_on=["file_id", "name"],
+                                                       how="left", indicator=True, suffixes=("", "_top"))
+    unresolved = named.loc[named["_merge"] == "left_only", ["file_id", "dst_file_id", "local", "member"]]
+    onward = items.rename(columns={"file_id": "via", "local": "name", "dst_file_id": "dst", "member": "item"})
+    hops = unresolved.rename(columns={"dst_file_id": "via", "member": "name"}).merge(onward, on=["via", "name"])
+    through_item = pd.DataFrame({"file_id": hops["file_id"], "dst_file_id": hops["dst"], "local": hops["local"],
+                                 "member": hops["item"]})
+    derived = pd.concat([
+        own.assign(member=own["local"]),
+        through_glob[_BINDING_COLUMNS],
+        through_item,
+    ], ignore_index=True)  # fmt: skip
+    derived = derived[derived["file_id"] != derived["dst_file_id"]].astype(as_objects)
+    return derived.drop_duplicates(ignore_index=True)
+
+
 def kb_import_bindings(import_bindings: pd.DataFrame) -> pd.DataFrame:
     """The resolved imports, kept so a re-index resolves only the imports of the files that changed."""
     return conform(import_bindings, "import_bindings")
@@ -536,17 +571,20 @@ def _lookup(refs: pd.DataFrame, targets: pd.DataFrame, left_on: list[str], right
 def symbol_edge_files(
     indexed_files: pd.DataFrame,
     import_bindings: pd.DataFrame,
+    reexport_bindings: pd.DataFrame,
     kb_edges: pd.DataFrame,
     previous_kb: dict[str, pd.DataFrame] | None,
 ) -> pd.Index:
     """file_ids whose references are resolved again this run: every file on a full index; incrementally the
-    new/changed files, files with an import bound into one of them, and unchanged files whose import edges
-    changed (a file they import was added, deleted or renamed). The other files' symbol edges are carried over."""
+    new/changed files, files with an import bound into one of them (directly or through a re-export), and unchanged
+    files whose import edges changed (a file they import was added, deleted or renamed). The other files' symbol
+    edges are carried over."""
     files = pd.Index(indexed_files["file_id"].astype("int64"))
     if not previous_kb or any(t not in previous_kb for t in ("symbols", "edges", "symbol_edges")):
         return files
     changed = files[~indexed_files["reused"].to_numpy(dtype=bool)]
-    into_changed = import_bindings.loc[import_bindings["dst_file_id"].isin(changed), "file_id"]
+    bound = pd.concat([import_bindings[["file_id", "dst_file_id"]], reexport_bindings[["file_id", "dst_file_id"]]])
+    into_changed = bound.loc[bound["dst_file_id"].isin(changed), "file_id"]
     pairs = ["src_file_id", "dst_file_id"]
     now = kb_edges[pairs].astype("int64")
     before = previous_kb["edges"][pairs].astype("int64")
@@ -573,6 +611,7 @@ def kb_symbol_edges(
     kb_symbols: pd.DataFrame,
     kb_references: pd.DataFrame,
     import_bindings: pd.DataFrame,
+    reexport_bindings: pd.DataFrame,
     symbol_edge_files: pd.Index,
     symbol_keys: pd.DataFrame,
     previous_kb: dict[str, pd.DataFrame] | None,
@@ -585,12 +624,13 @@ def kb_symbol_edges(
     imported into the file (`from m import f`, `from m import f as g`); `alias.f` for an imported module
     (`import m as alias`); `Class.x` for a class defined in or imported into the file; finally a same-file
     nested definition of that name; in Go and Java, after imported names, a top-level name (a class, for `Class.x`)
-    of another file of the same package.
+    of another file of the same package; in Rust, after its own imports, names bound through a glob or re-export.
     """
     refs = kb_references[kb_references["file_id"].isin(symbol_edge_files)]
     bindings = import_bindings[import_bindings["file_id"].isin(symbol_edge_files)]
+    reexported = reexport_bindings[reexport_bindings["file_id"].isin(symbol_edge_files)]
     packages = pd.Series(_package_keys(indexed_files).to_numpy(), index=indexed_files["file_id"].to_numpy())
-    resolved = _resolved_symbol_edges(kb_symbols, refs, bindings, packages)
+    resolved = _resolved_symbol_edges(kb_symbols, refs, bindings, packages, reexported)
     carried = _carried_symbol_edges(previous_kb, symbol_edge_files, symbol_keys)
     edges = pd.concat([f for f in (carried, resolved) if len(f)] or [resolved], ignore_index=True)
     edges = edges.drop_duplicates(["src_symbol_id", "dst_symbol_id", "kind"]).sort_values(["src_symbol_id", "dst_symbol_id", "kind"])
@@ -616,12 +656,14 @@ def _carried_symbol_edges(
 
 
 def _resolved_symbol_edges(
-    kb_symbols: pd.DataFrame, references: pd.DataFrame, import_bindings: pd.DataFrame, packages: pd.Series | None = None
+    kb_symbols: pd.DataFrame, references: pd.DataFrame, import_bindings: pd.DataFrame, packages: pd.Series | None = None,
+    reexported: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Edges of these references (import_bindings of their files), resolved against the symbols they can reach:
     their own files' symbols, top-level symbols of the files bound by imports and (packages: file_id -> package key,
     None outside Go / Java) of the other files of their package, members of referenced classes."""
     refs = references[["file_id", "symbol_id", "name", "kind"]].reset_index(drop=True).astype({"name": object})
+    refs["name"] = refs["name"].str.replace("::", ".", regex=False)  # Rust / C++ / PHP paths: `Type::new` is `Type.new`
     if refs.empty:
         return pd.DataFrame(columns=["src_symbol_id", "dst_symbol_id", "kind"])
     columns = ["symbol_id", "file_id", "name", "parent_id", "kind"]
@@ -632,21 +674,27 @@ def _resolved_symbol_edges(
     plain = refs[refs["prefix"] == ""]
     dotted = refs[refs["prefix"] != ""]
     in_package = packages.index[packages.isin(refs["package"].dropna().unique()).to_numpy()]
+    reexported = reexported if reexported is not None else pd.DataFrame(columns=_BINDING_COLUMNS)
     reachable = (kb_symbols["file_id"].isin(refs["file_id"]) | kb_symbols["file_id"].isin(import_bindings["dst_file_id"])
-                 | kb_symbols["file_id"].isin(in_package))  # fmt: skip
+                 | kb_symbols["file_id"].isin(in_package) | kb_symbols["file_id"].isin(reexported["dst_file_id"]))  # fmt: skip
     symbols = kb_symbols.loc[reachable, columns].astype({"name": object, "kind": object})
     own = symbols[symbols["file_id"].isin(refs["file_id"])]
     top = symbols[symbols["parent_id"].isna()]
-    modules = import_bindings[import_bindings["member"].isna() & import_bindings["local"].notna()]
-    members = import_bindings[import_bindings["member"].notna()]
-    imported = members.merge(top, left_on=["dst_file_id", "member"], right_on=["file_id", "name"], suffixes=("_b", ""))
-    imported = imported[["file_id_b", "local", "symbol_id", "parent_id"]].rename(columns={"file_id_b": "file_id"})
+    modules = import_bindings[import_bindings["member"].isna() & import_bindings["local"].notna() & (import_bindings["local"] != GLOB)]
+
+    def bound(bindings: pd.DataFrame) -> pd.DataFrame:  # (file_id, local) -> the top-level symbol it names
+        members = bindings[bindings["member"].notna()].astype({"member": object})
+        found = members.merge(top, left_on=["dst_file_id", "member"], right_on=["file_id", "name"], suffixes=("_b", ""))
+        return found[["file_id_b", "local", "symbol_id", "parent_id"]].rename(columns={"file_id_b": "file_id"})
+
+    imported, through = bound(import_bindings), bound(reexported)
     module_members = modules.merge(top, left_on="dst_file_id", right_on="file_id", suffixes=("_b", ""))
     owner = _enclosing_class(own)
     self_refs = dotted[dotted["prefix"].isin(SELF_NAMES)].join(owner, on="symbol_id", how="inner")
     classes = pd.concat([
         top[top["kind"].isin(CLASS_KINDS) & top["file_id"].isin(refs["file_id"])][["file_id", "name", "symbol_id"]],
         imported.rename(columns={"local": "name"})[["file_id", "name", "symbol_id"]],
+        through.rename(columns={"local": "name"})[["file_id", "name", "symbol_id"]],
     ]).rename(columns={"name": "class_name", "symbol_id": "class_id"}).astype({"class_name": object})  # fmt: skip
     peers = top.assign(package=packages.reindex(top["file_id"].to_numpy()).to_numpy()).dropna(subset=["package"])
     peer_classes = peers.loc[peers["kind"].isin(CLASS_KINDS), ["package", "name", "symbol_id"]]
@@ -662,6 +710,7 @@ def _resolved_symbol_edges(
         same_file,
         _lookup(self_refs, own, ["owner", "last"], ["parent_id", "name"], 1),
         _lookup(plain, imported, ["file_id", "name"], ["file_id", "local"], 2),
+        _lookup(plain, through, ["file_id", "name"], ["file_id", "local"], 2.2),
         _lookup(plain.dropna(subset=["package"]), peers, ["package", "name"], ["package", "name"], 2.5),
         _lookup(dotted, module_members, ["file_id", "prefix", "last"], ["file_id_b", "local", "name"], 3),
         _lookup(class_refs, class_members, ["class_id", "last"], ["parent_id", "name"], 4),

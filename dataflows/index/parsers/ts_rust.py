@@ -85,6 +85,8 @@ def _rust_imports(node: Node, source: bytes) -> list[ParsedImport]:
         items = argument.child_by_field_name("list")
         names = tuple(_rust_use_name(c, text) for c in items.named_children) if items is not None else ()
         return [ParsedImport(target=text(path) if path is not None else "", names=names, line=line)]
+    if argument.type == "use_list":  # `use {crate::{a::A, b::B}, std::fmt};`: each item a path from the root
+        return [ParsedImport(target="", names=tuple(_rust_use_name(c, text) for c in argument.named_children), line=line)]
     if argument.type == "use_wildcard":
         return [ParsedImport(target=text(argument).removesuffix("::*"), names=("*",), line=line)]
     if argument.type == "use_as_clause":
