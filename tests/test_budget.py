@@ -354,3 +354,23 @@ def test_a_class_around_a_low_ranked_primary_takes_only_room_left():
     plan, package, _ = package_of([session_file(40), *files()], 16384)  # room only by cutting others
     assert plan.report["widened"] == [] and package.token_count <= 16384
     assert package_of([session_file(40), *files()], 100000)[0].report["widened"]
+
+
+def test_files_shown_only_for_type_context_do_not_take_the_room_of_primary_bodies():
+    """With cross-file edges a package starts with dozens of files holding one type each. Their headings are paid
+    out of the type-context section as the cuts reach them, not up front: the primary bodies that fit in the
+    primary share of the budget stay whole (charging every heading first demoted them)."""
+    primaries = [replace(source_file(i), symbols=source_file(i).symbols[:1]) for i in range(3)]
+    fields = "\n".join(f"    field_{n}: int = {n}" for n in range(12))
+    types = [FileContext(200 + k, f"src/types/kind_{k}.py", "python", 4 + k, round(0.5 - k / 100, 4), "score",
+                         (symbol(200 + k, 2000 + k, f"Kind{k}", "type_context", f"class Kind{k}:\n{fields}",
+                                 f"class Kind{k}:", 1),), ())
+             for k in range(40)]  # fmt: skip
+    body_tokens = sum(s.tokens for f in primaries for s in f.symbols)
+    heading = {f.path: count_tokens(f"### {f.path} (rank #{f.relevance_rank})\n```python\n\n```") + 2 for f in primaries + types}
+    budget = int(body_tokens / 0.75) + sum(heading[f.path] for f in primaries) + 150
+    assert body_tokens > 0.75 * (budget - sum(heading.values()))  # all headings charged first: the bodies do not fit
+    plan = budget_node("budget_plan", primaries + types, budget)
+    kept = {s.name: s.body is not None for f in plan.files for s in f.symbols if s.relevance == "primary"}
+    assert kept == {"handle_0": True, "handle_1": True, "handle_2": True}
+    assert plan.report["after"] <= budget

@@ -1,7 +1,8 @@
 """Token budget (seed 001 step 5): cut the package to the budget, least relevant first, never over it.
 
-Plan: the task gets up to 512 tokens (at most half the budget); the rest is shared 75% primary, 5% tests, 10%
-supporting, 5% type context, 5% rationale (seed 001's 60/10/15/10/5 left gold bodies out at 8k: primaries are now the
+Plan: the task gets up to 512 tokens (at most half the budget), the files holding primary code their headings; the
+rest is shared 75% primary, 5% tests, 10% supporting, 5% type context, 5% rationale (a file shown only for the lower
+sections pays its heading out of them; seed 001's 60/10/15/10/5 left gold bodies out at 8k: primaries are now the
 symbol ranking's best, so they earn the room), and a section needing less than its share passes the surplus on.
 Outlines (signatures of the top files' other definitions) have no share: they get what the others leave.
 When the package is too big, sections are cut bottom-up (outline, rationale, type context, supporting, tests, primary)
@@ -120,11 +121,15 @@ def unbudgeted_tokens(
 def section_room(
     budget_item_columns: dict[str, np.ndarray], file_overhead: np.ndarray, unbudgeted_tokens: int, code_budget: int
 ) -> int:
-    """Tokens the sections share: the budget left for code (`code_budget`) less file headings, fences and edges, the task text, and what the
-    per-item estimates miss of the real rendering."""
+    """Tokens the sections share: the budget left for code (`code_budget`) less the task text, what the per-item
+    estimates miss of the real rendering, and the headings, fences and edges of the files holding primary code. A file shown only for
+    the lower sections (a type's signature, a callee) pays its own overhead out of them when the cuts reach it: with
+    cross-file edges a package starts with dozens of such files, and charging them all up front took the room of
+    primary bodies."""
     items = budget_item_columns
     correction = unbudgeted_tokens - _estimate(items, file_overhead, _Cuts.none(len(items["file"])).state)
-    return max(0, int(code_budget) - correction - int(file_overhead.sum()))
+    primary_files = np.unique(items["file"].astype(np.int64)[items["section"].astype(object) == "primary"])
+    return max(0, int(code_budget) - correction - int(file_overhead[primary_files].sum()))
 
 
 def section_allocation(budget_item_columns: dict[str, np.ndarray], section_room: int) -> dict[str, int]:
