@@ -47,7 +47,6 @@ def budget_items(file_contexts: list[FileContext], count_tokens: Callable) -> pd
     """One row per piece the budget can cut (symbol, test assertion, rationale comment) with its token costs."""
     rows = []
     for fi, f in enumerate(file_contexts):
-        is_test = f.test_assertions is not None
         base = {"file": fi, "file_id": f.file_id, "path": f.path, "score": f.score, "rank": f.relevance_rank}
         for pos, s in enumerate(f.symbols):
             demotable = s.body is not None
@@ -58,7 +57,7 @@ def budget_items(file_contexts: list[FileContext], count_tokens: Callable) -> pd
                     "kind": "symbol",
                     "pos": pos,
                     "symbol": s.qualified_name,
-                    "section": "tests" if is_test and s.relevance == "primary" else s.relevance,
+                    "section": _section(f, s),
                     "line": s.start_line,
                     "floor": s.relevance == "primary" and s.rank is not None and s.rank <= FLOOR_RANK,
                     "priority": f.score if s.score is None else s.score,
@@ -76,6 +75,11 @@ def budget_items(file_contexts: list[FileContext], count_tokens: Callable) -> pd
     return pd.DataFrame(rows, columns=[*columns, "full", "demoted", "demotable"])
 
 
+def _section(file: FileContext, symbol: SymbolContext) -> str:
+    """The budget section of a symbol: its tier, but a test file's primaries are the tests section."""
+    return "tests" if file.test_assertions is not None and symbol.relevance == "primary" else symbol.relevance
+
+
 def budget_item_columns(budget_items: pd.DataFrame) -> dict[str, np.ndarray]:
     """The budget items as one numpy array per column, converted once: the cut loop reads them item by item."""
     return {c: budget_items[c].to_numpy() for c in budget_items.columns}
@@ -90,14 +94,17 @@ def context_edges(file_contexts: list[FileContext], kb_edges: pd.DataFrame) -> p
 
 
 def file_overhead(file_contexts: list[FileContext], context_edges: pd.DataFrame, count_tokens: Callable) -> np.ndarray:
-    """Tokens each file costs beyond its items: heading, fence, and its edges (charged to the lower-ranked end)."""
+    """Tokens each file costs beyond its items: heading, fence, and its edges, each charged to the end that goes
+    first (the one whose best piece is in a lower section, else the lower-ranked): the edge goes with it."""
     files = file_contexts
     heading = [count_tokens(f"### {f.path} (rank #{f.relevance_rank})\n```{f.language}\n\n```") + 2 for f in files]
     overhead = np.array(heading, dtype=np.int64)
     edges = edges_between(ordered_files(files), context_edges)
     position = {f.path: i for i, f in enumerate(files)}
+    order = {s: i for i, s in enumerate(EVICTION_ORDER)}  # primary last: cut last
+    best = [max((order.get(_section(f, s), 0) for s in f.symbols), default=0) for f in files]
     for src, dst in edges:
-        later = max(position[src], position[dst], key=lambda i: (files[i].relevance_rank, i))
+        later = max(position[src], position[dst], key=lambda i: (-best[i], files[i].relevance_rank, i))
         overhead[later] += count_tokens(f"{src} → {dst}") + count_tokens(f", `{dst}`") + 1
     return overhead
 
