@@ -374,3 +374,17 @@ def test_files_shown_only_for_type_context_do_not_take_the_room_of_primary_bodie
     kept = {s.name: s.body is not None for f in plan.files for s in f.symbols if s.relevance == "primary"}
     assert kept == {"handle_0": True, "handle_1": True, "handle_2": True}
     assert plan.report["after"] <= budget
+
+
+def test_an_edge_is_charged_to_the_file_the_cuts_reach_first():
+    """An edge between a primary file and a file shown only for a type goes when the type's file is cut, so it is
+    that file's overhead even when it ranks higher (a crate root every module imports)."""
+    code = replace(source_file(3), symbols=source_file(3).symbols[:1])  # primary only, rank 4
+    root = FileContext(7, "src/lib.rs", "rust", 1, 0.9, "score",
+                       (symbol(7, 70, "Result", "type_context", "type Result = u32;", "type Result", 1),), ())
+    edges = pd.DataFrame({"src_file_id": [3], "dst_file_id": [7], "kind": "import"})
+    overhead = run_node("file_overhead", file_contexts=[code, root], task_query=query(), budget=4096,
+                        count_tokens=count_tokens, kb_edges=edges)  # fmt: skip
+    alone = run_node("file_overhead", file_contexts=[code, root], task_query=query(), budget=4096,
+                     count_tokens=count_tokens, kb_edges=edges.iloc[:0])  # fmt: skip
+    assert overhead[0] == alone[0] and overhead[1] > alone[1]
