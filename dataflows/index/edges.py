@@ -489,6 +489,8 @@ def reexport_bindings(import_bindings: pd.DataFrame, kb_symbols: pd.DataFrame, i
     rust = indexed_files.loc[indexed_files["language"] == "rust", "file_id"]
     bindings = import_bindings[import_bindings["file_id"].isin(rust)]
     as_objects = {"local": object, "member": object}
+    if bindings.empty:  # no Rust file imports anything (most repositories): nothing to derive
+        return pd.DataFrame(columns=_BINDING_COLUMNS).astype({"file_id": "int64", "dst_file_id": "int64", **as_objects})
     items = import_bindings.loc[import_bindings["member"].notna(), _BINDING_COLUMNS].astype(as_objects)
     bindings = bindings.astype(as_objects)
     globs = bindings.loc[bindings["local"] == GLOB, ["file_id", "dst_file_id"]]
