@@ -129,10 +129,10 @@ def section_room(
     budget_item_columns: dict[str, np.ndarray], file_overhead: np.ndarray, unbudgeted_tokens: int, code_budget: int
 ) -> int:
     """Tokens the sections share: the budget left for code (`code_budget`) less the task text, what the per-item
-    estimates miss of the real rendering, and the headings, fences and edges of the files holding primary code. A file shown only for
-    the lower sections (a type's signature, a callee) pays its own overhead out of them when the cuts reach it: with
-    cross-file edges a package starts with dozens of such files, and charging them all up front took the room of
-    primary bodies."""
+    estimates miss of the real rendering, and the headings, fences and edges of the files holding primary code.
+    A file shown only for the lower sections (a type's signature, a callee) pays its own overhead out of them when
+    the cuts reach it: with cross-file edges a package starts with dozens of such files, and charging them all up
+    front took the room of primary bodies."""
     items = budget_item_columns
     correction = unbudgeted_tokens - _estimate(items, file_overhead, _Cuts.none(len(items["file"])).state)
     primary_files = np.unique(items["file"].astype(np.int64)[items["section"].astype(object) == "primary"])
