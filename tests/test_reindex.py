@@ -178,7 +178,7 @@ def test_go_and_java_names_resolve_across_the_files_of_a_package_and_follow_thei
 def test_rust_names_resolve_through_globs_and_re_exports_and_follow_their_changes(tmp_path):
     """The crate-root pattern: lib.rs re-exports every module's type (`pub(crate) use {crate::{..}}`) and each
     module imports them all with `use super::*`; `use crate::parse` names a re-export. Calls resolve to where the
-    names are defined, `Type::new()` included, and a re-index after the defining file changes follows it."""
+    names are defined, `Type::new()` and `Self::blank()` included, and a re-index after the defining file changes follows it."""
     repo = tmp_path / "repo"
     (repo / "src").mkdir(parents=True)
     (repo / "Cargo.toml").write_text('[package]\nname = "demo"\nversion = "0.1.0"\n')
@@ -186,14 +186,16 @@ def test_rust_names_resolve_through_globs_and_re_exports_and_follow_their_change
                                          "pub(crate) use {crate::{parser::parse, recipe::Recipe}, std::fmt};\n\n"
                                          "pub fn run() -> u32 { 1 }\n")  # fmt: skip
     (repo / "src" / "recipe.rs").write_text("use super::*;\n\npub struct Recipe;\n\nimpl Recipe {\n"
-                                            "    pub fn new() -> Recipe { Recipe }\n}\n")  # fmt: skip
+                                            "    pub fn new() -> Recipe { Self::blank() }\n"
+                                            "    fn blank() -> Recipe { Recipe }\n}\n")  # fmt: skip
     (repo / "src" / "parser.rs").write_text("use super::*;\n\npub fn parse() -> u32 {\n    Recipe::new();\n    run()\n}\n")
     (repo / "src" / "util.rs").write_text("use crate::parse;\n\npub fn load() -> u32 { parse() }\n")
     kb = tmp_path / "kb"
     index_repository(repo, kb)
     calls = _calls(kb)
     assert {("src/parser.rs::parse", "src/recipe.rs::Recipe.new"), ("src/parser.rs::parse", "src/lib.rs::run"),
-            ("src/util.rs::load", "src/parser.rs::parse")} <= calls  # fmt: skip
+            ("src/util.rs::load", "src/parser.rs::parse"),
+            ("src/recipe.rs::Recipe.new", "src/recipe.rs::Recipe.blank")} <= calls  # fmt: skip
     (repo / "src" / "recipe.rs").write_text("use super::*;\n\npub struct Recipe;\n\nimpl Recipe {\n"
                                             "    pub fn empty() -> Recipe { Recipe }\n}\n")  # fmt: skip
     index_repository(repo, kb)
