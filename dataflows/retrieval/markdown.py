@@ -107,6 +107,8 @@ def _companion_note(companion) -> str:
 
 def _fence(text: str) -> str:
     """A code fence longer than any backtick run inside the text, so embedded fences cannot close it."""
+    if "```" not in text:
+        return "```"
     runs = [len(r) for r in re.findall(r"`{3,}", text)]
     return "`" * max(3, max(runs, default=0) + 1)
 
