@@ -77,11 +77,16 @@ def sections(files: tuple[FileContext, ...], edges: tuple[tuple[str, str], ...])
 
 def symbol_text(symbol: SymbolContext, language: str) -> str:
     """One symbol as it appears in a code block: its source lines, or signature under a one-line doc summary."""
-    if symbol.body is not None:
-        return symbol.body.rstrip()
-    summary = _summary(symbol.docstring)
+    return shown_text(symbol.body, symbol.docstring, symbol.signature, language)
+
+
+def shown_text(body: str | None, docstring: str | None, signature: str, language: str) -> str:
+    """`symbol_text` of a symbol not built yet (what its token count is measured on)."""
+    if body is not None:
+        return body.rstrip()
+    summary = _summary(docstring)
     head = f"{_comment_marker(language)} {summary}\n" if summary else ""
-    return head + symbol.signature.rstrip()
+    return head + signature.rstrip()
 
 
 def _summary(docstring: str | None) -> str:

@@ -18,6 +18,7 @@ joins them into one frame.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 
@@ -27,7 +28,7 @@ import pandas as pd
 from dataflows.lexical import Bm25Index
 from dataflows.retrieval import vocabulary
 from dataflows.retrieval.models import TIER_ORDER, FileContext, ScopedSymbols, SymbolContext, TaskQuery
-from dataflows.retrieval.markdown import symbol_text
+from dataflows.retrieval.markdown import shown_text
 from dataflows.retrieval.symbol_signals import SYMBOL_SIGNALS
 
 TYPE_KINDS = ("class", "interface", "enum", "type_alias")
@@ -39,6 +40,8 @@ MATCH_WEIGHT = 1.0  # matched-term weight a name / docstring needs
 NAME_COVERAGE = 0.5  # share of a name's words the task must mention (all of them unless two strong words match)
 TYPE_BODY_MAX_TOKENS = 160  # small type definitions (dataclasses, enums) are shown whole, bigger ones by signature
 MAX_TYPE_HOPS = 8
+_CONTEXT_COLUMNS = frozenset(("symbol_id", "file_id", "name", "qualified_name", "kind", "start_line", "end_line",
+                              "signature", "docstring", "body_tokens"))  # fmt: skip
 OUTLINE_RANK = 5  # the top source files are outlined: their remaining definitions by signature
 OUTLINE_KINDS = ("class", "interface", "enum", "type_alias", "function", "method")
 PRIMARY_CANDIDATES = 150  # ranked symbols offered a body; the budget cuts the lowest-scored first ...
@@ -299,8 +302,9 @@ def file_contexts(
     """Per contributing scoped file, in rank order: its tiered symbols at their depth, test assertions, rationale."""
     chosen = symbol_tiers[symbol_tiers["tier"] != "excluded"]
     rows = kb_symbol_table.rows
-    picked = kb_symbols.take(rows.get_indexer(chosen["symbol_id"].to_numpy()))
-    columns = {c: picked[c].tolist() for c in picked.columns}  # the chosen symbols only: tens to hundreds
+    used = [c for c in kb_symbols.columns if c in _CONTEXT_COLUMNS]  # not the decorator lists: slow to convert
+    picked = kb_symbols[used].take(rows.get_indexer(chosen["symbol_id"].to_numpy()))
+    columns = {c: picked[c].tolist() for c in used}  # the chosen symbols only: tens to hundreds
     columns |= {"tier": chosen["tier"].tolist(), "reason": chosen["reason"].tolist()}
     ranked = ranked_primaries.set_index("symbol_id").reindex(chosen["symbol_id"].to_numpy())
     primary = (chosen["tier"] == "primary").to_numpy()
@@ -310,8 +314,8 @@ def file_contexts(
     for record in (dict(zip(columns, values)) for values in zip(*columns.values())):
         by_file.setdefault(record["file_id"], []).append(record)
     chosen_files = chosen["file_id"].unique()
-    texts = kb_contents[kb_contents["file_id"].isin(chosen_files)].drop_duplicates("file_id")
-    texts = dict(zip(texts["file_id"].tolist(), texts["text"].tolist()))
+    held = np.flatnonzero(np.isin(kb_contents["file_id"].to_numpy(), chosen_files))  # (no frame of texts copied)
+    texts = dict(zip(kb_contents["file_id"].iloc[held].tolist(), kb_contents["text"].iloc[held].tolist()))
     contributing = kb_files[kb_files["file_id"].isin(chosen_files)]
     language = dict(zip(contributing["file_id"].tolist(), contributing["language"].tolist()))
     explained = chosen.loc[chosen["tier"] != "outline", "symbol_id"].to_numpy()  # outlines carry no rationale
@@ -491,28 +495,29 @@ def _enclosing(s: ScopedSymbols, table: vocabulary.SymbolTable, members: np.ndar
 
 def _symbol_context(symbol_id: int, s: dict, lines: list[str], language: str, count_tokens) -> SymbolContext:
     """A tiered symbol at its depth: primary (and small types) with source lines, others by signature."""
-    start, end = int(s["start_line"]), int(s["end_line"])
-    small_type = s["tier"] == "type_context" and (s.get("body_tokens") or 0) <= TYPE_BODY_MAX_TOKENS
-    source = "\n".join(lines[start - 1 : end]) or None
-    body = source if s["tier"] == "primary" or small_type else None
-    holder = s["tier"] == "supporting" and str(s["reason"]).startswith("contains primary")
+    start, end, tier = int(s["start_line"]), int(s["end_line"]), s["tier"]
+    small_type = tier == "type_context" and (s.get("body_tokens") or 0) <= TYPE_BODY_MAX_TOKENS
+    holder = tier == "supporting" and str(s["reason"]).startswith("contains primary")
+    source = ("\n".join(lines[start - 1 : end]) or None) if tier == "primary" or small_type or holder else None
+    body = source if tier == "primary" or small_type else None
     doc = s["docstring"] if isinstance(s["docstring"], str) else None
-    fields = dict(
+    signature = str(s["signature"] or "")
+    rank, score = s["rank"], s["score"]
+    return SymbolContext(
         symbol_id=symbol_id,
         file_id=int(s["file_id"]),
         name=str(s["name"]),
         qualified_name=str(s["qualified_name"]),
         kind=str(s["kind"]),
-        relevance=str(s["tier"]),
-        signature=str(s["signature"] or ""),
+        relevance=str(tier),
+        signature=signature,
         body=body,
         docstring=doc,
         start_line=start,
         end_line=end,
+        tokens=int(count_tokens(shown_text(body, doc, signature, language))),  # what its rendering costs
         reason=str(s["reason"]),
-        rank=None if np.isnan(s["rank"]) else int(s["rank"]),
-        score=None if np.isnan(s["score"]) else float(s["score"]),
+        rank=None if math.isnan(rank) else int(rank),
+        score=None if math.isnan(score) else float(score),
         whole_body=source if holder else None,
     )
-    rendered = symbol_text(SymbolContext(**fields, tokens=0), language)
-    return SymbolContext(**fields, tokens=int(count_tokens(rendered)))  # what its rendering costs
