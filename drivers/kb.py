@@ -305,9 +305,11 @@ class KnowledgeBase:
     def task_free_overrides(self) -> dict[str, object]:
         """The word-table overrides plus the signals that depend on the KB alone, not on the task (how many files
         import each file), computed once per loaded KB instead of once per request."""
+        from dataflows.retrieval.combination import file_roles
         from dataflows.retrieval.signals import structural_centrality
 
-        return {**self.word_overrides, "structural_centrality": structural_centrality(self.files, self.tables["edges"])}
+        return {**self.word_overrides, "structural_centrality": structural_centrality(self.files, self.tables["edges"]),
+                "file_roles": file_roles(self.files)}
 
 _LOADED: dict[tuple[str, str], KnowledgeBase] = {}
 

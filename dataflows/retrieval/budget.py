@@ -450,7 +450,9 @@ def _apply(files: list[FileContext], items: dict[str, np.ndarray], state: np.nda
         why = kept.get((fi, "rationale"), {})
         rationale = tuple(c for p, c in enumerate(f.rationale_comments) if p in why) if symbols else ()
         if symbols or assertions:
-            out.append(replace(f, symbols=symbols, test_assertions=assertions, rationale_comments=rationale))
+            same = (len(symbols) == len(f.symbols) and all(a is b for a, b in zip(symbols, f.symbols))
+                    and rationale == f.rationale_comments and assertions == f.test_assertions)  # fmt: skip
+            out.append(f if same else replace(f, symbols=symbols, test_assertions=assertions, rationale_comments=rationale))
     return out
 
 
@@ -494,8 +496,10 @@ def _rendered(file_contexts: list[FileContext], items: dict[str, np.ndarray], st
               widened: tuple[int, ...], count_tokens: Callable) -> list[FileContext]:
     """The file contexts with every item in its budget state, then the widened classes shown whole."""
     files = _apply(file_contexts, items, state)
+    holder = {s.symbol_id: i for i, f in enumerate(files) for s in f.symbols} if widened else {}
     for symbol_id in widened:
-        files = [_widen(f, symbol_id, count_tokens) for f in files]
+        if symbol_id in holder:
+            files[holder[symbol_id]] = _widen(files[holder[symbol_id]], symbol_id, count_tokens)
     return files
 
 

@@ -13,13 +13,14 @@ template is kept in scope without outranking code) and are ordered among themsel
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 from hamilton.data_quality.base import DataValidator, ValidationResult
 from hamilton.function_modifiers import check_output_custom, group, inject, source
 
 from dataflows.retrieval.learned import TreeModel, learned_order
 from dataflows.retrieval.models import TaskQuery
-from dataflows.retrieval.ranking import effective_weights, file_scores, non_source, role_prior
+from dataflows.retrieval.ranking import effective_weights, file_scores, role_prior, roles
 from dataflows.retrieval.signal_list import (DEFAULT_PRIORS, DEFAULT_WEIGHTS, FIRST_PASS_SIGNALS, SECOND_PASS_SIGNALS,
                                              SIGNALS, TASK_TYPE_WEIGHTS, checked_weights)
 
@@ -112,12 +113,19 @@ def file_priors(weights_override: dict | None, weight_profile: dict | None) -> p
     return pd.Series(priors, dtype=float).clip(0.0, 1.0)
 
 
-def file_prior(kb_files: pd.DataFrame, file_priors: pd.Series) -> pd.Series:
+def file_roles(kb_files: pd.DataFrame) -> pd.DataFrame:
+    """Per file (index file_id, in KB order): `is_test` and `non_source` (prose/data or peripheral code). It
+    depends on the KB alone: a loaded KB computes it once (`KnowledgeBase.task_free_overrides`)."""
+    return roles(kb_files)
+
+
+def file_prior(kb_files: pd.DataFrame, file_priors: pd.Series, file_roles: pd.DataFrame | None = None) -> pd.Series:
     """Per-file multiplier by role: 1 for source code, the test prior for tests, the non-source prior for prose/data
     and peripheral code."""
-    is_test = kb_files["is_test"].fillna(False).astype(bool).to_numpy()
-    values = role_prior(is_test, non_source(kb_files), file_priors["test_file_prior"], file_priors["non_source_prior"])
-    return pd.Series(values, index=pd.Index(kb_files["file_id"], name="file_id"), dtype=float)
+    known = roles(kb_files) if file_roles is None else file_roles
+    values = role_prior(known["is_test"].to_numpy(), known["non_source"].to_numpy(), file_priors["test_file_prior"],
+                        file_priors["non_source_prior"])  # fmt: skip
+    return pd.Series(values, index=known.index, dtype=float)
 
 
 def summed_matrix(
@@ -130,12 +138,22 @@ def summed_matrix(
     """Every file's signals, role prior, score (weighted sum x prior) and total (seeds: 1.0 x prior), best first."""
     seed = signal_frame.index.isin(seed_files.index)
     matrix = signal_frame.copy()
-    matrix.insert(0, "path", kb_files.set_index("file_id")["path"].reindex(signal_frame.index))
-    matrix["prior"] = file_prior.reindex(signal_frame.index).fillna(1.0)
+    matrix.insert(0, "path", _aligned(kb_files["path"], kb_files["file_id"], signal_frame.index))
+    matrix["prior"] = _aligned(file_prior, file_prior.index, signal_frame.index, 1.0)
     values = signal_frame[list(signal_weights.index)].to_numpy()
     matrix["score"], matrix["total"] = file_scores(values, signal_weights.to_numpy(), matrix["prior"].to_numpy(), seed)
     matrix["seed"] = seed
     return matrix.sort_values(["total", "score", "path"], ascending=[False, False, True], kind="stable")
+
+
+def _aligned(values: pd.Series, ids, index: pd.Index, fill=None) -> np.ndarray:
+    """`values` (one per id of `ids`) in the order of `index`; `fill` where an id is missing. Signal frames keep
+    the KB's file order, so this is mostly a comparison, not a reindex of every file."""
+    if index.equals(pd.Index(ids)):
+        return values.to_numpy()
+    at = pd.Index(ids).get_indexer(index)
+    out = values.to_numpy()[np.maximum(at, 0)]
+    return np.where(at >= 0, out, fill) if (at < 0).any() else out
 
 
 def signal_matrix(
@@ -143,10 +161,11 @@ def signal_matrix(
     kb_files: pd.DataFrame,
     task_query: TaskQuery,
     weights_override: dict | None,
+    file_roles: pd.DataFrame,
     file_ranker: TreeModel | None = None,
 ) -> pd.DataFrame:
     """Every file best first: the weighted sum's order with its best files re-ordered by the learned ranker
     (`learned` column: its score), when one is shipped; when the user sets weights, their sum alone decides."""
     if file_ranker is None or weights_override:
         return summed_matrix
-    return learned_order(summed_matrix, kb_files, task_query.task_type, file_ranker)
+    return learned_order(summed_matrix, kb_files, task_query.task_type, file_ranker, file_roles)

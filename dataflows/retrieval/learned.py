@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dataflows.retrieval.ranking import non_source
+from dataflows.retrieval.ranking import roles as file_roles
 from dataflows.retrieval.signal_list import SIGNALS
 from dataflows.retrieval.task_analysis import TASK_TYPES
 
@@ -148,26 +148,32 @@ def lightgbm_spec(dump: dict, features: tuple[str, ...]) -> dict:
     return {"features": list(features), "trees": trees}
 
 
-def learned_order(matrix: pd.DataFrame, kb_files: pd.DataFrame, task_type: str, model: TreeModel) -> pd.DataFrame:
+def learned_order(matrix: pd.DataFrame, kb_files: pd.DataFrame, task_type: str, model: TreeModel,
+                  roles: pd.DataFrame | None = None) -> pd.DataFrame:
     """`matrix` (best first by the weighted sum) with its CANDIDATES best re-ordered by `model`.
 
     The candidates keep the sum's totals, handed out in the model's order (so the files after them, tiers and
     thresholds see the same values), and get a `learned` column (the model's score) and `sum_rank` (their place
-    in the sum's order)."""
+    in the sum's order). `roles`: `combination.file_roles` of kb_files, when already known."""
     top = matrix.head(CANDIDATES)
     if top.empty:
         return matrix.assign(learned=np.nan, sum_rank=np.nan)
-    files = kb_files.set_index("file_id").reindex(top.index)
-    times = pd.to_numeric(files["last_commit_time"], errors="coerce").astype("float64")
-    newest = pd.to_numeric(kb_files["last_commit_time"], errors="coerce").astype("float64").max()
+    at = pd.Index(kb_files["file_id"]).get_indexer(top.index)  # the candidates' rows only, not a copy of every file
+    files = {c: kb_files[c].take(at).to_numpy() for c in ("language", "tokens", "n_lines", "commit_count")}
+    times = pd.to_numeric(kb_files["last_commit_time"], errors="coerce").astype("float64")
+    roles = file_roles(kb_files) if roles is None else roles
     candidates = top.assign(
-        language=files["language"].to_numpy(), tokens=files["tokens"].to_numpy(), n_lines=files["n_lines"].to_numpy(),
-        commit_count=files["commit_count"].to_numpy(), age_days=((newest - times) / 86400.0).to_numpy(),
-        is_test=files["is_test"].fillna(False).astype(bool).to_numpy(), non_source=non_source(files.reset_index()),
+        language=files["language"], tokens=files["tokens"], n_lines=files["n_lines"], commit_count=files["commit_count"],
+        age_days=((times.max() - times.take(at)) / 86400.0).to_numpy(),
+        is_test=roles["is_test"].to_numpy()[at], non_source=roles["non_source"].to_numpy()[at],
     )  # fmt: skip
     score = model.predict(candidate_features(candidates, len(kb_files), task_type).to_numpy(float))
     order = np.argsort(-score, kind="stable")
     totals = np.sort(top["total"].to_numpy(float))[::-1]
     totals = np.where(totals > 0, np.maximum(totals - np.arange(len(totals)) * 1e-9, 1e-12), 0.0)  # strictly ordered
-    reordered = top.assign(sum_rank=np.arange(1, len(top) + 1)).iloc[order].assign(total=totals, learned=score[order])
-    return pd.concat([reordered, matrix.iloc[len(top):].assign(learned=np.nan, sum_rank=np.nan)])
+    rest = len(matrix) - len(top)
+    out = matrix.iloc[np.r_[order, np.arange(len(top), len(matrix))]].copy()  # one copy of the matrix, not four
+    out["total"] = np.r_[totals, matrix["total"].to_numpy(float)[len(top):]]
+    out["sum_rank"] = np.r_[(order + 1).astype(float), np.full(rest, np.nan)]
+    out["learned"] = np.r_[score[order], np.full(rest, np.nan)]
+    return out

@@ -26,6 +26,12 @@ def non_source(kb_files: pd.DataFrame) -> np.ndarray:
     return kb_files["language"].isin(NON_SOURCE_LANGUAGES).to_numpy() | peripheral
 
 
+def roles(kb_files: pd.DataFrame) -> pd.DataFrame:
+    """Per file (index file_id, in KB order): `is_test` and `non_source`."""
+    return pd.DataFrame({"is_test": kb_files["is_test"].fillna(False).astype(bool).to_numpy(),
+                         "non_source": non_source(kb_files)}, index=pd.Index(kb_files["file_id"], name="file_id"))  # fmt: skip
+
+
 def role_prior(is_test: np.ndarray, non_source: np.ndarray, test_prior: float, non_source_prior: float) -> np.ndarray:
     """Per file: 1 for source code, the test prior for tests, the non-source prior for prose/data/peripheral code."""
     return np.where(is_test, test_prior, np.where(non_source, non_source_prior, 1.0))
