@@ -125,7 +125,7 @@ def symbol_signal_matrix(
         "tests": _tested(s, table, task_query, kb_symbols, kb_contents, c),
         "file": _file(scope, s, c),
     }
-    frame = pd.DataFrame({
+    columns = {
         "symbol_id": s.symbol_id[c],
         "file_id": s.file_id[c],
         "path": scope["path"].to_numpy(dtype=object)[s.at[c]],
@@ -135,17 +135,19 @@ def symbol_signal_matrix(
         "end_line": end,
         "body_tokens": kb_symbols["body_tokens"].to_numpy()[at],
         "file_rank": s.rank[c],
-    })
-    lexical = frame.assign(lexical=signals["lexical"]).groupby("file_id")["lexical"].transform("max").to_numpy()
-    signals |= {
-        "file_top": 1.0 / np.maximum(frame["file_rank"].to_numpy(dtype=float), 1.0),
-        "lexical_in_file": np.divide(signals["lexical"], lexical, out=np.zeros(len(c)), where=lexical > 0),
-        "size": np.log1p(frame["body_tokens"].fillna(0).to_numpy(dtype=float)) / SIZE_SCALE,
-        "callable": (frame["kind"] != "class").to_numpy(dtype=float),
     }
-    for name in SYMBOL_SIGNALS:
-        frame[name] = np.clip(np.asarray(signals[name], dtype=float), 0.0, 1.0)
-    return frame
+    codes, files = pd.factorize(columns["file_id"])
+    best = np.zeros(len(files))  # per file: its best lexical value (signals are >= 0)
+    np.maximum.at(best, codes, np.asarray(signals["lexical"], dtype=float))
+    lexical = best[codes]
+    signals |= {
+        "file_top": 1.0 / np.maximum(np.asarray(columns["file_rank"], dtype=float), 1.0),
+        "lexical_in_file": np.divide(signals["lexical"], lexical, out=np.zeros(len(c)), where=lexical > 0),
+        "size": np.log1p(np.nan_to_num(np.asarray(columns["body_tokens"], dtype=float))) / SIZE_SCALE,
+        "callable": (np.asarray(columns["kind"], dtype=object) != "class").astype(float),
+    }
+    columns |= {name: np.clip(np.asarray(signals[name], dtype=float), 0.0, 1.0) for name in SYMBOL_SIGNALS}
+    return pd.DataFrame(columns)  # built at once: a column inserted at a time costs a frame copy each
 
 
 def symbol_ranking(symbol_signal_matrix: pd.DataFrame, symbol_weights: Mapping[str, float]) -> pd.DataFrame:
