@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from functools import cache
+from functools import cache, lru_cache
 
 import numpy as np
 import pandas as pd
@@ -431,29 +431,37 @@ def _global_sequence(items: dict[str, np.ndarray], state: np.ndarray) -> tuple[n
 
 
 def _apply(files: list[FileContext], items: dict[str, np.ndarray], state: np.ndarray) -> list[FileContext]:
-    """The file contexts with every item in its budget state (demoted: body dropped, evicted: gone)."""
-    kept: dict[tuple[int, str], dict[int, tuple[int, int]]] = {}
-    columns = [items[c].tolist() for c in ("file", "kind", "pos")] + [state.tolist(), items["demoted"].tolist()]
-    for fi, kind, pos, st, demoted in zip(*columns):
-        if st != EVICTED:
-            kept.setdefault((fi, kind), {})[pos] = (st, demoted)
+    """The file contexts with every item in its budget state (demoted: body dropped, evicted: gone). Items come
+    file by file (`budget_items`): a file whose items are all full is kept as it is, without a look at each."""
+    file_of = items["file"].astype(np.int64)
+    starts = np.searchsorted(file_of, np.arange(len(files) + 1))
     out = []
     for fi, f in enumerate(files):
-        sym = kept.get((fi, "symbol"), {})
-        symbols = tuple(
-            s if sym[p][0] == FULL else replace(s, body=None, tokens=int(sym[p][1]) - 1)
-            for p, s in enumerate(f.symbols)
-            if p in sym
-        )
-        live = kept.get((fi, "assertion"), {})
+        lo, hi = int(starts[fi]), int(starts[fi + 1])
+        here = state[lo:hi]
+        if hi > lo and f.symbols and not here.any():  # every piece full (FULL is 0)
+            out.append(f)
+            continue
+        sym, live, why = {}, set(), set()
+        for kind, pos, st, demoted in zip(items["kind"][lo:hi].tolist(), items["pos"][lo:hi].tolist(), here.tolist(),
+                                          items["demoted"][lo:hi].tolist()):  # fmt: skip
+            if st != EVICTED:
+                if kind == "symbol":
+                    sym[pos] = demoted if st == DEMOTED else None
+                else:
+                    (live if kind == "assertion" else why).add(pos)
+        symbols = tuple(s if sym[p] is None else _demoted(s, sym[p] - 1) for p, s in enumerate(f.symbols) if p in sym)
         assertions = None if f.test_assertions is None else tuple(a for p, a in enumerate(f.test_assertions) if p in live)
-        why = kept.get((fi, "rationale"), {})
         rationale = tuple(c for p, c in enumerate(f.rationale_comments) if p in why) if symbols else ()
         if symbols or assertions:
-            same = (len(symbols) == len(f.symbols) and all(a is b for a, b in zip(symbols, f.symbols))
-                    and rationale == f.rationale_comments and assertions == f.test_assertions)  # fmt: skip
-            out.append(f if same else replace(f, symbols=symbols, test_assertions=assertions, rationale_comments=rationale))
+            out.append(replace(f, symbols=symbols, test_assertions=assertions, rationale_comments=rationale))
     return out
+
+
+@lru_cache(maxsize=4096)
+def _demoted(symbol: SymbolContext, tokens: int) -> SymbolContext:
+    """The symbol shown by its signature (remembered: every round of the cuts shows the same demotions)."""
+    return replace(symbol, body=None, tokens=tokens)
 
 
 def _widened(file_contexts: list[FileContext], items: dict[str, np.ndarray], cuts: _Cuts, code_budget: int, real: int,

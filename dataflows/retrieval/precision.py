@@ -302,9 +302,9 @@ def file_contexts(
     """Per contributing scoped file, in rank order: its tiered symbols at their depth, test assertions, rationale."""
     chosen = symbol_tiers[symbol_tiers["tier"] != "excluded"]
     rows = kb_symbol_table.rows
+    at = rows.get_indexer(chosen["symbol_id"].to_numpy())
     used = [c for c in kb_symbols.columns if c in _CONTEXT_COLUMNS]  # not the decorator lists: slow to convert
-    picked = kb_symbols[used].take(rows.get_indexer(chosen["symbol_id"].to_numpy()))
-    columns = {c: picked[c].tolist() for c in used}  # the chosen symbols only: tens to hundreds
+    columns = {c: kb_symbols[c].take(at).tolist() for c in used}  # the chosen symbols only: tens to hundreds
     columns |= {"tier": chosen["tier"].tolist(), "reason": chosen["reason"].tolist()}
     ranked = ranked_primaries.set_index("symbol_id").reindex(chosen["symbol_id"].to_numpy())
     primary = (chosen["tier"] == "primary").to_numpy()
