@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from dataflows.retrieval.models import BudgetCuts, BudgetPlan, FileContext, SymbolContext, TaskQuery
-from dataflows.retrieval.markdown import assertion_bullet, edges_between, ordered_files, package_markdown, symbol_text
+from dataflows.retrieval.markdown import assertion_bullet, edges_between, ordered_files, package_markdown, shown_text
 from dataflows.retrieval.precision import FLOOR_RANK
 from dataflows.retrieval.vocabulary import member_mask
 
@@ -47,30 +47,19 @@ def budget_items(file_contexts: list[FileContext], count_tokens: Callable) -> pd
     """One row per piece the budget can cut (symbol, test assertion, rationale comment) with its token costs."""
     rows = []
     for fi, f in enumerate(file_contexts):
-        base = {"file": fi, "file_id": f.file_id, "path": f.path, "score": f.score, "rank": f.relevance_rank}
+        base = (fi, f.file_id, f.path, f.score, f.relevance_rank)
         for pos, s in enumerate(f.symbols):
             demotable = s.body is not None
-            signature = count_tokens(symbol_text(replace(s, body=None), f.language)) if demotable else s.tokens
-            rows.append(
-                base
-                | {
-                    "kind": "symbol",
-                    "pos": pos,
-                    "symbol": s.qualified_name,
-                    "section": _section(f, s),
-                    "line": s.start_line,
-                    "floor": s.relevance == "primary" and s.rank is not None and s.rank <= FLOOR_RANK,
-                    "priority": f.score if s.score is None else s.score,
-                    "full": s.tokens + 1,  # +1: the blank line between symbols
-                    "demoted": signature + 1,
-                    "demotable": demotable,
-                }
-            )
+            signature = count_tokens(shown_text(None, s.docstring, s.signature, f.language)) if demotable else s.tokens
+            floor = s.relevance == "primary" and s.rank is not None and s.rank <= FLOOR_RANK
+            priority = f.score if s.score is None else s.score
+            rows.append((*base, "symbol", pos, s.qualified_name, _section(f, s), s.start_line, floor, priority,
+                         s.tokens + 1, signature + 1, demotable))  # +1: the blank line between symbols
         for pos, a in enumerate(f.test_assertions or ()):
             cost = count_tokens(assertion_bullet(a)) + 1
-            rows.append(base | _piece("assertion", pos, a.partition(": ")[0], "tests", cost, f.score))
+            rows.append((*base, *_piece("assertion", pos, a.partition(": ")[0], "tests", cost, f.score)))
         for pos, c in enumerate(f.rationale_comments):
-            rows.append(base | _piece("rationale", pos, None, "rationale", count_tokens(f"- {c}") + 1, f.score))
+            rows.append((*base, *_piece("rationale", pos, None, "rationale", count_tokens(f"- {c}") + 1, f.score)))
     columns = ["file", "file_id", "path", "score", "rank", "kind", "pos", "symbol", "section", "line", "floor", "priority"]
     return pd.DataFrame(rows, columns=[*columns, "full", "demoted", "demotable"])
 
@@ -380,10 +369,9 @@ def _entries(cut_items: pd.DataFrame) -> list[dict]:
              "score": float(score), "rank": int(rank)} for path, symbol, kind, section, score, rank in zip(*columns)]
 
 
-def _piece(kind: str, pos: int, symbol: str | None, section: str, cost: int, score: float) -> dict:
-    """A non-symbol budget item: it is kept or evicted whole."""
-    return {"kind": kind, "pos": pos, "symbol": symbol, "section": section, "line": 0, "floor": False,
-            "priority": score, "full": cost, "demoted": cost, "demotable": False}  # fmt: skip
+def _piece(kind: str, pos: int, symbol: str | None, section: str, cost: int, score: float) -> tuple:
+    """A non-symbol budget item (kind .. demotable): it is kept or evicted whole."""
+    return kind, pos, symbol, section, 0, False, score, cost, cost, False
 
 
 def _flowed_allocation(demand: np.ndarray, available: float) -> dict[str, int]:
