@@ -64,11 +64,27 @@ class Bm25Index:
         df = np.bincount(term_codes, minlength=len(vocab))
         n_docs = len(doc_ids)
         idf = np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
-        norm = k1 * (1.0 - b + b * doc_len[doc_pos] / avg_len)
-        weight = idf[term_codes] * tf * (k1 + 1.0) / (tf + norm)
-        by_doc = np.arange(len(doc_pos)) if (np.diff(doc_pos) >= 0).all() else stable_order(doc_pos)
-        order = by_doc[stable_order(term_codes[by_doc])]  # postings by term, then doc: whatever order rows came in
+        # weight = idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * doc_len / avg_len)), in place: a row array less at
+        # a time (millions of rows on a large repository, built while the KB is written)
+        norm = doc_len[doc_pos]  # (each step the old expression's own, in its order: the same floats)
+        norm *= b
+        norm /= avg_len
+        norm += 1.0 - b
+        norm *= k1
+        norm += tf
+        weight = idf[term_codes]
+        weight *= tf
+        weight *= k1 + 1.0
+        weight /= norm
+        del norm, tf
+        if (doc_pos[1:] >= doc_pos[:-1]).all():
+            order = stable_order(term_codes)  # postings by term, then doc: whatever order rows came in
+        else:
+            by_doc = stable_order(doc_pos)
+            order = by_doc[stable_order(term_codes[by_doc])]
+            del by_doc
         starts = np.searchsorted(term_codes[order], np.arange(len(vocab) + 1))
+        del term_codes
         return cls.from_arrays(vocab, starts, np.asarray(doc_ids), doc_pos[order], weight[order])
 
     @classmethod

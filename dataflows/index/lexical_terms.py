@@ -7,6 +7,7 @@ Weights are not computed here: `dataflows.lexical.Bm25Index.from_terms` builds t
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from dataflows.index.frames import conform, kept_rows, new_symbol_ids, previous_table, stacked
@@ -42,9 +43,12 @@ def kb_symbol_terms(
     order), then this run's rows sorted by (symbol_id, term)."""
     new = stacked([b.symbol_terms for b in parsed_batches], ["file_id", "local", "term", "tf"])
     keys = symbol_keys[symbol_keys["local"] >= 0]
-    local_ids = pd.Series(keys["symbol_id"].to_numpy(), index=pd.MultiIndex.from_arrays([keys["file_id"], keys["local"]]))
-    ids = local_ids.reindex(pd.MultiIndex.from_arrays([new["file_id"].astype("int64"), new["local"].astype("int64")]))
-    new = pd.DataFrame({"symbol_id": ids.to_numpy(), "term": new["term"].to_numpy(), "tf": new["tf"].to_numpy()})
+    file_id, local = new["file_id"].to_numpy(np.int64), new["local"].to_numpy(np.int64)
+    stride = int(max(keys["local"].max() if len(keys) else 0, local.max() if len(local) else 0)) + 1
+    at = pd.Index(keys["file_id"].to_numpy(np.int64) * stride + keys["local"].to_numpy(np.int64)).get_indexer(
+        file_id * stride + local)  # (file, local) as one integer: a million-row MultiIndex costs hundreds of MB
+    ids = np.append(keys["symbol_id"].to_numpy(np.float64), np.nan)[at]  # (at -1: not a symbol of this run, NaN)
+    new = pd.DataFrame({"symbol_id": ids, "term": new["term"].array, "tf": new["tf"].to_numpy()})  # terms not copied
     previous = previous_table(previous_kb, "symbol_terms")
     reused = previous.assign(symbol_id=new_symbol_ids(previous["symbol_id"], symbol_keys))
     reused = kept_rows(reused, reused["symbol_id"].notna())
