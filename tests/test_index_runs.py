@@ -3,13 +3,16 @@ that say when an index does not reflect its tree."""
 
 from __future__ import annotations
 
+import gc
 import pickle
 import subprocess
 import sys
 import threading
+import weakref
 from pathlib import Path
 
 import pytest
+from hamilton.lifecycle import api
 
 from drivers.cli import main
 from drivers.errors import CraError
@@ -62,7 +65,6 @@ def test_progress_callback_never_travels_to_worker_processes():
 
 
 def test_a_failing_worker_run_is_one_line_naming_the_cause(tmp_path):
-    from hamilton.lifecycle import api
 
     class Unpicklable(api.TaskReturnHook, _HoldsAStream):
         def run_after_task_return(self, **kwargs):
@@ -73,6 +75,37 @@ def test_a_failing_worker_run_is_one_line_naming_the_cause(tmp_path):
         index_frames(repo, history=0, workers=2, adapters=(Unpicklable(),))
     message = str(err.value)
     assert "\n" not in message and "pickle" in message and "--workers 1" in message
+
+
+class _Releases(api.NodeExecutionHook):
+    """Keeps a weak reference to some nodes' results and, when the run's last node starts, notes which of them are
+    still alive somewhere (the driver's result cache, if nowhere else)."""
+
+    def __init__(self, watched: tuple[str, ...]):
+        self.watched, self.refs, self.alive = watched, {}, None
+
+    def __getstate__(self):
+        return {"watched": self.watched, "refs": {}, "alive": None}  # (weak references do not travel to workers)
+
+    def run_before_node_execution(self, *, node_name, **kwargs):
+        if node_name == "index_stats":
+            gc.collect()  # (pandas objects can sit in reference cycles: only what is still referenced counts)
+            self.alive = sorted(name for name, ref in self.refs.items() if ref() is not None)
+
+    def run_after_node_execution(self, *, node_name, result=None, **kwargs):
+        if node_name in self.watched:
+            self.refs[node_name] = weakref.ref(result)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_an_index_run_lets_go_of_intermediate_results_once_read(tmp_path, workers):
+    repo = make_repo(tmp_path / "repo")
+    watched = ("decoded_files", "file_facts", "new_symbol_rows", "kb_symbols")
+    hook = _Releases(watched)
+    tables, _ = index_frames(repo, history=0, workers=workers, adapters=(hook,))
+    assert set(hook.refs) == set(watched)
+    assert hook.alive == ["kb_symbols"]  # a KB table is the run's output; the file texts and parses are gone
+    assert not tables["symbols"].empty and not tables["files"].empty
 
 
 def test_workers_must_be_positive(tmp_path, capsys):
