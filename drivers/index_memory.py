@@ -1,0 +1,113 @@
+"""What an index run holds in memory: Hamilton's task-based executor with a result cache that lets go of a node's
+result once its last reader has it, and a hook that hands freed heap back to the system after each node.
+
+The parallel parse needs the task-based executor, whose stock result cache keeps every intermediate (every file's
+text, the parsed batches, each term frame) until the run ends: on a large tree most of the run's peak memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from hamilton import driver
+from hamilton.execution import executors, graph_functions, grouping, state
+from hamilton.lifecycle import api as lifecycle
+
+
+class ReleasingResultCache(state.DictBasedResultCache):
+    """Hamilton's result cache, except that a result is dropped once the last task reading it has read it. The stock
+    cache keeps every node's output until the run ends ("will likely want to add pruning"): every file's text, the
+    parsed batches and each term frame all stay alive beside the KB tables, most of an index run's peak memory."""
+
+    def __init__(self, cache: dict, readers: dict[str, int], kept: set[str], block_only: set[str], gathered: set[str]):
+        super().__init__(cache)
+        self.readers, self.kept = readers, kept  # readers: single-node tasks yet to read each result
+        self.block_only, self.gathered = block_only, set(gathered)  # what only the parallel block reads; its collectors
+
+    def write(self, results, group_id=None, spawning_task_id=None):
+        super().write(results, group_id, spawning_task_id)
+        if self.gathered and group_id is None and spawning_task_id is None and self.gathered.intersection(results):
+            self.gathered -= set(results)
+            if not self.gathered:  # every block is collected: its inputs and per-batch results are of no more use
+                for key in [k for k in self.cache if ":" in k or k in self.block_only]:
+                    del self.cache[key]
+
+    def read(self, keys, group_id=None, spawning_task_id=None, optional=False):
+        out = super().read(keys, group_id, spawning_task_id, optional)
+        if group_id is None and spawning_task_id is None:
+            for key in keys:
+                if key in self.readers:
+                    self.readers[key] -= 1
+                    if self.readers[key] <= 0 and key not in self.kept:
+                        self.cache.pop(key, None)
+        return out
+
+
+class ReleasingGraphExecutor(driver.TaskBasedGraphExecutor):
+    """Hamilton's task-based executor (its `execute`, step for step) with `ReleasingResultCache`. A result read by
+    a parallel block, its expander or its collector is never dropped (they read per batch)."""
+
+    def execute(self, fg, final_vars: list[str], overrides: dict, inputs: dict, run_id: str) -> dict:
+        inputs = graph_functions.combine_config_and_inputs(fg.config, inputs)
+        transform, user_defined = fg.get_upstream_nodes(final_vars, runtime_inputs=inputs, runtime_overrides=overrides)
+        grouped = self.grouping_strategy.group_nodes(list(set(transform).union(user_defined)))
+        tasks = grouping.create_task_plan(grouped, final_vars, overrides, self.adapter)
+        readers, kept, in_blocks, gathered = {}, set(final_vars), set(), set()
+        for task in tasks:
+            required, optional = task.get_input_vars()
+            read = [k for k in required if k not in task.overrides] + list(optional)
+            if task.purpose == grouping.NodeGroupPurpose.EXECUTE_SINGLE:
+                for key in read:
+                    readers[key] = readers.get(key, 0) + 1
+            else:
+                in_blocks.update(read)
+            if task.purpose.is_gatherer():
+                gathered.update(task.outputs_to_compute)
+        block_only = in_blocks - set(readers) - kept
+        cache = ReleasingResultCache({**overrides, **inputs}, readers, kept | in_blocks, block_only, gathered)
+        if self.adapter.does_hook("post_task_group", is_async=False):
+            self.adapter.call_all_lifecycle_hooks_sync("post_task_group", run_id=run_id, task_ids=[t.base_id for t in tasks])
+        executors.run_graph_to_completion(state.ExecutionState(tasks, cache, run_id), self.execution_manager)
+        return cache.read(final_vars)
+
+
+class HeapTrim(lifecycle.NodeExecutionHook):
+    """Hands the heap's free pages back to the system after each node (glibc's malloc_trim; elsewhere nothing).
+
+    Freed intermediates (a million term strings, every file's text) otherwise stay in the process's heap, and the
+    arrays the next nodes and the KB writer allocate come on top of them. Large blocks are also kept out of the
+    heap (a fixed mmap threshold): freed, they go straight back. On a 20,000-file tree this took the peak of
+    writing the KB from 1.5 to 1.3 GB; trimming after every node costs 0.05 s in all."""
+
+    def __init__(self):
+        self.trim = glibc_trim()
+
+    def __getstate__(self) -> dict:
+        return {"trim": None}  # (a ctypes function does not pickle; workers do not trim)
+
+    def run_before_node_execution(self, **kwargs) -> None:
+        """Nothing to do before a node (the hook interface requires the method)."""
+
+    def run_after_node_execution(self, **kwargs) -> None:
+        if self.trim is not None:
+            self.trim()
+
+
+def glibc_trim() -> Callable[[], None] | None:
+    """malloc_trim(0) of this process's glibc, with large allocations set to come from mmap (M_MMAP_THRESHOLD at
+    256 KiB instead of glibc's sliding one); None where there is no glibc."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(-3, 256 * 1024)  # M_MMAP_THRESHOLD
+        return lambda: libc.malloc_trim(0)
+    except (OSError, AttributeError):
+        return None
+
+
+def releasing(built: driver.Driver) -> driver.Driver:
+    """The driver with its task-based executor replaced by `ReleasingGraphExecutor` (same tasks, same order)."""
+    stock = built.graph_executor
+    built.graph_executor = ReleasingGraphExecutor(stock.execution_manager, stock.grouping_strategy, stock.adapter)
+    return built
