@@ -464,10 +464,23 @@ def _widened(file_contexts: list[FileContext], items: dict[str, np.ndarray], cut
     count_tokens = cache(count_tokens)  # a class's source is counted once however many rounds look at it
     widened: tuple[int, ...] = ()
     slack, earlier = code_budget - real, []  # earlier: (cuts, widened, slack) before each widening
+    files, where, offered = [], {}, []  # the rendered files, each symbol's file, each file's widening options
+
+    def options_of(f: FileContext) -> list[tuple]:
+        return [((f.relevance_rank, extra, f.symbols[p].symbol_id), top, f.symbols[p])
+                for p, extra, top in _widenings(f, count_tokens)]  # fmt: skip
+
+    rendered_cuts = None
     while True:
-        files = _rendered(file_contexts, items, cuts.state, widened, count_tokens)
-        options = sorted(((f.relevance_rank, extra, f.symbols[p].symbol_id), top, f.symbols[p])
-                         for f in files for p, extra, top in _widenings(f, count_tokens))  # fmt: skip
+        if cuts is not rendered_cuts:  # first round, or further cuts paid for the last widening: render anew
+            files = _rendered(file_contexts, items, cuts.state, widened, count_tokens)
+            where = {s.symbol_id: i for i, f in enumerate(files) for s in f.symbols}
+            offered, rendered_cuts = [options_of(f) for f in files], cuts
+        elif widened:  # paid from the room left: only the widened class's file changed
+            i = where[widened[-1]]
+            files[i] = _widen(files[i], widened[-1], count_tokens)
+            offered[i] = options_of(files[i])
+        options = sorted(o for file_options in offered for o in file_options)
         choice = next(((sid, cuts, slack - extra) for (_, extra, sid), _, _ in options if extra <= slack), None)
         for (_, extra, sid), top, holder in options if choice is None else ():
             funded = _funding(items, cuts, holder, extra - slack, widened, file_contexts) if top else None
