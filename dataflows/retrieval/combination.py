@@ -134,8 +134,11 @@ def summed_matrix(
     signal_weights: pd.Series,
     seed_files: pd.Series,
     file_prior: pd.Series,
+    file_roles: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
-    """Every file's signals, role prior, score (weighted sum x prior) and total (seeds: 1.0 x prior), best first."""
+    """Every file's signals, role prior, score (weighted sum x prior) and total (seeds: 1.0 x prior), best first
+    (ties by path)."""
+    known = roles(kb_files) if file_roles is None else file_roles
     seed = signal_frame.index.isin(seed_files.index)
     matrix = signal_frame.copy()
     matrix.insert(0, "path", _aligned(kb_files["path"], kb_files["file_id"], signal_frame.index))
@@ -143,17 +146,16 @@ def summed_matrix(
     values = signal_frame[list(signal_weights.index)].to_numpy()
     matrix["score"], matrix["total"] = file_scores(values, signal_weights.to_numpy(), matrix["prior"].to_numpy(), seed)
     matrix["seed"] = seed
-    return matrix.sort_values(["total", "score", "path"], ascending=[False, False, True], kind="stable")
+    path_rank = np.asarray(_aligned(known["path_rank"], known.index, signal_frame.index, -1), dtype=np.int64)
+    return matrix.take(np.lexsort((path_rank, -matrix["score"].to_numpy(), -matrix["total"].to_numpy())))
 
 
-def _aligned(values: pd.Series, ids, index: pd.Index, fill=None) -> np.ndarray:
-    """`values` (one per id of `ids`) in the order of `index`; `fill` where an id is missing. Signal frames keep
-    the KB's file order, so this is mostly a comparison, not a reindex of every file."""
+def _aligned(values: pd.Series, ids, index: pd.Index, fill=None):
+    """`values` (one per id of `ids`) in the order of `index`, as the Series' own array type; `fill` where an id is
+    missing. Signal frames keep the KB's file order, so this is mostly a comparison, not a reindex of every file."""
     if index.equals(pd.Index(ids)):
-        return values.to_numpy()
-    at = pd.Index(ids).get_indexer(index)
-    out = values.to_numpy()[np.maximum(at, 0)]
-    return np.where(at >= 0, out, fill) if (at < 0).any() else out
+        return values.array
+    return values.array.take(pd.Index(ids).get_indexer(index), allow_fill=True, fill_value=fill)
 
 
 def signal_matrix(

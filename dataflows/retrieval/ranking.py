@@ -27,9 +27,14 @@ def non_source(kb_files: pd.DataFrame) -> np.ndarray:
 
 
 def roles(kb_files: pd.DataFrame) -> pd.DataFrame:
-    """Per file (index file_id, in KB order): `is_test` and `non_source`."""
+    """Per file (index file_id, in KB order): `is_test`, `non_source`, and `path_rank` (its place in path order:
+    ties of a ranking are broken by path, and sorting a large repository's paths on every request costs tens of
+    milliseconds)."""
+    path_rank = np.empty(len(kb_files), dtype=np.int64)
+    path_rank[np.argsort(kb_files["path"].to_numpy(dtype=object), kind="stable")] = np.arange(len(kb_files))
     return pd.DataFrame({"is_test": kb_files["is_test"].fillna(False).astype(bool).to_numpy(),
-                         "non_source": non_source(kb_files)}, index=pd.Index(kb_files["file_id"], name="file_id"))  # fmt: skip
+                         "non_source": non_source(kb_files), "path_rank": path_rank},
+                        index=pd.Index(kb_files["file_id"], name="file_id"))  # fmt: skip
 
 
 def role_prior(is_test: np.ndarray, non_source: np.ndarray, test_prior: float, non_source_prior: float) -> np.ndarray:
