@@ -78,8 +78,9 @@ def context_edges(file_contexts: list[FileContext], kb_edges: pd.DataFrame) -> p
     """The import edges between files the package may show: the budget renders the package several times, and
     a large repository has millions of edges."""
     ids = np.array([f.file_id for f in file_contexts], dtype=np.int64)
-    src, dst = kb_edges["src_file_id"].to_numpy(), kb_edges["dst_file_id"].to_numpy()
-    return kb_edges[member_mask(src, ids) & member_mask(dst, ids)]
+    rows = np.flatnonzero(member_mask(kb_edges["src_file_id"].to_numpy(), ids))
+    rows = rows[member_mask(kb_edges["dst_file_id"].to_numpy()[rows], ids)]  # (the other end looked up on those only)
+    return kb_edges.take(rows)
 
 
 def file_overhead(file_contexts: list[FileContext], context_edges: pd.DataFrame, count_tokens: Callable) -> np.ndarray:
