@@ -114,8 +114,8 @@ def file_priors(weights_override: dict | None, weight_profile: dict | None) -> p
 
 
 def file_roles(kb_files: pd.DataFrame) -> pd.DataFrame:
-    """Per file (index file_id, in KB order): `is_test` and `non_source` (prose/data or peripheral code). It
-    depends on the KB alone: a loaded KB computes it once (`KnowledgeBase.task_free_overrides`)."""
+    """Per file (index file_id, in KB order): `is_test`, `non_source` (prose/data or peripheral code) and
+    `path_rank`. It depends on the KB alone: a loaded KB computes it once (`KnowledgeBase.task_free_overrides`)."""
     return roles(kb_files)
 
 
