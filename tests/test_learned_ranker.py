@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from dataflows.retrieval.combination import file_roles
 from dataflows.retrieval.learned import CANDIDATES, FEATURES, TreeModel, candidate_features, learned_order, lightgbm_spec
 from dataflows.retrieval.signal_list import SIGNALS
 from drivers import learn_ranker, mined_signals
@@ -63,7 +64,7 @@ def _matrix(n: int) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def test_learned_order_reorders_the_best_files_and_hands_them_the_sums_totals():
     matrix, files = _matrix(CANDIDATES + 20)
-    out = learned_order(matrix, files, "bug_fix", _prefers_tests())
+    out = learned_order(matrix, files, "bug_fix", _prefers_tests(), file_roles(files))
     top = out.head(CANDIDATES)
     tests_among_top = [i for i in matrix.index[:CANDIDATES] if i % 10 == 9]
     assert list(top.index[: len(tests_among_top)]) == tests_among_top  # the model's choice first, else the sum's order

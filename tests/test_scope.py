@@ -95,7 +95,7 @@ def test_summed_matrix_gives_seeds_a_total_of_one_and_sorts_by_total():
     frame = pd.DataFrame({s: [0.2, 0.9, 0.0] for s in SIGNALS}, index=pd.Index([0, 1, 2], name="file_id"))
     w = pd.Series(1 / len(SIGNALS), index=list(SIGNALS))
     prior = pd.Series(1.0, index=[0, 1, 2])
-    m = combination.summed_matrix(files, frame, w, pd.Series({2: "file hint 'c.py'"}), prior)
+    m = combination.summed_matrix(files, frame, w, pd.Series({2: "file hint 'c.py'"}), prior, combination.file_roles(files))
     assert list(m.index) == [2, 1, 0]
     assert m.loc[2, "total"] == 1.0 and m.loc[1, "total"] == pytest.approx(0.9) and bool(m.loc[2, "seed"])
     assert list(m.columns) == ["path", *SIGNALS, "prior", "score", "total", "seed"]
@@ -106,11 +106,11 @@ def test_role_priors_demote_tests_and_docs_and_order_seeds_by_score():
     files["is_test"] = [False, True, False, False]
     files["language"] = ["python", "python", "markdown", "python"]
     priors = combination.file_priors({"test_file_prior": 0.5}, {"priors": {"non_source_prior": 0.25}})
-    prior = combination.file_prior(files, priors)
+    prior = combination.file_prior(combination.file_roles(files), priors)
     assert prior.tolist() == [1.0, 0.5, 0.25, 1.0]
     frame = pd.DataFrame({s: [0.4, 0.6, 0.9, 0.7] for s in SIGNALS}, index=pd.Index([0, 1, 2, 3], name="file_id"))
     w = pd.Series(1 / len(SIGNALS), index=list(SIGNALS))
-    m = combination.summed_matrix(files, frame, w, pd.Series({0: "hint", 3: "hint"}), prior)
+    m = combination.summed_matrix(files, frame, w, pd.Series({0: "hint", 3: "hint"}), prior, combination.file_roles(files))
     assert list(m.index) == [3, 0, 1, 2]  # seeds first (better-scoring seed first), then tests 0.3 > docs 0.225
     assert m.loc[1, "score"] == pytest.approx(0.3) and m.loc[2, "score"] == pytest.approx(0.225)
 
@@ -213,5 +213,5 @@ def test_code_under_examples_docs_or_vendored_dirs_gets_the_non_source_prior():
     files = kb_files(*paths)
     files["is_test"] = False
     files["language"] = ["python", "python", "cpp", "python", "javascript", "python", "c"]
-    prior = combination.file_prior(files, combination.file_priors(None, {"priors": {"non_source_prior": 0.25}}))
+    prior = combination.file_prior(combination.file_roles(files), combination.file_priors(None, {"priors": {"non_source_prior": 0.25}}))
     assert prior.tolist() == [1.0, 0.25, 0.25, 0.25, 0.25, 1.0, 0.25]

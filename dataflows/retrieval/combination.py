@@ -119,13 +119,12 @@ def file_roles(kb_files: pd.DataFrame) -> pd.DataFrame:
     return roles(kb_files)
 
 
-def file_prior(kb_files: pd.DataFrame, file_priors: pd.Series, file_roles: pd.DataFrame | None = None) -> pd.Series:
+def file_prior(file_roles: pd.DataFrame, file_priors: pd.Series) -> pd.Series:
     """Per-file multiplier by role: 1 for source code, the test prior for tests, the non-source prior for prose/data
     and peripheral code."""
-    known = roles(kb_files) if file_roles is None else file_roles
-    values = role_prior(known["is_test"].to_numpy(), known["non_source"].to_numpy(), file_priors["test_file_prior"],
-                        file_priors["non_source_prior"])  # fmt: skip
-    return pd.Series(values, index=known.index, dtype=float)
+    values = role_prior(file_roles["is_test"].to_numpy(), file_roles["non_source"].to_numpy(),
+                        file_priors["test_file_prior"], file_priors["non_source_prior"])  # fmt: skip
+    return pd.Series(values, index=file_roles.index, dtype=float)
 
 
 def summed_matrix(
@@ -134,11 +133,10 @@ def summed_matrix(
     signal_weights: pd.Series,
     seed_files: pd.Series,
     file_prior: pd.Series,
-    file_roles: pd.DataFrame | None = None,
+    file_roles: pd.DataFrame,
 ) -> pd.DataFrame:
     """Every file's signals, role prior, score (weighted sum x prior) and total (seeds: 1.0 x prior), best first
     (ties by path)."""
-    known = roles(kb_files) if file_roles is None else file_roles
     seed = signal_frame.index.isin(seed_files.index)
     matrix = signal_frame.copy()
     matrix.insert(0, "path", _aligned(kb_files["path"], kb_files["file_id"], signal_frame.index))
@@ -146,7 +144,7 @@ def summed_matrix(
     values = signal_frame[list(signal_weights.index)].to_numpy()
     matrix["score"], matrix["total"] = file_scores(values, signal_weights.to_numpy(), matrix["prior"].to_numpy(), seed)
     matrix["seed"] = seed
-    path_rank = np.asarray(_aligned(known["path_rank"], known.index, signal_frame.index, -1), dtype=np.int64)
+    path_rank = np.asarray(_aligned(file_roles["path_rank"], file_roles.index, signal_frame.index, -1), dtype=np.int64)
     return matrix.take(np.lexsort((path_rank, -matrix["score"].to_numpy(), -matrix["total"].to_numpy())))
 
 

@@ -16,7 +16,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dataflows.retrieval.ranking import roles as file_roles
 from dataflows.retrieval.signal_list import SIGNALS
 from dataflows.retrieval.task_analysis import TASK_TYPES
 
@@ -149,19 +148,18 @@ def lightgbm_spec(dump: dict, features: tuple[str, ...]) -> dict:
 
 
 def learned_order(matrix: pd.DataFrame, kb_files: pd.DataFrame, task_type: str, model: TreeModel,
-                  roles: pd.DataFrame | None = None) -> pd.DataFrame:
+                  roles: pd.DataFrame) -> pd.DataFrame:
     """`matrix` (best first by the weighted sum) with its CANDIDATES best re-ordered by `model`.
 
     The candidates keep the sum's totals, handed out in the model's order (so the files after them, tiers and
     thresholds see the same values), and get a `learned` column (the model's score) and `sum_rank` (their place
-    in the sum's order). `roles`: `combination.file_roles` of kb_files, when already known."""
+    in the sum's order). `roles`: `combination.file_roles` of kb_files."""
     top = matrix.head(CANDIDATES)
     if top.empty:
         return matrix.assign(learned=np.nan, sum_rank=np.nan)
     at = pd.Index(kb_files["file_id"]).get_indexer(top.index)  # the candidates' rows only, not a copy of every file
     files = {c: kb_files[c].take(at).to_numpy() for c in ("language", "tokens", "n_lines", "commit_count")}
     times = pd.to_numeric(kb_files["last_commit_time"], errors="coerce").astype("float64")
-    roles = file_roles(kb_files) if roles is None else roles
     candidates = top.assign(
         language=files["language"], tokens=files["tokens"], n_lines=files["n_lines"], commit_count=files["commit_count"],
         age_days=((times.max() - times.take(at)) / 86400.0).to_numpy(),
