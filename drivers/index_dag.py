@@ -123,7 +123,7 @@ class _WorkersDone(lifecycle.NodeExecutionHook):
         return {"executor": None}
 
     def run_before_node_execution(self, *, node_name: str, **kwargs) -> None:
-        if node_name == "parsed_batches" and self.executor is not None and self.executor.pool is not None:
+        if node_name == "parsed_rows" and self.executor is not None and self.executor.pool is not None:
             self.executor.pool.shutdown(wait=True)
 
     def run_after_node_execution(self, **kwargs) -> None:
@@ -161,7 +161,7 @@ class ParseProgress(lifecycle.TaskReturnHook):
             self.total = len(result["changed_files"])
             self.on_progress(0, self.total)
         if "parsed_batch" in result:
-            self.done += len(result["parsed_batch"].parsed)
+            self.done += len(result["parsed_batch"].errors)
             self.on_progress(self.done, self.total)
 
 

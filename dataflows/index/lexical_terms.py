@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dataflows.index.frames import conform, kept_rows, new_symbol_ids, previous_table, stacked
+from dataflows.index.frames import conform, kept_rows, new_symbol_ids, previous_table
 from dataflows.index.parsing import ParsedBatch
 
 
@@ -25,23 +25,23 @@ def _append(reused: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
 
 
 def kb_file_terms(
-    indexed_files: pd.DataFrame, parsed_batches: list[ParsedBatch], previous_kb: dict[str, pd.DataFrame] | None
+    indexed_files: pd.DataFrame, parsed_rows: ParsedBatch, previous_kb: dict[str, pd.DataFrame] | None
 ) -> pd.DataFrame:
     """(file_id, term, tf) of path + text for every file: counted for new/changed files, reused otherwise;
     reused rows keep their previous (sorted) order, this run's rows follow sorted by (file_id, term)."""
-    new = stacked([b.file_terms for b in parsed_batches], ["file_id", "term", "tf"])
+    new = parsed_rows.file_terms
     previous = previous_table(previous_kb, "file_terms")
     reused = kept_rows(previous, previous["file_id"].isin(indexed_files.loc[indexed_files["reused"], "file_id"]))
     return conform(_append(reused, new.sort_values(["file_id", "term"], kind="stable")), "file_terms")
 
 
 def kb_symbol_terms(
-    parsed_batches: list[ParsedBatch], symbol_keys: pd.DataFrame, previous_kb: dict[str, pd.DataFrame] | None
+    parsed_rows: ParsedBatch, symbol_keys: pd.DataFrame, previous_kb: dict[str, pd.DataFrame] | None
 ) -> pd.DataFrame:
     """(symbol_id, term, tf) of qualified name + signature + docstring + body + attached comments per symbol
     (a class's body is its own lines plus its members' names); reused rows first (re-keying keeps their
     order), then this run's rows sorted by (symbol_id, term)."""
-    new = stacked([b.symbol_terms for b in parsed_batches], ["file_id", "local", "term", "tf"])
+    new = parsed_rows.symbol_terms
     keys = symbol_keys[symbol_keys["local"] >= 0]
     file_id, local = new["file_id"].to_numpy(np.int64), new["local"].to_numpy(np.int64)
     stride = int(max(keys["local"].max() if len(keys) else 0, local.max() if len(local) else 0)) + 1

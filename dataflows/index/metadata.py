@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dataflows.index.parsers.models import ParsedFile
 from dataflows.index.code_terms import IDENTIFIER, identifier_terms
 from dataflows.index.frames import conform, kept_rows, previous_table, take_rows
 
@@ -168,7 +167,7 @@ def index_stats(
     kb_edges: pd.DataFrame,
     kb_symbol_edges: pd.DataFrame,
     kb_commits: pd.DataFrame,
-    parsed_files: dict[int, ParsedFile | None],
+    parsed_count: int,
     history_available: bool,
     skipped_binary: list[str],
     skipped_generated: list[str],
@@ -180,8 +179,8 @@ def index_stats(
     return {
         "n_files": int(len(kb_files)),
         "files_by_language": {str(k): int(v) for k, v in kb_files["language"].value_counts().sort_index().items()},
-        "n_parsed": int(len(parsed_files)),
-        "n_reused": int(len(kb_files) - len(parsed_files)),
+        "n_parsed": int(parsed_count),
+        "n_reused": int(len(kb_files) - parsed_count),
         "n_symbols": int(len(kb_symbols)),
         "n_edges": int(len(kb_edges)),
         "n_symbol_edges": int(len(kb_symbol_edges)),

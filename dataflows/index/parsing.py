@@ -1,7 +1,7 @@
 """Parse changed files and merge their rows with the reused rows of unchanged files.
 
 The per-file work of new/changed files (parse, token counts, term counts) runs in batches of files
-(`parse_batches` -> `parsed_batch` -> `parsed_batches`), so a driver with a multiprocessing executor
+(`parse_batches` -> `parsed_batch` -> `parsed_rows`), so a driver with a multiprocessing executor
 spreads it over cores. Symbols get dense ids over the whole KB (previous ids of reused files are re-keyed).
 
 Token counts: each file is encoded once; every token is counted on the line holding its first byte
@@ -41,16 +41,30 @@ CONTAINER_KINDS = frozenset({"class", "interface", "enum"})
 _SYMBOL_TOKEN_COLUMNS = ["file_id", "local", "signature_tokens", "body_tokens", "docstring_tokens"]
 
 
+SYMBOL_COLUMNS = ["file_id", "local", "name", "qualified_name", "kind", "start_line", "end_line", "signature",
+                  "docstring", "decorators", "parent_local", *_SYMBOL_TOKEN_COLUMNS[2:]]  # fmt: skip
+COMMENT_COLUMNS = ["file_id", "local", "line", "text", "is_rationale"]
+IMPORT_COLUMNS = ["file_id", "target", "names", "level", "line"]
+REFERENCE_COLUMNS = ["file_id", "local", "name", "kind"]
+
+
 @dataclass(frozen=True)
 class ParsedBatch:
-    """What the per-file work returns for one batch of files (all keyed by file_id / (file_id, local))."""
+    """What the per-file work returns for one batch of files, as rows (all keyed by file_id / (file_id, local)).
 
-    parsed: dict[int, ParsedFile | None]
+    Rows, not the parsers' per-file objects: a worker hands back compact frames, and the driver never holds a
+    Python object per symbol, comment, import and reference of the whole tree (on a 20,000-file tree those
+    objects took about as much memory as every file's text)."""
+
+    errors: pd.Series  # parse error (None when fine) by file_id of every file of the batch
     file_tokens: pd.Series  # cl100k tokens by file_id
-    symbol_tokens: pd.DataFrame  # _SYMBOL_TOKEN_COLUMNS
+    symbols: pd.DataFrame  # SYMBOL_COLUMNS
+    comments: pd.DataFrame  # COMMENT_COLUMNS
+    imports: pd.DataFrame  # IMPORT_COLUMNS
+    references: pd.DataFrame  # REFERENCE_COLUMNS
     file_terms: pd.DataFrame  # file_id, term, tf
     symbol_terms: pd.DataFrame  # file_id, local, term, tf
-    resumed: bool = False  # loaded from the checkpoint of an interrupted run, not parsed by this one
+    resumed: int = 0  # files loaded from the checkpoint of an interrupted run, not parsed by this one
 
 
 def _parse(language: str, text: str) -> ParsedFile | None:
@@ -85,7 +99,7 @@ def _symbol_bodies(lines: list[str], symbols: list[ParsedSymbol]) -> list[str]:
 
 def _parse_batch(files: pd.DataFrame, count_tokens: Callable, count_line_tokens: Callable) -> ParsedBatch:
     """Parse each file of a batch, count its tokens per line and its terms per segment (index time)."""
-    parsed, file_tokens, symbol_tokens, file_terms, symbol_terms = {}, {}, [], [], []
+    errors, file_tokens, symbols_, comments_, imports_, references_, file_terms, symbol_terms = {}, {}, [], [], [], [], [], []
     counted: dict[str, int] = {}
 
     def tokens_of(text: str) -> int:
@@ -95,28 +109,39 @@ def _parse_batch(files: pd.DataFrame, count_tokens: Callable, count_line_tokens:
 
     for file_id, path, language, text in zip(files["file_id"], files["path"], files["language"], files["text"]):
         file_id = int(file_id)
-        result = parsed[file_id] = _parse(language, text)
+        result = _parse(language, text)
+        errors[file_id] = result.error if result is not None else None
         line_tokens = np.concatenate([[0], np.cumsum(count_line_tokens(text))])
         n_lines = len(line_tokens) - 1
         file_tokens[file_id] = int(line_tokens[-1])
-        symbols = result.symbols if result is not None else []
+        counts = code_term_counts(path + "\n" + text)
+        file_terms.extend((file_id, term, tf) for term, tf in counts.items())
+        if result is None:
+            continue
+        symbols = result.symbols
         for local, s in enumerate(symbols):
             first, last = min(max(s.start_line - 1, 0), n_lines), min(max(s.end_line, 0), n_lines)
             body = int(line_tokens[max(last, first)] - line_tokens[first])
-            symbol_tokens.append((file_id, local, tokens_of(s.signature), body, tokens_of(s.docstring or "")))
-        counts = code_term_counts(path + "\n" + text)
-        file_terms.extend((file_id, term, tf) for term, tf in counts.items())
+            symbols_.append((file_id, local, s.name, s.qualified_name, s.kind, s.start_line, s.end_line, s.signature,
+                             s.docstring, list(s.decorators), s.parent, tokens_of(s.signature), body,
+                             tokens_of(s.docstring or "")))  # fmt: skip
         comments: dict[int, list[str]] = {}
-        for c in result.comments if result is not None else ():
+        for c in result.comments:
+            comments_.append((file_id, c.symbol, c.line, c.text, bool(is_rationale(c.text))))
             if c.symbol is not None:
                 comments.setdefault(c.symbol, []).append(c.text)
+        imports_.extend((file_id, i.target, list(i.names), i.level, i.line) for i in result.imports)
+        references_.extend((file_id, r.symbol, r.name, r.kind) for r in result.references)
         for local, (s, body) in enumerate(zip(symbols, _symbol_bodies(text.split("\n"), symbols))):
             doc = "\n".join([s.qualified_name, s.signature, s.docstring or "", body, *comments.get(local, ())])
             symbol_terms.extend((file_id, local, term, tf) for term, tf in code_term_counts(doc).items())
     return ParsedBatch(
-        parsed=parsed,
+        errors=pd.Series(errors, dtype=object),
         file_tokens=pd.Series(file_tokens, dtype="int64"),
-        symbol_tokens=pd.DataFrame(symbol_tokens, columns=_SYMBOL_TOKEN_COLUMNS),
+        symbols=pd.DataFrame(symbols_, columns=SYMBOL_COLUMNS),
+        comments=pd.DataFrame(comments_, columns=COMMENT_COLUMNS),
+        imports=pd.DataFrame(imports_, columns=IMPORT_COLUMNS),
+        references=pd.DataFrame(references_, columns=REFERENCE_COLUMNS),
         file_terms=pd.DataFrame(file_terms, columns=["file_id", "term", "tf"]),
         symbol_terms=pd.DataFrame(symbol_terms, columns=["file_id", "local", "term", "tf"]),
     )
@@ -142,7 +167,8 @@ def parsed_batch(
         return _parse_batch(parse_batches, count_tokens, count_line_tokens)
     saved = Path(parse_checkpoint) / f"{_batch_key(parse_batches)}.pickle"
     with suppress(Exception):  # absent, cut short or from another version: parse it again
-        return replace(pickle.loads(saved.read_bytes()), resumed=True)
+        batch = pickle.loads(saved.read_bytes())
+        return replace(batch, resumed=len(batch.errors))
     batch = _parse_batch(parse_batches, count_tokens, count_line_tokens)
     _save(saved, batch)
     return batch
@@ -170,36 +196,36 @@ def _save(path: Path, batch: ParsedBatch) -> None:
         raise
 
 
-def parsed_batches(parsed_batch: Collect[ParsedBatch]) -> list[ParsedBatch]:
-    """Every batch's results, back in one place."""
-    return list(parsed_batch)
+def parsed_rows(parsed_batch: Collect[ParsedBatch]) -> ParsedBatch:
+    """Every batch's rows, stacked into one (the batches go once stacked: the rows are not held twice)."""
+    batches = list(parsed_batch)
+    return ParsedBatch(
+        errors=pd.concat([b.errors for b in batches]) if batches else pd.Series(dtype=object),
+        file_tokens=pd.concat([b.file_tokens for b in batches]).astype("int64") if batches else pd.Series(dtype="int64"),
+        symbols=stacked([b.symbols for b in batches], SYMBOL_COLUMNS),
+        comments=stacked([b.comments for b in batches], COMMENT_COLUMNS),
+        imports=stacked([b.imports for b in batches], IMPORT_COLUMNS),
+        references=stacked([b.references for b in batches], REFERENCE_COLUMNS),
+        file_terms=stacked([b.file_terms for b in batches], ["file_id", "term", "tf"]),
+        symbol_terms=stacked([b.symbol_terms for b in batches], ["file_id", "local", "term", "tf"]),
+        resumed=sum(b.resumed for b in batches),
+    )
 
 
-def resumed_files(parsed_batches: list[ParsedBatch]) -> int:
+def resumed_files(parsed_rows: ParsedBatch) -> int:
     """How many files' parse results came from an interrupted run's checkpoint instead of being parsed again."""
-    return sum(len(b.parsed) for b in parsed_batches if b.resumed)
+    return parsed_rows.resumed
 
 
-def parsed_files(parsed_batches: list[ParsedBatch]) -> dict[int, ParsedFile | None]:
-    """ParsedFile per file_id of every new or changed file (None where no parser knows the language);
-    progress is reported per finished batch by the driver (drivers.indexer), not here."""
-    return {file_id: parsed for batch in parsed_batches for file_id, parsed in batch.parsed.items()}
+def parsed_count(parsed_rows: ParsedBatch) -> int:
+    """How many new or changed files this run parsed (or resumed); progress is reported per finished batch by the
+    driver (drivers.indexer), not here."""
+    return len(parsed_rows.errors)
 
 
-def new_symbol_rows(parsed_files: dict[int, ParsedFile | None], parsed_batches: list[ParsedBatch]) -> pd.DataFrame:
+def new_symbol_rows(parsed_rows: ParsedBatch) -> pd.DataFrame:
     """Symbols of the parsed files with their token counts, keyed by (file_id, local index)."""
-    rows = [
-        (file_id, local, s.name, s.qualified_name, s.kind, s.start_line, s.end_line, s.signature,
-         s.docstring, list(s.decorators), s.parent)
-        for file_id, parsed in parsed_files.items()
-        if parsed is not None
-        for local, s in enumerate(parsed.symbols)
-    ]  # fmt: skip
-    columns = ["file_id", "local", "name", "qualified_name", "kind", "start_line", "end_line", "signature",
-               "docstring", "decorators", "parent_local"]  # fmt: skip
-    symbols = pd.DataFrame(rows, columns=columns)
-    tokens = stacked([b.symbol_tokens for b in parsed_batches], _SYMBOL_TOKEN_COLUMNS)
-    return symbols.merge(tokens, on=["file_id", "local"], how="left")
+    return parsed_rows.symbols
 
 
 def reused_symbol_rows(indexed_files: pd.DataFrame, previous_kb: dict[str, pd.DataFrame] | None) -> pd.DataFrame:
@@ -231,9 +257,9 @@ def _local_to_new(symbol_keys: pd.DataFrame, file_ids: pd.Series, locals_: pd.Se
     return pd.Series(lookup.reindex(keys).to_numpy(), index=file_ids.index).astype("Int64")
 
 
-def file_tokens(indexed_files: pd.DataFrame, previous_files: pd.DataFrame, parsed_batches: list[ParsedBatch]) -> pd.Series:
+def file_tokens(indexed_files: pd.DataFrame, previous_files: pd.DataFrame, parsed_rows: ParsedBatch) -> pd.Series:
     """cl100k tokens of every indexed file by file_id: counted for new files, carried over for reused ones."""
-    counted = pd.concat([b.file_tokens for b in parsed_batches]).astype("int64")
+    counted = parsed_rows.file_tokens
     reused_ids = indexed_files.loc[indexed_files["reused"], "file_id"]
     carried = previous_files.set_index("file_id")["tokens"].reindex(reused_ids.to_numpy()).fillna(0).astype("int64")
     return pd.concat([counted, carried]).reindex(indexed_files["file_id"].to_numpy()).fillna(0).astype("int64")
@@ -256,19 +282,10 @@ def kb_symbols(reused_symbol_rows: pd.DataFrame, new_symbol_rows: pd.DataFrame, 
 
 
 def kb_comments(
-    parsed_files: dict[int, ParsedFile | None],
-    indexed_files: pd.DataFrame,
-    symbol_keys: pd.DataFrame,
-    previous_kb: dict[str, pd.DataFrame] | None,
+    parsed_rows: ParsedBatch, indexed_files: pd.DataFrame, symbol_keys: pd.DataFrame, previous_kb: dict[str, pd.DataFrame] | None
 ) -> pd.DataFrame:
     """Comments of every file, attached to their innermost symbol, with the parser's is_rationale flag."""
-    rows = [
-        (file_id, c.symbol, c.line, c.text, bool(is_rationale(c.text)))
-        for file_id, parsed in parsed_files.items()
-        if parsed is not None
-        for c in parsed.comments
-    ]
-    new = pd.DataFrame(rows, columns=["file_id", "local", "line", "text", "is_rationale"])
+    new = parsed_rows.comments.copy()
     new["symbol_id"] = _local_to_new(symbol_keys, new["file_id"], new["local"]) if len(new) else pd.Series(dtype="Int64")
     previous = previous_table(previous_kb, "comments")
     reused = previous[previous["file_id"].isin(indexed_files.loc[indexed_files["reused"], "file_id"])]
@@ -278,16 +295,10 @@ def kb_comments(
 
 
 def kb_imports(
-    parsed_files: dict[int, ParsedFile | None], indexed_files: pd.DataFrame, previous_kb: dict[str, pd.DataFrame] | None
+    parsed_rows: ParsedBatch, indexed_files: pd.DataFrame, previous_kb: dict[str, pd.DataFrame] | None
 ) -> pd.DataFrame:
     """Raw import statements of every file (kept so edges re-resolve without re-parsing)."""
-    rows = [
-        (file_id, i.target, list(i.names), i.level, i.line)
-        for file_id, parsed in parsed_files.items()
-        if parsed is not None
-        for i in parsed.imports
-    ]
-    new = pd.DataFrame(rows, columns=["file_id", "target", "names", "level", "line"])
+    new = parsed_rows.imports
     previous = previous_table(previous_kb, "imports")
     reused = previous[previous["file_id"].isin(indexed_files.loc[indexed_files["reused"], "file_id"])]
     reused = reused.assign(names=reused["names"].map(list))
@@ -296,17 +307,11 @@ def kb_imports(
 
 
 def kb_references(
-    parsed_files: dict[int, ParsedFile | None], symbol_keys: pd.DataFrame, previous_kb: dict[str, pd.DataFrame] | None
+    parsed_rows: ParsedBatch, symbol_keys: pd.DataFrame, previous_kb: dict[str, pd.DataFrame] | None
 ) -> pd.DataFrame:
     """Raw identifier references (call/base/annotation) made by every symbol, keyed by the new symbol ids:
     reused rows first in their previous order (re-keying keeps it sorted), then this run's rows by symbol."""
-    rows = [
-        (file_id, r.symbol, r.name, r.kind)
-        for file_id, parsed in parsed_files.items()
-        if parsed is not None
-        for r in parsed.references
-    ]
-    new = pd.DataFrame(rows, columns=["file_id", "local", "name", "kind"])
+    new = parsed_rows.references.copy()
     new["symbol_id"] = _local_to_new(symbol_keys, new["file_id"], new["local"]) if len(new) else pd.Series(dtype="Int64")
     previous = previous_table(previous_kb, "references")
     reused = previous.assign(symbol_id=new_symbol_ids(previous["symbol_id"], symbol_keys))
@@ -316,14 +321,11 @@ def kb_references(
     return conform(references, "references")
 
 
-def file_parse_errors(
-    indexed_files: pd.DataFrame, parsed_files: dict[int, ParsedFile | None], previous_files: pd.DataFrame
-) -> pd.Series:
+def file_parse_errors(indexed_files: pd.DataFrame, parsed_rows: ParsedBatch, previous_files: pd.DataFrame) -> pd.Series:
     """Parse error per file_id (None when fine): from this run's parser, or carried over for reused files."""
     ids = indexed_files["file_id"].astype("int64").to_numpy()
     carried = previous_files.set_index("file_id")["parse_error"] if len(previous_files) else pd.Series(dtype=object)
     errors = pd.Series(carried.reindex(ids).to_numpy(dtype=object), index=ids, dtype=object)
-    fresh = {fid: (parsed.error if parsed is not None else None) for fid, parsed in parsed_files.items()}
-    if fresh:
-        errors.loc[list(fresh)] = pd.Series(fresh, dtype=object)
+    if len(parsed_rows.errors):
+        errors.loc[parsed_rows.errors.index] = parsed_rows.errors
     return errors.where(errors.notna(), None)
