@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dataflows.index.frames import conform, kept_rows, new_symbol_ids, previous_table
+from dataflows.index.frames import conform, kept_rows, new_symbol_ids, previous_table, take_rows
 from dataflows.index.parsing import ParsedBatch
 
 
@@ -29,10 +29,11 @@ def kb_file_terms(
 ) -> pd.DataFrame:
     """(file_id, term, tf) of path + text for every file: counted for new/changed files, reused otherwise;
     reused rows keep their previous (sorted) order, this run's rows follow sorted by (file_id, term)."""
-    new = parsed_rows.file_terms
+    new = parsed_rows.file_terms  # each file's terms come sorted from the parse: ordering the files orders the rows
+    new = take_rows(new, np.argsort(new["file_id"].to_numpy(np.int64), kind="stable"))  # no copy when in order already
     previous = previous_table(previous_kb, "file_terms")
     reused = kept_rows(previous, previous["file_id"].isin(indexed_files.loc[indexed_files["reused"], "file_id"]))
-    return conform(_append(reused, new.sort_values(["file_id", "term"], kind="stable")), "file_terms")
+    return conform(_append(reused, new), "file_terms")
 
 
 def kb_symbol_terms(
@@ -52,4 +53,5 @@ def kb_symbol_terms(
     previous = previous_table(previous_kb, "symbol_terms")
     reused = previous.assign(symbol_id=new_symbol_ids(previous["symbol_id"], symbol_keys))
     reused = kept_rows(reused, reused["symbol_id"].notna())
-    return conform(_append(reused, new.sort_values(["symbol_id", "term"], kind="stable")), "symbol_terms")
+    new = take_rows(new, np.argsort(ids, kind="stable"))  # each symbol's terms come sorted from the parse
+    return conform(_append(reused, new), "symbol_terms")

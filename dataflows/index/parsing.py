@@ -62,8 +62,8 @@ class ParsedBatch:
     comments: pd.DataFrame  # COMMENT_COLUMNS
     imports: pd.DataFrame  # IMPORT_COLUMNS
     references: pd.DataFrame  # REFERENCE_COLUMNS
-    file_terms: pd.DataFrame  # file_id, term, tf
-    symbol_terms: pd.DataFrame  # file_id, local, term, tf
+    file_terms: pd.DataFrame  # file_id, term, tf; each file's terms sorted
+    symbol_terms: pd.DataFrame  # file_id, local, term, tf; each symbol's terms sorted
     resumed: int = 0  # files loaded from the checkpoint of an interrupted run, not parsed by this one
 
 
@@ -114,8 +114,7 @@ def _parse_batch(files: pd.DataFrame, count_tokens: Callable, count_line_tokens:
         line_tokens = np.concatenate([[0], np.cumsum(count_line_tokens(text))])
         n_lines = len(line_tokens) - 1
         file_tokens[file_id] = int(line_tokens[-1])
-        counts = code_term_counts(path + "\n" + text)
-        file_terms.extend((file_id, term, tf) for term, tf in counts.items())
+        file_terms.extend((file_id, term, tf) for term, tf in sorted(code_term_counts(path + "\n" + text).items()))
         if result is None:
             continue
         symbols = result.symbols
@@ -134,7 +133,7 @@ def _parse_batch(files: pd.DataFrame, count_tokens: Callable, count_line_tokens:
         references_.extend((file_id, r.symbol, r.name, r.kind) for r in result.references)
         for local, (s, body) in enumerate(zip(symbols, _symbol_bodies(text.split("\n"), symbols))):
             doc = "\n".join([s.qualified_name, s.signature, s.docstring or "", body, *comments.get(local, ())])
-            symbol_terms.extend((file_id, local, term, tf) for term, tf in code_term_counts(doc).items())
+            symbol_terms.extend((file_id, local, term, tf) for term, tf in sorted(code_term_counts(doc).items()))
     return ParsedBatch(
         errors=pd.Series(errors, dtype=object),
         file_tokens=pd.Series(file_tokens, dtype="int64"),
