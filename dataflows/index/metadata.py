@@ -150,10 +150,10 @@ def kb_files(
 def kb_contents(indexed_files: pd.DataFrame, previous_kb: dict[str, pd.DataFrame] | None) -> pd.DataFrame:
     """Whole text per file_id, read lazily by requests that include the file: decoded now for new/changed
     files, the previous KB's rows (as loaded, not converted) for reused ones."""
-    new = indexed_files.loc[~indexed_files["reused"], ["file_id", "text"]]
+    new = kept_rows(indexed_files[["file_id", "text"]], ~indexed_files["reused"])  # texts shared, not copied
     reused_ids = indexed_files.loc[indexed_files["reused"], "file_id"]
     if not len(reused_ids):
-        return conform(new.sort_values("file_id"), "contents")
+        return conform(take_rows(new, np.argsort(new["file_id"].to_numpy(), kind="stable")), "contents")
     previous = previous_kb["contents"]
     stacked = pd.concat([previous, new.astype({"text": previous["text"].dtype})], ignore_index=True) if len(new) else previous
     rows = np.concatenate([np.flatnonzero(previous["file_id"].isin(reused_ids).to_numpy()), len(previous) + np.arange(len(new))])

@@ -31,7 +31,7 @@ import pandas as pd
 from hamilton.htypes import Collect, Parallelizable
 
 from dataflows.index.code_terms import code_term_counts
-from dataflows.index.frames import conform, new_symbol_ids, previous_table, stacked
+from dataflows.index.frames import conform, kept_rows, new_symbol_ids, previous_table, stacked
 from dataflows.index.parsers import parse_source
 from dataflows.index.parsers.comments import is_rationale
 from dataflows.index.parsers.models import ParsedFile, ParsedSymbol
@@ -148,7 +148,7 @@ def _parse_batch(files: pd.DataFrame, count_tokens: Callable, count_line_tokens:
 
 def changed_files(indexed_files: pd.DataFrame) -> pd.DataFrame:
     """(file_id, path, language, text) of every new or changed file: the per-file work of this run."""
-    return indexed_files.loc[~indexed_files["reused"], ["file_id", "path", "language", "text"]].reset_index(drop=True)
+    return kept_rows(indexed_files[["file_id", "path", "language", "text"]], ~indexed_files["reused"])  # texts shared
 
 
 def parse_batches(changed_files: pd.DataFrame, batch_files: int = BATCH_FILES) -> Parallelizable[pd.DataFrame]:
