@@ -38,11 +38,8 @@ from dataflows.index.parsers.models import ParsedFile, ParsedSymbol
 
 BATCH_FILES = 300  # files per parallel task: large enough to amortise pickling, small enough to balance 2+ cores
 CONTAINER_KINDS = frozenset({"class", "interface", "enum"})
-_SYMBOL_TOKEN_COLUMNS = ["file_id", "local", "signature_tokens", "body_tokens", "docstring_tokens"]
-
-
 SYMBOL_COLUMNS = ["file_id", "local", "name", "qualified_name", "kind", "start_line", "end_line", "signature",
-                  "docstring", "decorators", "parent_local", *_SYMBOL_TOKEN_COLUMNS[2:]]  # fmt: skip
+                  "docstring", "decorators", "parent_local", "signature_tokens", "body_tokens", "docstring_tokens"]  # fmt: skip
 COMMENT_COLUMNS = ["file_id", "local", "line", "text", "is_rationale"]
 IMPORT_COLUMNS = ["file_id", "target", "names", "level", "line"]
 REFERENCE_COLUMNS = ["file_id", "local", "name", "kind"]
@@ -196,7 +193,7 @@ def _save(path: Path, batch: ParsedBatch) -> None:
 
 
 def parsed_rows(parsed_batch: Collect[ParsedBatch]) -> ParsedBatch:
-    """Every batch's rows, stacked into one (the batches go once stacked: the rows are not held twice)."""
+    """Every batch's rows, stacked into one (the batches are dropped once stacked)."""
     batches = list(parsed_batch)
     return ParsedBatch(
         errors=pd.concat([b.errors for b in batches]) if batches else pd.Series(dtype=object),
