@@ -16,6 +16,7 @@ from drivers.output import write_text_atomic
 
 
 def _index(args) -> int:
+    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")  # before Arrow loads: see index_memory._arrow_from_malloc
     from drivers.indexer import index_repository, resumable_batches
     from drivers.kb_dir import default_kb_dir
     from drivers.progress import Progress

@@ -7,6 +7,7 @@ text, the parsed batches, each term frame) until the run ends: on a large tree m
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 from hamilton import driver
@@ -81,6 +82,8 @@ class HeapTrim(lifecycle.NodeExecutionHook):
 
     def __init__(self):
         self.trim = glibc_trim()
+        if self.trim is not None:
+            _arrow_from_malloc()
 
     def __getstate__(self) -> dict:
         return {"trim": None}  # (a ctypes function does not pickle; workers do not trim)
@@ -104,6 +107,17 @@ def glibc_trim() -> Callable[[], None] | None:
         return lambda: libc.malloc_trim(0)
     except (OSError, AttributeError):
         return None
+
+
+def _arrow_from_malloc() -> None:
+    """Arrow's buffers (every string column of pandas 3) from malloc from now on, instead of Arrow's mimalloc pool,
+    which keeps the pages it frees: malloc_trim then hands those back too. On a 20,000-file tree the peak of an
+    index run went from 898 to 870 MB, in the same time; `cra index` sets ARROW_DEFAULT_MEMORY_POOL before Arrow
+    loads, which also covers what Arrow's C++ code allocates on its own: 825 MB."""
+    import pyarrow as pa
+
+    if not os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
+        pa.set_memory_pool(pa.system_memory_pool())
 
 
 def releasing(built: driver.Driver) -> driver.Driver:
