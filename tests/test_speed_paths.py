@@ -18,6 +18,7 @@ from dataflows import lexical
 from dataflows.lexical import Bm25Index
 from dataflows.retrieval import vocabulary
 from dataflows.retrieval.models import FileContext, SymbolContext, TaskQuery
+from dataflows.retrieval.symbol_table import TakenStrings, id_rows
 from dataflows.index.schema import REQUEST_TABLES
 from tests.retrieval_dag import run_node
 from drivers import tokens
@@ -366,6 +367,16 @@ def test_precision_nodes_from_the_kb_symbol_table_equal_those_built_per_request(
     assert contexts and contexts == out["file_contexts"]
 
 
+@pytest.mark.parametrize("dtype", ["str", object])
+def test_taken_strings_give_the_rows_asked_for_as_python_strings(dtype):
+    column = TakenStrings(pd.Series(["a", None, "c", "d"], dtype=dtype), missing="")
+    assert len(column) == 4 and column[2] == "c" and column[1] == ""
+    assert column[np.array([3, 1, 0])].tolist() == ["d", "", "a"]
+    assert column[np.array([True, False, True, False])].tolist() == ["a", "c"]
+    assert column[np.array([], dtype=np.int64)].dtype == object
+    assert TakenStrings(pd.Series(["a", None], dtype=dtype))[np.array([1])].tolist() == [None]
+
+
 def test_symbol_table_resolves_parents_edges_and_names():
     symbols = pd.DataFrame({
         "symbol_id": [10, 11, 12], "file_id": [1, 1, 2], "name": ["Login", "check", "test_login"],
@@ -383,3 +394,10 @@ def test_symbol_table_resolves_parents_edges_and_names():
     rust = run_node("kb_symbol_table", kb_symbols=symbols.assign(decorators=[["derive(Debug)"], None, ["tokio::test"]]),
                     kb_symbol_edges=edges, kb_files=files, language_conventions=load_conventions())
     assert list(rust.is_test_code) == [False, False, True]  # by its attribute (data/conventions/rust.toml)
+
+
+@pytest.mark.parametrize("ids", [[3, 4, 5, 6], [2, 5, 9, 11], [9, 2, 11, 5]])
+def test_id_rows_finds_ids_whether_consecutive_sorted_or_not(ids):
+    ids = np.array(ids, dtype=np.int32)
+    wanted = np.array([ids[2], -1, ids[0], 100, ids[3]])
+    assert id_rows(ids, wanted).tolist() == [2, -1, 0, -1, 3]

@@ -28,6 +28,7 @@ import pandas as pd
 from dataflows.lexical import Bm25Index
 from dataflows.retrieval import vocabulary
 from dataflows.retrieval.models import TIER_ORDER, FileContext, ScopedSymbols, SymbolContext, TaskQuery
+from dataflows.retrieval.symbol_table import SymbolTable
 from dataflows.retrieval.markdown import shown_text
 from dataflows.retrieval.symbol_signals import SYMBOL_SIGNALS
 
@@ -65,7 +66,7 @@ def precision_terms(task_query: TaskQuery, symbol_lexicon: Bm25Index) -> pd.Seri
     return pd.Series(np.where(df > common_df, COMMON_TERM_WEIGHT, 1.0), index=pd.Index(words, dtype="object"))
 
 
-def scoped_symbols(scope: pd.DataFrame, kb_symbol_table: vocabulary.SymbolTable) -> ScopedSymbols:
+def scoped_symbols(scope: pd.DataFrame, kb_symbol_table: SymbolTable) -> ScopedSymbols:
     """The symbols of the scoped files as positions into the KB's symbol table, with their file's scope columns and
     the symbol edges between them: what every tier is classified over."""
     table = kb_symbol_table
@@ -117,7 +118,7 @@ def auto_budget_stop(symbol_ranking: pd.DataFrame, ranked_primaries: pd.DataFram
 
 def symbol_matches(
     scoped_symbols: ScopedSymbols,
-    kb_symbol_table: vocabulary.SymbolTable,
+    kb_symbol_table: SymbolTable,
     task_query: TaskQuery,
     scope: pd.DataFrame,
     precision_terms: pd.Series,
@@ -139,7 +140,7 @@ def symbol_matches(
 
 
 def primary_holders(
-    symbol_matches: pd.Series, scoped_symbols: ScopedSymbols, kb_symbol_table: vocabulary.SymbolTable,
+    symbol_matches: pd.Series, scoped_symbols: ScopedSymbols, kb_symbol_table: SymbolTable,
     kb_symbols: pd.DataFrame,
 ) -> pd.Series:
     """symbol_id -> 'contains primary X': the classes (interfaces, enums, type aliases) whose lines enclose a task
@@ -156,7 +157,7 @@ def primary_holders(
 
 
 def nested_matches(
-    symbol_matches: pd.Series, scoped_symbols: ScopedSymbols, kb_symbol_table: vocabulary.SymbolTable,
+    symbol_matches: pd.Series, scoped_symbols: ScopedSymbols, kb_symbol_table: SymbolTable,
     kb_symbols: pd.DataFrame,
 ) -> pd.Series:
     """symbol_id -> 'inside primary X': task matches nested in a matching function or method, whose body the
@@ -179,7 +180,7 @@ def primary_symbols(symbol_matches: pd.Series, primary_holders: pd.Series, neste
 
 
 def live_test_files(
-    primary_symbols: pd.Series, scoped_symbols: ScopedSymbols, kb_symbol_table: vocabulary.SymbolTable
+    primary_symbols: pd.Series, scoped_symbols: ScopedSymbols, kb_symbol_table: SymbolTable
 ) -> np.ndarray:
     """file_ids of the scoped test files with a primary (a test matching the task): no other test file contributes."""
     s = scoped_symbols
@@ -191,7 +192,7 @@ def supporting_symbols(
     primary_holders: pd.Series,
     live_test_files: np.ndarray,
     scoped_symbols: ScopedSymbols,
-    kb_symbol_table: vocabulary.SymbolTable,
+    kb_symbol_table: SymbolTable,
     budget_mode: str,
 ) -> pd.Series:
     """symbol_id -> reason: the holders of primaries, and (unless the budget is 'auto') what a primary uses
@@ -216,7 +217,7 @@ def type_context_symbols(
     supporting_symbols: pd.Series,
     live_test_files: np.ndarray,
     scoped_symbols: ScopedSymbols,
-    kb_symbol_table: vocabulary.SymbolTable,
+    kb_symbol_table: SymbolTable,
     budget_mode: str,
 ) -> pd.Series:
     """symbol_id -> 'type of X': classes, interfaces, enums and type aliases a primary or supporting symbol names as
@@ -243,7 +244,7 @@ def outline_symbols(
     supporting_symbols: pd.Series,
     type_context_symbols: pd.Series,
     scoped_symbols: ScopedSymbols,
-    kb_symbol_table: vocabulary.SymbolTable,
+    kb_symbol_table: SymbolTable,
     budget_mode: str,
 ) -> pd.Series:
     """symbol_id -> reason: every other definition of a top-ranked source file (OUTLINE_RANK), by signature: the
@@ -266,7 +267,7 @@ def symbol_tiers(
     outline_symbols: pd.Series,
     live_test_files: np.ndarray,
     scoped_symbols: ScopedSymbols,
-    kb_symbol_table: vocabulary.SymbolTable,
+    kb_symbol_table: SymbolTable,
 ) -> pd.DataFrame:
     """One row per scoped symbol: symbol_id, file_id, tier (primary|supporting|type_context|outline|excluded), reason;
     by file rank, tier, line."""
@@ -297,7 +298,7 @@ def file_contexts(
     kb_comments: pd.DataFrame,
     kb_contents: pd.DataFrame,
     count_tokens: Callable,
-    kb_symbol_table: vocabulary.SymbolTable,
+    kb_symbol_table: SymbolTable,
 ) -> list[FileContext]:
     """Per contributing scoped file, in rank order: its tiered symbols at their depth, test assertions, rationale."""
     chosen = symbol_tiers[symbol_tiers["tier"] != "excluded"]
@@ -362,12 +363,12 @@ def _by_symbol(s: ScopedSymbols, mask: np.ndarray, values: np.ndarray) -> pd.Ser
     return pd.Series(values[mask], index=pd.Index(s.symbol_id[mask], name="symbol_id"), dtype=object)
 
 
-def _positions(s: ScopedSymbols, table: vocabulary.SymbolTable, symbols: pd.Series) -> np.ndarray:
+def _positions(s: ScopedSymbols, table: SymbolTable, symbols: pd.Series) -> np.ndarray:
     """Positions among the scoped symbols of a Series indexed by symbol_id."""
     return s.local[table.rows.get_indexer(symbols.index)]
 
 
-def _mask(s: ScopedSymbols, table: vocabulary.SymbolTable, symbols: pd.Series) -> np.ndarray:
+def _mask(s: ScopedSymbols, table: SymbolTable, symbols: pd.Series) -> np.ndarray:
     """Per scoped symbol: whether it is in a Series indexed by symbol_id."""
     mask = np.zeros(len(s.rows), dtype=bool)
     mask[_positions(s, table, symbols)] = True
@@ -395,7 +396,7 @@ def _ranking_reasons(ranked: pd.DataFrame, weights: dict[str, float]) -> list[st
 
 
 def _primary_reasons(
-    s: ScopedSymbols, table: vocabulary.SymbolTable, task_query: TaskQuery, scope: pd.DataFrame, weights: pd.Series
+    s: ScopedSymbols, table: SymbolTable, task_query: TaskQuery, scope: pd.DataFrame, weights: pd.Series
 ) -> np.ndarray:
     """Why each scoped symbol matches the task by name ('' when it does not): name keywords, trace frame, hint
     (a later reason wins); what makes a test primary: in a test file any of them, in a source file (a unit test kept
@@ -426,19 +427,20 @@ def _primary_reasons(
 
     hinted = np.full(len(s.rows), None, dtype=object)
     by_name = np.full(len(s.rows), None, dtype=object)
-    qualified = pd.Series(table.qualified_norm[s.rows], dtype=object)
+    qualified_norm, name_norm = table.qualified_norm[s.rows], table.name_norm[s.rows]
+    qualified = pd.Series(qualified_norm, dtype=object)
     for key, hint in {vocabulary.norm(h): h for h in task_query.symbol_hints}.items():
         # `User.save` names `App.Models.User.save` too: namespaces and outer classes qualify beyond the hint
         tail = qualified.str.endswith("." + key, na=False).to_numpy(dtype=bool) if "." in key else False
-        hinted[(table.qualified_norm[s.rows] == key) | tail] = hint
-        by_name[table.name_norm[s.rows] == key] = hint
+        hinted[(qualified_norm == key) | tail] = hint
+        by_name[name_norm == key] = hint
     hinted = np.where(pd.isna(hinted), by_name, hinted)
     take = ~pd.isna(hinted) & eligible
     reason[take] = ["symbol hint '" + h + "'" for h in hinted[take]]
     return reason
 
 
-def _name_term_hits(table: vocabulary.SymbolTable, weight_of: dict[str, float]) -> tuple[np.ndarray, ...]:
+def _name_term_hits(table: SymbolTable, weight_of: dict[str, float]) -> tuple[np.ndarray, ...]:
     """Per name-term row: whether it is a task term; per name code: how many of its terms are, their weight."""
     vocab = table.term_vocabulary
     term_weight = np.zeros(len(vocab))
@@ -453,7 +455,7 @@ def _name_term_hits(table: vocabulary.SymbolTable, weight_of: dict[str, float]) 
     return hit, matched, np.bincount(table.name_term_code, weights=row_weight, minlength=n_names)
 
 
-def _matched_words(table: vocabulary.SymbolTable, codes: np.ndarray, hit: np.ndarray) -> dict[int, str]:
+def _matched_words(table: SymbolTable, codes: np.ndarray, hit: np.ndarray) -> dict[int, str]:
     """Name code -> its matched terms quoted and joined ("'valid', 'login'"), in the name's term order."""
     low = np.searchsorted(table.name_term_code, codes, "left")
     high = np.searchsorted(table.name_term_code, codes, "right")
@@ -470,7 +472,7 @@ def _first_of_each(values: np.ndarray) -> np.ndarray:
     return np.sort(first)
 
 
-def _enclosing(s: ScopedSymbols, table: vocabulary.SymbolTable, members: np.ndarray,
+def _enclosing(s: ScopedSymbols, table: SymbolTable, members: np.ndarray,
                kb_symbols: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """(ancestor, member) positions among the scoped symbols: every scoped ancestor, at any depth, whose lines
     enclose a member's."""

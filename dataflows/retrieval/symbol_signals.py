@@ -33,6 +33,7 @@ from dataflows.lexical import Bm25Index
 from dataflows.retrieval import vocabulary
 from dataflows.retrieval.hints import path_matches
 from dataflows.retrieval.models import ScopedSymbols, TaskQuery
+from dataflows.retrieval.symbol_table import SymbolTable
 
 CANDIDATE_KINDS = ("function", "method", "class")
 SYMBOL_SIGNALS = ("lexical", "name", "mention", "trace", "message", "calls", "hierarchy", "tests", "file",
@@ -54,7 +55,7 @@ _INLINE_EXCEPTION = re.compile(r"\b[A-Z]\w*(?:Error|Exception|Warning): ([^\n]{8
 _MESSAGE_SPLIT = re.compile(r"""[{}%'"`]|\s[<>]\s|\b0x[0-9a-f]+\b|\d+(?:\.\d+)?""")
 
 
-def symbol_candidates(scoped_symbols: ScopedSymbols, kb_symbol_table: vocabulary.SymbolTable) -> np.ndarray:
+def symbol_candidates(scoped_symbols: ScopedSymbols, kb_symbol_table: SymbolTable) -> np.ndarray:
     """Positions among the scoped symbols that can be ranked: functions, methods and classes of source files, but
     not the tests kept inside them (Rust's `#[cfg(test)] mod tests`): they repeat their module's words, so they
     outranked the code a fix changes and filled the package with test bodies."""
@@ -91,7 +92,7 @@ def task_messages(task_query: TaskQuery) -> list[str]:
 def symbol_signal_matrix(
     symbol_candidates: np.ndarray,
     scoped_symbols: ScopedSymbols,
-    kb_symbol_table: vocabulary.SymbolTable,
+    kb_symbol_table: SymbolTable,
     kb_symbols: pd.DataFrame,
     kb_contents: pd.DataFrame,
     scope: pd.DataFrame,
@@ -179,7 +180,7 @@ def _lexical(s: ScopedSymbols, c: np.ndarray, query_terms: list[str], lexicon: B
     return scores / best if best > 0 else scores
 
 
-def _name(table: vocabulary.SymbolTable, kb_rows: np.ndarray, weight_of: dict[str, float]) -> np.ndarray:
+def _name(table: SymbolTable, kb_rows: np.ndarray, weight_of: dict[str, float]) -> np.ndarray:
     """How well the task's words cover each name: the covered share, counted only for a strong enough match."""
     vocab = table.term_vocabulary
     term_weight = np.zeros(len(vocab))
@@ -202,7 +203,7 @@ def _name(table: vocabulary.SymbolTable, kb_rows: np.ndarray, weight_of: dict[st
     return np.where(named & strong & (weight[code] >= 1.0), coverage, 0.0)
 
 
-def _mention(s: ScopedSymbols, table: vocabulary.SymbolTable, task_query: TaskQuery) -> np.ndarray:
+def _mention(s: ScopedSymbols, table: SymbolTable, task_query: TaskQuery) -> np.ndarray:
     """Per scoped symbol: 1 when the task names it qualified (or its dotted tail), 0.6 when only by bare name."""
     out = np.zeros(len(s.rows))
     qualified = pd.Series(table.qualified_norm[s.rows], dtype=object)
@@ -219,7 +220,7 @@ def _mention(s: ScopedSymbols, table: vocabulary.SymbolTable, task_query: TaskQu
     return out
 
 
-def _trace(s: ScopedSymbols, table: vocabulary.SymbolTable, kb_rows: np.ndarray, frames: pd.DataFrame,
+def _trace(s: ScopedSymbols, table: SymbolTable, kb_rows: np.ndarray, frames: pd.DataFrame,
            start: np.ndarray, end: np.ndarray, c: np.ndarray) -> np.ndarray:
     """1 for the symbol holding the innermost frame's line, less for outer frames (1 / depth), the innermost
     holder only; a frame whose function name matches but whose line is outside still counts half."""
@@ -282,7 +283,7 @@ def _nearness(s: ScopedSymbols, anchors: np.ndarray) -> np.ndarray:
     return out
 
 
-def _hierarchy(s: ScopedSymbols, table: vocabulary.SymbolTable, anchors: np.ndarray,
+def _hierarchy(s: ScopedSymbols, table: SymbolTable, anchors: np.ndarray,
                task_query: TaskQuery) -> np.ndarray:
     """Per scoped symbol: 1 for an ancestor class (base edges, transitively) of a class the task is about (named,
     holding an anchor, or the head of a dotted name such as `Order.save`), and for the method of an anchor's name
@@ -319,17 +320,17 @@ def _hierarchy(s: ScopedSymbols, table: vocabulary.SymbolTable, anchors: np.ndar
     return out
 
 
-def _scoped_edges(s: ScopedSymbols, table: vocabulary.SymbolTable) -> np.ndarray:
+def _scoped_edges(s: ScopedSymbols, table: SymbolTable) -> np.ndarray:
     """Positions in the KB's symbol edges whose two ends are scoped."""
     return np.flatnonzero((s.local[table.edge_src] >= 0) & (s.local[table.edge_dst] >= 0))
 
 
-def _scoped_pairs(s: ScopedSymbols, table: vocabulary.SymbolTable) -> tuple[np.ndarray, np.ndarray]:
+def _scoped_pairs(s: ScopedSymbols, table: SymbolTable) -> tuple[np.ndarray, np.ndarray]:
     at = _scoped_edges(s, table)
     return s.local[table.edge_src[at]], s.local[table.edge_dst[at]]
 
 
-def _tested(s: ScopedSymbols, table: vocabulary.SymbolTable, task_query: TaskQuery, kb_symbols: pd.DataFrame,
+def _tested(s: ScopedSymbols, table: SymbolTable, task_query: TaskQuery, kb_symbols: pd.DataFrame,
             kb_contents: pd.DataFrame, c: np.ndarray) -> np.ndarray:
     """Per candidate: 1 when a test the task names (a test function of the scope) calls it by name in its body."""
     out = np.zeros(len(c))

@@ -16,7 +16,6 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dataflows.index.conventions import test_attribute_pattern
 from dataflows.text import CAMEL_WORDS, STOP_WORDS, split_identifier, stem
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -191,120 +190,10 @@ def concept_vocabulary(kb_files: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"concept": vocab, "stem": vocab.map(lambda c: stem(c) if c.isalpha() else c)})
 
 
-@dataclass(frozen=True, eq=False)
-class SymbolTable:
-    """The symbols of a KB as numpy arrays (one entry per kb_symbols row) for the precision stage's request path.
-
-    Strings converted, names normalised and split into terms, parents and symbol edges resolved to row numbers: done
-    once per loaded KB, so `symbol_tiers` gathers by position.
-    """
-
-    symbol_id: np.ndarray  # kb_symbols["symbol_id"], its own dtype
-    file_id: np.ndarray  # kb_symbols["file_id"], its own dtype
-    rows: pd.Index  # symbol_id -> row (its hash table is built once)
-    name: np.ndarray  # object
-    qualified_name: np.ndarray  # object
-    kind: np.ndarray  # object
-    start_line: np.ndarray
-    parent: np.ndarray  # row of the parent symbol, -1 when none (or not in the KB)
-    is_test_fn: np.ndarray  # a function / method with 'test' in its name
-    is_test_code: np.ndarray  # a test by its own attributes, in any file (Rust `#[test]` in a source file)
-    name_norm: np.ndarray  # `norm` of the name (None when there is no name)
-    qualified_norm: np.ndarray  # `norm` of the qualified name (None when there is none)
-    name_code: np.ndarray  # row of the name in `symbol_names` (-1: no name)
-    name_term_code: np.ndarray  # `symbol_name_terms`: name code of each (code, term) row, sorted by code
-    name_term_id: np.ndarray  # ... and its term's position in `term_vocabulary`
-    term_vocabulary: np.ndarray  # distinct name terms, sorted (object)
-    name_term_total: np.ndarray  # per name code: how many (non-empty) terms it has
-    edge_src: np.ndarray  # distinct (src, dst, kind) symbol edges between KB symbols, as rows, in KB order
-    edge_dst: np.ndarray
-    edge_kind: np.ndarray  # object
-
-
 def symbol_norms(kb_symbols: pd.DataFrame) -> pd.DataFrame:
     """(name, qualified) per symbol row: the `norm` of its name and of its qualified name (NA when it has none)."""
     return pd.DataFrame({"name": norms(kb_symbols["name"]), "qualified": norms(kb_symbols["qualified_name"])},
                         dtype="string[pyarrow]")  # fmt: skip
-
-
-def test_code(kb_symbols: pd.DataFrame, kb_files: pd.DataFrame | None, language_conventions: dict | None) -> np.ndarray:
-    """Per symbol: whether its attributes make it a test (`tests.attributes` of its file's language), whatever file
-    it is in: Rust keeps unit tests inside the source file they test."""
-    out = np.zeros(len(kb_symbols), dtype=bool)
-    if not language_conventions or kb_files is None or not len(kb_symbols) or "decorators" not in kb_symbols:
-        return out
-    languages = pd.Series(kb_files["language"].to_numpy(dtype=object), index=kb_files["file_id"].to_numpy())
-    language = languages.reindex(kb_symbols["file_id"].to_numpy()).to_numpy(dtype=object)
-    for lang in pd.unique(language):
-        pattern = test_attribute_pattern(lang, language_conventions)
-        if pattern is None:
-            continue
-        rows = _with_attributes(kb_symbols["decorators"], np.flatnonzero(language == lang))
-        out[rows] = [any(pattern.search(str(x)) for x in a) for a in kb_symbols["decorators"].iloc[rows].tolist()]
-    return out
-
-
-def _with_attributes(column: pd.Series, rows: np.ndarray) -> np.ndarray:
-    """The rows whose attribute list is not empty: measured in Arrow for a loaded KB's list column, so only those
-    lists become Python objects (a million symbols' lists took a second to convert, on every cold request)."""
-    part = column.iloc[rows]
-    if isinstance(part.dtype, pd.ArrowDtype):
-        lengths = pc.list_value_length(pa.array(part)).fill_null(0).to_numpy(zero_copy_only=False)
-    else:
-        lengths = np.array([len(a) if isinstance(a, (list, tuple, np.ndarray)) else 0 for a in part], dtype=np.int64)
-    return rows[lengths > 0]
-
-
-def symbol_table(
-    kb_symbols: pd.DataFrame,
-    kb_symbol_edges: pd.DataFrame,
-    name_codes: pd.DataFrame,
-    name_terms: pd.DataFrame,
-    name_norms: pd.DataFrame,
-    kb_files: pd.DataFrame | None = None,
-    language_conventions: dict | None = None,
-) -> SymbolTable:
-    """The `SymbolTable` of these KB frames and their `symbol_name_codes`, `symbol_name_terms` and `symbol_norms`
-    (kb_files and language_conventions: which symbols are tests by their attributes)."""
-    symbol_id = kb_symbols["symbol_id"].to_numpy()
-    rows = pd.Index(symbol_id)
-    name = kb_symbols["name"].to_numpy(dtype=object)
-    kind = kb_symbols["kind"].to_numpy(dtype=object)
-    parent_ids = kb_symbols["parent_id"].astype("Float64").fillna(-1).to_numpy(dtype=np.int64)
-    parent = np.where(parent_ids >= 0, rows.get_indexer(parent_ids), -1)
-    is_fn = kb_symbols["kind"].isin(["function", "method"])
-    is_test_fn = (is_fn & kb_symbols["name"].astype(str).str.lower().str.contains("test")).to_numpy(dtype=bool)
-    codes = name_codes["name_code"].reindex(pd.Index(symbol_id, name="symbol_id")).fillna(-1).to_numpy(dtype=np.int64)
-    term_id, vocab = pd.factorize(name_terms["term"].to_numpy(dtype=object), sort=True)
-    term_code = name_terms["code"].to_numpy(dtype=np.int64)
-    n_names = max(int(codes.max(initial=-1)), int(term_code.max(initial=-1))) + 1
-    key = pd.DataFrame({"src": kb_symbol_edges["src_symbol_id"], "dst": kb_symbol_edges["dst_symbol_id"],
-                        "kind": pd.factorize(kb_symbol_edges["kind"])[0]})  # integers: hashed 10x faster than strings
-    edges = kb_symbol_edges[~key.duplicated().to_numpy()]
-    src, dst = rows.get_indexer(edges["src_symbol_id"]), rows.get_indexer(edges["dst_symbol_id"])
-    known = (src >= 0) & (dst >= 0)
-    return SymbolTable(
-        symbol_id=symbol_id,
-        file_id=kb_symbols["file_id"].to_numpy(),
-        rows=rows,
-        name=name,
-        qualified_name=kb_symbols["qualified_name"].astype(object).fillna("").to_numpy(dtype=object),
-        kind=kind,
-        start_line=kb_symbols["start_line"].to_numpy(),
-        parent=parent.astype(np.int64),
-        is_test_fn=is_test_fn,
-        is_test_code=test_code(kb_symbols, kb_files, language_conventions),
-        name_norm=name_norms["name"].to_numpy(dtype=object, na_value=None),
-        qualified_norm=name_norms["qualified"].to_numpy(dtype=object, na_value=None),
-        name_code=codes,
-        name_term_code=term_code,
-        name_term_id=term_id.astype(np.int64),
-        term_vocabulary=np.asarray(vocab, dtype=object),
-        name_term_total=np.bincount(term_code[np.asarray(vocab, dtype=object)[term_id] != ""], minlength=n_names),
-        edge_src=src[known].astype(np.int64),
-        edge_dst=dst[known].astype(np.int64),
-        edge_kind=edges["kind"].to_numpy(dtype=object)[known],
-    )
 
 
 _NAME_SEPARATOR = "\0"

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from dataflows.retrieval import vocabulary
-from dataflows.retrieval.vocabulary import NameIndex, SymbolTable, WordIndex
+from dataflows.retrieval import symbol_table, vocabulary
+from dataflows.retrieval.symbol_table import SymbolTable
+from dataflows.retrieval.vocabulary import NameIndex, WordIndex
 
 # the tables persisted with a KB (`kb_<name>` nodes); the others are built from them once per loaded KB
 PERSISTED = ("path_components", "path_words", "symbol_names", "symbol_name_words", "symbol_name_codes",
@@ -97,5 +98,5 @@ def kb_symbol_table(
 ) -> SymbolTable:
     """The symbols as arrays (parents, edges, name terms) for the precision stage; with kb_files and
     language_conventions, also which are tests by their attributes (Rust `#[test]` in a source file)."""
-    return vocabulary.symbol_table(kb_symbols, kb_symbol_edges, kb_symbol_name_codes, kb_symbol_name_terms,
-                                   kb_symbol_norms, kb_files, language_conventions)  # fmt: skip
+    return symbol_table.symbol_table(kb_symbols, kb_symbol_edges, kb_symbol_name_codes, kb_symbol_name_terms,
+                                     kb_symbol_norms, kb_files, language_conventions)  # fmt: skip

@@ -1,0 +1,177 @@
+"""The symbols of a loaded KB as arrays for the request path's precision stage (`SymbolTable`), built once per
+loaded KB by the `kb_symbol_table` node. Request-time only: not part of the index code, so changing it never makes
+a KB stale.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from dataflows.index.conventions import test_attribute_pattern
+
+
+def arrow_strings(values: pd.Series) -> pa.Array:
+    """A string column as Arrow: the array itself when it is Arrow-backed (a loaded KB's), else converted."""
+    array = values.array
+    if hasattr(array, "__arrow_array__"):
+        return pa.array(array)
+    return pa.array(values.to_numpy(dtype=object), type=pa.string(), from_pandas=True)
+
+
+class TakenStrings:
+    """A string column left in Arrow: rows become Python str only when taken (`column[rows]`, nulls as `missing`).
+
+    A loaded KB's symbol table holds five such columns; converting them whole cost a cold request 0.5 s at 1.2M
+    symbols, while a request takes the few thousand rows of the files it scopes."""
+
+    def __init__(self, values: pd.Series, missing: str | None = None):
+        self._values = arrow_strings(values)
+        self._missing = missing
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __getitem__(self, rows) -> np.ndarray | str | None:
+        """Row positions (an integer or integer array) or a boolean mask over every row."""
+        if isinstance(rows, (int, np.integer)):
+            value = self._values[int(rows)].as_py()
+            return self._missing if value is None else value
+        rows = np.asarray(rows)
+        rows = np.flatnonzero(rows) if rows.dtype == bool else rows.astype(np.int64, copy=False)
+        taken = self._values.take(rows)
+        out = np.asarray(taken.to_numpy(zero_copy_only=False), dtype=object)
+        if self._missing is not None and taken.null_count:
+            out[taken.is_null().to_numpy(zero_copy_only=False)] = self._missing
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class SymbolTable:
+    """The symbols of a KB as arrays (one entry per kb_symbols row) for the precision stage's request path.
+
+    Parents, name terms and symbol edges resolved to row numbers once per loaded KB, so `symbol_tiers` gathers by
+    position; strings stay in Arrow until a request takes its rows.
+    """
+
+    symbol_id: np.ndarray  # kb_symbols["symbol_id"], its own dtype
+    file_id: np.ndarray  # kb_symbols["file_id"], its own dtype
+    rows: pd.Index  # symbol_id -> row (its hash table is built once)
+    name: TakenStrings
+    qualified_name: TakenStrings  # "" when there is none
+    kind: TakenStrings
+    start_line: np.ndarray
+    parent: np.ndarray  # row of the parent symbol, -1 when none (or not in the KB)
+    is_test_fn: np.ndarray  # a function / method with 'test' in its name
+    is_test_code: np.ndarray  # a test by its own attributes, in any file (Rust `#[test]` in a source file)
+    name_norm: TakenStrings  # `norm` of the name (None when there is no name)
+    qualified_norm: TakenStrings  # `norm` of the qualified name (None when there is none)
+    name_code: np.ndarray  # row of the name in `symbol_names` (-1: no name)
+    name_term_code: np.ndarray  # `symbol_name_terms`: name code of each (code, term) row, sorted by code
+    name_term_id: np.ndarray  # ... and its term's position in `term_vocabulary`
+    term_vocabulary: np.ndarray  # distinct name terms, sorted (object)
+    name_term_total: np.ndarray  # per name code: how many (non-empty) terms it has
+    edge_src: np.ndarray  # distinct (src, dst, kind) symbol edges between KB symbols, as rows, in KB order
+    edge_dst: np.ndarray
+    edge_kind: TakenStrings
+
+
+def test_code(kb_symbols: pd.DataFrame, kb_files: pd.DataFrame | None, language_conventions: dict | None) -> np.ndarray:
+    """Per symbol: whether its attributes make it a test (`tests.attributes` of its file's language), whatever file
+    it is in: Rust keeps unit tests inside the source file they test."""
+    out = np.zeros(len(kb_symbols), dtype=bool)
+    if not language_conventions or kb_files is None or not len(kb_symbols) or "decorators" not in kb_symbols:
+        return out
+    language_code, languages = pd.factorize(kb_files["language"])  # per file, then per symbol through its file
+    at = id_rows(kb_files["file_id"].to_numpy(), kb_symbols["file_id"].to_numpy())
+    language = np.where(at >= 0, language_code[at], -1)
+    for code, lang in enumerate(languages):
+        pattern = test_attribute_pattern(lang, language_conventions)
+        if pattern is None:
+            continue
+        rows = _with_attributes(kb_symbols["decorators"], np.flatnonzero(language == code))
+        out[rows] = [any(pattern.search(str(x)) for x in a) for a in kb_symbols["decorators"].iloc[rows].tolist()]
+    return out
+
+
+def id_rows(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """The row of each wanted id in the distinct `ids` (-1 when absent): by subtraction when ids are consecutive, as
+    a KB's are, by binary search when sorted, else by hash (no hash table over a million ids on a cold request)."""
+    wanted = np.asarray(wanted, dtype=np.int64)
+    if not len(ids) or not (ids[1:] > ids[:-1]).all():
+        return pd.Index(ids).get_indexer(wanted)
+    first = int(ids[0])
+    if int(ids[-1]) - first == len(ids) - 1:
+        at = wanted - first
+        return np.where((at >= 0) & (at < len(ids)), at, -1)
+    at = np.minimum(np.searchsorted(ids.astype(np.int64), wanted), len(ids) - 1)
+    return np.where(ids[at] == wanted, at, -1)
+
+
+def _with_attributes(column: pd.Series, rows: np.ndarray) -> np.ndarray:
+    """The rows whose attribute list is not empty: measured in Arrow for a loaded KB's list column, so only those
+    lists become Python objects (a million symbols' lists took a second to convert, on every cold request)."""
+    part = column.iloc[rows]
+    if isinstance(part.dtype, pd.ArrowDtype):
+        lengths = pc.list_value_length(pa.array(part)).fill_null(0).to_numpy(zero_copy_only=False)
+    else:
+        lengths = np.array([len(a) if isinstance(a, (list, tuple, np.ndarray)) else 0 for a in part], dtype=np.int64)
+    return rows[lengths > 0]
+
+
+def symbol_table(
+    kb_symbols: pd.DataFrame,
+    kb_symbol_edges: pd.DataFrame,
+    name_codes: pd.DataFrame,
+    name_terms: pd.DataFrame,
+    name_norms: pd.DataFrame,
+    kb_files: pd.DataFrame | None = None,
+    language_conventions: dict | None = None,
+) -> SymbolTable:
+    """The `SymbolTable` of these KB frames and their `symbol_name_codes`, `symbol_name_terms` and `symbol_norms`
+    (kb_files and language_conventions: which symbols are tests by their attributes)."""
+    symbol_id = kb_symbols["symbol_id"].to_numpy()
+    rows = pd.Index(symbol_id)
+    parent_ids = kb_symbols["parent_id"].astype("Float64").fillna(-1).to_numpy(dtype=np.int64)
+    parent = np.where(parent_ids >= 0, id_rows(symbol_id, parent_ids), -1)
+    is_fn = kb_symbols["kind"].isin(["function", "method"]).to_numpy(dtype=bool)
+    has_test = pc.match_substring(pc.utf8_lower(arrow_strings(kb_symbols["name"])), "test").fill_null(False).to_numpy(zero_copy_only=False)
+    is_test_fn = is_fn & has_test
+    by_symbol = name_codes["name_code"]
+    if not by_symbol.index.equals(pd.Index(symbol_id)):
+        by_symbol = by_symbol.reindex(pd.Index(symbol_id, name="symbol_id"))
+    codes = by_symbol.fillna(-1).to_numpy(dtype=np.int64)
+    term_id, vocab = pd.factorize(name_terms["term"], sort=True)
+    term_code = name_terms["code"].to_numpy(dtype=np.int64)
+    n_names = max(int(codes.max(initial=-1)), int(term_code.max(initial=-1))) + 1
+    key = pd.DataFrame({"src": kb_symbol_edges["src_symbol_id"], "dst": kb_symbol_edges["dst_symbol_id"],
+                        "kind": pd.factorize(kb_symbol_edges["kind"])[0]})  # integers: hashed 10x faster than strings
+    edges = kb_symbol_edges[~key.duplicated().to_numpy()]
+    src, dst = id_rows(symbol_id, edges["src_symbol_id"].to_numpy()), id_rows(symbol_id, edges["dst_symbol_id"].to_numpy())
+    known = (src >= 0) & (dst >= 0)
+    return SymbolTable(
+        symbol_id=symbol_id,
+        file_id=kb_symbols["file_id"].to_numpy(),
+        rows=rows,
+        name=TakenStrings(kb_symbols["name"]),
+        qualified_name=TakenStrings(kb_symbols["qualified_name"], missing=""),
+        kind=TakenStrings(kb_symbols["kind"]),
+        start_line=kb_symbols["start_line"].to_numpy(),
+        parent=parent.astype(np.int64),
+        is_test_fn=is_test_fn,
+        is_test_code=test_code(kb_symbols, kb_files, language_conventions),
+        name_norm=TakenStrings(name_norms["name"]),
+        qualified_norm=TakenStrings(name_norms["qualified"]),
+        name_code=codes,
+        name_term_code=term_code,
+        name_term_id=term_id.astype(np.int64),
+        term_vocabulary=np.asarray(vocab, dtype=object),
+        name_term_total=np.bincount(term_code[np.asarray(vocab, dtype=object)[term_id] != ""], minlength=n_names),
+        edge_src=src[known].astype(np.int64),
+        edge_dst=dst[known].astype(np.int64),
+        edge_kind=TakenStrings(edges["kind"].iloc[np.flatnonzero(known)]),
+    )
