@@ -236,6 +236,31 @@ def test_typescript_with_errors_keeps_what_parsed():
     assert references_of(result, "ok") == {("a", "call")}
 
 
+def test_typescript_generic_call_signatures_on_their_own_lines_parse():
+    # tree-sitter-typescript reads `number\n  <U>(` as `number<U>(...)` (its issue 335): zustand's store types
+    source = """
+        export type Store<S> = {
+          (): S
+          <U>(selector: (state: S) => U): U
+        } & S
+
+        export interface Api<T> {
+          getState: () => T
+          <U>(select: (t: T) => U): U
+        }
+
+        export function create<T>(init: T): Store<T> {
+          return use(init)
+        }
+        """
+    for language in ("typescript", "tsx"):
+        result = parsed(language, source)
+        assert result.error is None
+        assert ("create", "function", 11) in [(s.name, s.kind, s.start_line) for s in result.symbols]
+        create = next(s for s in result.symbols if s.name == "create")
+        assert create.signature.startswith("export function create<T>(init: T): Store<T>")
+
+
 def test_javascript_and_tsx_share_the_extractor():
     js = parsed("javascript", "const h = require('./h');\nfunction main() { h.run(); }\n")
     assert symbol_rows(js) == [("main", "function", 2, 2, None)]

@@ -78,6 +78,22 @@ def _grammar(language: str):
 _LOCAL = threading.local()  # parsers are not thread-safe: one per language per thread
 
 
+# a generic call signature alone on its line, as in `{ (): S \n  <U>(select: (s: S) => U): U }`
+_GENERIC_CALL_SIGNATURE = re.compile(rb"^[ \t](?=[ \t]*<[A-Za-z_$][^\n]*>[ \t]*\()", re.MULTILINE)
+
+
+def _with_call_signatures_separated(tree, source: bytes, language: str):
+    """The tree of a TypeScript file whose object types put generic call signatures on their own lines without
+    semicolons (tree-sitter-typescript reads `(): S` then `<U>(...)` as `S<U>(...)`, its issue 335): parsed again
+    with the first indent of each such line read as `;`, which keeps every byte offset, so the walker still reads
+    the original source. Kept only if that parse is clean."""
+    separated = _GENERIC_CALL_SIGNATURE.sub(b";", source)
+    if separated == source:
+        return tree
+    retry = _parser(language).parse(separated)
+    return tree if retry.root_node.has_error else retry
+
+
 def _parser(language: str) -> Parser:
     cache = _LOCAL.__dict__.setdefault("parsers", {})
     if language not in cache:
@@ -94,6 +110,8 @@ def parse_treesitter(language: str, text: str) -> ParsedFile:
     if language == "c" and any(marker in source for marker in _CPP_MARKERS):
         language = "cpp"
     tree = _parser(language).parse(source)
+    if tree.root_node.has_error and language in ("typescript", "tsx"):
+        tree = _with_call_signatures_separated(tree, source, language)
     walker = _Walker(SPEC_FACTORIES[language](source), source)
     walker.walk(tree.root_node)
     walker.resolve_receivers()
