@@ -261,6 +261,34 @@ def test_typescript_generic_call_signatures_on_their_own_lines_parse():
         assert create.signature.startswith("export function create<T>(init: T): Store<T>")
 
 
+def test_typescript_variance_annotations_parse():
+    # `in` / `out` on type parameters (TypeScript 4.7) are not in tree-sitter-typescript 0.23: zod's core types
+    source = """
+        export interface ZodType<
+          /** @ts-ignore Cast variance */
+          out Output = unknown,
+          in out Input extends object = {},
+        > {
+          parse(data: unknown): Output
+        }
+
+        export interface Check<in T = never> {
+          run(value: T): boolean
+        }
+
+        export function isKey(key: string, obj: object): boolean {
+          for (const k in obj) if (k === key) return true
+          return key in obj
+        }
+        """
+    result = parsed("typescript", source)
+    assert result.error is None
+    names = [s.name for s in result.symbols]
+    assert {"ZodType", "Check", "isKey"} <= set(names)
+    zod_type = next(s for s in result.symbols if s.name == "ZodType")
+    assert "out Output = unknown" in zod_type.signature  # read from the original source
+
+
 def test_javascript_and_tsx_share_the_extractor():
     js = parsed("javascript", "const h = require('./h');\nfunction main() { h.run(); }\n")
     assert symbol_rows(js) == [("main", "function", 2, 2, None)]

@@ -78,19 +78,27 @@ def _grammar(language: str):
 _LOCAL = threading.local()  # parsers are not thread-safe: one per language per thread
 
 
-# a generic call signature alone on its line, as in `{ (): S \n  <U>(select: (s: S) => U): U }`
-_GENERIC_CALL_SIGNATURE = re.compile(rb"^[ \t](?=[ \t]*<[A-Za-z_$][^\n]*>[ \t]*\()", re.MULTILINE)
+# TypeScript that tree-sitter-typescript 0.23 does not parse, each rewritten to a same-length form it does:
+_TYPESCRIPT_GAPS = (
+    # a generic call signature alone on its line, `{ (): S \n  <U>(select: (s: S) => U): U }`, read as `S<U>(...)`
+    # (its issue 335): the line's first indent becomes `;`
+    (re.compile(rb"^[ \t](?=[ \t]*<[A-Za-z_$][^\n]*>[ \t]*\()", re.MULTILINE), lambda m: b";"),
+    # variance annotations on type parameters, `interface ZodType<out Output, in Input>` (TypeScript 4.7): blanked
+    (re.compile(rb"(?<=[<,\s])(?:in\s+out|out|in)(?=\s+[A-Za-z_$][\w$]*\s*(?:extends\b|=|,|>))"),
+     lambda m: b" " * len(m.group(0))),
+)
 
 
-def _with_call_signatures_separated(tree, source: bytes, language: str):
-    """The tree of a TypeScript file whose object types put generic call signatures on their own lines without
-    semicolons (tree-sitter-typescript reads `(): S` then `<U>(...)` as `S<U>(...)`, its issue 335): parsed again
-    with the first indent of each such line read as `;`, which keeps every byte offset, so the walker still reads
-    the original source. Kept only if that parse is clean."""
-    separated = _GENERIC_CALL_SIGNATURE.sub(b";", source)
-    if separated == source:
+def _typescript_gaps_bridged(tree, source: bytes, language: str):
+    """The tree of a TypeScript file that failed to parse on one of _TYPESCRIPT_GAPS: parsed again with them
+    rewritten; every rewrite keeps every byte offset, so the walker still reads the original source. Kept only if
+    that parse is clean."""
+    bridged = source
+    for pattern, replacement in _TYPESCRIPT_GAPS:
+        bridged = pattern.sub(replacement, bridged)
+    if bridged == source:
         return tree
-    retry = _parser(language).parse(separated)
+    retry = _parser(language).parse(bridged)
     return tree if retry.root_node.has_error else retry
 
 
@@ -111,7 +119,7 @@ def parse_treesitter(language: str, text: str) -> ParsedFile:
         language = "cpp"
     tree = _parser(language).parse(source)
     if tree.root_node.has_error and language in ("typescript", "tsx"):
-        tree = _with_call_signatures_separated(tree, source, language)
+        tree = _typescript_gaps_bridged(tree, source, language)
     walker = _Walker(SPEC_FACTORIES[language](source), source)
     walker.walk(tree.root_node)
     walker.resolve_receivers()
