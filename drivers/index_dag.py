@@ -33,7 +33,7 @@ from dataflows.index.schema import TABLES
 from drivers.conventions import load_conventions
 from drivers.errors import CraError
 from drivers.git_history import git_head, git_log, git_tracked
-from drivers.index_memory import HeapTrim, releasing
+from drivers.index_memory import BytesRelease, HeapTrim, releasing
 from drivers.sources import SourceScan, scan_sources
 
 INDEX_MODULES = (discovery, parsing, edges, history, metadata, lexical_terms, commit_terms, health, companions)
@@ -259,7 +259,8 @@ def index_frames(
     }
     try:
         with _interrupts_deferred(workers > 1):
-            results = index_driver(workers, on_progress, (*adapters, _InterruptCheck())).execute(
+            hooks = (*adapters, _InterruptCheck(), BytesRelease(scan.frame))
+            results = index_driver(workers, on_progress, hooks).execute(
                 [*KB_OUTPUTS, "index_stats", "index_warnings", "resumed_files"], inputs=inputs)
     except CraError:
         raise

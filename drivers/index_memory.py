@@ -96,6 +96,27 @@ class HeapTrim(lifecycle.NodeExecutionHook):
             self.trim()
 
 
+class BytesRelease(lifecycle.NodeExecutionHook):
+    """Empties the scanned files' bytes (the `data` column of the run's `source_files` input) once `decoded_files`,
+    their one reader, has decoded them. An input stays referenced by the caller and by Hamilton until the run ends,
+    so the bytes of every file read would otherwise sit beside their texts and the KB tables the whole run: 78 MB
+    of a 20,000-file tree. The frame is the caller's scan: afterwards its files read as "not read" (data None)."""
+
+    def __init__(self, source_files):
+        self.source_files = source_files
+
+    def __getstate__(self) -> dict:
+        return {"source_files": None}  # (the copy a worker gets has nothing to release)
+
+    def run_before_node_execution(self, **kwargs) -> None:
+        """Nothing to do before a node (the hook interface requires the method)."""
+
+    def run_after_node_execution(self, *, node_name: str, **kwargs) -> None:
+        if node_name == "decoded_files" and self.source_files is not None:
+            self.source_files["data"] = None
+            self.source_files = None
+
+
 def glibc_trim() -> Callable[[], None] | None:
     """malloc_trim(0) of this process's glibc, with large allocations set to come from mmap (M_MMAP_THRESHOLD at
     256 KiB instead of glibc's sliding one); None where there is no glibc."""

@@ -19,6 +19,7 @@ from drivers.errors import CraError
 from drivers.indexer import ParseProgress, index_frames, index_lock_path
 from drivers.kb import load_kb
 from drivers.locks import exclusive_lock
+from drivers.sources import scan_sources
 from tests.fixture_repo import make_repo
 
 CRA = Path(sys.executable).with_name("cra")
@@ -106,6 +107,16 @@ def test_an_index_run_lets_go_of_intermediate_results_once_read(tmp_path, worker
     assert set(hook.refs) == set(watched)
     assert hook.alive == ["kb_symbols"]  # a KB table is the run's output; the file texts and parses are gone
     assert not tables["symbols"].empty and not tables["files"].empty
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_an_index_run_lets_go_of_the_files_bytes_once_decoded(tmp_path, workers):
+    repo = make_repo(tmp_path / "repo")
+    scan = scan_sources(repo)
+    assert scan.frame["data"].notna().all()
+    tables, _ = index_frames(repo, history=0, workers=workers, scan=scan)
+    assert scan.frame["data"].isna().all()  # the caller's scan: its bytes went once decoded_files had read them
+    assert set(tables["contents"]["file_id"]) == set(tables["files"]["file_id"]) and len(tables["files"]) > 3
 
 
 def test_workers_must_be_positive(tmp_path, capsys):
