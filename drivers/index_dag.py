@@ -231,7 +231,7 @@ def index_frames(
     workers: processes for the per-file work (default: one per core when enough files changed, else 1).
     history_from: (git_dir, rev) to read history from another git directory (a tree extracted at rev).
     adapters: extra Hamilton lifecycle hooks (e.g. `drivers.timing.NodeTimer`).
-    scan: the tree as already read by `scan_sources` (default: read it here).
+    scan: the tree as already read by `scan_sources` (default: read it here); its bytes go once decoded (data None).
     previous_skipped: what the previous run left out, by reason (its index_stats["skipped"]), for files the scan did
     not read again; previous_import_context: its index_stats["import_context"] (then its import bindings are reused).
     """
