@@ -289,6 +289,23 @@ def test_typescript_variance_annotations_parse():
     assert "out Output = unknown" in zod_type.signature  # read from the original source
 
 
+def test_rust_str_macro_calls_parse():
+    # tree-sitter-rust reads `str` as the primitive type, so snapbox's `str![...]` (common in crates' tests) broke
+    source = """
+        #[test]
+        fn build_reports_errors() {
+            cmd.expect_stderr(str![[r#"error: no book"#]]);
+        }
+
+        fn after() -> usize {
+            1
+        }
+        """
+    result = parsed("rust", source)
+    assert result.error is None
+    assert [(s.name, s.start_line) for s in result.symbols] == [("build_reports_errors", 1), ("after", 6)]
+
+
 def test_javascript_and_tsx_share_the_extractor():
     js = parsed("javascript", "const h = require('./h');\nfunction main() { h.run(); }\n")
     assert symbol_rows(js) == [("main", "function", 2, 2, None)]

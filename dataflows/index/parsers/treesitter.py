@@ -78,23 +78,30 @@ def _grammar(language: str):
 _LOCAL = threading.local()  # parsers are not thread-safe: one per language per thread
 
 
-# TypeScript that tree-sitter-typescript 0.23 does not parse, each rewritten to a same-length form it does:
+# what the grammars (tree-sitter-typescript 0.23, tree-sitter-rust 0.24) do not parse, each rewritten to a
+# same-length form they do
 _TYPESCRIPT_GAPS = (
     # a generic call signature alone on its line, `{ (): S \n  <U>(select: (s: S) => U): U }`, read as `S<U>(...)`
-    # (its issue 335): the line's first indent becomes `;`
+    # (tree-sitter-typescript issue 335): the line's first indent becomes `;`
     (re.compile(rb"^[ \t](?=[ \t]*<[A-Za-z_$][^\n]*>[ \t]*\()", re.MULTILINE), lambda m: b";"),
     # variance annotations on type parameters, `interface ZodType<out Output, in Input>` (TypeScript 4.7): blanked
     (re.compile(rb"(?<=[<,\s])(?:in\s+out|out|in)(?=\s+[A-Za-z_$][\w$]*\s*(?:extends\b|=|,|>))"),
      lambda m: b" " * len(m.group(0))),
 )
+_GRAMMAR_GAPS = {
+    "typescript": _TYPESCRIPT_GAPS,
+    "tsx": _TYPESCRIPT_GAPS,
+    # a macro named like the primitive type, snapbox's `str![...]` in many crates' tests: `stR!`
+    "rust": ((re.compile(rb"\bstr!"), lambda m: b"stR!"),),
+}
 
 
-def _typescript_gaps_bridged(tree, source: bytes, language: str):
-    """The tree of a TypeScript file that failed to parse on one of _TYPESCRIPT_GAPS: parsed again with them
+def _gaps_bridged(tree, source: bytes, language: str):
+    """The tree of a file that failed to parse on one of its grammar's gaps (_GRAMMAR_GAPS): parsed again with them
     rewritten; every rewrite keeps every byte offset, so the walker still reads the original source. Kept only if
     that parse is clean."""
     bridged = source
-    for pattern, replacement in _TYPESCRIPT_GAPS:
+    for pattern, replacement in _GRAMMAR_GAPS.get(language, ()):
         bridged = pattern.sub(replacement, bridged)
     if bridged == source:
         return tree
@@ -118,8 +125,8 @@ def parse_treesitter(language: str, text: str) -> ParsedFile:
     if language == "c" and any(marker in source for marker in _CPP_MARKERS):
         language = "cpp"
     tree = _parser(language).parse(source)
-    if tree.root_node.has_error and language in ("typescript", "tsx"):
-        tree = _typescript_gaps_bridged(tree, source, language)
+    if tree.root_node.has_error:
+        tree = _gaps_bridged(tree, source, language)
     walker = _Walker(SPEC_FACTORIES[language](source), source)
     walker.walk(tree.root_node)
     walker.resolve_receivers()
