@@ -289,6 +289,20 @@ def test_typescript_variance_annotations_parse():
     assert "out Output = unknown" in zod_type.signature  # read from the original source
 
 
+def test_javascript_variables_named_using_parse():
+    # the grammars read `using += ...` (and TypeScript's `return using`) as a `using` declaration (knex)
+    source = """
+        function joins(tables) {
+          let using = '';
+          using += tables.join(',');
+          return using;
+        }
+        """
+    for language in ("javascript", "typescript"):
+        result = parsed(language, source)
+        assert result.error is None and [s.name for s in result.symbols] == ["joins"]
+
+
 def test_rust_str_macro_calls_parse():
     # tree-sitter-rust reads `str` as the primitive type, so snapbox's `str![...]` (common in crates' tests) broke
     source = """

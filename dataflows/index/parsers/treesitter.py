@@ -78,8 +78,8 @@ def _grammar(language: str):
 _LOCAL = threading.local()  # parsers are not thread-safe: one per language per thread
 
 
-# what the grammars (tree-sitter-typescript 0.23, tree-sitter-rust 0.24) do not parse, each rewritten to a
-# same-length form they do
+# what the grammars (tree-sitter-typescript 0.23, -javascript 0.25, -rust 0.24) do not parse, each rewritten
+# to a same-length form they do
 _TYPESCRIPT_GAPS = (
     # a generic call signature alone on its line, `{ (): S \n  <U>(select: (s: S) => U): U }`, read as `S<U>(...)`
     # (tree-sitter-typescript issue 335): the line's first indent becomes `;`
@@ -88,9 +88,13 @@ _TYPESCRIPT_GAPS = (
     (re.compile(rb"(?<=[<,\s])(?:in\s+out|out|in)(?=\s+[A-Za-z_$][\w$]*\s*(?:extends\b|=|,|>))"),
      lambda m: b" " * len(m.group(0))),
 )
+# a variable named `using` (`using += ...`, `return using`), read as a `using` declaration (explicit resource
+# management): any `using` not followed by a name is renamed
+_USING_VARIABLE = (re.compile(rb"\busing\b(?!\s+[A-Za-z_$])"), lambda m: b"usinG")
 _GRAMMAR_GAPS = {
-    "typescript": _TYPESCRIPT_GAPS,
-    "tsx": _TYPESCRIPT_GAPS,
+    "javascript": (_USING_VARIABLE,),
+    "typescript": (*_TYPESCRIPT_GAPS, _USING_VARIABLE),
+    "tsx": (*_TYPESCRIPT_GAPS, _USING_VARIABLE),
     # a macro named like the primitive type, snapbox's `str![...]` in many crates' tests: `stR!`
     "rust": ((re.compile(rb"\bstr!"), lambda m: b"stR!"),),
 }
