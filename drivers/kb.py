@@ -135,6 +135,18 @@ def _same_table(name: str, frame: pd.DataFrame | None, before: pd.DataFrame | No
         return False
 
 
+def _same_contents(tables: dict[str, pd.DataFrame], previous: dict[str, pd.DataFrame]) -> bool:
+    """Whether the contents to write are the live version's: each text is its file's content, so the same files with
+    the same hashes mean the same texts, without comparing every text (0.8 s at 100,000 files, and a copy of them)."""
+    files, before = tables.get("files"), previous.get("files")
+    contents, contents_before = tables.get("contents"), previous.get("contents")
+    if files is None or before is None or contents is None or contents_before is None:
+        return False
+    if len(files) != len(before) or len(contents) != len(contents_before):
+        return False
+    return all(files[c].astype(str).tolist() == before[c].astype(str).tolist() for c in ("file_id", "hash"))
+
+
 def _linked(staging: Path, live: Path | None, filename: str) -> bool:
     """Hard-link a file of the live version into staging (a version's files are never modified); False if impossible."""
     if live is None or not (live / filename).is_file():
@@ -156,7 +168,10 @@ def write_kb(kb_dir: Path, tables: dict[str, pd.DataFrame], metadata: dict, prev
     check_writable(kb_dir)
     staging = Path(tempfile.mkdtemp(dir=kb_dir, prefix=".tmp-"))
     live = live_version(kb_dir) if previous else None
-    same = {name for name in TABLES if live is not None and _same_table(name, tables.get(name), previous.get(name))}
+    same = {name for name in TABLES if live is not None and name != "contents"
+            and _same_table(name, tables.get(name), previous.get(name))}  # fmt: skip
+    if live is not None and _same_contents(tables, previous):
+        same.add("contents")
 
     def table_job(name: str) -> None:
         if not (name in same and _linked(staging, live, table_file(name))):

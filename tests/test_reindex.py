@@ -10,7 +10,7 @@ from pathlib import Path
 from drivers.cli import main
 from drivers.indexer import index_repository
 from drivers.stat_cache import CACHE_FILE
-from tests.fixture_repo import make_repo
+from tests.fixture_repo import commit_git, make_repo
 from tests.kb_compare import compare_kbs
 
 RUN_STATS = {"n_parsed", "n_reused", "workers", "notes"}  # what the run did, not what the KB holds
@@ -205,3 +205,23 @@ def test_rust_names_resolve_through_globs_and_re_exports_and_follow_their_change
     index_repository(repo, kb)
     assert ("src/parser.rs::parse", "src/recipe.rs::Recipe.new") in _calls(kb)  # back: parser.rs did not change
     _assert_same_as_fresh(repo, kb, tmp_path / "fresh")
+
+
+def test_contents_are_linked_when_no_file_changed_and_written_when_one_did(tmp_path):
+    repo = make_repo(tmp_path / "repo")
+    index_repository(repo)
+
+    def contents_inode():
+        return (repo / ".cra" / (repo / ".cra" / "CURRENT").read_text().strip() / "contents.arrow").stat().st_ino
+
+    before = contents_inode()
+    commit_git(repo, "commit", "-q", "--allow-empty", "-m", "A release tag, no file changed", when=9)
+    stats = index_repository(repo)  # a new HEAD: the KB is written again, its files' texts are not
+    assert not stats.get("unchanged") and contents_inode() == before
+    handler = repo / "app" / "auth" / "handler.py"
+    handler.write_text(handler.read_text() + "\n# one more line\n")
+    index_repository(repo)
+    assert contents_inode() != before
+    fresh = tmp_path / "fresh"
+    index_repository(repo, fresh)
+    assert compare_kbs(repo / ".cra", fresh, ignore={"n_parsed", "n_reused", "workers", "notes"})[1] == []
