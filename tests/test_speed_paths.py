@@ -394,6 +394,9 @@ def test_symbol_table_resolves_parents_edges_and_names():
     rust = run_node("kb_symbol_table", kb_symbols=symbols.assign(decorators=[["derive(Debug)"], None, ["tokio::test"]]),
                     kb_symbol_edges=edges, kb_files=files, language_conventions=load_conventions())
     assert list(rust.is_test_code) == [False, False, True]  # by its attribute (data/conventions/rust.toml)
+    no_files = run_node("kb_symbol_table", kb_symbols=symbols.assign(decorators=[["test"], None, None]),
+                        kb_symbol_edges=edges, kb_files=files.iloc[:0], language_conventions=load_conventions())
+    assert not no_files.is_test_code.any()  # a symbol whose file is not in the KB has no language
 
 
 @pytest.mark.parametrize("ids", [[3, 4, 5, 6], [2, 5, 9, 11], [9, 2, 11, 5]])

@@ -84,7 +84,9 @@ def test_code(kb_symbols: pd.DataFrame, kb_files: pd.DataFrame | None, language_
     """Per symbol: whether its attributes make it a test (`tests.attributes` of its file's language), whatever file
     it is in: Rust keeps unit tests inside the source file they test."""
     out = np.zeros(len(kb_symbols), dtype=bool)
-    if not language_conventions or kb_files is None or not len(kb_symbols) or "decorators" not in kb_symbols:
+    if not language_conventions or kb_files is None or kb_files.empty or kb_symbols.empty:
+        return out
+    if "decorators" not in kb_symbols:
         return out
     language_code, languages = pd.factorize(kb_files["language"])  # per file, then per symbol through its file
     at = id_rows(kb_files["file_id"].to_numpy(), kb_symbols["file_id"].to_numpy())
@@ -139,8 +141,8 @@ def symbol_table(
     parent_ids = kb_symbols["parent_id"].astype("Float64").fillna(-1).to_numpy(dtype=np.int64)
     parent = np.where(parent_ids >= 0, id_rows(symbol_id, parent_ids), -1)
     is_fn = kb_symbols["kind"].isin(["function", "method"]).to_numpy(dtype=bool)
-    has_test = pc.match_substring(pc.utf8_lower(arrow_strings(kb_symbols["name"])), "test").fill_null(False).to_numpy(zero_copy_only=False)
-    is_test_fn = is_fn & has_test
+    has_test = pc.match_substring(pc.utf8_lower(arrow_strings(kb_symbols["name"])), "test").fill_null(False)
+    is_test_fn = is_fn & has_test.to_numpy(zero_copy_only=False)
     by_symbol = name_codes["name_code"]
     if not by_symbol.index.equals(pd.Index(symbol_id)):
         by_symbol = by_symbol.reindex(pd.Index(symbol_id, name="symbol_id"))
@@ -151,7 +153,8 @@ def symbol_table(
     key = pd.DataFrame({"src": kb_symbol_edges["src_symbol_id"], "dst": kb_symbol_edges["dst_symbol_id"],
                         "kind": pd.factorize(kb_symbol_edges["kind"])[0]})  # integers: hashed 10x faster than strings
     edges = kb_symbol_edges[~key.duplicated().to_numpy()]
-    src, dst = id_rows(symbol_id, edges["src_symbol_id"].to_numpy()), id_rows(symbol_id, edges["dst_symbol_id"].to_numpy())
+    src = id_rows(symbol_id, edges["src_symbol_id"].to_numpy())
+    dst = id_rows(symbol_id, edges["dst_symbol_id"].to_numpy())
     known = (src >= 0) & (dst >= 0)
     return SymbolTable(
         symbol_id=symbol_id,
