@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from drivers.errors import CraError
-from drivers.transactions import sqlite_transaction
+from drivers.transactions import sqlite_transaction, store_header
 from drivers.home import cra_home
 from drivers.locks import exclusive_lock
 
@@ -94,9 +94,7 @@ def _check_header(path: Path) -> None:
 def _schema_version(conn: sqlite3.Connection, path: Path) -> int:
     """The store's schema version (0 = empty new file), reading only; CraError for anything that is not ours."""
     try:
-        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+        app_id, version, tables = store_header(conn)
     except sqlite3.DatabaseError as exc:
         raise CraError(f"{path} is a damaged SQLite database ({exc}); it was left untouched. Restore it from a "
                        "backup, or move it away and pass another path with --db.") from None  # fmt: skip

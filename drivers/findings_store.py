@@ -28,8 +28,9 @@ import pandas as pd
 
 from dataflows.text import terms
 from drivers.errors import CraError
-from drivers.transactions import sqlite_transaction
+from drivers.transactions import sqlite_transaction, store_header
 from drivers.home import cra_home
+from drivers.locks import exclusive_lock
 
 APPLICATION_ID = 0x43524146  # "CRAF": marks a cra findings store
 SCHEMA_VERSION = 2  # 2: findings_fts
@@ -87,35 +88,45 @@ def _connect(path: Path):
         raise CraError(f"Cannot open the findings store {path} ({exc}). Choose a writable location with --db.") from None
 
 
-def _ensure_schema(conn, path: Path) -> None:
-    """Create the tables on first use; refuse a file that is another program's database or a newer cra's."""
+def _schema_version(conn, path: Path) -> int | None:
+    """The store's schema version, None when it is current; CraError for a file that is another program's or a newer
+    cra's database."""
     import apsw
 
     try:
-        app_id, version = (conn.execute(f"PRAGMA {p}").fetchone()[0] for p in ("application_id", "user_version"))
-        if app_id == APPLICATION_ID and version == SCHEMA_VERSION:
-            return
-        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        app_id, version, tables = store_header(conn)
     except apsw.Error as exc:
         raise CraError(f"{path} is not a readable SQLite database ({exc}); it was left untouched. "
                        "Move it away or pass another path with --db.") from None  # fmt: skip
+    if app_id == APPLICATION_ID and version == SCHEMA_VERSION:
+        return None
     if app_id == APPLICATION_ID and version > SCHEMA_VERSION:
         raise CraError(f"{path} was written by a newer cra (findings schema {version}). Upgrade cra or pass --db.")
     if app_id != APPLICATION_ID and tables:
-        raise CraError(f"{path} is an SQLite database of another program (tables: {', '.join(sorted(tables))}); it "
+        raise CraError(f"{path} is an SQLite database of another program (tables: {', '.join(tables)}); it "
                        "was left untouched. Pass another path with --db.")  # fmt: skip
-    conn.execute("PRAGMA journal_mode = WAL")
-    with transaction(conn):
-        version = conn.execute("PRAGMA user_version").fetchone()[0]  # another opener may have done it meanwhile
-        if version == SCHEMA_VERSION:
+    return version
+
+
+def _ensure_schema(conn, path: Path) -> None:
+    """Create the tables on first use, or migrate them, one opener at a time (a file lock: SQLite does not wait
+    for a busy database when switching it to WAL); refuse another program's or a newer cra's database."""
+    if _schema_version(conn, path) is None:
+        return
+    with exclusive_lock(path.with_name(path.name + ".lock"), timeout=BUSY_TIMEOUT_MS / 1000):
+        version = _schema_version(conn, path)  # another opener may have done it while we waited
+        if version is None:
             return
-        conn.execute(_SCHEMA)
-        if version == 1:  # findings stored before findings_fts existed: index them now
-            rows = conn.execute("SELECT finding_id, finding_text, file_path FROM findings").fetchall()
-            conn.executemany("INSERT INTO findings_fts (rowid, terms) VALUES (?, ?)",
-                             [(i, lexical_terms(document_text({"finding_text": t, "file_path": p}))) for i, t, p in rows])  # fmt: skip
-        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        if version == 0:
+            conn.execute("PRAGMA journal_mode = WAL")
+        with transaction(conn):
+            conn.execute(_SCHEMA)
+            if version == 1:  # findings stored before findings_fts existed: index them now
+                rows = conn.execute("SELECT finding_id, finding_text, file_path FROM findings").fetchall()
+                conn.executemany("INSERT INTO findings_fts (rowid, terms) VALUES (?, ?)",
+                                 [(i, lexical_terms(document_text({"finding_text": t, "file_path": p}))) for i, t, p in rows])  # fmt: skip
+            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 
 @contextmanager

@@ -23,3 +23,14 @@ def sqlite_transaction(conn, busy: type[BaseException] | tuple, busy_message: st
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+
+
+_HEADER = ("SELECT (SELECT application_id FROM pragma_application_id), (SELECT user_version FROM pragma_user_version), "
+           "(SELECT group_concat(name, char(0)) FROM (SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name))")
+
+
+def store_header(conn) -> tuple[int, int, list[str]]:
+    """(application_id, user_version, table names) read by one statement, so one snapshot: read one by one, another
+    process's first-use migration could commit in between and its tables look like another program's."""
+    app_id, version, tables = conn.execute(_HEADER).fetchone()
+    return app_id, version, tables.split("\0") if tables else []

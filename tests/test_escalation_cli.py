@@ -195,3 +195,25 @@ def test_an_empty_file_becomes_a_store(tmp_path, capsys):
         assert conn.execute("PRAGMA user_version").fetchone()[0] >= 1
         assert conn.execute("SELECT COUNT(*) FROM attempts").fetchone()[0] == 1
     conn.close()
+
+
+FIRST_OPENER = """
+import sys
+from pathlib import Path
+from drivers.{module} import open_store
+for i in range(int(sys.argv[2])):
+    with open_store(Path(sys.argv[1]) / f"s{{i}}.db") as conn:
+        pass
+"""
+
+
+@pytest.mark.parametrize("module", ["escalation_store", "findings_store"])
+def test_processes_racing_to_create_a_store_all_open_it(tmp_path, module):
+    """Each of 4 processes opens the same 40 new stores in turn: every open succeeds whoever creates the file (the
+    header was once read in three statements, and a creator's commit in between looked like another program's db)."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    procs = [subprocess.Popen([sys.executable, "-c", FIRST_OPENER.format(module=module), str(tmp_path), "40"], env=env,
+                              stderr=subprocess.PIPE) for _ in range(4)]  # fmt: skip
+    errors = [p.stderr.read().decode() for p in procs if p.wait(timeout=120) != 0]
+    assert errors == []
+    assert len(list(tmp_path.glob("s*.db"))) == 40
