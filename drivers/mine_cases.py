@@ -3,6 +3,7 @@ set of the learned ranker (issue 21).
 
     python -m drivers.mine_cases --mirror ../.mirror                 # data/eval/multilang.jsonl (committed)
     python -m drivers.mine_cases --mirror ../.mirror --set train     # $CRA_CACHE/mined/train.jsonl (regenerated)
+    python -m drivers.mine_cases --mirror ../.mirror --refresh-gold  # same cases, gold functions named anew
 
 A case is a non-merge commit whose message references an issue (#123, GH-123, an issue URL) and describes a
 problem (fix/bug/crash/...), touching 1-3 existing non-test source files of its repository's language (tests,
@@ -168,6 +169,34 @@ def _record(git_dir: Path, repo: str, family: str, sha: str, parent: str, date: 
             "gold_functions": list(dict.fromkeys(functions)), "language": family}  # fmt: skip
 
 
+def refreshed_case(git_dir: Path, case: dict) -> dict:
+    """The case with its gold edits and functions derived again by today's parsers: gold functions are named as the
+    parsers name symbols, so a parser that names them better (a Java enum constant's `read` is `State.Data.read`,
+    no longer one of seventy `State.read`) must rename the gold too, or the metrics compare two namings."""
+    sha = _git(git_dir, "rev-parse", "--verify", case["instance_id"].rpartition("-")[2] + "^{commit}").strip()
+    fresh = _record(git_dir, case["repo"], case["language"], sha, case["base_commit"], case["created_at"],
+                    case["problem_statement"], case["gold_files"])  # fmt: skip
+    return case | {"gold_edits": fresh["gold_edits"], "gold_functions": fresh["gold_functions"]}
+
+
+def _refresh_gold(path: Path, mirror: Path) -> int:
+    cases = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    out, renamed = [], 0
+    for case in cases:
+        git_dir = mirror_git_dir(mirror, case["repo"])
+        if not git_dir.is_dir():
+            print(f"{case['instance_id']}: kept as it was (no mirror at {git_dir}; fetch github:{case['repo']})", file=sys.stderr)
+            out.append(case)
+            continue
+        out.append(refreshed_case(git_dir, case))
+        if out[-1]["gold_functions"] != case["gold_functions"]:
+            renamed += 1
+            print(f"{case['instance_id']}: {case['gold_functions']} -> {out[-1]['gold_functions']}", file=sys.stderr)
+    write_text_atomic(path, "".join(json.dumps(c, ensure_ascii=False) + "\n" for c in out))
+    print(f"{renamed} of {len(cases)} cases have new gold functions -> {path}")
+    return 0
+
+
 def mine_repository(git_dir: Path, repo: str, family: str, conventions: dict, per_repo: int = PER_REPO) -> tuple[list[dict], Counter]:
     """(the newest `per_repo` cases of one repository, commits removed per filter)."""
     log = _git(git_dir, "log", "--no-merges", "--no-renames", "--name-status", "--format=%x1e%H%x1f%P%x1f%cI%x1f%s%x1f%b%x1f")
@@ -202,8 +231,13 @@ def main(argv: list[str] | None = None) -> int:
                                       "$CRA_CACHE/mined/train.jsonl for train)")
     parser.add_argument("--per-repo", type=int, help=f"newest cases kept per repository (default {PER_REPO} for dev, "
                                                      f"{TRAIN_PER_REPO} for train)")
+    parser.add_argument("--refresh-gold", action="store_true",
+                        help="keep the cases of the case file (--out or the set's default) and derive their gold "
+                             "edits and functions again with today's parsers")
     args = parser.parse_args(argv)
     out = Path(args.out) if args.out else default_out(args.set)
+    if args.refresh_gold:
+        return _refresh_gold(out, Path(args.mirror))
     per_repo = args.per_repo or (PER_REPO if args.set == "dev" else TRAIN_PER_REPO)
     conventions = load_conventions()
     cases, totals = [], Counter()

@@ -132,6 +132,35 @@ def test_miner_keeps_issue_fixes_and_counts_what_each_filter_removed(tmp_path):
     assert removed["commits read"] == 4
 
 
+def test_refreshed_gold_is_named_as_the_parsers_name_symbols_now(tmp_path, capsys):
+    """A case mined when the Java parser named every enum constant's method `State.read` is renamed by
+    --refresh-gold to the method the fix changed, `State.Tag.read`; the rest of the case file is kept as it was."""
+    from drivers.mine_cases import main, mine_repository
+
+    def java(value: int) -> str:
+        return ("package m;\n\nenum State {\n    Data {\n        void read() { go(1); }\n    },\n"
+                f"    Tag {{\n        void read() {{ go({value}); }}\n    }};\n    abstract void read();\n}}\n")  # fmt: skip
+
+    repo = _tree(tmp_path / "r", {"State.java": java(2)})
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "initial import")
+    (repo / "State.java").write_text(java(3))
+    _git(repo, "commit", "-qam", "Fix the tag state reading the wrong value (#7)")
+    [case], _ = mine_repository(repo / ".git", "ex/r", "java", load_conventions())
+    assert case["gold_functions"] == ["State.java::State.Tag.read"]
+    stale = case | {"gold_functions": ["State.java::State.read"]}
+    other = {"instance_id": "ex__gone-0123456789", "repo": "ex/gone", "gold_functions": ["a.go::A"]}
+    mirror = tmp_path / "mirror"
+    (mirror / "ex+r").mkdir(parents=True)
+    (mirror / "ex+r" / "repo").symlink_to(repo / ".git")
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(json.dumps(stale) + "\n" + json.dumps(other) + "\n")
+    assert main(["--mirror", str(mirror), "--out", str(cases), "--refresh-gold"]) == 0
+    assert [json.loads(line) for line in cases.read_text().splitlines()] == [case, other]
+    assert "1 of 2 cases have new gold functions" in capsys.readouterr().out
+
+
 def test_family_fit_beats_a_shared_fit_when_languages_disagree():
     import pandas as pd
 

@@ -437,6 +437,31 @@ def test_java_symbols_imports_references():
     ]
 
 
+def test_java_enum_constants_with_bodies_own_their_methods():
+    """A state machine's constants each override `read`: seventy `State.read` would be one name for seventy
+    methods; each is `State.<Constant>.read` under a class symbol for the constant."""
+    result = parsed("java", """
+        enum State {
+            Data {
+                @Override void read(Tokeniser t) { t.advance(); }
+            },
+            Tag { void read(Tokeniser t) { helper(); } },
+            Plain;
+            abstract void read(Tokeniser t);
+        }
+    """)
+    assert result.error is None
+    assert symbol_rows(result) == [
+        ("State", "enum", 1, 8, None),
+        ("State.Data", "class", 2, 4, 0),
+        ("State.Data.read", "method", 3, 3, 1),
+        ("State.Tag", "class", 5, 5, 0),
+        ("State.Tag.read", "method", 5, 5, 3),
+        ("State.read", "method", 7, 7, 0),
+    ]
+    assert symbol(result, "State.Data").signature == "Data"
+
+
 RUST = """
 use std::collections::{HashMap, HashSet};
 use crate::a::b;

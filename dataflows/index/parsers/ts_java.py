@@ -41,6 +41,10 @@ def _java_declare(node: Node, walker: Walker) -> Decl | None:
                     t for t in descendants(child) if t.type in ("type_identifier", "scoped_type_identifier") and t.parent.type != "scoped_type_identifier"
                 )
         return Decl(walker.text(name), kind, node, node.child_by_field_name("body"), bases=bases)
+    if node.type == "enum_constant" and name is not None and node.child_by_field_name("body") is not None:
+        # a constant with a body is a class of its own (state machines: `Data { void read(...) }`): its methods are
+        # `Enum.Data.read`, not one of seventy `Enum.read`
+        return Decl(walker.text(name), "class", node, node.child_by_field_name("body"))
     if node.type == "variable_declarator" and node.parent is not None and node.parent.type == "field_declaration":
         modifiers = next((c for c in node.parent.children if c.type == "modifiers"), None)
         words = walker.text(modifiers).split() if modifiers is not None else []
