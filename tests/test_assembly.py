@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pandas as pd
@@ -117,6 +118,28 @@ def test_markdown_has_the_seed_sections_with_fenced_code():
     assert "- `test_valid_login`: asserts `assert result.success is True`" in md
     assert "src/auth/handler.py → src/auth/types.py" in md
     assert "# helper doc.\ndef helper():" in md  # supporting: signature under its doc summary
+
+
+def test_members_are_shown_under_a_comment_naming_their_owner():
+    """Two classes' `__iter__` bodies look the same: a comment says whose each is, once per run of members, not
+    after the owner's own line, and not where the signature names the owner (a Go receiver)."""
+    def member(sid: int, qualified: str, relevance: str, line: int, body: str | None = None) -> SymbolContext:
+        name = qualified.rpartition(".")[2]
+        signature = f"class {name}:" if name[0].isupper() else f"def {name}(self):"
+        kind = "class" if name[0].isupper() else "method"
+        return SymbolContext(sid, 0, name, qualified, kind, relevance, signature, body, None, line, line + 1, 5)
+
+    symbols = (member(1, "ModelIterable.__iter__", "primary", 10, "    def __iter__(self):\n        yield 1"),
+               member(2, "RawIterable.__iter__", "primary", 20, "    def __iter__(self):\n        yield 2"),
+               member(3, "RawIterable.close", "primary", 30, "    def close(self):\n        pass"),
+               member(4, "QuerySet", "outline", 40), member(5, "QuerySet.count", "outline", 41),
+               member(6, "top_level", "outline", 50),
+               dataclasses.replace(member(7, "Server.Start", "outline", 60), signature="func (s *Server) Start()"))  # fmt: skip
+    md = markdown_text(package([FileContext(0, "query.py", "python", 1, 1.0, "seed", symbols)]))
+    code = md[md.index("```python\n") + 10 : md.index("\n```", md.index("```python"))]
+    assert code == ("# in ModelIterable\n    def __iter__(self):\n        yield 1\n\n"
+                    "# in RawIterable\n    def __iter__(self):\n        yield 2\n\n    def close(self):\n        pass\n\n"
+                    "class QuerySet:\n\ndef count(self):\n\ndef top_level(self):\n\nfunc (s *Server) Start()")  # fmt: skip
 
 
 def test_token_count_is_the_count_of_the_markdown():

@@ -119,8 +119,17 @@ def _fence(text: str) -> str:
 
 
 def _code_block(f: FileContext, symbols: list[SymbolContext], suffix: str) -> str:
-    """A file heading and one fenced code block with the given symbols in package order."""
-    code = "\n\n".join(symbol_text(s, f.language) for s in symbols)
+    """A file heading and one fenced code block with the given symbols in package order, each run of members under
+    a comment naming their owner (`# in QuerySet`): a method's own lines do not say whose it is (unless its
+    signature names the owner, as a Go receiver does)."""
+    texts, owner, previous = [], "", ""
+    for s in symbols:
+        text, here = symbol_text(s, f.language), s.qualified_name.rpartition(".")[0]
+        if here and here not in (owner, previous) and not re.search(rf"\b{re.escape(here.rpartition('.')[2])}\b", s.signature):
+            text = f"{_comment_marker(f.language)} in {here}\n{text}"
+        texts.append(text)
+        owner, previous = here, s.qualified_name
+    code = "\n\n".join(texts)
     fence = _fence(code)
     return f"### {f.path} (rank #{f.relevance_rank}{suffix})\n{fence}{f.language}\n{code}\n{fence}"
 
