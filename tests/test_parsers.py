@@ -462,6 +462,26 @@ def test_java_enum_constants_with_bodies_own_their_methods():
     assert symbol(result, "State.Data").signature == "Data"
 
 
+def test_wrapped_parameter_lists_read_as_one_line_signatures():
+    """A parameter list wrapped one per line (rustfmt, prettier) reads `f(a: u8, b: u8)`, not `f( a: u8, b: u8, )`."""
+    rust = parsed("rust", """
+        fn parse_recipe(
+            &mut self,
+            quiet: bool,
+        ) -> Result<u8, [u8; 2]> {
+            1
+        }
+    """)
+    assert [s.signature for s in rust.symbols] == ["fn parse_recipe(&mut self, quiet: bool) -> Result<u8, [u8; 2]>"]
+    ts = parsed("typescript", """
+        export function pick(
+          keys: [string, number],
+          strict = false,
+        ): void {}
+    """)
+    assert [s.signature for s in ts.symbols] == ["export function pick(keys: [string, number], strict = false): void"]
+
+
 RUST = """
 use std::collections::{HashMap, HashSet};
 use crate::a::b;

@@ -362,6 +362,9 @@ def _docstring(start: Node, walker: _Walker) -> str | None:
     return text or None
 
 
+_LIST_EDGES = re.compile(r"([(\[]) |,? ([)\]])")
+
+
 def _signature(decl: Decl, walker: _Walker) -> str:
     """Declaration source up to (not including) its body, whitespace-collapsed; first line if bodiless."""
     start = decl.outer
@@ -379,5 +382,6 @@ def _signature(decl: Decl, walker: _Walker) -> str:
         raw = walker.source[start.start_byte : decl.body.start_byte]
     else:
         raw = walker.source[start.start_byte : decl.outer.end_byte].split(b"\n", 1)[0]
-    return WHITESPACE.sub(" ", raw.decode("utf-8", errors="replace")).strip().rstrip("{;").strip()
+    text = WHITESPACE.sub(" ", raw.decode("utf-8", errors="replace")).strip().rstrip("{;").strip()
+    return _LIST_EDGES.sub(lambda m: m[1] or m[2], text)  # a wrapped parameter list, `( &mut self, x: u8, )`, joined
 
