@@ -125,7 +125,7 @@ def _code_block(f: FileContext, symbols: list[SymbolContext], suffix: str) -> st
     texts, owner, previous = [], "", ""
     for s in symbols:
         text, here = symbol_text(s, f.language), s.qualified_name.rpartition(".")[0]
-        if here and here not in (owner, previous) and not re.search(rf"\b{re.escape(here.rpartition('.')[2])}\b", s.signature):
+        if here and here not in (owner, previous) and here.rpartition(".")[2] not in s.signature:
             text = f"{_comment_marker(f.language)} in {here}\n{text}"
         texts.append(text)
         owner, previous = here, s.qualified_name
