@@ -180,6 +180,9 @@ def refreshed_case(git_dir: Path, case: dict) -> dict:
 
 
 def _refresh_gold(path: Path, mirror: Path) -> int:
+    if not path.is_file():
+        print(f"error: no case file at {path}; pass the one to refresh with --out", file=sys.stderr)
+        return 2
     cases = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     out, renamed = [], 0
     for case in cases:
