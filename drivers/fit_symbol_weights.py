@@ -94,18 +94,29 @@ def report(frame: pd.DataFrame) -> pd.DataFrame:
     """Hand-set, leave-one-repository-out and in-sample figures, and per held-out repository."""
     n = frame["case_id"].nunique()
     rows = {"hand-set weights": ranking_metrics(frame, DEFAULT_SYMBOL_WEIGHTS) | {"cases": n}}
-    held_out = []
+    held_out = {}
     for repo, test in frame.groupby("repo", sort=True):
-        m = ranking_metrics(test, fitted_weights(frame[frame["repo"] != repo])) | {"cases": test["case_id"].nunique()}
-        rows[f"  held out: {repo}"] = m
-        held_out.append(m)
-    rows["fitted, leave-one-repository-out"] = {k: sum(m["cases"] * m[k] for m in held_out) / n for k in held_out[0]} | {"cases": n}
+        held_out[repo] = ranking_metrics(test, fitted_weights(frame[frame["repo"] != repo])) | {"cases": test["case_id"].nunique()}
+        rows[f"  held out: {repo}"] = held_out[repo]
+    rows["fitted, leave-one-repository-out"] = _pooled(list(held_out.values()))
     rows["fitted, in-sample (ceiling)"] = ranking_metrics(frame, fitted_weights(frame)) | {"cases": n}
     if "language" in frame and frame["language"].nunique() > 1:
         shipped = fitted_weights(frame)
         for language, part in frame.groupby("language", sort=True):
             rows[f"  {language}, one shared fit in-sample"] = ranking_metrics(part, shipped) | {"cases": part["case_id"].nunique()}
+            repos = sorted(part["repo"].unique())
+            rows[f"  {language}, one shared fit LORO"] = _pooled([held_out[r] for r in repos])
+            if len(repos) > 1:  # the same held-out repositories, fitted on their own language's other repositories
+                rows[f"  {language}, its own fit LORO"] = _pooled([
+                    ranking_metrics(part[part["repo"] == r], fitted_weights(part[part["repo"] != r]))
+                    | {"cases": held_out[r]["cases"]} for r in repos])  # fmt: skip
     return pd.DataFrame(rows).T.astype({"cases": int})
+
+
+def _pooled(parts: list[dict]) -> dict:
+    """Case-weighted means of per-repository metrics."""
+    n = sum(m["cases"] for m in parts)
+    return {k: sum(m["cases"] * m[k] for m in parts) / n for k in parts[0] if k != "cases"} | {"cases": n}
 
 
 def weights_toml(weights: dict[str, float], note: str) -> str:

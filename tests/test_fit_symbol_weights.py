@@ -43,6 +43,24 @@ def test_report_has_hand_set_cross_validated_and_in_sample_rows():
     assert table.loc["fitted, leave-one-repository-out", "hit@1"] == 1.0
 
 
+def test_report_compares_a_shared_fit_with_each_languages_own_fit_on_the_same_held_out_repositories():
+    """Go's gold alone has mention = 1, Rust's alone name = 1, and each carries the other's signal at 0.9 on a
+    decoy: one shared fit cannot serve both, each language's own fit can."""
+    go, rust = frame(n_cases=12, seed=1), frame(n_cases=12, seed=2)
+    rust = rust.assign(name=rust["mention"], mention=0.0, case_id="rust-" + rust["case_id"], repo="rust-" + rust["repo"],
+                       language="rust")  # fmt: skip
+    for part, other in ((go, "name"), (rust, "mention")):
+        part.loc[part["symbol_id"] == 3, other] = 0.9
+    go = go.assign(name=np.where(go["symbol_id"] == 3, 0.9, 0.0), language="go")
+    rust.loc[rust["symbol_id"] != 3, "mention"] = 0.0
+    table = fit.report(pd.concat([go, rust], ignore_index=True))
+    for language in ("go", "rust"):
+        own, shared = table.loc[f"  {language}, its own fit LORO"], table.loc[f"  {language}, one shared fit LORO"]
+        assert own["cases"] == shared["cases"] == 12
+        assert own["hit@1"] == 1.0
+    assert min(table.loc[f"  {language}, one shared fit LORO", "hit@1"] for language in ("go", "rust")) < 1.0
+
+
 def test_write_weights_writes_a_toml_the_retriever_reads(tmp_path, monkeypatch):
     out = tmp_path / "symbols"
     out.mkdir()
