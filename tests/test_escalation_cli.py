@@ -203,7 +203,7 @@ from pathlib import Path
 from drivers.{module} import open_store
 for i in range(int(sys.argv[2])):
     with open_store(Path(sys.argv[1]) / f"s{{i}}.db") as conn:
-        pass
+        assert conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] > 0  # opened, with our tables
 """
 
 
