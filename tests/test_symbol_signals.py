@@ -228,6 +228,29 @@ def test_a_go_struct_beside_its_methods_keeps_its_body(tmp_path, capsys):
     assert depth["Command"] == ("primary", "body") and depth["Command.checkHelp"] == ("primary", "body")
 
 
+def test_a_typescript_type_alias_and_interface_are_ranked_like_functions(tmp_path):
+    """Fixes change type definitions too: a TS type alias or interface the task is about is a ranked candidate."""
+    (tmp_path / "types.ts").write_text(textwrap.dedent('''
+        export type WritableDraft<T> = {
+        	-readonly [K in keyof T]: Draft<T[K]>
+        }
+
+        export interface PatchListener {
+        	(patches: Patch[], inversePatches: Patch[]): void
+        }
+
+        export function freeze<T>(value: T): T {
+        	return Object.freeze(value)
+        }
+        ''').lstrip())
+    index_repository(tmp_path)
+    kb = load_kb(default_kb_dir(tmp_path))
+    ranked = ranking(kb, "improve type inference for WritableDraft of tuples")
+    assert ranked.index[0] == "types.ts::WritableDraft"
+    assert ranked.loc["types.ts::WritableDraft", "callable"] == 0.0 and ranked.loc["types.ts::freeze", "callable"] == 1.0
+    assert ranking(kb, "PatchListener should receive the inverse patches").index[0] == "types.ts::PatchListener"
+
+
 def test_a_closure_never_turns_its_matching_function_into_a_signature(tmp_path, capsys):
     (tmp_path / "options.js").write_text(textwrap.dedent('''
         class Command {

@@ -18,6 +18,7 @@ import pandas as pd
 
 from dataflows.evaluation.cases import MODULE_SYMBOL
 from dataflows.retrieval.models import ContextPackage
+from dataflows.retrieval.symbol_signals import CANDIDATE_KINDS
 
 KS = (1, 3, 5, 10)
 RANKING_METRICS = (
@@ -47,7 +48,7 @@ SUMMARY_METRICS = (
     *RANKING_METRICS, *PACKAGE_METRICS, *(BASELINE_PREFIX + m for m in RANKING_METRICS),
     *FUNCTION_METRICS, *(BASELINE_PREFIX + m for m in FUNCTION_METRICS),
 )
-BM25_SYMBOL_KINDS = ("function", "method", "class")
+BM25_SYMBOL_KINDS = CANDIDATE_KINDS  # the baseline ranks the definitions the pipeline ranks
 
 
 def ranking_metrics(ranked_paths: list[str], expected_files: list[str], prefix: str = "") -> dict[str, float]:

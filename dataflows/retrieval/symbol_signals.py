@@ -1,7 +1,8 @@
 """The symbol signal matrix (issue 17): which function bodies of the scope the task is about, signal by signal.
 
 The file matrix decides which files; this one ranks the definitions inside them, one row per candidate symbol
-(functions, methods and classes of the scope's source files) and one 0-1 column per signal:
+(functions, methods, classes, interfaces, type aliases and enums of the scope's source files) and one 0-1 column per
+signal:
 
 lexical    BM25 of the task's query terms over the symbol's chunk (name, signature, docstring, body, comments)
 name       the task's words cover the symbol's name (all its words, or half of them with two strong words)
@@ -35,7 +36,8 @@ from dataflows.retrieval.hints import path_matches
 from dataflows.retrieval.models import ScopedSymbols, TaskQuery
 from dataflows.retrieval.symbol_table import SymbolTable
 
-CANDIDATE_KINDS = ("function", "method", "class")
+# what a fix changes: interfaces, type aliases and enums too (13 of 342 development cases changed one; 7 in TS)
+CANDIDATE_KINDS = ("function", "method", "class", "interface", "type_alias", "enum")
 SYMBOL_SIGNALS = ("lexical", "name", "mention", "trace", "message", "calls", "hierarchy", "tests", "file",
                   "file_top", "lexical_in_file", "size", "callable")
 # hand-set weights; data/symbol_weights.toml (fitted, leave-one-repository-out) replaces them when present
@@ -56,7 +58,7 @@ _MESSAGE_SPLIT = re.compile(r"""[{}%'"`]|\s[<>]\s|\b0x[0-9a-f]+\b|\d+(?:\.\d+)?"
 
 
 def symbol_candidates(scoped_symbols: ScopedSymbols, kb_symbol_table: SymbolTable) -> np.ndarray:
-    """Positions among the scoped symbols that can be ranked: functions, methods and classes of source files, but
+    """Positions among the scoped symbols that can be ranked: the definitions of CANDIDATE_KINDS in source files, but
     not the tests kept inside them (Rust's `#[cfg(test)] mod tests`): they repeat their module's words, so they
     outranked the code a fix changes and filled the package with test bodies."""
     s = scoped_symbols
@@ -145,7 +147,7 @@ def symbol_signal_matrix(
         "file_top": 1.0 / np.maximum(np.asarray(columns["file_rank"], dtype=float), 1.0),
         "lexical_in_file": np.divide(signals["lexical"], lexical, out=np.zeros(len(c)), where=lexical > 0),
         "size": np.log1p(np.nan_to_num(np.asarray(columns["body_tokens"], dtype=float))) / SIZE_SCALE,
-        "callable": (np.asarray(columns["kind"], dtype=object) != "class").astype(float),
+        "callable": np.isin(np.asarray(columns["kind"], dtype=object), ("function", "method")).astype(float),
     }
     columns |= {name: np.clip(np.asarray(signals[name], dtype=float), 0.0, 1.0) for name in SYMBOL_SIGNALS}
     return pd.DataFrame(columns)  # built at once: a column inserted at a time costs a frame copy each
