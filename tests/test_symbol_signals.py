@@ -251,6 +251,36 @@ def test_a_typescript_type_alias_and_interface_are_ranked_like_functions(tmp_pat
     assert ranking(kb, "PatchListener should receive the inverse patches").index[0] == "types.ts::PatchListener"
 
 
+def test_an_enum_the_task_names_is_shown_whole_with_its_constants(tmp_path, capsys):
+    """Its methods alone (primaries) would hide the constants; ranked among the best itself, it may take the room of
+    less relevant pieces to be shown whole."""
+    members = "".join(f"    default Connection requestBody{i}(String body) {{\n        // a request method with a body\n"
+                      f"        return method(Method.POST).body(body, {i});\n    }}\n\n" for i in range(30))
+    (tmp_path / "Connection.java").write_text(
+        "package org.example;\n\npublic interface Connection {\n" + members + textwrap.indent(textwrap.dedent('''
+            enum Method {
+                GET(false),
+                POST(true),
+                HEAD(false);
+
+                private final boolean hasBody;
+
+                Method(boolean hasBody) {
+                    this.hasBody = hasBody;
+                }
+
+                public final boolean hasBody() {
+                    return hasBody;
+                }
+            }
+            '''), "    ") + "}\n")
+    index_repository(tmp_path)
+    assert main(["retrieve", "Connection.Method says whether a request method has a body; HEAD must not send one",
+                 "--repo", str(tmp_path), "--budget", "1000"]) == 0
+    out = capsys.readouterr().out
+    assert "HEAD(false);" in out and "public final boolean hasBody()" in out
+
+
 def test_a_closure_never_turns_its_matching_function_into_a_signature(tmp_path, capsys):
     (tmp_path / "options.js").write_text(textwrap.dedent('''
         class Command {

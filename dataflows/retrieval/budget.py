@@ -525,6 +525,8 @@ def _funding(items: dict[str, np.ndarray], cuts: _Cuts, holder: SymbolContext, n
     if not shown.any():
         return None
     best = float(items["priority"][shown].max())
+    if _top(holder) and holder.score is not None:  # a class ranked among the best itself: as relevant as it is
+        best = max(best, float(holder.score))
     state, cut_at, steps, freed = cuts.state.copy(), cuts.cut_at.copy(), cuts.steps, 0
     files = items["file"].astype(np.int64)
     live = np.bincount(files[state != EVICTED], minlength=int(files.max()) + 1)
@@ -553,16 +555,21 @@ def _inside(f: FileContext, p: int) -> list[int]:
 
 
 def _widenings(f: FileContext, count_tokens: Callable) -> list[tuple[int, int, bool]]:
-    """(position, extra tokens, holds a top-ranked body) of each class of the file that could be shown whole: a
-    holder shown by signature with a body shown inside it."""
+    """(position, extra tokens, top) of each class of the file that could be shown whole: a holder shown by signature
+    with a body shown inside it; top when it or a body it holds is among the WIDEN_RANK best-ranked symbols (an enum
+    the task names is its constants, which no member shows)."""
     out = []
     for p, s in enumerate(f.symbols):
         shown = [f.symbols[q] for q in (_inside(f, p) if s.whole_body is not None and s.body is None else [])]
         if any(o.body is not None for o in shown):
             cost = count_tokens(s.whole_body.rstrip()) - s.tokens - sum(o.tokens + 1 for o in shown)
-            top = any(o.body is not None and o.rank is not None and o.rank <= WIDEN_RANK for o in shown)
+            top = any(o.body is not None and _top(o) for o in shown) or _top(s)
             out.append((p, max(cost, 0), top))
     return out
+
+
+def _top(s: SymbolContext) -> bool:
+    return s.rank is not None and s.rank <= WIDEN_RANK
 
 
 def _widen(f: FileContext, symbol_id: int, count_tokens: Callable) -> FileContext:

@@ -309,8 +309,9 @@ def file_contexts(
     columns |= {"tier": chosen["tier"].tolist(), "reason": chosen["reason"].tolist()}
     ranked = ranked_primaries.set_index("symbol_id").reindex(chosen["symbol_id"].to_numpy())
     primary = (chosen["tier"] == "primary").to_numpy()
-    columns |= {"rank": np.where(primary, ranked["rank"].to_numpy(dtype=float), np.nan).tolist(),
-                "score": np.where(primary, ranked["score"].to_numpy(dtype=float), np.nan).tolist()}
+    holder = chosen["reason"].astype(str).str.startswith("contains primary").to_numpy()  # its rank: may it widen
+    columns |= {"rank": np.where(primary | holder, ranked["rank"].to_numpy(dtype=float), np.nan).tolist(),
+                "score": np.where(primary | holder, ranked["score"].to_numpy(dtype=float), np.nan).tolist()}
     by_file: dict[int, list[dict]] = {}
     for record in (dict(zip(columns, values)) for values in zip(*columns.values())):
         by_file.setdefault(record["file_id"], []).append(record)
