@@ -1,7 +1,7 @@
 """Stage 2 precision (seed 001 step 4): which symbols of the scoped files enter the package, and at what depth.
 
-primary       the best of the symbol ranking (`symbol_signals`: one row per function, method and class of the scope's
-              source files, one column per signal), PRIMARY_CANDIDATES of them; the budget keeps the best that fit.
+primary       the best of the symbol ranking (`symbol_signals`: one row per definition of CANDIDATE_KINDS in the
+              scope's source files, one column per signal), PRIMARY_CANDIDATES of them; the budget keeps the best that fit.
               With `--budget auto` only those near the best score (AUTO_SHARE), and nothing else but their holders.
               In test files: tests whose name matches a symbol hint / trace frame / distinctive task keywords
 supporting    used by a primary (kb_symbol_edges: calls, imports, same-file calls), or the class around a primary
