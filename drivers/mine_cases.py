@@ -6,14 +6,14 @@ set of the learned ranker (issue 21).
     python -m drivers.mine_cases --mirror ../.mirror --refresh-gold  # same cases, gold functions named anew
 
 A case is a non-merge commit whose message references an issue (#123, GH-123, an issue URL) and describes a
-problem (fix/bug/crash/...), touching 1-3 existing non-test source files of its repository's language (tests,
+problem (fix/bug/crash/...), touching 1-3 existing non-test, non-generated source files of its repository's language (tests,
 docs and changelogs may change too). Test and non-source paths are judged by the convention tables
 (`data/conventions/*.toml`). The case text is the commit message (subject + body, trailers dropped; never the
 diff), gold_files the changed non-test source files, gold_functions the def/class around each edit at the
 parent (`dataflows.evaluation.cases` patch helpers), base_commit the parent. The newest PER_REPO cases of each
 repository are kept (PER_REPO for the development set, TRAIN_PER_REPO for the training set, so that no repository
 outweighs the rest). Prints how many commits each filter removed. Records are in the shared format of
-`../shared/eval/dev.jsonl` plus `language` (python, go, rust, javascript, java).
+`../shared/eval/dev.jsonl` plus `language` (python, go, rust, javascript, java, c, cpp).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from pathlib import Path
 
 from dataflows.evaluation.cases import patch_edits, patch_symbols
 from dataflows.index.conventions import is_non_source_path, is_test_path
+from dataflows.index.discovery import is_generated
 from dataflows.index.parsers import language_of, parse_source
 from dataflows.index.parsers.models import ParsedFile
 from drivers.conventions import load_conventions
@@ -45,6 +46,8 @@ REPOSITORIES = {
                    "knex/knex"),
     "java": ("jhy/jsoup", "mybatis/mybatis-3", "OpenFeign/feign", "square/retrofit", "square/javapoet", "jline/jline3",
              "brettwooldridge/HikariCP"),
+    "c": ("tmux/tmux", "htop-dev/htop", "DaveGamble/cJSON", "json-c/json-c"),
+    "cpp": ("jbeder/yaml-cpp", "CLIUtils/CLI11", "gabime/spdlog", "marzer/tomlplusplus"),
 }  # fmt: skip
 # the training set: the development repositories and 45 more, five languages. None is named by the harnesses of
 # SWE-bench (test, Lite, Verified, multilingual, multimodal, java) or of Multi-SWE-bench / Multi-SWE-RL; EXCLUDED lists
@@ -72,7 +75,8 @@ TRAINING_REPOSITORIES = {
 TRAINING_REPOSITORIES = {family: tuple(r for r in repos if r not in EXCLUDED) for family, repos in TRAINING_REPOSITORIES.items()}
 SETS = {"dev": REPOSITORIES, "train": TRAINING_REPOSITORIES}
 FAMILY = {"python": "python", "go": "go", "rust": "rust", "java": "java", "javascript": "javascript", "typescript": "javascript",
-          "tsx": "javascript", "jsx": "javascript"}  # fmt: skip
+          "tsx": "javascript", "jsx": "javascript", "c": "c", "cpp": "cpp"}  # fmt: skip
+KIN = {"c": "cpp", "cpp": "c"}  # a C++ repository's `.h` headers are C by their extension
 PER_REPO = 9
 TRAIN_PER_REPO = 150
 MAX_SOURCES = 3
@@ -134,7 +138,7 @@ def _gold(changes: list[tuple[str, str]], family: str, conventions: dict) -> lis
     out = []
     for _, path in changes:
         language = language_of(path)
-        if FAMILY.get(language) != family:
+        if family not in (FAMILY.get(language), KIN.get(FAMILY.get(language))):
             continue
         if is_test_path(path, language, conventions) or is_non_source_path(path, language, conventions):
             continue
@@ -150,6 +154,12 @@ def _ranges(lines: tuple[int, ...]) -> list[list[int]]:
         else:
             out.append([n, n])
     return out
+
+
+def _authored(git_dir: Path, parent: str, gold: list[str]) -> list[str]:
+    """The gold files but those generated (a header-only library's amalgamated single header, committed with each
+    fix of the sources it is assembled from): the index leaves them out, so they are not the code to change."""
+    return [p for p in gold if not is_generated(p, read_at_commit(git_dir, parent, p) or "")]
 
 
 def _record(git_dir: Path, repo: str, family: str, sha: str, parent: str, date: str, text: str, gold: list[str]) -> dict:
@@ -209,13 +219,15 @@ def mine_repository(git_dir: Path, repo: str, family: str, conventions: dict, pe
         sha, parents, date, subject, body, status = (record.split("\x1f") + [""] * 6)[:6]
         changes = _changes(status)
         why = _why_not(subject, body, changes, family, conventions) if parents.strip() else FILTERS[8]
+        gold = [] if why else _authored(git_dir, parents.split()[0], _gold(changes, family, conventions))
+        if not why and not gold:
+            why = FILTERS[3]
         if why:
             removed[why] += 1
         elif len(kept) >= per_repo:  # git log is newest first
             removed[FILTERS[7]] += 1
         else:
-            kept.append(_record(git_dir, repo, family, sha, parents.split()[0], date, case_text(subject, body),
-                                _gold(changes, family, conventions)))  # fmt: skip
+            kept.append(_record(git_dir, repo, family, sha, parents.split()[0], date, case_text(subject, body), gold))
     removed["commits read"] = sum(removed.values()) + len(kept)
     return kept, removed
 

@@ -95,6 +95,31 @@ def test_js_spec_file_without_import_gets_a_tests_edge(tmp_path):
     assert files.loc["lib/command.spec.js", "is_test"]
 
 
+def test_c_and_cpp_headers_tests_and_vendored_code(tmp_path):
+    """A `.h` written in C++ is parsed as C++ (its class and methods are symbols); a C one stays C; tests/test_x.c
+    tests x.c; a bundled copy and an amalgamated header that says not to edit it are not indexed."""
+    tables, _ = index_frames(_tree(tmp_path, {
+        "include/lib/binary.h": "#pragma once\n#include <vector>\nnamespace lib {\nclass Binary {\n public:\n  "
+                                "const unsigned char* data() const { return m_data.data(); }\n private:\n  "
+                                "std::vector<unsigned char> m_data;\n};\n}\n",
+        "cjson.h": "#ifdef __cplusplus\nextern \"C\" {\n#endif\nint cjson_parse(const char *s);\n#ifdef __cplusplus\n}\n#endif\n",
+        "cjson.c": "#include \"cjson.h\"\nint cjson_parse(const char *s) { return s != 0; }\n",
+        "tests/test_cjson.c": "#include \"../cjson.h\"\nint main(void) { return cjson_parse(\"1\"); }\n",
+        "include/lib/fmt/bundled/core.h": "int fmt_core(void);\n",
+        "lib.hpp": "// lib v1\n//\n// THIS FILE WAS ASSEMBLED FROM MULTIPLE HEADER FILES BY A SCRIPT - PLEASE DON'T EDIT IT DIRECTLY\n"
+                   "namespace lib { class Binary {}; }\n",
+    }), history=0, workers=1)  # fmt: skip
+    files = tables["files"].set_index("path")
+    assert files.loc["include/lib/binary.h", "language"] == "cpp" and files.loc["cjson.h", "language"] == "c"
+    symbols = tables["symbols"].merge(tables["files"][["file_id", "path"]], on="file_id")
+    header = symbols[symbols["path"] == "include/lib/binary.h"]
+    assert {"lib.Binary", "lib.Binary.data"} <= set(header["qualified_name"])
+    assert files.loc["tests/test_cjson.c", "is_test"] and not files.loc["cjson.c", "is_test"]
+    by_id, edges = tables["files"].set_index("file_id")["path"], tables["edges"]
+    assert ("tests/test_cjson.c", "cjson.c", "tests") in set(zip(edges["src_file_id"].map(by_id), edges["dst_file_id"].map(by_id), edges["kind"]))
+    assert "include/lib/fmt/bundled/core.h" not in files.index and "lib.hpp" not in files.index
+
+
 def test_a_broken_table_is_one_clear_error(tmp_path):
     (tmp_path / "go.toml").write_text("languages = [\n")
     with pytest.raises(CraError, match="go.toml"):
@@ -130,6 +155,23 @@ def test_miner_keeps_issue_fixes_and_counts_what_each_filter_removed(tmp_path):
     assert removed[FILTERS[3]] == 1  # the test-only fix has no source file
     assert removed[FILTERS[1]] == 1  # "Tune parse" describes no problem
     assert removed["commits read"] == 4
+
+
+def test_miner_leaves_out_a_generated_amalgamation_a_cpp_fix_also_changed(tmp_path):
+    from drivers.mine_cases import mine_repository
+
+    banner = "// DO NOT EDIT: assembled from include/impl/*.inl by a script\n"
+    repo = _tree(tmp_path / "r", {"include/impl/parser.inl": "namespace t {\nint parse_key() {\n  return 1;\n}\n}\n",
+                                  "single.hpp": banner + "namespace t {\nint parse_key() {\n  return 1;\n}\n}\n"})  # fmt: skip
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "initial import")
+    (repo / "include/impl/parser.inl").write_text("namespace t {\nint parse_key() {\n  return 2;\n}\n}\n")
+    (repo / "single.hpp").write_text(banner + "namespace t {\nint parse_key() {\n  return 2;\n}\n}\n")
+    _git(repo, "commit", "-qam", "Fix parse_key returning the wrong depth for dotted keys (#7)")
+    cases, _ = mine_repository(repo / ".git", "ex/r", "cpp", load_conventions())
+    assert [c["gold_files"] for c in cases] == [["include/impl/parser.inl"]]
+    assert cases[0]["gold_functions"] == ["include/impl/parser.inl::t.parse_key"]
 
 
 def test_refreshed_gold_is_named_as_the_parsers_name_symbols_now(tmp_path, capsys):

@@ -153,6 +153,43 @@ def test_cpp_header_with_export_macro_class_is_read_as_cpp():
     assert ("Base", "base") in references_of(result, "arrow.Array")
 
 
+def test_c_and_cpp_macros_in_front_of_a_declaration_are_not_its_type_or_scope():
+    """Export, inline and attribute macros (`CLI11_INLINE bool App::parse(`, on the line above in C) leave the
+    method's scope and the function's lines as they are; a caps type (`FILE *`, `DWORD WINAPI f(`) is kept."""
+    cpp = parsed("cpp", """
+    namespace CLI {
+    CLI11_INLINE bool App::_parse_arg(std::vector<std::string> &args, bool local) {
+        return local;
+    }
+    CLI11_NODISCARD CLI11_INLINE std::vector<App *> App::get_subcommands(int filter) { return {}; }
+    class App {
+      public:
+        CLI11_NODISCARD std::size_t count() const { return 1; }
+    };
+    template <class CharT> CLI11_INLINE void App::parse_char_t(int argc, const CharT *const *argv) {}
+    CLI11_INLINE std::string
+    App::to_config(bool defaults) const { return {}; }
+    }
+    """)
+    assert [(s.qualified_name, s.kind, s.start_line, s.end_line) for s in cpp.symbols] == [
+        ("CLI.App._parse_arg", "method", 2, 4),
+        ("CLI.App.get_subcommands", "method", 5, 5),
+        ("CLI.App", "class", 6, 9),
+        ("CLI.App.count", "method", 8, 8),
+        ("CLI.App.parse_char_t", "method", 10, 10),
+        ("CLI.App.to_config", "method", 11, 12),
+    ]
+    c = parsed("c", """
+    ATTR_RETNONNULL ATTR_MALLOC ATTR_ALLOC_SIZE2(1, 2)
+    void* xCalloc(size_t nmemb, size_t size) { return 0; }
+    FILE *open_log(const char *path) { return 0; }
+    DWORD WINAPI worker(LPVOID arg) { return 0; }
+    """)
+    assert [(s.qualified_name, s.kind, s.start_line) for s in c.symbols] == [
+        ("xCalloc", "function", 2), ("open_log", "function", 3), ("worker", "function", 4),
+    ]  # fmt: skip
+
+
 CSHARP = """
 using System.Collections.Generic;
 using static Acme.Util.Numbers;

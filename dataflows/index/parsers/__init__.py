@@ -1,11 +1,14 @@
 """Language detection and parsing of one source file into `ParsedFile` records (helper library, not a Hamilton module).
 
-`language_of(path)` names the language of a text source we index (None = skip the file);
+`language_of(path)` names the language of a text source we index (None = skip the file), `header_language` corrects
+it from the text (a C++ `.h` header);
 `parse_source(language, text)` returns symbols/imports/references/comments for the twelve parsed
 languages and None for text-only ones. It never raises: failures become `ParsedFile(error=...)`.
 """
 
 from __future__ import annotations
+
+import re
 
 from dataflows.index.parsers.models import ParsedFile
 
@@ -17,6 +20,7 @@ LANGUAGE_BY_EXTENSION: dict[str, str] = {
     # parsed
     "py": "python", "pyi": "python",
     "c": "c", "h": "c", "cc": "cpp", "cpp": "cpp", "cxx": "cpp", "hpp": "cpp", "hh": "cpp", "hxx": "cpp",
+    "inl": "cpp", "ipp": "cpp", "tpp": "cpp", "txx": "cpp",
     "cs": "csharp", "rb": "ruby", "php": "php",
     "js": "javascript", "jsx": "javascript", "mjs": "javascript", "cjs": "javascript",
     "ts": "typescript", "mts": "typescript", "cts": "typescript",
@@ -59,6 +63,24 @@ def language_of(path: str) -> str | None:
     return LANGUAGE_BY_EXTENSION.get(name.rsplit(".", 1)[-1] if "." in name.lstrip(".") else "")
 
 
+# what C cannot say: a namespace, a template, a class, `using namespace`, <string>-style headers, access labels, `::`
+_CPP_TEXT = re.compile(r"^[ \t]*(?:namespace(?:[ \t]+[\w:]+)?[ \t]*\{|template[ \t]*<|class[ \t]+\w+|using[ \t]+namespace[ \t]"
+                       r"|#[ \t]*include[ \t]*<\w+>|(?:public|private|protected)[ \t]*:)|\w::~?\w", re.MULTILINE)
+
+
+def is_cpp_text(text: str) -> bool:
+    """Whether C-looking source (a `.h` header, or a file handed to the C parser) is C++."""
+    return bool(_CPP_TEXT.search(text))
+
+
+def header_language(path: str, language: str | None, text: str | None) -> str | None:
+    """The language of a file given its text: a `.h` header (C by its extension) whose text is C++ is C++, so that
+    the KB says so and it is parsed with the C++ grammar (classes, namespaces, templates) rather than misread as C."""
+    if language == "c" and text and path.endswith(".h") and is_cpp_text(text):
+        return "cpp"
+    return language
+
+
 def parse_source(language: str, text: str) -> ParsedFile | None:
     """Parse one file of a parsed language (None for text-only languages); never raises."""
     if language not in PARSED_LANGUAGES:
@@ -75,4 +97,4 @@ def parse_source(language: str, text: str) -> ParsedFile | None:
         return ParsedFile(error=f"{type(exc).__name__}: {exc}")
 
 
-__all__ = ["LANGUAGE_BY_EXTENSION", "PARSED_LANGUAGES", "language_of", "parse_source"]
+__all__ = ["LANGUAGE_BY_EXTENSION", "PARSED_LANGUAGES", "header_language", "is_cpp_text", "language_of", "parse_source"]

@@ -123,12 +123,16 @@ def _parser(language: str) -> Parser:
 def parse_treesitter(language: str, text: str) -> ParsedFile:
     """Parse one file of a tree-sitter language; syntax errors keep what parsed plus `error`.
 
-    A "c" file (`.h` maps to C) with C++ markers (`namespace `, `template`, `::`, `public:`) is parsed as C++.
+    A "c" file with C++ in it (`is_cpp_text`: a namespace, a template, `::`, ...) is parsed as C++. C and C++ are
+    parsed with the macros in front of a declaration blanked (`_C_DECLARATION_MACROS`).
     """
+    from dataflows.index.parsers import is_cpp_text
+
     source = text.encode("utf-8", errors="replace")
-    if language == "c" and any(marker in source for marker in _CPP_MARKERS):
+    if language == "c" and is_cpp_text(text):
         language = "cpp"
-    tree = _parser(language).parse(source)
+    parsed = _C_DECLARATION_MACROS[0].sub(_C_DECLARATION_MACROS[1], source) if language in ("c", "cpp") else source
+    tree = _parser(language).parse(parsed)
     if tree.root_node.has_error:
         tree = _gaps_bridged(tree, source, language)
     walker = _Walker(SPEC_FACTORIES[language](source), source)
@@ -146,7 +150,15 @@ def parse_treesitter(language: str, text: str) -> ParsedFile:
     )
 
 
-_CPP_MARKERS = (b"namespace ", b"template", b"::", b"public:", b"private:")
+# export, inline and attribute macros in front of a C/C++ declaration (`CLI11_INLINE bool App::parse(`, `YAML_CPP_API
+# std::string Dump(`, `ATTR_NONNULL ATTR_ACCESS3_R(1, 2)` on the line above `size_t countDigits(`, after a
+# `template <...>`), which the grammars read as its type and the real type as a scope (`bool.parse`): blanked,
+# keeping every byte offset and line, wherever a type and a name (maybe on the next line) follow
+_C_DECLARATION_MACROS = (
+    re.compile(rb"^([ \t]*(?:template[ \t]*<[^\n]*>[ \t]*)?)((?:[A-Z][A-Z0-9_]*[A-Z0-9](?:\([^()\n]*\))?(?:[ \t]+|[ \t]*\n[ \t]*))+)"
+               rb"(?=[A-Za-z_][^\n(;{}=]*?(?:[ \t*&>]|\n)[ \t*&]*[~A-Za-z_][\w:~]*[ \t]*\()", re.MULTILINE),
+    lambda m: m.group(1) + re.sub(rb"[^\n]", b" ", m.group(2)),
+)
 
 
 class _Walker:
