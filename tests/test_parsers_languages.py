@@ -190,6 +190,23 @@ def test_c_and_cpp_macros_in_front_of_a_declaration_are_not_its_type_or_scope():
     ]  # fmt: skip
 
 
+def test_a_cpp_class_with_an_export_macro_keeps_its_first_constructor():
+    result = parsed("cpp", """
+    namespace YAML {
+    class YAML_CPP_API Binary {
+     public:
+      Binary(const unsigned char *data_, std::size_t size_)
+          : m_data{}, m_size(size_) {}
+      std::size_t size() const { return m_size; }
+    };
+    }
+    """)
+    assert [(s.qualified_name, s.kind, s.start_line) for s in result.symbols] == [
+        ("YAML.Binary", "class", 2), ("YAML.Binary.Binary", "method", 4), ("YAML.Binary.size", "method", 6),
+    ]  # fmt: skip
+    assert result.error is None
+
+
 CSHARP = """
 using System.Collections.Generic;
 using static Acme.Util.Numbers;

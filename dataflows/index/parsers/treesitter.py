@@ -131,7 +131,10 @@ def parse_treesitter(language: str, text: str) -> ParsedFile:
     source = text.encode("utf-8", errors="replace")
     if language == "c" and is_cpp_text(text):
         language = "cpp"
-    parsed = _C_DECLARATION_MACROS[0].sub(_C_DECLARATION_MACROS[1], source) if language in ("c", "cpp") else source
+    parsed = source
+    if language in ("c", "cpp"):
+        for pattern, blanked in _C_DECLARATION_MACROS:
+            parsed = pattern.sub(blanked, parsed)
     tree = _parser(language).parse(parsed)
     if tree.root_node.has_error:
         tree = _gaps_bridged(tree, source, language)
@@ -154,10 +157,13 @@ def parse_treesitter(language: str, text: str) -> ParsedFile:
 # std::string Dump(`, `ATTR_NONNULL ATTR_ACCESS3_R(1, 2)` on the line above `size_t countDigits(`, after a
 # `template <...>`), which the grammars read as its type and the real type as a scope (`bool.parse`): blanked,
 # keeping every byte offset and line, wherever a type and a name (maybe on the next line) follow
+# (and `class YAML_CPP_API Binary {`, which they read as a function named Binary)
 _C_DECLARATION_MACROS = (
-    re.compile(rb"^([ \t]*(?:template[ \t]*<[^\n]*>[ \t]*)?)((?:[A-Z][A-Z0-9_]*[A-Z0-9](?:\([^()\n]*\))?(?:[ \t]+|[ \t]*\n[ \t]*))+)"
-               rb"(?=[A-Za-z_][^\n(;{}=]*?(?:[ \t*&>]|\n)[ \t*&]*[~A-Za-z_][\w:~]*[ \t]*\()", re.MULTILINE),
-    lambda m: m.group(1) + re.sub(rb"[^\n]", b" ", m.group(2)),
+    (re.compile(rb"^([ \t]*(?:template[ \t]*<[^\n]*>[ \t]*)?)((?:[A-Z][A-Z0-9_]*[A-Z0-9](?:\([^()\n]*\))?(?:[ \t]+|[ \t]*\n[ \t]*))+)"
+                rb"(?=[A-Za-z_][^\n(;{}=]*?(?:[ \t*&>]|\n)[ \t*&]*[~A-Za-z_][\w:~]*[ \t]*\()", re.MULTILINE),
+     lambda m: m.group(1) + re.sub(rb"[^\n]", b" ", m.group(2))),
+    (re.compile(rb"\b((?:class|struct)[ \t]+)([A-Z][A-Z0-9_]*[A-Z0-9])(?=[ \t]+[A-Za-z_]\w*[ \t]*(?:final\b[ \t]*)?[:{\n])"),
+     lambda m: m.group(1) + b" " * len(m.group(2))),
 )
 
 
