@@ -52,9 +52,12 @@ def missing_blobs(git_dir: Path, commit: str) -> list[str]:
 
 
 def _extract(git_dir: Path, commit: str, into: Path, exclude: list[str]) -> str | None:
-    """git archive | tar -x into `into`; the error text, or None when it worked."""
+    """git archive | tar -x into `into`; the error text, or None when it worked. The commit's own .gitattributes are
+    not applied (`--worktree-attributes` of a bare mirror: none): `export-ignore` would leave out what a checkout
+    has, such as tests and the adapters of a monorepo."""
     pathspec = ["--", ".", *(f":(exclude,literal){p}" for p in exclude)] if exclude else []
-    archive = subprocess.Popen(["git", f"--git-dir={git_dir}", "archive", commit, *pathspec], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    command = ["git", f"--git-dir={git_dir}", "archive", "--worktree-attributes", commit, *pathspec]
+    archive = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     untar = subprocess.run(["tar", "-x", "-C", str(into)], stdin=archive.stdout, capture_output=True, check=False)
     archive.stdout.close()
     archive_err = archive.stderr.read().decode(errors="replace")

@@ -375,6 +375,16 @@ def test_blobs_missing_from_a_mirror_are_left_out_of_the_tree(tmp_path):
     assert (tree.parent / f"{tree.name}.missing").read_text() == "data/big.bin\n"
 
 
+def test_a_tree_holds_what_export_ignore_leaves_out_of_release_archives(tmp_path):
+    """A checkout has the directories a project keeps out of its release archives (`export-ignore`: tests, the
+    adapters a monorepo publishes as packages of their own); the evaluation tree must too."""
+    files = {"src/Core.php": "<?php\n", "src/Ftp/FtpAdapter.php": "<?php\n", "tests/CoreTest.php": "<?php\n",
+             ".gitattributes": "/src/Ftp export-ignore\n/tests export-ignore\n"}  # fmt: skip
+    source, base = committed_repo(tmp_path / "src", files)
+    tree = materialize_tree(bare_mirror(source, tmp_path / "mirrors", "owner/proj"), base, "owner/proj", root=tmp_path / "trees")
+    assert (tree / "src" / "Ftp" / "FtpAdapter.php").is_file() and (tree / "tests" / "CoreTest.php").is_file()
+
+
 def test_case_without_any_repository_gets_a_reason(tmp_path):
     location, reason = resolve_tree({"case_id": "x", "repo": "o/missing", "base_commit": "abc"}, mirror=tmp_path)
     assert location == {} and "no mirror of o/missing" in reason
