@@ -13,7 +13,7 @@ diff), gold_files the changed non-test source files, gold_functions the def/clas
 parent (`dataflows.evaluation.cases` patch helpers), base_commit the parent. The newest PER_REPO cases of each
 repository are kept (PER_REPO for the development set, TRAIN_PER_REPO for the training set, so that no repository
 outweighs the rest). Prints how many commits each filter removed. Records are in the shared format of
-`../shared/eval/dev.jsonl` plus `language` (python, go, rust, javascript, java, c, cpp).
+`../shared/eval/dev.jsonl` plus `language` (python, go, rust, javascript, java, c, cpp, ruby, php, csharp).
 """
 
 from __future__ import annotations
@@ -48,6 +48,9 @@ REPOSITORIES = {
              "brettwooldridge/HikariCP"),
     "c": ("tmux/tmux", "htop-dev/htop", "DaveGamble/cJSON", "json-c/json-c"),
     "cpp": ("jbeder/yaml-cpp", "CLIUtils/CLI11", "gabime/spdlog", "marzer/tomlplusplus"),
+    "ruby": ("lostisland/faraday", "jnunemaker/httparty", "thoughtbot/factory_bot", "rack/rack"),
+    "php": ("Seldaek/monolog", "guzzle/guzzle", "thephpleague/flysystem", "nikic/PHP-Parser"),
+    "csharp": ("serilog/serilog", "FluentValidation/FluentValidation", "App-vNext/Polly", "restsharp/RestSharp"),
 }  # fmt: skip
 # the training set: the development repositories and 45 more, five languages. None is named by the harnesses of
 # SWE-bench (test, Lite, Verified, multilingual, multimodal, java) or of Multi-SWE-bench / Multi-SWE-RL; EXCLUDED lists
@@ -75,7 +78,8 @@ TRAINING_REPOSITORIES = {
 TRAINING_REPOSITORIES = {family: tuple(r for r in repos if r not in EXCLUDED) for family, repos in TRAINING_REPOSITORIES.items()}
 SETS = {"dev": REPOSITORIES, "train": TRAINING_REPOSITORIES}
 FAMILY = {"python": "python", "go": "go", "rust": "rust", "java": "java", "javascript": "javascript", "typescript": "javascript",
-          "tsx": "javascript", "jsx": "javascript", "c": "c", "cpp": "cpp"}  # fmt: skip
+          "tsx": "javascript", "jsx": "javascript", "c": "c", "cpp": "cpp", "ruby": "ruby", "php": "php",
+          "csharp": "csharp"}  # fmt: skip
 KIN = {"c": "cpp", "cpp": "c"}  # a C++ repository's `.h` headers are C by their extension
 PER_REPO = 9
 TRAIN_PER_REPO = 150

@@ -120,6 +120,25 @@ def test_c_and_cpp_headers_tests_and_vendored_code(tmp_path):
     assert "include/lib/fmt/bundled/core.h" not in files.index and "lib.hpp" not in files.index
 
 
+def test_ruby_php_and_csharp_tests_map_to_their_sources(tmp_path):
+    files, edges = _index(_tree(tmp_path, {
+        "lib/faraday/response.rb": "module Faraday\n  class Response\n    def to_hash; end\n  end\nend\n",
+        "spec/faraday/response_spec.rb": "RSpec.describe Faraday::Response do\nend\n",
+        "Gemfile": "source 'https://rubygems.org'\ngem 'rack'\n",
+        "src/Handler/StreamHandler.php": "<?php\nnamespace Monolog\\Handler;\nclass StreamHandler { public function write() {} }\n",
+        "tests/Handler/StreamHandlerTest.php": "<?php\nclass StreamHandlerTest { public function testWrite() {} }\n",
+        "src/Serilog/Core/Logger.cs": "namespace Serilog.Core;\npublic class Logger { public void Write() {} }\n",
+        "test/Serilog.Tests/Core/LoggerTests.cs": "namespace Serilog.Tests.Core;\npublic class LoggerTests { public void Writes() {} }\n",
+        "src/Serilog.Specs/Helpers.cs": "namespace Serilog.Specs;\npublic class Helpers {}\n",
+        "src/Serilog/obj/Debug/Generated.cs": "class Generated {}\n",
+    }))  # fmt: skip
+    assert ("spec/faraday/response_spec.rb", "lib/faraday/response.rb", "tests") in edges
+    assert ("tests/Handler/StreamHandlerTest.php", "src/Handler/StreamHandler.php", "tests") in edges
+    assert ("test/Serilog.Tests/Core/LoggerTests.cs", "src/Serilog/Core/Logger.cs", "tests") in edges
+    assert files.loc["src/Serilog.Specs/Helpers.cs", "is_test"]  # a test project's directory, by its name
+    assert "Gemfile" not in files.index and "src/Serilog/obj/Debug/Generated.cs" not in files.index
+
+
 def test_a_broken_table_is_one_clear_error(tmp_path):
     (tmp_path / "go.toml").write_text("languages = [\n")
     with pytest.raises(CraError, match="go.toml"):

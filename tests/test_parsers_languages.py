@@ -207,6 +207,31 @@ def test_a_cpp_class_with_an_export_macro_keeps_its_first_constructor():
     assert result.error is None
 
 
+def test_csharp_if_else_method_headers_keep_the_class_and_its_methods():
+    """`#if A` / `#else` each opening the same method: the first branch is read, so the class and its methods
+    parse (before, the whole file was an error and the methods lost their class)."""
+    result = parsed("csharp", """
+    namespace Serilog.Capturing;
+
+    class PropertyBinder
+    {
+    #if FEATURE_SPAN
+        public int Construct(ReadOnlySpan<object> values)
+    #else
+        public int Construct(object[] values)
+    #endif
+        {
+            return values.Length;
+        }
+    }
+    """)
+    assert [(s.qualified_name, s.kind, s.start_line, s.end_line) for s in result.symbols] == [
+        ("Serilog.Capturing.PropertyBinder", "class", 3, 13),
+        ("Serilog.Capturing.PropertyBinder.Construct", "method", 6, 12),
+    ]
+    assert result.error is None
+
+
 CSHARP = """
 using System.Collections.Generic;
 using static Acme.Util.Numbers;

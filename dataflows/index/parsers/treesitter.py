@@ -91,7 +91,16 @@ _TYPESCRIPT_GAPS = (
 # a variable named `using` (`using += ...`, `return using`), read as a `using` declaration (explicit resource
 # management): any `using` not followed by a name is renamed
 _USING_VARIABLE = (re.compile(rb"\busing\b(?!\s+[A-Za-z_$])"), lambda m: b"usinG")
+# C# `#if A` / `#else` branches that each open the same method (`#if SPAN void F(Span<T> x) #else void F(T[] x) #endif
+# { ... }`): the grammar sees two headers before one body, and no directive may stand between a header and its body.
+# The first branch is kept: the `#else`/`#elif` branches and the `#if`/`#endif` lines are blanked.
+_BLANKED = lambda m: re.sub(rb"[^\n]", b" ", m.group(0))  # noqa: E731
+_FIRST_BRANCHES = (
+    (re.compile(rb"^[ \t]*#[ \t]*(?:else|elif)\b[\s\S]*?(?=^[ \t]*#[ \t]*endif\b)", re.MULTILINE), _BLANKED),
+    (re.compile(rb"^[ \t]*#[ \t]*(?:if|endif)\b[^\n]*", re.MULTILINE), _BLANKED),
+)
 _GRAMMAR_GAPS = {
+    "csharp": _FIRST_BRANCHES,
     "javascript": (_USING_VARIABLE,),
     "typescript": (*_TYPESCRIPT_GAPS, _USING_VARIABLE),
     "tsx": (*_TYPESCRIPT_GAPS, _USING_VARIABLE),
