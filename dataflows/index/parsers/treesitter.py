@@ -91,13 +91,17 @@ _TYPESCRIPT_GAPS = (
 # a variable named `using` (`using += ...`, `return using`), read as a `using` declaration (explicit resource
 # management): any `using` not followed by a name is renamed
 _USING_VARIABLE = (re.compile(rb"\busing\b(?!\s+[A-Za-z_$])"), lambda m: b"usinG")
+def _blank(text: bytes) -> bytes:
+    """A space for every byte but newlines: a rewrite that keeps every byte offset and line."""
+    return re.sub(rb"[^\n]", b" ", text)
+
+
 # C# `#if A` / `#else` branches that each open the same method (`#if SPAN void F(Span<T> x) #else void F(T[] x) #endif
 # { ... }`): the grammar sees two headers before one body, and no directive may stand between a header and its body.
 # The first branch is kept: the `#else`/`#elif` branches and the `#if`/`#endif` lines are blanked.
-_BLANKED = lambda m: re.sub(rb"[^\n]", b" ", m.group(0))  # noqa: E731
 _FIRST_BRANCHES = (
-    (re.compile(rb"^[ \t]*#[ \t]*(?:else|elif)\b[\s\S]*?(?=^[ \t]*#[ \t]*endif\b)", re.MULTILINE), _BLANKED),
-    (re.compile(rb"^[ \t]*#[ \t]*(?:if|endif)\b[^\n]*", re.MULTILINE), _BLANKED),
+    (re.compile(rb"^[ \t]*#[ \t]*(?:else|elif)\b[\s\S]*?(?=^[ \t]*#[ \t]*endif\b)", re.MULTILINE), lambda m: _blank(m.group(0))),
+    (re.compile(rb"^[ \t]*#[ \t]*(?:if|endif)\b[^\n]*", re.MULTILINE), lambda m: _blank(m.group(0))),
 )
 _GRAMMAR_GAPS = {
     "csharp": _FIRST_BRANCHES,
@@ -170,9 +174,9 @@ def parse_treesitter(language: str, text: str) -> ParsedFile:
 _C_DECLARATION_MACROS = (
     (re.compile(rb"^([ \t]*(?:template[ \t]*<[^\n]*>[ \t]*)?)((?:[A-Z][A-Z0-9_]*[A-Z0-9](?:\([^()\n]*\))?(?:[ \t]+|[ \t]*\n[ \t]*))+)"
                 rb"(?=[A-Za-z_][^\n(;{}=]*?(?:[ \t*&>]|\n)[ \t*&]*[~A-Za-z_][\w:~]*[ \t]*\()", re.MULTILINE),
-     lambda m: m.group(1) + re.sub(rb"[^\n]", b" ", m.group(2))),
+     lambda m: m.group(1) + _blank(m.group(2))),
     (re.compile(rb"\b((?:class|struct)[ \t]+)([A-Z][A-Z0-9_]*[A-Z0-9])(?=[ \t]+[A-Za-z_]\w*[ \t]*(?:final\b[ \t]*)?[:{\n])"),
-     lambda m: m.group(1) + b" " * len(m.group(2))),
+     lambda m: m.group(1) + _blank(m.group(2))),
 )
 
 
