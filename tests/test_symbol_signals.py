@@ -251,6 +251,70 @@ def test_a_typescript_type_alias_and_interface_are_ranked_like_functions(tmp_pat
     assert ranking(kb, "PatchListener should receive the inverse patches").index[0] == "types.ts::PatchListener"
 
 
+def test_a_method_the_task_names_ranks_above_its_big_class_unless_the_task_is_about_the_class(tmp_path):
+    """A class's size and the union of its members' words lift it over the method the task is about; it ranks just
+    below that member when the member scores close to it (MEMBER_SHARE), and stays first when none does (its
+    constructor, named like it, does not count)."""
+    headers = "".join(textwrap.dedent(f'''
+          public String header{i}(Response response) {{
+            String value = response.headers().get("X-Header-{i}");
+            if (value == null) {{
+              return "missing header {i} in the response";
+            }}
+            return value.trim() + " status " + status;
+          }}
+        ''') for i in range(25))  # fmt: skip
+    source = tmp_path / "src" / "main" / "java" / "feign" / "FeignException.java"
+    source.parent.mkdir(parents=True)
+    source.write_text(textwrap.dedent('''
+        package feign;
+
+        public class FeignException extends RuntimeException {
+          private final int status;
+          private byte[] responseBody;
+
+          protected FeignException(int status, String message) {
+            super(message);
+            this.status = status;
+          }
+
+          public int status() {
+            return status;
+          }
+
+          public byte[] responseBody() {
+            return responseBody;
+          }
+
+          static FeignException errorReading(Request request, Response response, IOException cause) {
+            return new FeignException(response.status(), cause.getMessage(), request.body(), request.headers());
+          }
+        ''').lstrip() + headers + "}\n")
+    (source.parent / "Retryer.java").write_text(textwrap.dedent('''
+        package feign;
+
+        public interface Retryer {
+          void continueOrPropagate(RetryableException e);
+
+          class Default implements Retryer {
+            int attempt;
+
+            public void continueOrPropagate(RetryableException e) {
+              if (attempt++ >= 5) {
+                throw e;
+              }
+            }
+          }
+        }
+        ''').lstrip())
+    index_repository(tmp_path, history=0)
+    kb = load_kb(default_kb_dir(tmp_path))
+    path = "src/main/java/feign/FeignException.java::"
+    about_the_method = ranking(kb, "Return response body in FeignException from errorReading")
+    assert list(about_the_method.index[:2]) == [path + "FeignException.errorReading", path + "FeignException"]
+    assert ranking(kb, "Make FeignException serializable").index[0] == path + "FeignException"
+
+
 def test_an_enum_the_task_names_is_shown_whole_with_its_constants(tmp_path, capsys):
     """Its methods alone (primaries) would hide the constants; ranked among the best itself, it may take the room of
     less relevant pieces to be shown whole."""

@@ -44,6 +44,12 @@ SYMBOL_SIGNALS = ("lexical", "name", "mention", "trace", "message", "calls", "hi
 DEFAULT_SYMBOL_WEIGHTS = {"lexical": 0.30, "name": 0.15, "mention": 0.20, "trace": 0.20, "message": 0.20,
                           "calls": 0.05, "hierarchy": 0.05, "tests": 0.10, "file": 0.25,
                           "file_top": 0.0, "lexical_in_file": 0.0, "size": 0.0, "callable": 0.0}  # fmt: skip
+# a class, interface or enum ranks just below its best member (its constructor aside: it shares the class's name)
+# when that member scores at least MEMBER_SHARE of it: its size and the union of its members' words lift it over the
+# method the task is about ("Return response body in FeignException from errorReading" put the class first); on the
+# symbol rows of 499 development cases of ten languages, function hit@1 .438 -> .471, hit@5 .745 -> .743
+MEMBER_SHARE = 0.9
+CONTAINER_KINDS = ("class", "interface", "enum")
 SIZE_SCALE = np.log(4096)
 CALL_HOPS = 2
 STRONG_WEIGHT = 2.0  # matched name-term weight that lets half a name's words count as a match
@@ -154,15 +160,34 @@ def symbol_signal_matrix(
 
 
 def symbol_ranking(symbol_signal_matrix: pd.DataFrame, symbol_weights: Mapping[str, float]) -> pd.DataFrame:
-    """The symbol matrix with `score` (weighted sum of its signals) and `rank` (1 = best), best first; ties go to
-    the better-ranked file, then the earlier line."""
+    """The symbol matrix with `score` (weighted sum of its signals; a class just below its best member, see
+    MEMBER_SHARE) and `rank` (1 = best), best first; ties go to the better-ranked file, then the earlier line."""
     m = symbol_signal_matrix
     score = np.zeros(len(m))
     for name in SYMBOL_SIGNALS:
         score += float(symbol_weights.get(name, 0.0)) * m[name].to_numpy(dtype=float)
-    ranked = m.assign(score=score)
+    ranked = m.assign(score=_below_best_member(m, score))
     ranked = ranked.sort_values(["score", "file_rank", "start_line"], ascending=[False, True, True], kind="stable")
     return ranked.assign(rank=np.arange(1, len(ranked) + 1)).reset_index(drop=True)
+
+
+def _below_best_member(m: pd.DataFrame, score: np.ndarray) -> np.ndarray:
+    """The scores with each class, interface or enum just below its best-scoring member (same file, qualified name
+    under it) when that member scores at least MEMBER_SHARE of it (see MEMBER_SHARE)."""
+    kinds = m["kind"].to_numpy(dtype=object)
+    containers = np.flatnonzero(np.isin(kinds, CONTAINER_KINDS))
+    if not len(containers):
+        return score
+    names, files = m["qualified_name"].to_numpy(dtype=object), m["file_id"].to_numpy()
+    rows_of = {f: np.flatnonzero(files == f) for f in np.unique(files[containers])}
+    out = score.copy()
+    for i in containers:
+        prefix, constructor = f"{names[i]}.", f"{names[i]}.{str(names[i]).rpartition('.')[2]}"
+        members = [j for j in rows_of[files[i]] if str(names[j]).startswith(prefix) and names[j] != constructor]
+        best = score[members].max() if members else -np.inf
+        if MEMBER_SHARE * score[i] <= best < score[i]:
+            out[i] = np.nextafter(best, -np.inf)
+    return out
 
 
 def symbol_weights(symbol_weight_profile: dict | None) -> dict[str, float]:
