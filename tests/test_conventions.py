@@ -22,11 +22,16 @@ def _tree(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
-def _index(root: Path):
+def _indexed(root: Path):
+    """(the index tables, files by path, the (src, dst, kind) file edges)."""
     tables, stats = index_frames(root, history=0, workers=1)
     files = tables["files"].set_index("file_id")
     edges = tables["edges"].assign(src=lambda e: e["src_file_id"].map(files["path"]), dst=lambda e: e["dst_file_id"].map(files["path"]))
-    return files.set_index("path"), set(zip(edges["src"], edges["dst"], edges["kind"]))
+    return tables, files.set_index("path"), set(zip(edges["src"], edges["dst"], edges["kind"]))
+
+
+def _index(root: Path):
+    return _indexed(root)[1:]
 
 
 def test_go_test_maps_to_its_source_and_vendor_is_not_indexed(tmp_path):
@@ -98,7 +103,7 @@ def test_js_spec_file_without_import_gets_a_tests_edge(tmp_path):
 def test_c_and_cpp_headers_tests_and_vendored_code(tmp_path):
     """A `.h` written in C++ is parsed as C++ (its class and methods are symbols); a C one stays C; tests/test_x.c
     tests x.c; a bundled copy and an amalgamated header that says not to edit it are not indexed."""
-    tables, _ = index_frames(_tree(tmp_path, {
+    tables, files, edges = _indexed(_tree(tmp_path, {
         "include/lib/binary.h": "#pragma once\n#include <vector>\nnamespace lib {\nclass Binary {\n public:\n  "
                                 "const unsigned char* data() const { return m_data.data(); }\n private:\n  "
                                 "std::vector<unsigned char> m_data;\n};\n}\n",
@@ -108,15 +113,13 @@ def test_c_and_cpp_headers_tests_and_vendored_code(tmp_path):
         "include/lib/fmt/bundled/core.h": "int fmt_core(void);\n",
         "lib.hpp": "// lib v1\n//\n// THIS FILE WAS ASSEMBLED FROM MULTIPLE HEADER FILES BY A SCRIPT - PLEASE DON'T EDIT IT DIRECTLY\n"
                    "namespace lib { class Binary {}; }\n",
-    }), history=0, workers=1)  # fmt: skip
-    files = tables["files"].set_index("path")
+    }))  # fmt: skip
     assert files.loc["include/lib/binary.h", "language"] == "cpp" and files.loc["cjson.h", "language"] == "c"
     symbols = tables["symbols"].merge(tables["files"][["file_id", "path"]], on="file_id")
     header = symbols[symbols["path"] == "include/lib/binary.h"]
     assert {"lib.Binary", "lib.Binary.data"} <= set(header["qualified_name"])
     assert files.loc["tests/test_cjson.c", "is_test"] and not files.loc["cjson.c", "is_test"]
-    by_id, edges = tables["files"].set_index("file_id")["path"], tables["edges"]
-    assert ("tests/test_cjson.c", "cjson.c", "tests") in set(zip(edges["src_file_id"].map(by_id), edges["dst_file_id"].map(by_id), edges["kind"]))
+    assert ("tests/test_cjson.c", "cjson.c", "tests") in edges
     assert "include/lib/fmt/bundled/core.h" not in files.index and "lib.hpp" not in files.index
 
 
