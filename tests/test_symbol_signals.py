@@ -466,3 +466,38 @@ def test_rust_unit_tests_in_a_source_file_give_way_to_the_code_they_test(tmp_pat
                  "--format", "json"]) == 0
     tiers = {s["symbol"]: s["tier"] for s in json.loads(capsys.readouterr().out)["provenance"]["symbols"]}
     assert tiers.get("test_wrap_long_line_with_line_numbers") == "primary"  # named: shown
+
+
+def test_a_constructor_does_not_take_its_class_name_as_its_own(tmp_path):
+    """`PropertyElf(...)` is named as its class: a task naming the class says nothing of the constructor, whose tiny
+    body otherwise ranked it first for every task about the class (Java, C#, C++)."""
+    source = tmp_path / "src" / "main" / "java" / "pool" / "PropertyElf.java"
+    source.parent.mkdir(parents=True)
+    source.write_text(textwrap.dedent('''
+        package pool;
+
+        public final class PropertyElf {
+          private PropertyElf() {
+            // utility class
+          }
+
+          public static void setTargetFromProperties(Object target, Properties properties) {
+            properties.forEach((key, value) -> setProperty(target, key.toString(), value));
+          }
+
+          private static void setProperty(Object target, String propName, Object propValue) {
+            Method writeMethod = findSetter(target, propName);
+            if (writeMethod == null) {
+              throw new RuntimeException("Property " + propName + " does not exist on target " + target.getClass());
+            }
+            writeMethod.invoke(target, propValue);
+          }
+        }
+        ''').lstrip())
+    index_repository(tmp_path, history=0)
+    ranked = ranking(load_kb(default_kb_dir(tmp_path)), "PropertyElf fails to set a property whose value is a boolean")
+    path = "src/main/java/pool/PropertyElf.java::"
+    constructor, method = ranked.loc[path + "PropertyElf.PropertyElf"], ranked.loc[path + "PropertyElf.setProperty"]
+    assert constructor["name"] == 0 and constructor["mention"] == 0
+    assert ranked.loc[path + "PropertyElf", "mention"] > 0  # the class itself is named
+    assert method["rank"] < constructor["rank"]

@@ -155,6 +155,9 @@ def symbol_signal_matrix(
         "size": np.log1p(np.nan_to_num(np.asarray(columns["body_tokens"], dtype=float))) / SIZE_SCALE,
         "callable": np.isin(np.asarray(columns["kind"], dtype=object), ("function", "method")).astype(float),
     }
+    constructor = _constructors(columns["qualified_name"])  # named as its class: the task names the class
+    signals["name"] = np.where(constructor, 0.0, signals["name"])
+    signals["mention"] = np.where(constructor & (signals["mention"] < 1.0), 0.0, signals["mention"])
     columns |= {name: np.clip(np.asarray(signals[name], dtype=float), 0.0, 1.0) for name in SYMBOL_SIGNALS}
     return pd.DataFrame(columns)  # built at once: a column inserted at a time costs a frame copy each
 
@@ -182,8 +185,7 @@ def _below_best_member(m: pd.DataFrame, score: np.ndarray) -> np.ndarray:
     keys = np.array([f"{f}\0{n}" for f, n in zip(m["file_id"].tolist(), names)])
     order = np.argsort(keys, kind="stable")
     sorted_keys = keys[order]
-    constructor = np.array([len(p) == 2 and p[0] == p[1] for p in (n.split(".")[-2:] for n in names)])
-    member_score = np.where(constructor, -np.inf, score)[order]
+    member_score = np.where(_constructors(names), -np.inf, score)[order]
     lo = np.searchsorted(sorted_keys, np.char.add(keys[containers], "."), side="left")
     hi = np.searchsorted(sorted_keys, np.char.add(keys[containers], "/"), side="left")  # "/" follows "."
     out = score.copy()
@@ -192,6 +194,12 @@ def _below_best_member(m: pd.DataFrame, score: np.ndarray) -> np.ndarray:
         if MEMBER_SHARE * score[i] <= best < score[i]:
             out[i] = np.nextafter(best, -np.inf)
     return out
+
+
+def _constructors(qualified_names) -> np.ndarray:
+    """Per qualified name: whether it is a constructor named as its class (`Foo.Foo`: Java, C#, C++)."""
+    tails = (str(n).split(".")[-2:] for n in qualified_names)
+    return np.array([len(t) == 2 and t[0] == t[1] for t in tails], dtype=bool)
 
 
 def symbol_weights(symbol_weight_profile: dict | None) -> dict[str, float]:
