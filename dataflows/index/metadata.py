@@ -11,24 +11,46 @@ from dataflows.index.frames import conform, kept_rows, previous_table, take_rows
 MAX_CONCEPTS = 10
 
 
+CONCEPT_CHUNK_CHARS = 20_000_000  # text counted at once: its identifiers become one Python string each
+
+
 def _concept_term_counts(kb_symbols: pd.DataFrame, kb_comments: pd.DataFrame) -> pd.DataFrame:
-    """(file_id, term, tf) over each file's identifiers (symbol names), docstrings and comments; the same counts
-    as `code_term_counts` of those texts joined, computed over all files at once (identifiers tokenised once)."""
+    """(file_id, term, tf) over each file's identifiers (symbol names), docstrings and comments, by file then term;
+    the same counts as `code_term_counts` of those texts joined. Counted over whole files at a time, up to about
+    CONCEPT_CHUNK_CHARS of text: all of OpenJDK's Javadoc at once took 2.5 GB in transient strings."""
     texts = pd.concat([
         pd.Series((kb_symbols["qualified_name"].fillna("") + " " + kb_symbols["docstring"].fillna("")).to_numpy(),
                   index=kb_symbols["file_id"].to_numpy()),
         pd.Series(kb_comments["text"].fillna("").to_numpy(), index=kb_comments["file_id"].to_numpy()),
-    ])  # fmt: skip
-    if texts.empty:
+    ]).astype(object).sort_index(kind="stable")  # fmt: skip
+    counted = [_counted_terms(texts.iloc[a:b]) for a, b in _file_chunks(texts)]
+    if not counted:
         return pd.DataFrame({"file_id": pd.Series(dtype="int64"), "term": pd.Series(dtype=object), "tf": pd.Series(dtype="int64")})
-    identifiers = texts.astype(object).str.findall(IDENTIFIER).explode().dropna()
+    return pd.concat(counted, ignore_index=True)
+
+
+def _file_chunks(texts: pd.Series) -> list[tuple[int, int]]:
+    """[start, end) positions of texts sorted by file: runs of whole files of about CONCEPT_CHUNK_CHARS each."""
+    if texts.empty:
+        return []
+    files = texts.index.to_numpy()
+    file_starts = np.flatnonzero(np.r_[True, files[1:] != files[:-1]])
+    chars_before = np.r_[0, np.cumsum(texts.str.len().to_numpy())][file_starts]
+    cuts = file_starts[np.unique(np.searchsorted(chars_before, np.arange(0, chars_before[-1] + 1, CONCEPT_CHUNK_CHARS)))]
+    bounds = [*cuts.tolist(), len(texts)]
+    return [(a, b) for a, b in zip(bounds, bounds[1:]) if b > a]
+
+
+def _counted_terms(texts: pd.Series) -> pd.DataFrame:
+    """(file_id, term, tf) of texts indexed by file_id, by file then term."""
+    identifiers = texts.str.findall(IDENTIFIER).explode().dropna()
     occurrences = identifiers.rename_axis("file_id").reset_index(name="identifier").value_counts().reset_index(name="n")
     vocabulary = occurrences["identifier"].unique()
     expansion = pd.DataFrame(
         [(identifier, term) for identifier in vocabulary for term in identifier_terms(identifier)],
         columns=["identifier", "term"],
     )
-    counted = occurrences.merge(expansion, on="identifier").groupby(["file_id", "term"], sort=False)["n"].sum()
+    counted = occurrences.merge(expansion, on="identifier").groupby(["file_id", "term"])["n"].sum()
     return counted.rename("tf").reset_index().astype({"file_id": "int64", "tf": "int64"})
 
 
