@@ -44,14 +44,20 @@ def kb_symbol_terms(
     order), then this run's rows sorted by (symbol_id, term)."""
     new = parsed_rows.symbol_terms
     keys = symbol_keys[symbol_keys["local"] >= 0]
-    file_id, local = new["file_id"].to_numpy(np.int64), new["local"].to_numpy(np.int64)
-    stride = int(max(keys["local"].max() if len(keys) else 0, local.max() if len(local) else 0)) + 1
-    at = pd.Index(keys["file_id"].to_numpy(np.int64) * stride + keys["local"].to_numpy(np.int64)).get_indexer(
-        file_id * stride + local)  # (file, local) as one integer: a million-row MultiIndex costs hundreds of MB
+    stride = int(max(keys["local"].max() if len(keys) else 0, new["local"].max() if len(new) else 0)) + 1
+    key = new["file_id"].to_numpy(np.int64) * stride  # (file, local) as one integer: a million-row MultiIndex costs
+    key += new["local"].to_numpy(np.int64)            # hundreds of MB; arrays made in place, freed when used
+    at = pd.Index(keys["file_id"].to_numpy(np.int64) * stride + keys["local"].to_numpy(np.int64)).get_indexer(key)
+    del key
     ids = np.append(keys["symbol_id"].to_numpy(np.float64), np.nan)[at]  # (at -1: not a symbol of this run, NaN)
+    del at
+    in_order = bool((ids[1:] >= ids[:-1]).all())  # each symbol's terms come sorted from the parse, symbols in id order
+    if not np.isnan(ids).any():
+        ids = ids.astype(np.int32)
     new = pd.DataFrame({"symbol_id": ids, "term": new["term"].array, "tf": new["tf"].to_numpy()})  # terms not copied
+    if not in_order:
+        new = take_rows(new, np.argsort(new["symbol_id"].to_numpy(np.float64), kind="stable"))
     previous = previous_table(previous_kb, "symbol_terms")
     reused = previous.assign(symbol_id=new_symbol_ids(previous["symbol_id"], symbol_keys))
     reused = kept_rows(reused, reused["symbol_id"].notna())
-    new = take_rows(new, np.argsort(ids, kind="stable"))  # each symbol's terms come sorted from the parse
     return conform(_append(reused, new), "symbol_terms")

@@ -138,9 +138,15 @@ def _parse_batch(files: pd.DataFrame, count_tokens: Callable, count_line_tokens:
         comments=pd.DataFrame(comments_, columns=COMMENT_COLUMNS),
         imports=pd.DataFrame(imports_, columns=IMPORT_COLUMNS),
         references=pd.DataFrame(references_, columns=REFERENCE_COLUMNS),
-        file_terms=pd.DataFrame(file_terms, columns=["file_id", "term", "tf"]),
-        symbol_terms=pd.DataFrame(symbol_terms, columns=["file_id", "local", "term", "tf"]),
+        file_terms=_int32(pd.DataFrame(file_terms, columns=["file_id", "term", "tf"])),
+        symbol_terms=_int32(pd.DataFrame(symbol_terms, columns=["file_id", "local", "term", "tf"])),
     )
+
+
+def _int32(terms: pd.DataFrame) -> pd.DataFrame:
+    """A term frame with its integer columns as int32, the KB's type: OpenJDK's 25M term rows held until keyed
+    take 12 bytes a row less."""
+    return terms.astype({c: "int32" for c in terms.columns if c != "term"})
 
 
 def changed_files(indexed_files: pd.DataFrame) -> pd.DataFrame:
