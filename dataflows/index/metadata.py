@@ -103,7 +103,7 @@ def _concept_tf(kb_concept_terms: pd.DataFrame, kb_file_terms: pd.DataFrame, fil
         kb_concept_terms[kb_concept_terms["file_id"].isin(files)],
         kb_file_terms[kb_file_terms["file_id"].isin(files.difference(has_concepts))],
     ]  # fmt: skip
-    frames = [f[["file_id", "term", "tf"]].astype({"term": object}) for f in frames if len(f)]
+    frames = [f[["file_id", "term", "tf"]].astype({"term": "str"}) for f in frames if len(f)]  # Arrow strings, not objects
     return pd.concat(frames, ignore_index=True) if frames else kb_concept_terms.iloc[:0][["file_id", "term", "tf"]]
 
 
@@ -132,7 +132,7 @@ def _scored_concepts(tf: pd.DataFrame, kb_file_terms: pd.DataFrame) -> pd.Series
         return pd.Series(dtype=object)
     n_docs = kb_file_terms["file_id"].nunique()
     in_kb = kb_file_terms["term"]
-    df = in_kb[in_kb.isin(tf["term"].unique())].astype(object).value_counts()
+    df = in_kb[in_kb.isin(tf["term"].unique())].astype("str").value_counts()  # (a Python string per row: GBs)
     df = tf["term"].map(df).fillna(0).to_numpy(dtype=float)
     tf = tf.assign(score=(1.0 + np.log(tf["tf"].astype(float))) * (np.log((1.0 + n_docs) / (1.0 + df)) + 1.0))
     top = tf.sort_values(["file_id", "score", "term"], ascending=[True, False, True]).groupby("file_id").head(MAX_CONCEPTS)
