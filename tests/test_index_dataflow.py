@@ -218,6 +218,15 @@ def test_symbol_edges_resolve_calls_bases_and_annotations(indexed):
     assert not any(src == dst for src, dst, _ in found)
 
 
+def test_symbol_edges_resolved_a_few_files_at_a_time_are_the_same(indexed, tmp_path, monkeypatch):
+    """References resolve one by one: resolving them in runs of files (bounded memory on large trees) changes nothing."""
+    monkeypatch.setattr(edges_module, "REFERENCE_RUN", 2)
+    runs = edges_module._reference_runs(indexed[0]["references"], pd.Index(indexed[0]["files"]["file_id"]))
+    assert len(runs) > 2 and sum(len(r) for r in runs) == indexed[0]["references"]["file_id"].nunique()
+    tables, _ = index_frames(make_repo(tmp_path), count_tokens=count_tokens)
+    assert tables["symbol_edges"].equals(indexed[0]["symbol_edges"])
+
+
 def test_history_gives_commits_recency_churn_and_cochange(indexed):
     tables, stats = indexed
     assert stats["history_available"] and list(tables["commits"]["message"]) == [
