@@ -167,7 +167,9 @@ def write_kb(kb_dir: Path, tables: dict[str, pd.DataFrame], metadata: dict, prev
 
     previous: the live version's tables as read; a table equal to its previous frame (and the BM25 index of an
     unchanged term table) is hard-linked from the live version instead of written again. It is emptied once compared,
-    so that a large KB's previous tables are not held beside the arrays the write builds (1.5 GB at 100,000 files)."""
+    so that a large KB's previous tables are not held beside the arrays the write builds (1.5 GB at 100,000 files);
+    likewise each of `tables` is removed from it once written, but for those the lexicons and word tables are built
+    from (the caller's last use: OpenJDK's texts and comments are not held while its symbol lexicon is built)."""
     kb_dir = Path(kb_dir)
     check_writable(kb_dir)
     staging = Path(tempfile.mkdtemp(dir=kb_dir, prefix=".tmp-"))
@@ -179,9 +181,13 @@ def write_kb(kb_dir: Path, tables: dict[str, pd.DataFrame], metadata: dict, prev
     if previous:
         previous.clear()
 
+    built_from = {"files", "symbols", *LEXICONS}  # what the lexicons and word tables are built from
+
     def table_job(name: str) -> None:
         if not (name in same and _linked(staging, live, table_file(name))):
             _write_table(staging, name, tables.get(name))
+        if name not in built_from:
+            tables.pop(name, None)  # written: let go of it while the lexicons are built
 
     def lexicon_job(name: str) -> None:
         if not (name in same and _linked(staging, live, f"{name}{_LEXICON_SUFFIX}")):

@@ -45,7 +45,8 @@ def test_texts_written_in_batches_read_back_whole(tmp_path, monkeypatch):
 
 def test_a_rewrite_links_unchanged_tables_and_lets_go_of_the_previous_ones(tmp_path):
     """Tables equal to the live version's are hard-linked, a changed one written; the previous frames are let go
-    once compared (a 100,000-file re-index peaked at 4.3 GB holding them through the write, 3.4 GB without)."""
+    once compared (a 100,000-file re-index peaked at 4.3 GB holding them through the write, 3.4 GB without), and
+    the new ones once written."""
     kb = tmp_path / "kb"
     write_kb(kb, {"files": _files(["a.py"])}, {})
 
@@ -54,8 +55,11 @@ def test_a_rewrite_links_unchanged_tables_and_lets_go_of_the_previous_ones(tmp_p
 
     files_before, symbols_before = inode("files.parquet"), inode("symbols.parquet")
     previous = read_tables(kb, TABLES)
-    write_kb(kb, {"files": _files(["a.py", "b.py"]), "symbols": previous["symbols"].copy()}, {}, previous)
+    tables = {"files": _files(["a.py", "b.py"]), "symbols": previous["symbols"].copy(),
+              "contents": pd.DataFrame({"file_id": [0, 1], "text": ["a = 1\n", "b = 2\n"]})}
+    write_kb(kb, tables, {}, previous)
     assert previous == {}
+    assert set(tables) == {"files", "symbols"}  # written texts let go of; what word tables are built from kept
     assert inode("symbols.parquet") == symbols_before and inode("files.parquet") != files_before
     assert list(read_tables(kb, ["files"])["files"]["path"]) == ["a.py", "b.py"]
 
