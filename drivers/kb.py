@@ -42,13 +42,13 @@ _METADATA = "metadata.json"
 
 # term table -> its doc column: each gets a persisted BM25 index, written with the KB, read on first use
 LEXICONS = {"file_terms": "file_id", "symbol_terms": "symbol_id", "commit_terms": "commit"}
-_MAPPED_BATCH_ROWS = 10_000  # rows of a memory-mapped table converted and written at once
 _LEXICON_SUFFIX = ".bm25.arrow"  # Arrow IPC, uncompressed: memory-mapped, a request reads only its terms' postings
 _LEXICON_FORMAT = {b"cra_bm25_format": b"2", b"k1": repr(lexical.K1).encode(), b"b": repr(lexical.B).encode()}
 
 # tables kept as uncompressed Arrow IPC, memory-mapped when read: every file's text and every comment, of which a
 # request reads those of the few files it packs (decoding them from Parquet took 3.4 s and 0.55 s on OpenJDK)
 _MAPPED = frozenset({"contents", "comments"})
+_MAPPED_BATCH_ROWS = 10_000  # rows of a memory-mapped table converted and written at once
 
 
 def table_file(name: str) -> str:

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 from dataflows.index import edges as edges_module
-from dataflows.index import parsing
+from dataflows.index import metadata, parsing
 from dataflows.index.code_terms import code_term_counts
 from dataflows.index.schema import TABLES, arrow_schema
 from dataflows.text import terms
@@ -225,6 +225,17 @@ def test_symbol_edges_resolved_a_few_files_at_a_time_are_the_same(indexed, tmp_p
     assert len(runs) > 2 and sum(len(r) for r in runs) == indexed[0]["references"]["file_id"].nunique()
     tables, _ = index_frames(make_repo(tmp_path), count_tokens=count_tokens)
     assert tables["symbol_edges"].equals(indexed[0]["symbol_edges"])
+
+
+def test_concept_terms_counted_a_few_files_at_a_time_are_the_same(indexed, tmp_path, monkeypatch):
+    """Concept terms are counted per file: counting them in runs of files (bounded memory) changes nothing."""
+    monkeypatch.setattr(metadata, "CONCEPT_CHUNK_CHARS", 20)
+    symbols, comments = indexed[0]["symbols"], indexed[0]["comments"]
+    texts = pd.Series(symbols["qualified_name"].to_numpy(), index=symbols["file_id"].to_numpy()).sort_index()
+    assert len(metadata._file_chunks(texts)) > 2
+    tables, _ = index_frames(make_repo(tmp_path), count_tokens=count_tokens)
+    assert tables["concept_terms"].equals(indexed[0]["concept_terms"])
+    assert tables["files"]["concepts"].map(list).equals(indexed[0]["files"]["concepts"].map(list))
 
 
 def test_history_gives_commits_recency_churn_and_cochange(indexed):

@@ -634,7 +634,7 @@ def kb_symbol_edges(
                                import_bindings[import_bindings["file_id"].isin(files)], packages,
                                reexport_bindings[reexport_bindings["file_id"].isin(files)])
         for files in _reference_runs(kb_references, symbol_edge_files)
-    ] or [_resolved_symbol_edges(kb_symbols, kb_references.iloc[:0], import_bindings.iloc[:0])], ignore_index=True)  # fmt: skip
+    ] or [pd.DataFrame(columns=["src_symbol_id", "dst_symbol_id", "kind"])], ignore_index=True)  # fmt: skip
     carried = _carried_symbol_edges(previous_kb, symbol_edge_files, symbol_keys)
     edges = pd.concat([f for f in (carried, resolved) if len(f)] or [resolved], ignore_index=True)
     edges = edges.drop_duplicates(["src_symbol_id", "dst_symbol_id", "kind"]).sort_values(["src_symbol_id", "dst_symbol_id", "kind"])
