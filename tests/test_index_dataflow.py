@@ -230,7 +230,7 @@ def test_symbol_edges_resolved_a_few_files_at_a_time_are_the_same(indexed, tmp_p
 def test_concept_terms_counted_a_few_files_at_a_time_are_the_same(indexed, tmp_path, monkeypatch):
     """Concept terms are counted per file: counting them in runs of files (bounded memory) changes nothing."""
     monkeypatch.setattr(metadata, "CONCEPT_CHUNK_CHARS", 20)
-    symbols, comments = indexed[0]["symbols"], indexed[0]["comments"]
+    symbols = indexed[0]["symbols"]
     texts = pd.Series(symbols["qualified_name"].to_numpy(), index=symbols["file_id"].to_numpy()).sort_index()
     assert len(metadata._file_chunks(texts)) > 2
     tables, _ = index_frames(make_repo(tmp_path), count_tokens=count_tokens)
