@@ -18,7 +18,7 @@ from dataflows import lexical
 from dataflows.lexical import Bm25Index
 from dataflows.retrieval import vocabulary
 from dataflows.retrieval.models import FileContext, SymbolContext, TaskQuery
-from dataflows.retrieval.symbol_table import TakenStrings, id_rows
+from dataflows.retrieval.symbol_table import TakenStrings, id_rows, values_at
 from dataflows.index.schema import REQUEST_TABLES
 from tests.retrieval_dag import run_node
 from drivers import tokens
@@ -375,6 +375,15 @@ def test_taken_strings_give_the_rows_asked_for_as_python_strings(dtype):
     assert column[np.array([True, False, True, False])].tolist() == ["a", "c"]
     assert column[np.array([], dtype=np.int64)].dtype == object
     assert TakenStrings(pd.Series(["a", None], dtype=dtype))[np.array([1])].tolist() == [None]
+
+
+def test_values_at_reads_a_chunked_arrow_column_without_pandas_take(monkeypatch):
+    """A loaded KB's texts are memory-mapped chunks; pandas' take would concatenate (and page in) all of them."""
+    chunked = pa.chunked_array([["a", None], ["c", "d", "e"]])
+    column = pd.Series(pd.arrays.ArrowExtensionArray(chunked))
+    monkeypatch.setattr(pd.arrays.ArrowExtensionArray, "take", lambda *a, **k: pytest.fail("pandas take was used"))
+    assert values_at(column, np.array([4, 1, 2])) == ["e", None, "c"]
+    assert values_at(pd.Series(["x", "y"], dtype=object), [1]) == ["y"]
 
 
 def test_symbol_table_resolves_parents_edges_and_names():

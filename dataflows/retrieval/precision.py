@@ -28,7 +28,7 @@ import pandas as pd
 from dataflows.lexical import Bm25Index
 from dataflows.retrieval import vocabulary
 from dataflows.retrieval.models import TIER_ORDER, FileContext, ScopedSymbols, SymbolContext, TaskQuery
-from dataflows.retrieval.symbol_table import SymbolTable
+from dataflows.retrieval.symbol_table import SymbolTable, values_at
 from dataflows.retrieval.markdown import shown_text
 from dataflows.retrieval.symbol_signals import SYMBOL_SIGNALS
 
@@ -317,11 +317,12 @@ def file_contexts(
         by_file.setdefault(record["file_id"], []).append(record)
     chosen_files = chosen["file_id"].unique()
     held = np.flatnonzero(np.isin(kb_contents["file_id"].to_numpy(), chosen_files))  # (no frame of texts copied)
-    texts = dict(zip(kb_contents["file_id"].iloc[held].tolist(), kb_contents["text"].iloc[held].tolist()))
+    texts = dict(zip(values_at(kb_contents["file_id"], held), values_at(kb_contents["text"], held)))
     contributing = kb_files[kb_files["file_id"].isin(chosen_files)]
     language = dict(zip(contributing["file_id"].tolist(), contributing["language"].tolist()))
     explained = chosen.loc[chosen["tier"] != "outline", "symbol_id"].to_numpy()  # outlines carry no rationale
-    why = kb_comments[kb_comments["symbol_id"].isin(explained)]
+    at = np.flatnonzero(np.isin(kb_comments["symbol_id"].to_numpy(dtype="float64", na_value=np.nan), explained))
+    why = pd.DataFrame({c: values_at(kb_comments[c], at) for c in ("file_id", "line", "text", "is_rationale")})
     why = why[why["is_rationale"].fillna(False).astype(bool)].sort_values(["file_id", "line"])
     rationale: dict[int, dict[str, None]] = {}
     for file_id, text in zip(why["file_id"].tolist(), why["text"].tolist()):

@@ -34,7 +34,7 @@ from dataflows.lexical import Bm25Index
 from dataflows.retrieval import vocabulary
 from dataflows.retrieval.hints import path_matches
 from dataflows.retrieval.models import ScopedSymbols, TaskQuery
-from dataflows.retrieval.symbol_table import SymbolTable
+from dataflows.retrieval.symbol_table import SymbolTable, values_at
 
 # what a fix changes: interfaces, type aliases and enums too (13 of 342 development cases changed one; 7 in TS)
 CANDIDATE_KINDS = ("function", "method", "class", "interface", "type_alias", "enum")
@@ -283,9 +283,8 @@ def _message(s: ScopedSymbols, c: np.ndarray, kb_contents: pd.DataFrame, message
     if not messages or not len(c):
         return out
     files = np.unique(s.file_id[c])
-    texts = kb_contents[kb_contents["file_id"].isin(files)].drop_duplicates("file_id")
     lowered = [m.lower() for m in messages]
-    for file_id, text in zip(texts["file_id"].tolist(), texts["text"].tolist()):
+    for file_id, text in _texts(kb_contents, files).items():
         low = text.lower()
         lines = [low.count("\n", 0, at) + 1 for m in lowered for at in _find_all(low, m)]
         in_file = np.flatnonzero(s.file_id[c] == file_id)
@@ -294,6 +293,14 @@ def _message(s: ScopedSymbols, c: np.ndarray, kb_contents: pd.DataFrame, message
             if len(holds):
                 out[holds[np.argmin(end[holds] - start[holds])]] = 1.0
     return out
+
+
+def _texts(kb_contents: pd.DataFrame, files) -> dict[int, str]:
+    """file_id -> text of the given files, read row by row (`values_at`: a KB's texts are memory-mapped)."""
+    file_ids = kb_contents["file_id"].to_numpy()
+    held = np.flatnonzero(np.isin(file_ids, files))
+    held = held[np.unique(file_ids[held], return_index=True)[1]]  # one text per file
+    return dict(zip(file_ids[held].tolist(), values_at(kb_contents["text"], held)))
 
 
 def _find_all(text: str, needle: str) -> list[int]:
@@ -378,7 +385,7 @@ def _tested(s: ScopedSymbols, table: SymbolTable, task_query: TaskQuery, kb_symb
     if not len(tests):
         return out
     at = table.rows.get_indexer(s.symbol_id[tests])
-    texts = kb_contents.drop_duplicates("file_id").set_index("file_id")["text"]
+    texts = _texts(kb_contents, s.file_id[tests])
     called: set[str] = set()
     ends = kb_symbols["end_line"].to_numpy()[at]
     for file_id, start, end in zip(s.file_id[tests], table.start_line[s.rows[tests]], ends):
