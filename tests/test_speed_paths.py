@@ -403,6 +403,10 @@ def test_symbol_table_resolves_parents_edges_and_names():
     rust = run_node("kb_symbol_table", kb_symbols=symbols.assign(decorators=[["derive(Debug)"], None, ["tokio::test"]]),
                     kb_symbol_edges=edges, kb_files=files, language_conventions=load_conventions())
     assert list(rust.is_test_code) == [False, False, True]  # by its attribute (data/conventions/rust.toml)
+    loaded = pd.arrays.ArrowExtensionArray(pa.array([["derive(Debug)"], None, [None, "tokio::test"]], pa.list_(pa.string())))
+    from_kb = run_node("kb_symbol_table", kb_symbols=symbols.assign(decorators=loaded), kb_symbol_edges=edges,
+                       kb_files=files, language_conventions=load_conventions())  # a loaded KB's Arrow lists
+    assert list(from_kb.is_test_code) == [False, False, True]
     no_files = run_node("kb_symbol_table", kb_symbols=symbols.assign(decorators=[["test"], None, None]),
                         kb_symbol_edges=edges, kb_files=files.iloc[:0], language_conventions=load_conventions())
     assert not no_files.is_test_code.any()  # a symbol whose file is not in the KB has no language

@@ -107,7 +107,22 @@ def test_code(kb_symbols: pd.DataFrame, kb_files: pd.DataFrame | None, language_
         if pattern is None:
             continue
         rows = _with_attributes(kb_symbols["decorators"], np.flatnonzero(language == code))
-        out[rows] = [any(pattern.search(str(x)) for x in a) for a in kb_symbols["decorators"].iloc[rows].tolist()]
+        out[rows] = _any_matches(kb_symbols["decorators"].iloc[rows], pattern)
+    return out
+
+
+def _any_matches(lists: pd.Series, pattern) -> np.ndarray:
+    """Per list of strings: whether any item matches the pattern. A loaded KB's Arrow lists are matched once per
+    distinct item (OpenJDK's 300,000 annotations are a few thousand distinct strings, `@Override` most of them)."""
+    if not isinstance(lists.dtype, pd.ArrowDtype):
+        return np.array([any(pattern.search(str(x)) for x in a) for a in lists.tolist()], dtype=bool)
+    array = pa.array(lists)
+    array = array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
+    items = pc.dictionary_encode(pc.list_flatten(array).cast(pa.string()), null_encoding="encode")
+    matched = np.array([bool(pattern.search(str(x))) for x in items.dictionary.to_pylist()], dtype=bool)
+    hit = matched[items.indices.to_numpy(zero_copy_only=False)] if len(matched) else np.zeros(0, dtype=bool)
+    out = np.zeros(len(array), dtype=bool)
+    out[pc.list_parent_indices(array).to_numpy(zero_copy_only=False)[hit]] = True
     return out
 
 
