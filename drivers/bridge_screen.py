@@ -28,7 +28,7 @@ from pathlib import Path
 import pandas as pd
 
 from dataflows.text import STOP_WORDS, split_identifier, stem
-from drivers.errors import CraError
+from drivers.errors import CraError, exit_code
 
 MIN_CASES = 3  # fixes that support a bridge
 MIN_REPOS = 3  # ... in this many repositories: a bridge of one repository is its layout, not the language's
@@ -218,8 +218,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except CraError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(2)
+    sys.exit(exit_code(main))

@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from dataflows.index.parsers import language_of
-from drivers.errors import CraError
+from drivers.errors import CraError, exit_code
 from drivers.mine_cases import FAMILY
 
 METRICS = ("file_acc@1", "file_acc@5", "file_acc@10")
@@ -63,8 +63,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except CraError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(2)
+    sys.exit(exit_code(main))

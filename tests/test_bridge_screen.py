@@ -60,3 +60,12 @@ def test_the_screen_runs_on_an_evaluated_tree(tmp_path, capsys):
     reordered = pd.read_parquet(tmp_path / "out" / "reordered.parquet").set_index("weight")
     assert reordered.loc[0.0, "acc@1"] == 0.0 and reordered.loc[1.5, "acc@1"] == 1.0
     assert "bridge" in capsys.readouterr().out
+
+
+def test_a_missing_case_file_is_one_error_line_and_exit_2(tmp_path, capsys):
+    from drivers.errors import exit_code
+
+    argv = ["--train", str(tmp_path / "none.jsonl"), "--cases", str(tmp_path / "none.jsonl"), "--results", str(tmp_path)]
+    assert exit_code(bridge_screen.main, argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: Cannot read case file") and "Traceback" not in err and len(err.splitlines()) == 1

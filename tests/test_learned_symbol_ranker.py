@@ -55,7 +55,7 @@ def test_a_fold_is_never_trained_on_its_own_repositories(monkeypatch):
 
     class Spy:
         def __init__(self, **params):
-            pass
+            self.params = params
 
         def fit(self, x, y, group):
             seen.append(len(x))
