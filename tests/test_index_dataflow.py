@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 from dataflows.index import edges as edges_module
-from dataflows.index import metadata, parsing
+from dataflows.index import parsing
 from dataflows.index.code_terms import code_term_counts
 from dataflows.index.schema import TABLES, arrow_schema
 from dataflows.text import terms
@@ -227,15 +227,19 @@ def test_symbol_edges_resolved_a_few_files_at_a_time_are_the_same(indexed, tmp_p
     assert tables["symbol_edges"].equals(indexed[0]["symbol_edges"])
 
 
-def test_concept_terms_counted_a_few_files_at_a_time_are_the_same(indexed, tmp_path, monkeypatch):
-    """Concept terms are counted per file: counting them in runs of files (bounded memory) changes nothing."""
-    monkeypatch.setattr(metadata, "CONCEPT_CHUNK_CHARS", 20)
-    symbols = indexed[0]["symbols"]
-    texts = pd.Series(symbols["qualified_name"].to_numpy(), index=symbols["file_id"].to_numpy()).sort_index()
-    assert len(metadata._file_chunks(texts)) > 2
-    tables, _ = index_frames(make_repo(tmp_path), count_tokens=count_tokens)
-    assert tables["concept_terms"].equals(indexed[0]["concept_terms"])
-    assert tables["files"]["concepts"].map(list).equals(indexed[0]["files"]["concepts"].map(list))
+def test_concept_terms_count_each_files_symbol_names_docstrings_and_comments(indexed):
+    """The parse workers count concept terms per file: the counts of its symbols' qualified names and docstrings and
+    of its comments, as the KB's own symbol and comment rows give them."""
+    tables = indexed[0]
+    texts: dict[int, list[str]] = {}
+    for file_id, name, doc in zip(tables["symbols"]["file_id"], tables["symbols"]["qualified_name"], tables["symbols"]["docstring"]):
+        texts.setdefault(int(file_id), []).append(f"{name} {doc if isinstance(doc, str) else ''}")
+    for file_id, text in zip(tables["comments"]["file_id"], tables["comments"]["text"]):
+        texts.setdefault(int(file_id), []).append(text)
+    expected = sorted((f, term, tf) for f, parts in texts.items() for term, tf in Counter(terms("\n".join(parts))).items())
+    got = tables["concept_terms"]
+    assert len(expected) > 20
+    assert sorted(zip(got["file_id"].astype(int), got["term"], got["tf"].astype(int))) == expected
 
 
 def test_history_gives_commits_recency_churn_and_cochange(indexed):

@@ -61,6 +61,7 @@ class ParsedBatch:
     references: pd.DataFrame  # REFERENCE_COLUMNS
     file_terms: pd.DataFrame  # file_id, term, tf; each file's terms sorted
     symbol_terms: pd.DataFrame  # file_id, local, term, tf; each symbol's terms sorted
+    concept_terms: pd.DataFrame  # file_id, term, tf of the file's symbol names, docstrings and comments; terms sorted
     resumed: int = 0  # files loaded from the checkpoint of an interrupted run, not parsed by this one
 
 
@@ -96,7 +97,8 @@ def _symbol_bodies(lines: list[str], symbols: list[ParsedSymbol]) -> list[str]:
 
 def _parse_batch(files: pd.DataFrame, count_tokens: Callable, count_line_tokens: Callable) -> ParsedBatch:
     """Parse each file of a batch, count its tokens per line and its terms per segment (index time)."""
-    errors, file_tokens, symbols_, comments_, imports_, references_, file_terms, symbol_terms = {}, {}, [], [], [], [], [], []
+    errors, file_tokens, symbols_, comments_, imports_, references_ = {}, {}, [], [], [], []
+    file_terms, symbol_terms, concept_terms = [], [], []
     counted: dict[str, int] = {}
 
     def tokens_of(text: str) -> int:
@@ -131,6 +133,8 @@ def _parse_batch(files: pd.DataFrame, count_tokens: Callable, count_line_tokens:
         for local, (s, body) in enumerate(zip(symbols, _symbol_bodies(text.split("\n"), symbols))):
             doc = "\n".join([s.qualified_name, s.signature, s.docstring or "", body, *comments.get(local, ())])
             symbol_terms.extend((file_id, local, term, tf) for term, tf in sorted(code_term_counts(doc).items()))
+        concepts = "\n".join([*(f"{s.qualified_name} {s.docstring or ''}" for s in symbols), *(c.text for c in result.comments)])
+        concept_terms.extend((file_id, term, tf) for term, tf in sorted(code_term_counts(concepts).items()))
     return ParsedBatch(
         errors=pd.Series(errors, dtype=object),
         file_tokens=pd.Series(file_tokens, dtype="int64"),
@@ -140,6 +144,7 @@ def _parse_batch(files: pd.DataFrame, count_tokens: Callable, count_line_tokens:
         references=pd.DataFrame(references_, columns=REFERENCE_COLUMNS),
         file_terms=_int32(pd.DataFrame(file_terms, columns=["file_id", "term", "tf"])),
         symbol_terms=_int32(pd.DataFrame(symbol_terms, columns=["file_id", "local", "term", "tf"])),
+        concept_terms=_int32(pd.DataFrame(concept_terms, columns=["file_id", "term", "tf"])),
     )
 
 
@@ -210,6 +215,7 @@ def parsed_rows(parsed_batch: Collect[ParsedBatch]) -> ParsedBatch:
         references=stacked([b.references for b in batches], REFERENCE_COLUMNS),
         file_terms=stacked([b.file_terms for b in batches], ["file_id", "term", "tf"]),
         symbol_terms=stacked([b.symbol_terms for b in batches], ["file_id", "local", "term", "tf"]),
+        concept_terms=stacked([b.concept_terms for b in batches], ["file_id", "term", "tf"]),
         resumed=sum(b.resumed for b in batches),
     )
 
