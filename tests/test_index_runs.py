@@ -11,6 +11,7 @@ import threading
 import weakref
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from hamilton.lifecycle import api
 
@@ -76,6 +77,23 @@ def test_a_failing_worker_run_is_one_line_naming_the_cause(tmp_path):
         index_frames(repo, history=0, workers=2, adapters=(Unpicklable(),))
     message = str(err.value)
     assert "\n" not in message and "pickle" in message and "--workers 1" in message
+
+
+def test_a_script_indexing_without_a_main_guard_is_told_what_to_add(tmp_path):
+    """Workers start from a fork server and import the script that started them: an unguarded script's worker dies
+    trying to index again, and the error says what to add (the driver's own entry points are guarded)."""
+    script = tmp_path / "unguarded.py"
+    script.write_text("import sys\nfrom pathlib import Path\nfrom drivers.indexer import index_frames\n"
+                      "index_frames(Path(sys.argv[1]), history=0, workers=2)\n")
+    done = subprocess.run([sys.executable, str(script), str(make_repo(tmp_path / "repo"))], capture_output=True, text=True,
+                          timeout=300, cwd=Path(__file__).parents[1])  # fmt: skip
+    assert done.returncode != 0
+    assert 'if __name__ == "__main__":' in done.stderr.splitlines()[-1] and "--workers 1" in done.stderr.splitlines()[-1]
+    guarded = script.read_text().replace("index_frames(Path", "if __name__ == \"__main__\":\n    index_frames(Path")
+    script.write_text(guarded)
+    done = subprocess.run([sys.executable, str(script), str(tmp_path / "repo")], capture_output=True, text=True,
+                          timeout=300, cwd=Path(__file__).parents[1])  # fmt: skip
+    assert done.returncode == 0, done.stderr
 
 
 class _Releases(api.NodeExecutionHook):
@@ -161,3 +179,25 @@ def test_retrieve_repeats_the_index_warnings_and_says_when_the_package_is_empty(
     assert any("nothing was indexed" in w for w in warnings) and any("no git history" in w for w in warnings)
     assert any("the package holds no file" in w for w in warnings)
     assert "warning: nothing was indexed" in out.err and "warning: the package holds no file" in out.err
+
+
+def test_a_large_run_frees_frames_held_in_reference_cycles_after_each_node():
+    """pandas frames can sit in reference cycles that only a full collection frees; a large run collects after each
+    node, a small one leaves it to Python (a full pass per node would double a one-file re-index)."""
+    from drivers.index_memory import HeapTrim
+
+    def cyclic_garbage() -> weakref.ref:
+        frame = pd.DataFrame({"text": ["x" * 100] * 10})
+        frame.attrs["self"] = frame  # a cycle: unreachable once dropped, yet alive until a collection
+        return weakref.ref(frame)
+
+    gc.disable()
+    try:
+        small, large = cyclic_garbage(), None
+        HeapTrim(collect=False).run_after_node_execution(node_name="decoded_files")
+        assert small() is not None
+        large = cyclic_garbage()
+        HeapTrim(collect=True).run_after_node_execution(node_name="decoded_files")
+        assert large() is None and small() is None
+    finally:
+        gc.enable()
