@@ -16,35 +16,76 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 K1 = 0.9  # Lucene defaults as in the eval README's baseline
 B = 0.4
+_CHUNK = 1 << 20  # postings whose weights are computed at once (float64 temporaries of 8 MB, not of 20M postings)
 ARRAYS = ("vocab", "starts", "doc_ids", "postings_doc", "postings_weight")  # the persisted form, in this order
 
 
 def stable_order(codes: np.ndarray) -> np.ndarray:
     """np.argsort(codes, kind="stable") for codes in [0, 2**32), as two 16-bit radix passes (numpy radix-sorts
     16-bit keys): about twice as fast on a million postings."""
-    codes = np.asarray(codes, dtype=np.uint32)  # (4 bytes a row: a posting array is tens of millions of rows)
-    order = np.argsort((codes & 0xFFFF).astype(np.uint16), kind="stable")
-    return order[np.argsort((codes[order] >> 16).astype(np.uint16), kind="stable")]
+    codes = np.asarray(codes)  # (4 bytes a row, no copy of int32 codes: a posting array is tens of millions of rows)
+    codes = codes.view(np.uint32) if codes.dtype == np.int32 else codes.astype(np.uint32)
+    rows = np.int32 if len(codes) < 2**31 else np.int64  # positions kept as int32: half the memory of argsort's
+    order = np.argsort(codes.astype(np.uint16), kind="stable").astype(rows)  # by the low 16 bits (the cast wraps)
+    high = codes[order]
+    high >>= 16
+    high = high.astype(np.uint16)
+    return order[np.argsort(high, kind="stable")]
 
 
-def _sorted_vocabulary(terms: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """(code of each row's term, distinct terms in code-point order as an object array)."""
-    codes, vocab = pd.factorize(terms, sort=True)
-    vocab = np.asarray(vocab, dtype=object)
-    if len(vocab) > 1 and not (vocab[1:] > vocab[:-1]).all():  # a categorical keeps category order: sort for lookup
-        order = np.argsort(vocab, kind="stable")
-        rank = np.empty_like(order)
-        rank[order] = np.arange(len(order))
-        codes, vocab = rank[codes], vocab[order]
-    return codes, vocab
+class ArrowVocabulary:
+    """A sorted Arrow string array as a sequence of str (what bisect needs): a term is decoded where it is looked at,
+    and the vocabulary (millions of terms on a large repository) is never a Python string per term."""
+
+    def __init__(self, array: pa.Array):
+        self.array = array
+
+    def __len__(self) -> int:
+        return len(self.array)
+
+    def __getitem__(self, i: int) -> str:
+        return self.array[i].as_py()
+
+
+def _sorted_vocabulary(terms: pd.Series) -> tuple[np.ndarray, ArrowVocabulary]:
+    """(int32 code of each row's term, distinct terms in code-point order), by Arrow's dictionary encoding: whatever
+    the terms' dtype (Arrow strings, objects, a categorical in any category order)."""
+    values = pa.array(terms, from_pandas=True)  # Arrow-backed strings: the column's own buffers, not copied
+    values = values if isinstance(values, pa.ChunkedArray) else pa.chunked_array([values])
+    if pa.types.is_dictionary(values.type):
+        values = values.cast(values.type.value_type)
+    encoded = pc.dictionary_encode(values)  # one dictionary for all chunks
+    dictionary = encoded.chunk(0).dictionary
+    order = pc.sort_indices(dictionary).to_numpy()  # UTF-8 byte order is code-point order
+    rank = np.empty(len(order), dtype=np.int32)
+    rank[order] = np.arange(len(order), dtype=np.int32)
+    codes = np.concatenate([rank[chunk.indices.to_numpy(zero_copy_only=False)] for chunk in encoded.chunks])
+    return codes, ArrowVocabulary(dictionary.take(pa.array(order)))
+
+
+def _doc_positions(docs: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """(int32 position of each row's doc among the distinct docs in sorted order, those docs): by run boundaries when
+    rows come in doc order (a KB's term tables), which takes no hash table and no int64 codes, else by factorize."""
+    values = docs.to_numpy()
+    if values.dtype.kind in "iu" and len(values) and (values[1:] >= values[:-1]).all():
+        starts = np.empty(len(values), dtype=bool)
+        starts[0] = True
+        np.not_equal(values[1:], values[:-1], out=starts[1:])
+        positions = np.cumsum(starts, dtype=np.int32)
+        positions -= 1
+        return positions, values[starts]
+    positions, distinct = pd.factorize(docs, sort=True)
+    return positions.astype(np.int32), np.asarray(distinct)
 
 
 @dataclass(frozen=True, eq=False)
 class Bm25Index:
-    vocab: np.ndarray  # distinct terms, sorted (object array, or a memory-mapped sequence): found by binary search
+    vocab: np.ndarray | ArrowVocabulary  # distinct terms, sorted (object array or Arrow strings): found by binary search
     starts: np.ndarray  # postings of vocab[i] are [starts[i], starts[i + 1])
     doc_ids: np.ndarray  # the doc id (file_id / symbol_id) of each doc position
     postings_doc: np.ndarray  # doc position of each posting, grouped by term
@@ -56,29 +97,10 @@ class Bm25Index:
         if frame.empty:
             return cls.from_arrays(np.array([], dtype=object), np.zeros(1, dtype=np.int64), np.array([], dtype=np.int64),
                                    np.array([], dtype=np.int64), np.array([]))  # fmt: skip
-        doc_pos, doc_ids = pd.factorize(frame[doc_col], sort=True)
-        doc_pos = doc_pos.astype(np.int32)  # (the stored type; int32 row arrays halve the peak of a large KB's write)
-        tf = frame["tf"].to_numpy(dtype=np.float64)
-        doc_len = np.bincount(doc_pos, weights=tf, minlength=len(doc_ids))
-        avg_len = doc_len.mean() or 1.0
+        # the rows' codes first, while nothing else is held: ordering postings by term takes most of the memory
         term_codes, vocab = _sorted_vocabulary(frame["term"])
-        term_codes = term_codes.astype(np.int32)
         df = np.bincount(term_codes, minlength=len(vocab))
-        n_docs = len(doc_ids)
-        idf = np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
-        # weight = idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * doc_len / avg_len)), in place: a row array less at
-        # a time (millions of rows on a large repository, built while the KB is written)
-        norm = doc_len[doc_pos]  # (each step the old expression's own, in its order: the same floats)
-        norm *= b
-        norm /= avg_len
-        norm += 1.0 - b
-        norm *= k1
-        norm += tf
-        weight = idf[term_codes]
-        weight *= tf
-        weight *= k1 + 1.0
-        weight /= norm
-        del norm, tf
+        doc_pos, doc_ids = _doc_positions(frame[doc_col])  # (int32 row arrays: a large KB's postings are 20M rows)
         if (doc_pos[1:] >= doc_pos[:-1]).all():
             order = stable_order(term_codes)  # postings by term, then doc: whatever order rows came in
         else:
@@ -86,17 +108,40 @@ class Bm25Index:
             order = by_doc[stable_order(term_codes[by_doc])]
             del by_doc
         del term_codes
-        starts = np.concatenate([[0], np.cumsum(df)])  # postings by term: each term's df postings in a row
         postings_doc = doc_pos[order]
+        tf = frame["tf"].to_numpy()
+        doc_len = np.zeros(len(doc_ids))
+        for start in range(0, len(doc_pos), _CHUNK):  # sums of integer counts: exact in any grouping
+            doc_len += np.bincount(doc_pos[start : start + _CHUNK], weights=tf[start : start + _CHUNK], minlength=len(doc_ids))
         del doc_pos
-        weight = weight[order]
-        del order
-        return cls.from_arrays(vocab, starts, np.asarray(doc_ids), postings_doc, weight)
+        avg_len = doc_len.mean() or 1.0
+        n_docs = len(doc_ids)
+        idf = np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+        starts = np.concatenate([[0], np.cumsum(df)])  # postings by term: each term's df postings in a row
+        term_of = np.repeat(np.arange(len(df), dtype=np.int32), df)
+        weight = np.empty(len(order), dtype=np.float64)
+        for start in range(0, len(order), _CHUNK):  # a chunk of postings at a time, each step of the formula in its order
+            end = start + _CHUNK
+            counts = tf[order[start:end]].astype(np.float64)
+            # weight = idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * doc_len / avg_len))
+            norm = doc_len[postings_doc[start:end]]
+            norm *= b
+            norm /= avg_len
+            norm += 1.0 - b
+            norm *= k1
+            norm += counts
+            chunk = idf[term_of[start:end]]
+            chunk *= counts
+            chunk *= k1 + 1.0
+            chunk /= norm
+            weight[start:end] = chunk
+        return cls.from_arrays(vocab, starts, doc_ids, postings_doc, weight)
 
     @classmethod
     def from_arrays(cls, vocab, starts, doc_ids, postings_doc, postings_weight) -> Bm25Index:
         """The index from its persisted arrays (`arrays()`), as numpy arrays of the stored types."""
-        return cls(np.asarray(vocab, dtype=object), np.asarray(starts, dtype=np.int64), np.asarray(doc_ids),
+        vocab = vocab if isinstance(vocab, ArrowVocabulary) else np.asarray(vocab, dtype=object)
+        return cls(vocab, np.asarray(starts, dtype=np.int64), np.asarray(doc_ids),
                    np.asarray(postings_doc, dtype=np.int32), np.asarray(postings_weight, dtype=np.float64))  # fmt: skip
 
     def arrays(self) -> dict[str, np.ndarray]:

@@ -71,6 +71,16 @@ def test_categorical_terms_in_any_category_order_score_like_plain_strings():
     pd.testing.assert_series_equal(got.scores(["alpha", "zeta", "mid"]), expected)
 
 
+def test_rows_in_any_doc_order_index_like_rows_in_doc_order():
+    """Rows in doc order (a KB's term tables) are positioned by run boundaries, others by factorize: same index."""
+    ordered = term_frame({1: "login login password", 2: "valid token", 5: "password valid valid login"})
+    shuffled = ordered.sample(frac=1.0, random_state=3).reset_index(drop=True)
+    assert not shuffled["file_id"].is_monotonic_increasing
+    a, b = Bm25Index.from_terms(ordered, "file_id"), Bm25Index.from_terms(shuffled, "file_id")
+    assert list(a.vocab) == list(b.vocab) and list(a.doc_ids) == list(b.doc_ids) == [1, 2, 5]
+    pd.testing.assert_series_equal(a.scores(QUERY), b.scores(QUERY))
+
+
 def test_index_writes_bm25_arrays_that_score_like_a_rebuild(indexed):
     version = live_version(indexed / ".cra")
     assert {"file_terms.bm25.arrow", "symbol_terms.bm25.arrow"} <= {p.name for p in version.iterdir()}
