@@ -16,6 +16,7 @@ import multiprocessing.forkserver
 import os
 import shutil
 import signal
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -31,12 +32,13 @@ from hamilton.lifecycle import api as lifecycle
 
 from dataflows.index import commit_terms, companions, discovery, edges, health, history, lexical_terms, metadata, parsing
 from dataflows.index.frames import canonical_ids
+from dataflows.index.mapped import write_mapped
 from dataflows.index.parsers import language_of
 from dataflows.index.schema import TABLES
 from drivers.conventions import load_conventions
 from drivers.errors import CraError
 from drivers.git_history import git_head, git_log, git_tracked
-from drivers.index_memory import BytesRelease, HeapTrim, releasing
+from drivers.index_memory import BytesRelease, CollectingExecutor, HeapTrim, releasing
 from drivers.sources import SourceScan, scan_sources
 
 INDEX_MODULES = (discovery, parsing, edges, history, metadata, lexical_terms, commit_terms, health, companions)
@@ -204,17 +206,19 @@ def index_driver(
 ) -> driver.Driver:
     """The Hamilton driver over the index dataflow modules; workers > 1 runs per-file batches in processes;
     on_progress(done, total) is called as batches of files are parsed; adapters are extra lifecycle hooks;
-    large: many files change, so memory is collected after each node (see `HeapTrim`)."""
-    remote = _ProcessExecutor(max_tasks=workers) if workers > 1 else executors.SynchronousLocalTaskExecutor()
+    large: many files change, so memory is collected after each task (see `CollectingExecutor`)."""
+    trim = HeapTrim()
+    local = CollectingExecutor(trim.trim) if large else executors.SynchronousLocalTaskExecutor()
+    remote = _ProcessExecutor(max_tasks=workers) if workers > 1 else local
     builder = (
         driver.Builder()
         .with_modules(*INDEX_MODULES)
         .enable_dynamic_execution(allow_experimental_mode=True)
-        .with_local_executor(executors.SynchronousLocalTaskExecutor())
+        .with_local_executor(local)
         .with_remote_executor(remote)
     )
     hooks = [*adapters, *([ParseProgress(on_progress)] if on_progress is not None else []),
-             *([_WorkersDone(remote)] if workers > 1 else []), HeapTrim(collect=large)]  # fmt: skip
+             *([_WorkersDone(remote)] if workers > 1 else []), trim]  # fmt: skip
     return releasing(builder.with_adapters(*hooks).build())
 
 
@@ -260,6 +264,7 @@ def index_frames(
     previous_skipped: dict[str, list[str]] | None = None,
     previous_import_context: str | None = None,
     resume_dir: Path | None = None,
+    contents_dir: Path | None = None,
 ) -> tuple[dict[str, pd.DataFrame], dict]:
     """KB tables by name (no `kb_` prefix) and run stats (index_stats + scan info + head + seconds) for root.
 
@@ -269,6 +274,9 @@ def index_frames(
     scan: the tree as already read by `scan_sources` (default: read it here); its bytes go once decoded (data None).
     previous_skipped: what the previous run left out, by reason (its index_stats["skipped"]), for files the scan did
     not read again; previous_import_context: its index_stats["import_context"] (then its import bindings are reused).
+    contents_dir: an empty directory where the contents table is written, as the KB stores it, before the parse
+    (`metadata.written_contents`); the returned contents frame is a view of that file, which the caller links into
+    its KB and then removes (default: a temporary directory, removed when the run ends: the view stays readable).
     """
     started = time.perf_counter()
     root = Path(root)
@@ -294,16 +302,25 @@ def index_frames(
         "language_conventions": load_conventions(),
         "parse_checkpoint": str(_checkpoint_dir(resume_dir)) if resume_dir is not None and many else None,
     }
+    temporary = contents_dir is None
+    inputs["contents_dir"] = str(contents_dir) if not temporary else tempfile.mkdtemp(prefix="cra-contents-")
     try:
         with _interrupts_deferred(workers > 1):
             hooks = (*adapters, _InterruptCheck(), BytesRelease(scan.frame))
             results = index_driver(workers, on_progress, hooks, large=many).execute(
                 [*KB_OUTPUTS, "index_stats", "index_warnings", "resumed_files"], inputs=inputs)
+        tables = canonical_ids({name: results[f"kb_{name}"] for name in TABLES})
+        if tables["contents"] is not results["kb_contents"]:  # renumbered: the written file follows the new order
+            contents_file = Path(inputs["contents_dir"]) / metadata.CONTENTS_FILE
+            contents_file.unlink()
+            write_mapped(tables["contents"], "contents", contents_file)
     except CraError:
         raise
     except Exception as exc:  # a worker died or a node failed: one line that names it, the previous KB stays live
         raise IndexFailed(exc, workers) from exc
-    tables = canonical_ids({name: results[f"kb_{name}"] for name in TABLES})
+    finally:
+        if temporary:
+            shutil.rmtree(inputs["contents_dir"], ignore_errors=True)
     stats = {
         **results["index_stats"],
         "n_ignored": scan.n_ignored,

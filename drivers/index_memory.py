@@ -73,32 +73,49 @@ class ReleasingGraphExecutor(driver.TaskBasedGraphExecutor):
         return cache.read(final_vars)
 
 
+class CollectingExecutor(executors.SynchronousLocalTaskExecutor):
+    """Hamilton's in-process task executor, followed by a full pass of the cyclic garbage collector after each task.
+    Hamilton runs a task's nodes in a recursive closure (`execute_subdag.<locals>.dfs_traverse`) that refers to itself
+    and to the task's inputs: a reference cycle, so an input whose last reader has run (every file's text, a parsed
+    batch) stays alive until the collector next makes a full pass, which it seldom does (on OpenJDK the decoded
+    texts, 500 MB, outlived the whole parse). A full pass takes ~40 ms with a loaded KB's objects: too much for a
+    run over a few changed files (1.6 -> 3.7 s), so only large runs use this executor."""
+
+    def __init__(self, trim: Callable[[], None] | None = None):
+        self.trim = trim
+
+    def submit_task(self, task) -> executors.TaskFuture:
+        def run():
+            try:
+                return executors.base_execute_task(task)
+            finally:  # the task's frames are gone: its cycle is garbage now
+                gc.collect()
+                if self.trim is not None:
+                    self.trim()
+
+        return executors.TaskFutureWrappingFunction(run)
+
+
 class HeapTrim(lifecycle.NodeExecutionHook):
     """Hands the heap's free pages back to the system after each node (glibc's malloc_trim; elsewhere nothing).
 
     Freed intermediates (a million term strings, every file's text) otherwise stay in the process's heap, and the
     arrays the next nodes and the KB writer allocate come on top of them. Large blocks are also kept out of the
     heap (a fixed mmap threshold): freed, they go straight back. On a 20,000-file tree this took the peak of
-    writing the KB from 1.5 to 1.3 GB; trimming after every node costs 0.05 s in all.
+    writing the KB from 1.5 to 1.3 GB; trimming after every node costs 0.05 s in all."""
 
-    collect: also run the cyclic garbage collector first. pandas frames can sit in reference cycles, which only it
-    frees, and it seldom runs a full pass: on OpenJDK the decoded texts (570 MB) stayed alive the whole parse. A
-    full pass takes ~40 ms with a loaded KB's objects, too much for a run over a few changed files (1.6 -> 3.7 s)."""
-
-    def __init__(self, collect: bool = False):
-        self.trim, self.collect = glibc_trim(), collect
+    def __init__(self):
+        self.trim = glibc_trim()
         if self.trim is not None:
             _arrow_from_malloc()
 
     def __getstate__(self) -> dict:
-        return {"trim": None, "collect": False}  # (a ctypes function does not pickle; workers do not trim)
+        return {"trim": None}  # (a ctypes function does not pickle; workers do not trim)
 
     def run_before_node_execution(self, **kwargs) -> None:
         """Nothing to do before a node (the hook interface requires the method)."""
 
     def run_after_node_execution(self, **kwargs) -> None:
-        if self.collect:
-            gc.collect()
         if self.trim is not None:
             self.trim()
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -72,6 +73,7 @@ def _index_locked(repo: Path, kb_dir: Path, history, max_file_bytes, on_progress
         unchanged = stat_cache.unchanged_stats(repo, kb_dir, walk, history, max_file_bytes)
         if unchanged is not None:
             return {**unchanged, "seconds": round(time.perf_counter() - started, 3)}
+    from dataflows.index.metadata import CONTENTS_FILE
     from dataflows.index.schema import TABLES
     from drivers.index_dag import index_frames
     from drivers.kb import live_version, read_metadata, read_tables, write_kb
@@ -95,24 +97,28 @@ def _index_locked(repo: Path, kb_dir: Path, history, max_file_bytes, on_progress
     scanned_ns = time.time_ns()
     known = _known_files(kb_dir, previous, skipped)  # (scan_sources is looked up on its module: tests/kb_compare.py substitutes it)
     scan = sources.scan_sources(repo, max_file_bytes=max_file_bytes, known=known, walk=walk)
-    tables, stats = index_frames(repo, previous_kb=previous, history=history, max_file_bytes=max_file_bytes,
-                                 on_progress=on_progress, history_from=history_from, workers=workers, scan=scan,
-                                 previous_skipped=skipped, previous_import_context=import_context,
-                                 resume_dir=kb_dir / RESUME_DIR)
-    exact = tokens_are_exact() if stats["n_parsed"] or previous is None else previous_exact
-    if stats.get("n_resumed"):
-        notes.append(f"resumed: {stats['n_resumed']} files parsed by an interrupted run were not parsed again")
-    stats = {**stats, "seconds": round(time.perf_counter() - started, 3), "notes": notes, "tokens_exact": exact}
-    metadata = {
-        "repo_root": str(repo),
-        "indexed_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "head": stats.get("head"),
-        "history_available": bool(stats.get("history_available")),
-        "tokenizer": "cl100k_base" if exact else "len/4 estimate",
-        "index_code": stat_cache.code_digest(),  # a KB of other index code is never reused (see above)
-        "stats": stats,
-    }
-    version = write_kb(kb_dir, tables, metadata, previous)
+    contents_dir = Path(tempfile.mkdtemp(dir=kb_dir, prefix=".tmp-contents-"))  # the run writes contents there; linked
+    try:
+        tables, stats = index_frames(repo, previous_kb=previous, history=history, max_file_bytes=max_file_bytes,
+                                     on_progress=on_progress, history_from=history_from, workers=workers, scan=scan,
+                                     previous_skipped=skipped, previous_import_context=import_context,
+                                     resume_dir=kb_dir / RESUME_DIR, contents_dir=contents_dir)
+        exact = tokens_are_exact() if stats["n_parsed"] or previous is None else previous_exact
+        if stats.get("n_resumed"):
+            notes.append(f"resumed: {stats['n_resumed']} files parsed by an interrupted run were not parsed again")
+        stats = {**stats, "seconds": round(time.perf_counter() - started, 3), "notes": notes, "tokens_exact": exact}
+        metadata = {
+            "repo_root": str(repo),
+            "indexed_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "head": stats.get("head"),
+            "history_available": bool(stats.get("history_available")),
+            "tokenizer": "cl100k_base" if exact else "len/4 estimate",
+            "index_code": stat_cache.code_digest(),  # a KB of other index code is never reused (see above)
+            "stats": stats,
+        }
+        version = write_kb(kb_dir, tables, metadata, previous, written={"contents": contents_dir / CONTENTS_FILE})
+    finally:
+        shutil.rmtree(contents_dir, ignore_errors=True)
     shutil.rmtree(kb_dir / RESUME_DIR, ignore_errors=True)
     if history_from is None and scan.walk is not None:  # (a scan made elsewhere, e.g. tests/kb_compare.py, has no walk)
         hashes = dict(zip(scan.frame["path"].tolist(), scan.frame["hash"].tolist()))  # (bulk-converted: 4x faster)

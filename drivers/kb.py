@@ -18,7 +18,9 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -29,6 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dataflows import lexical
+from dataflows.index.mapped import read_mapped, write_mapped
 from dataflows.index.schema import REQUEST_TABLES, SCHEMA_VERSION, TABLES, arrow_schema
 from dataflows.lexical import Bm25Index
 from dataflows.retrieval import vocabulary
@@ -48,7 +51,6 @@ _LEXICON_FORMAT = {b"cra_bm25_format": b"2", b"k1": repr(lexical.K1).encode(), b
 # tables kept as uncompressed Arrow IPC, memory-mapped when read: every file's text and every comment, of which a
 # request reads those of the few files it packs (decoding them from Parquet took 3.4 s and 0.55 s on OpenJDK)
 _MAPPED = frozenset({"contents", "comments"})
-_MAPPED_BATCH_ROWS = 10_000  # rows of a memory-mapped table converted and written at once
 
 
 def table_file(name: str) -> str:
@@ -58,16 +60,13 @@ def table_file(name: str) -> str:
 
 def _write_table(staging: Path, name: str, frame: pd.DataFrame | None) -> None:
     """One table as Parquet (snappy, dictionary-encoded), or for _MAPPED tables as uncompressed Arrow IPC."""
+    if name in _MAPPED:
+        write_mapped(frame, name, staging / table_file(name))
+        return
     if frame is None or frame.empty:  # typed by the schema, whatever an empty frame's columns were inferred as
         frame = pd.DataFrame({c: pd.Series(dtype=object) for c in TABLES[name]})
-    frame, schema = frame[list(TABLES[name])], arrow_schema(name)
-    if name in _MAPPED:  # texts converted a batch of rows at a time: all of OpenJDK's at once took 0.5 GB more
-        with pa.ipc.new_file(staging / table_file(name), schema) as writer:
-            for start in range(0, len(frame), _MAPPED_BATCH_ROWS):
-                rows = frame.iloc[start : start + _MAPPED_BATCH_ROWS]
-                writer.write_table(pa.Table.from_pandas(rows, schema=schema, preserve_index=False))
-    else:
-        pq.write_table(pa.Table.from_pandas(frame, schema=schema, preserve_index=False), staging / table_file(name))
+    pq.write_table(pa.Table.from_pandas(frame[list(TABLES[name])], schema=arrow_schema(name), preserve_index=False),
+                   staging / table_file(name))
 
 
 def _read_table(version: Path, name: str, arrow_lists: bool = False) -> pd.DataFrame:
@@ -77,7 +76,7 @@ def _read_table(version: Path, name: str, arrow_lists: bool = False) -> pd.DataF
     took a cold request 0.5 s at 100k files; a request does not read them, only word tables built anew do."""
     path = version / table_file(name)
     if name in _MAPPED and path.is_file():
-        return pa.ipc.open_file(pa.memory_map(str(path), "r")).read_all().to_pandas(types_mapper=pd.ArrowDtype)
+        return read_mapped(path)
     lists = (lambda t: pd.ArrowDtype(t) if pa.types.is_list(t) else None) if arrow_lists else None
     return pq.read_table(version / f"{name}.parquet").to_pandas(types_mapper=lists)
 
@@ -87,24 +86,14 @@ def _write_lexicon(staging: Path, terms: str, frame: pd.DataFrame) -> None:
     index = Bm25Index.from_terms(frame, LEXICONS[terms])
     columns = {}
     for name, values in index.arrays().items():
-        flat = pa.array(values, type=pa.string()) if values.dtype == object and name == "vocab" else pa.array(values)
+        if isinstance(values, lexical.ArrowVocabulary):
+            flat = values.array.cast(pa.string())
+        else:
+            flat = pa.array(values, type=pa.string()) if values.dtype == object and name == "vocab" else pa.array(values)
         columns[name] = pa.ListArray.from_arrays(pa.array([0, len(flat)], type=pa.int32()), flat)
     table = pa.table(columns).replace_schema_metadata(_LEXICON_FORMAT)
     with pa.ipc.new_file(staging / f"{terms}{_LEXICON_SUFFIX}", table.schema) as writer:
         writer.write_table(table)
-
-
-class _MappedVocabulary:
-    """A sorted Arrow string array as a sequence of str (what bisect needs), read where looked at, not decoded."""
-
-    def __init__(self, array: pa.StringArray):
-        self.array = array
-
-    def __len__(self) -> int:
-        return len(self.array)
-
-    def __getitem__(self, i: int) -> str:
-        return self.array[i].as_py()
 
 
 def _read_lexicon(version: Path, terms: str) -> Bm25Index | None:
@@ -117,7 +106,7 @@ def _read_lexicon(version: Path, terms: str) -> Bm25Index | None:
     if (table.schema.metadata or {}) != _LEXICON_FORMAT or table.num_rows != 1:
         return None
     values = {name: table.column(name).chunk(0).values for name in lexical.ARRAYS}
-    return Bm25Index(_MappedVocabulary(values.pop("vocab")),
+    return Bm25Index(lexical.ArrowVocabulary(values.pop("vocab")),
                      *(values[name].to_numpy(zero_copy_only=False) for name in lexical.ARRAYS[1:]))  # fmt: skip
 
 
@@ -161,15 +150,28 @@ def _linked(staging: Path, live: Path | None, filename: str) -> bool:
     return True
 
 
-def write_kb(kb_dir: Path, tables: dict[str, pd.DataFrame], metadata: dict, previous: dict[str, pd.DataFrame] | None = None) -> Path:
+def _link_or_copy(source: Path, target: Path) -> None:
+    """target as a hard link to source, or a copy where no link can be made (another file system)."""
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
+
+
+def write_kb(kb_dir: Path, tables: dict[str, pd.DataFrame], metadata: dict, previous: dict[str, pd.DataFrame] | None = None,
+             written: dict[str, Path] | None = None) -> Path:
     """Write all tables + metadata (plus the BM25 index of each given term table and, given files and symbols, the
     word tables) into a fresh version directory, then point CURRENT at it.
+
+    written: tables already written in their KB file format (the index writes contents before its parse), by name:
+    linked into the version (copied across file systems) instead of converted again.
 
     previous: the live version's tables as read; a table equal to its previous frame (and the BM25 index of an
     unchanged term table) is hard-linked from the live version instead of written again. It is emptied once compared,
     so that a large KB's previous tables are not held beside the arrays the write builds (1.5 GB at 100,000 files);
-    likewise each of `tables` is removed from it once written, but for those the lexicons and word tables are built
-    from (the caller's last use: OpenJDK's texts and comments are not held while its symbol lexicon is built)."""
+    likewise each of `tables` is removed from it once written and, for those the lexicons and word tables are built
+    from, once these are built (the caller's last use: OpenJDK's texts, comments and file terms are not held while
+    its symbol lexicon is built)."""
     kb_dir = Path(kb_dir)
     check_writable(kb_dir)
     staging = Path(tempfile.mkdtemp(dir=kb_dir, prefix=".tmp-"))
@@ -181,25 +183,40 @@ def write_kb(kb_dir: Path, tables: dict[str, pd.DataFrame], metadata: dict, prev
     if previous:
         previous.clear()
 
-    built_from = {"files", "symbols", *LEXICONS}  # what the lexicons and word tables are built from
+    jobs_reading = Counter(list(TABLES))  # each table is let go of once the jobs that read it (its write, and the lexicon
+    lock = threading.Lock()        # or word tables built from it) are done: the caller's was the last use
+
+    def done(*names: str) -> None:
+        with lock:
+            for name in names:
+                jobs_reading[name] -= 1
+                if jobs_reading[name] <= 0:
+                    tables.pop(name, None)
 
     def table_job(name: str) -> None:
-        if not (name in same and _linked(staging, live, table_file(name))):
+        if name in same and _linked(staging, live, table_file(name)):
+            pass
+        elif name in (written or {}):
+            _link_or_copy(Path(written[name]), staging / table_file(name))
+        else:
             _write_table(staging, name, tables.get(name))
-        if name not in built_from:
-            tables.pop(name, None)  # written: let go of it while the lexicons are built
+        done(name)
 
     def lexicon_job(name: str) -> None:
         if not (name in same and _linked(staging, live, f"{name}{_LEXICON_SUFFIX}")):
             _write_lexicon(staging, name, tables[name])
+        done(name)
 
     builds = [lambda name=name: lexicon_job(name) for name in LEXICONS if tables.get(name) is not None]
+    jobs_reading.update(name for name in LEXICONS if tables.get(name) is not None)
     writes = [lambda name=name: table_job(name) for name in TABLES]
     if tables.get("files") is not None and tables.get("symbols") is not None:
         digests = word_input_digests(tables["files"], tables["symbols"])
         metadata = {**metadata, "word_inputs": digests}
         previous_version = live_version(kb_dir)
-        builds.insert(0, lambda: write_word_tables(staging, tables["files"], tables["symbols"], previous_version, digests))
+        builds.insert(0, lambda: (write_word_tables(staging, tables["files"], tables["symbols"], previous_version, digests),
+                                  done("files", "symbols")))  # fmt: skip
+        jobs_reading.update(["files", "symbols"])
     try:
         # two threads (arrow conversion and encoding release the GIL; more are no faster on 2 cores): one builds the
         # lexicons and word tables one after another, each with arrays of its own the size of its table (two at

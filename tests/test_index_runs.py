@@ -181,23 +181,54 @@ def test_retrieve_repeats_the_index_warnings_and_says_when_the_package_is_empty(
     assert "warning: nothing was indexed" in out.err and "warning: the package holds no file" in out.err
 
 
-def test_a_large_run_frees_frames_held_in_reference_cycles_after_each_node():
-    """pandas frames can sit in reference cycles that only a full collection frees; a large run collects after each
-    node, a small one leaves it to Python (a full pass per node would double a one-file re-index)."""
-    from drivers.index_memory import HeapTrim
+def _freed_before_last_node(local_executor) -> bool:
+    """Whether a node's result, whose only reader has run, is gone when a later node starts (collector off)."""
+    from hamilton import ad_hoc_utils, driver
+    from hamilton.execution import executors
 
-    def cyclic_garbage() -> weakref.ref:
-        frame = pd.DataFrame({"text": ["x" * 100] * 10})
-        frame.attrs["self"] = frame  # a cycle: unreachable once dropped, yet alive until a collection
-        return weakref.ref(frame)
+    from drivers.index_memory import releasing
 
+    def texts() -> pd.DataFrame:
+        return pd.DataFrame({"text": ["x" * 100] * 10})
+
+    def n_texts(texts: pd.DataFrame) -> int:
+        return len(texts)
+
+    def report(n_texts: int) -> int:
+        return n_texts
+
+    held = {}
+
+    class Watch(api.NodeExecutionHook):
+        def run_before_node_execution(self, *, node_name, **kwargs):
+            if node_name == "report":
+                held["alive"] = held["texts"]() is not None
+
+        def run_after_node_execution(self, *, node_name, result=None, **kwargs):
+            if node_name == "texts":
+                held["texts"] = weakref.ref(result)
+
+    module = ad_hoc_utils.create_temporary_module(texts, n_texts, report)
+    dag = releasing(driver.Builder().with_modules(module).enable_dynamic_execution(allow_experimental_mode=True)
+                    .with_local_executor(local_executor).with_remote_executor(executors.SynchronousLocalTaskExecutor())
+                    .with_adapters(Watch()).build())  # fmt: skip
     gc.disable()
     try:
-        small, large = cyclic_garbage(), None
-        HeapTrim(collect=False).run_after_node_execution(node_name="decoded_files")
-        assert small() is not None
-        large = cyclic_garbage()
-        HeapTrim(collect=True).run_after_node_execution(node_name="decoded_files")
-        assert large() is None and small() is None
+        assert dag.execute(["report"])["report"] == 10
     finally:
         gc.enable()
+    return not held["alive"]
+
+
+def test_a_large_run_frees_each_tasks_inputs_once_read_not_when_the_collector_next_runs():
+    """Hamilton runs a task's nodes in a closure that refers to itself and to the task's inputs (a reference cycle):
+    an input whose last reader has run stays alive until a full collection. A large run's executor collects after
+    each task; the stock one leaves it to Python (a full pass per task would double a one-file re-index)."""
+    from hamilton.execution import executors
+
+    from drivers.index_memory import CollectingExecutor
+
+    assert not _freed_before_last_node(executors.SynchronousLocalTaskExecutor())
+    assert _freed_before_last_node(CollectingExecutor())
+
+

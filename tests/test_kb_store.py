@@ -35,7 +35,7 @@ def test_write_then_read_round_trips_every_table(tmp_path):
 
 def test_texts_written_in_batches_read_back_whole(tmp_path, monkeypatch):
     """A memory-mapped table (file texts) is converted and written a batch of rows at a time; it reads back as one."""
-    monkeypatch.setattr("drivers.kb._MAPPED_BATCH_ROWS", 2)
+    monkeypatch.setattr("dataflows.index.mapped.BATCH_ROWS", 2)
     texts = [f"text of file {i}\n" * (i + 1) for i in range(5)]
     contents = pd.DataFrame({"file_id": range(5), "text": texts})
     write_kb(tmp_path / "kb", {"files": _files([f"{i}.py" for i in range(5)]), "contents": contents}, {})
@@ -59,7 +59,7 @@ def test_a_rewrite_links_unchanged_tables_and_lets_go_of_the_previous_ones(tmp_p
               "contents": pd.DataFrame({"file_id": [0, 1], "text": ["a = 1\n", "b = 2\n"]})}
     write_kb(kb, tables, {}, previous)
     assert previous == {}
-    assert set(tables) == {"files", "symbols"}  # written texts let go of; what word tables are built from kept
+    assert tables == {}  # each table let go of once written and once what is built from it (word tables) is
     assert inode("symbols.parquet") == symbols_before and inode("files.parquet") != files_before
     assert list(read_tables(kb, ["files"])["files"]["path"]) == ["a.py", "b.py"]
 

@@ -52,6 +52,16 @@ def _latest_entries(text: str) -> str:
     return "\n".join([line for line in lines[start:end] if line.strip()][:ENTRY_LINES])[:ENTRY_CHARS]
 
 
+def _text_of(path: str, decoded_files: pd.DataFrame, indexed_files: pd.DataFrame, kb_contents: pd.DataFrame) -> str:
+    """A file's text: decoded by this run, or, for an unchanged indexed file (not decoded again), from the contents."""
+    text = decoded_files.loc[decoded_files["path"] == path, "text"]
+    if len(text) and text.iloc[0] is not None:
+        return text.iloc[0]
+    file_id = indexed_files.loc[indexed_files["path"] == path, "file_id"]
+    text = kb_contents.loc[kb_contents["file_id"].isin(file_id), "text"]
+    return str(text.iloc[0]) if len(text) else ""
+
+
 def kb_companions(
     kb_commits: pd.DataFrame,
     kb_commit_files: pd.DataFrame,
@@ -78,9 +88,8 @@ def kb_companions(
     fix_times = times.reindex(fixes).to_numpy()
     # the share over the fixes since the file first appears in the history (a renamed changelog starts afresh)
     units["of"] = [(fix_times >= since).sum() for since in units["since"]]
-    texts = dict(zip(decoded_files["path"], decoded_files["text"]))  # reused files' text comes from the KB
-    texts.update(zip(indexed_files.set_index("file_id").reindex(kb_contents["file_id"])["path"], kb_contents["text"]))
-    present = set(texts) | {posixpath.dirname(p) + "/" for p in texts}  # renamed or removed since: not a companion now
+    paths = decoded_files["path"].tolist()
+    present = set(paths) | {posixpath.dirname(p) + "/" for p in paths}  # renamed or removed since: not a companion now
     units = units.assign(share=units["n"] / units["of"].clip(lower=1))
     keep = (units["of"] >= MIN_FIX_COMMITS) & (units["share"] >= MIN_SHARE) & units.index.isin(present)
     units = units[keep].sort_values("share", ascending=False, kind="stable").head(MAX_COMPANIONS)
@@ -92,7 +101,7 @@ def kb_companions(
         if unit.endswith("/"):
             latest.append("\n".join(newest.loc[newest["directory"] == unit, "path"].drop_duplicates().head(5)))
         else:
-            latest.append(_latest_entries(texts.get(unit) or ""))
+            latest.append(_latest_entries(_text_of(unit, decoded_files, indexed_files, kb_contents)))
     frame = pd.DataFrame({"path": units.index, "share": units["share"].to_numpy(), "n_fix_commits": units["n"].to_numpy(),
                           "latest": latest})  # fmt: skip
     return conform(frame, "companions")

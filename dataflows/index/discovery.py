@@ -207,7 +207,7 @@ def file_facts(
     previous_files: pd.DataFrame,
     language_conventions: dict | None = None,
 ) -> pd.DataFrame:
-    """The indexed files (text, known language, not generated) with language (a C++ `.h` is C++), is_test (by the language's
+    """The indexed files (text, known language, not generated; the texts themselves stay in decoded_files) with language (a C++ `.h` is C++), is_test (by the language's
     convention table when it has one), module, package, domain, n_lines. Reused files (text None here, see kb_contents) take their facts from the previous KB,
     except python modules, recomputed for every file: adding or removing an __init__.py renames modules."""
     skipped = set(skipped_generated) | set(skipped_unsupported)
@@ -236,7 +236,7 @@ def file_facts(
     all_paths = files["path"].tolist()
     package_dirs = frozenset(posixpath.dirname(p) for p in all_paths if posixpath.basename(p) == "__init__.py")
     files.loc[python, "module"] = [_python_module(p, package_dirs) for p in files.loc[python, "path"]]
-    return files.astype({"is_test": bool, "n_lines": "int64"})
+    return files.drop(columns="text").astype({"is_test": bool, "n_lines": "int64"})
 
 
 def previous_files(previous_kb: dict[str, pd.DataFrame] | None) -> pd.DataFrame:

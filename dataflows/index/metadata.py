@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from dataflows.index.frames import conform, kept_rows, previous_table, take_rows
+from dataflows.index.mapped import read_mapped, write_mapped
 from dataflows.index.parsing import ParsedBatch
 
 MAX_CONCEPTS = 10
+CONTENTS_FILE = "contents.arrow"  # the contents table's file in the run's contents_dir (the KB's own name for it)
 
 
 def kb_concept_terms(
@@ -132,18 +136,33 @@ def kb_files(
     return conform(files.sort_values("file_id"), "files")
 
 
-def kb_contents(indexed_files: pd.DataFrame, previous_kb: dict[str, pd.DataFrame] | None) -> pd.DataFrame:
-    """Whole text per file_id, read lazily by requests that include the file: decoded now for new/changed
-    files, the previous KB's rows (as loaded, not converted) for reused ones."""
-    new = kept_rows(indexed_files[["file_id", "text"]], ~indexed_files["reused"])  # texts shared, not copied
+def written_contents(
+    indexed_files: pd.DataFrame, decoded_files: pd.DataFrame, previous_kb: dict[str, pd.DataFrame] | None, contents_dir: str
+) -> str:
+    """The contents table (whole text per file_id: decoded now for new or changed files, the previous KB's rows, as
+    loaded, for reused ones) written into contents_dir as the KB stores it, and the file's path. Written before the
+    parse: parse workers read their files' texts from it and the KB links it, so the driver lets go of the tree's
+    texts once their facts are taken (OpenJDK's 500 MB were held through the parse and the write)."""
+    fresh = indexed_files.loc[~indexed_files["reused"], ["file_id", "path"]]
+    texts = decoded_files.set_index("path")["text"].reindex(fresh["path"].to_numpy())
+    new = pd.DataFrame({"file_id": fresh["file_id"].to_numpy(), "text": texts.to_numpy(dtype=object)})
     reused_ids = indexed_files.loc[indexed_files["reused"], "file_id"]
     if not len(reused_ids):
-        return conform(take_rows(new, np.argsort(new["file_id"].to_numpy(), kind="stable")), "contents")
-    previous = previous_kb["contents"]
-    stacked = pd.concat([previous, new.astype({"text": previous["text"].dtype})], ignore_index=True) if len(new) else previous
-    rows = np.concatenate([np.flatnonzero(previous["file_id"].isin(reused_ids).to_numpy()), len(previous) + np.arange(len(new))])
-    rows = rows[np.argsort(stacked["file_id"].to_numpy()[rows], kind="stable")]
-    return conform(take_rows(stacked, rows), "contents")  # the previous texts are shared, not copied
+        contents = take_rows(new, np.argsort(new["file_id"].to_numpy(), kind="stable"))
+    else:
+        previous = previous_kb["contents"]
+        stacked = pd.concat([previous, new.astype({"text": previous["text"].dtype})], ignore_index=True) if len(new) else previous
+        rows = np.concatenate([np.flatnonzero(previous["file_id"].isin(reused_ids).to_numpy()), len(previous) + np.arange(len(new))])
+        rows = rows[np.argsort(stacked["file_id"].to_numpy()[rows], kind="stable")]
+        contents = take_rows(stacked, rows)  # the previous texts are shared, not copied
+    path = Path(contents_dir) / CONTENTS_FILE
+    write_mapped(conform(contents, "contents"), "contents", path)
+    return str(path)
+
+
+def kb_contents(written_contents: str) -> pd.DataFrame:
+    """Whole text per file_id, read lazily by requests that include the file: a view of the written file."""
+    return read_mapped(Path(written_contents))
 
 
 def index_stats(

@@ -32,6 +32,7 @@ from hamilton.htypes import Collect, Parallelizable
 
 from dataflows.index.code_terms import code_term_counts
 from dataflows.index.frames import conform, kept_rows, new_symbol_ids, previous_table, stacked
+from dataflows.index.mapped import texts_of
 from dataflows.index.parsers import parse_source
 from dataflows.index.parsers.comments import is_rationale
 from dataflows.index.parsers.models import ParsedFile, ParsedSymbol
@@ -96,7 +97,8 @@ def _symbol_bodies(lines: list[str], symbols: list[ParsedSymbol]) -> list[str]:
 
 
 def _parse_batch(files: pd.DataFrame, count_tokens: Callable, count_line_tokens: Callable) -> ParsedBatch:
-    """Parse each file of a batch, count its tokens per line and its terms per segment (index time)."""
+    """Parse each file of a batch (file_id, path, language, text), count its tokens per line and its terms per
+    segment (index time)."""
     errors, file_tokens, symbols_, comments_, imports_, references_ = {}, {}, [], [], [], []
     file_terms, symbol_terms, concept_terms = [], [], []
     counted: dict[str, int] = {}
@@ -155,8 +157,9 @@ def _int32(terms: pd.DataFrame) -> pd.DataFrame:
 
 
 def changed_files(indexed_files: pd.DataFrame) -> pd.DataFrame:
-    """(file_id, path, language, text) of every new or changed file: the per-file work of this run."""
-    return kept_rows(indexed_files[["file_id", "path", "language", "text"]], ~indexed_files["reused"])  # texts shared
+    """(file_id, path, language, hash) of every new or changed file: the per-file work of this run (the texts are
+    read from the written contents where the batch is parsed, not passed to the workers)."""
+    return kept_rows(indexed_files[["file_id", "path", "language", "hash"]], ~indexed_files["reused"])
 
 
 def parse_batches(changed_files: pd.DataFrame, batch_files: int = BATCH_FILES) -> Parallelizable[pd.DataFrame]:
@@ -166,27 +169,29 @@ def parse_batches(changed_files: pd.DataFrame, batch_files: int = BATCH_FILES) -
 
 
 def parsed_batch(
-    parse_batches: pd.DataFrame, count_tokens: Callable, count_line_tokens: Callable, parse_checkpoint: str | None = None
+    parse_batches: pd.DataFrame, written_contents: str, count_tokens: Callable, count_line_tokens: Callable,
+    parse_checkpoint: str | None = None,
 ) -> ParsedBatch:
-    """Parse, token counts and term counts of one batch of files (runs in a worker process when parallel); with a
-    parse_checkpoint directory, taken from there when an interrupted run already parsed this very batch."""
-    if not parse_checkpoint:
-        return _parse_batch(parse_batches, count_tokens, count_line_tokens)
-    saved = Path(parse_checkpoint) / f"{_batch_key(parse_batches)}.pickle"
-    with suppress(Exception):  # absent, cut short or from another version: parse it again
-        batch = pickle.loads(saved.read_bytes())
-        return replace(batch, resumed=len(batch.errors))
-    batch = _parse_batch(parse_batches, count_tokens, count_line_tokens)
-    _save(saved, batch)
+    """Parse, token counts and term counts of one batch of files (runs in a worker process when parallel), their
+    texts read from the written contents file; with a parse_checkpoint directory, taken from there when an
+    interrupted run already parsed this very batch."""
+    saved = Path(parse_checkpoint) / f"{_batch_key(parse_batches)}.pickle" if parse_checkpoint else None
+    if saved is not None:
+        with suppress(Exception):  # absent, cut short or from another version: parse it again
+            batch = pickle.loads(saved.read_bytes())
+            return replace(batch, resumed=len(batch.errors))
+    files = parse_batches.assign(text=texts_of(Path(written_contents), parse_batches["file_id"]))
+    batch = _parse_batch(files, count_tokens, count_line_tokens)
+    if saved is not None:
+        _save(saved, batch)
     return batch
 
 
 def _batch_key(files: pd.DataFrame) -> str:
-    """What a batch's results depend on besides the code: each file's id, path, language and text."""
+    """What a batch's results depend on besides the code: each file's id, path, language and content hash."""
     digest = hashlib.sha1()
-    for file_id, path, language, text in zip(files["file_id"], files["path"], files["language"], files["text"]):
-        digest.update(f"{int(file_id)}\0{path}\0{language}\0".encode("utf-8", "surrogatepass"))
-        digest.update(hashlib.sha1(str(text).encode("utf-8", "surrogatepass")).digest())
+    for file_id, path, language, content in zip(files["file_id"], files["path"], files["language"], files["hash"]):
+        digest.update(f"{int(file_id)}\0{path}\0{language}\0{content}\0".encode("utf-8", "surrogatepass"))
     return digest.hexdigest()
 
 
