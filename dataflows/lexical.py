@@ -52,7 +52,7 @@ class ArrowVocabulary:
         return self.array[i].as_py()
 
 
-def _sorted_vocabulary(terms: pd.Series) -> tuple[np.ndarray, ArrowVocabulary]:
+def sorted_term_codes(terms: pd.Series) -> tuple[np.ndarray, ArrowVocabulary]:
     """(int32 code of each row's term, distinct terms in code-point order), by Arrow's dictionary encoding: whatever
     the terms' dtype (Arrow strings, objects, a categorical in any category order)."""
     values = pa.array(terms, from_pandas=True)  # Arrow-backed strings: the column's own buffers, not copied
@@ -98,7 +98,7 @@ class Bm25Index:
             return cls.from_arrays(np.array([], dtype=object), np.zeros(1, dtype=np.int64), np.array([], dtype=np.int64),
                                    np.array([], dtype=np.int64), np.array([]))  # fmt: skip
         # the rows' codes first, while nothing else is held: ordering postings by term takes most of the memory
-        term_codes, vocab = _sorted_vocabulary(frame["term"])
+        term_codes, vocab = sorted_term_codes(frame["term"])
         df = np.bincount(term_codes, minlength=len(vocab))
         doc_pos, doc_ids = _doc_positions(frame[doc_col])  # (int32 row arrays: a large KB's postings are 20M rows)
         if (doc_pos[1:] >= doc_pos[:-1]).all():

@@ -183,8 +183,10 @@ def write_kb(kb_dir: Path, tables: dict[str, pd.DataFrame], metadata: dict, prev
     if previous:
         previous.clear()
 
+    from drivers.index_memory import glibc_trim  # (an index run's module: loaded already when a KB is written)
+
     jobs_reading = Counter(list(TABLES))  # each table is let go of once the jobs that read it (its write, and the lexicon
-    lock = threading.Lock()        # or word tables built from it) are done: the caller's was the last use
+    lock, trim = threading.Lock(), glibc_trim()  # or word tables built from it) are done: the caller's was the last use
 
     def done(*names: str) -> None:
         with lock:
@@ -192,6 +194,8 @@ def write_kb(kb_dir: Path, tables: dict[str, pd.DataFrame], metadata: dict, prev
                 jobs_reading[name] -= 1
                 if jobs_reading[name] <= 0:
                     tables.pop(name, None)
+        if trim is not None:  # hand the freed heap back (the next job's arrays would otherwise come on top of it)
+            trim()
 
     def table_job(name: str) -> None:
         if name in same and _linked(staging, live, table_file(name)):

@@ -55,7 +55,7 @@ def _latest_entries(text: str) -> str:
 def _text_of(path: str, decoded_files: pd.DataFrame, indexed_files: pd.DataFrame, kb_contents: pd.DataFrame) -> str:
     """A file's text: decoded by this run, or, for an unchanged indexed file (not decoded again), from the contents."""
     text = decoded_files.loc[decoded_files["path"] == path, "text"]
-    if len(text) and text.iloc[0] is not None:
+    if len(text) and pd.notna(text.iloc[0]):
         return text.iloc[0]
     file_id = indexed_files.loc[indexed_files["path"] == path, "file_id"]
     text = kb_contents.loc[kb_contents["file_id"].isin(file_id), "text"]

@@ -13,6 +13,7 @@ import re
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from dataflows.index.conventions import is_non_source_path, is_test_path
 from dataflows.index.parsers import header_language, language_of
@@ -43,14 +44,34 @@ _JAVA_PACKAGE = re.compile(r"^\s*package\s+([\w.]+)\s*;", re.MULTILINE)
 _EXTENSION = re.compile(r"(\.d\.ts|\.[^./]+)$")
 
 
-def _decode(data: bytes) -> str | None:
-    """The text of a file, None when binary (NUL byte in the first 8 KB, or not UTF-8)."""
+def _is_text(data: bytes) -> bool:
+    """Whether a file is text: no NUL byte in its first 8 KB, and UTF-8."""
     if b"\x00" in data[:_SNIFF_BYTES]:
-        return None
+        return False
     try:
-        return data.decode("utf-8")
+        data.decode("utf-8")
     except UnicodeDecodeError:
-        return None
+        return False
+    return True
+
+
+def _texts(data: list, decode: list[bool]) -> pd.Series:
+    """The text of each file marked to decode and of text (null otherwise) as one Arrow string array made of the
+    files' own UTF-8 bytes: as Python strings, OpenJDK's 500 MB of source took 1 GB (one non-ASCII character makes
+    a whole string 2 or 4 bytes a character)."""
+    text = np.array([bool(want) and d is not None and _is_text(d) for want, d in zip(decode, data)], dtype=bool)
+    offsets = np.zeros(len(data) + 1, dtype=np.int64)
+    np.cumsum([len(d) if keep else 0 for keep, d in zip(text, data)], out=offsets[1:])
+    joined = pa.py_buffer(b"".join(d for keep, d in zip(text, data) if keep))
+    array = pa.LargeStringArray.from_buffers(
+        len(data), pa.py_buffer(offsets), joined, pa.py_buffer(np.packbits(text, bitorder="little")), int((~text).sum()))
+    return pd.Series(array, dtype="str")
+
+
+def _texts_at(texts: pd.Series, rows: np.ndarray, batch: int = 2000):
+    """The texts at these positions as Python strings, converted a batch at a time (not the whole tree's at once)."""
+    for start in range(0, len(rows), batch):
+        yield from texts.iloc[rows[start : start + batch]].tolist()
 
 
 def _hashes(source_files: pd.DataFrame) -> list[str]:
@@ -95,7 +116,7 @@ def decoded_files(
             "hash": hashes,
             "language": [language_of(p) for p in paths],
             "reused": np.array(reused, dtype=bool),
-            "text": [None if r or d is None else _decode(d) for r, d in zip(reused, data)],
+            "text": _texts(data, [not r for r in reused]),
             "skipped_as": [reasons.get(p) if d is None and not r else None for p, r, d in zip(paths, reused, data)],
         }
     ).astype({"path": "str", "hash": "str", "skipped_as": object})  # typed even when the tree has nothing to index
@@ -138,9 +159,10 @@ def skipped_generated(decoded_files: pd.DataFrame, language_conventions: dict | 
     """Paths of a known language left out because they are generated (lock files, `@generated`/DO NOT EDIT
     headers, minified) or, by their language's convention table, vendored / build output; only decoded files
     are checked: a reused file was indexed with this very content."""
-    text_rows = decoded_files[decoded_files["text"].notna() & decoded_files["language"].notna()]
-    rows = zip(text_rows["path"], text_rows["language"], text_rows["text"])
-    found = {p for p, lang, t in rows if is_generated(p, t) or is_non_source_path(p, lang, language_conventions)}
+    rows = np.flatnonzero((decoded_files["text"].notna() & decoded_files["language"].notna()).to_numpy())
+    paths, languages = decoded_files["path"].to_numpy(dtype=object)[rows], decoded_files["language"].to_numpy(dtype=object)[rows]
+    texts = _texts_at(decoded_files["text"], rows)
+    found = {p for p, lang, t in zip(paths, languages, texts) if is_generated(p, t) or is_non_source_path(p, lang, language_conventions)}
     return decoded_files.loc[decoded_files["path"].isin(found) | _skipped_as(decoded_files, "generated"), "path"].tolist()
 
 
@@ -195,11 +217,6 @@ def skipped_unsupported(decoded_files: pd.DataFrame) -> list[str]:
     return decoded_files.loc[text | _skipped_as(decoded_files, "unsupported"), "path"].tolist()
 
 
-def _n_lines(texts: list[str]) -> list[int]:
-    """Lines per text, a last line without newline included."""
-    return [t.count("\n") + (1 if t and not t.endswith("\n") else 0) for t in texts]
-
-
 def file_facts(
     decoded_files: pd.DataFrame,
     skipped_generated: list[str],
@@ -213,18 +230,22 @@ def file_facts(
     skipped = set(skipped_generated) | set(skipped_unsupported)
     reused = decoded_files["reused"]
     keep = reused | (decoded_files["text"].notna() & decoded_files["language"].notna() & ~decoded_files["path"].isin(skipped))
-    files = decoded_files[keep].sort_values("path", ignore_index=True)
+    files = decoded_files.drop(columns="text").assign(row=np.arange(len(decoded_files)))  # texts read by row, below
+    files = files[keep].sort_values("path", ignore_index=True)
     fresh = files[~files["reused"]]
-    paths = fresh["path"].tolist()
-    languages = [header_language(p, lang, t) for p, lang, t in zip(paths, fresh["language"], fresh["text"])]
+    paths, languages, modules, n_lines = fresh["path"].tolist(), [], [], []
+    for path, language, text in zip(paths, fresh["language"], _texts_at(decoded_files["text"], fresh["row"].to_numpy())):
+        languages.append(header_language(path, language, text))
+        modules.append(_module(path, languages[-1], text, frozenset()))
+        n_lines.append(text.count("\n") + (1 if text and not text.endswith("\n") else 0))
     facts = pd.DataFrame(
         {
             "language": languages,
             "is_test": [_is_test(p, lang, language_conventions) for p, lang in zip(paths, languages)],
-            "module": [_module(p, lang, t, frozenset()) for p, lang, t in zip(paths, languages, fresh["text"])],
+            "module": modules,
             "package": [posixpath.dirname(p) for p in paths],
             "domain": [_domain(p) for p in paths],
-            "n_lines": _n_lines(fresh["text"].tolist()),
+            "n_lines": n_lines,
         },
         index=paths,
     )
@@ -236,7 +257,7 @@ def file_facts(
     all_paths = files["path"].tolist()
     package_dirs = frozenset(posixpath.dirname(p) for p in all_paths if posixpath.basename(p) == "__init__.py")
     files.loc[python, "module"] = [_python_module(p, package_dirs) for p in files.loc[python, "path"]]
-    return files.drop(columns="text").astype({"is_test": bool, "n_lines": "int64"})
+    return files.drop(columns="row").astype({"is_test": bool, "n_lines": "int64"})
 
 
 def previous_files(previous_kb: dict[str, pd.DataFrame] | None) -> pd.DataFrame:

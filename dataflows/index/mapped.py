@@ -21,9 +21,31 @@ def write_mapped(frame: pd.DataFrame | None, table: str, path: Path) -> None:
     if frame is None or frame.empty:  # typed by the schema, whatever an empty frame's columns were inferred as
         frame = pd.DataFrame({c: pd.Series(dtype=object) for c in TABLES[table]})
     frame, schema = frame[list(TABLES[table])], arrow_schema(table)
-    with pa.ipc.new_file(path, schema) as writer:
-        for start in range(0, len(frame), BATCH_ROWS):
-            writer.write_table(pa.Table.from_pandas(frame.iloc[start : start + BATCH_ROWS], schema=schema, preserve_index=False))
+    batches = (pa.Table.from_pandas(frame.iloc[start : start + BATCH_ROWS], schema=schema, preserve_index=False)
+               for start in range(0, len(frame), BATCH_ROWS))  # fmt: skip
+    write_batches(batches, table, path)
+
+
+def write_batches(batches, table: str, path: Path) -> None:
+    """One KB table as an Arrow IPC file from Arrow tables of its rows (in the schema's columns and types)."""
+    with pa.ipc.new_file(path, arrow_schema(table)) as writer:
+        for batch in batches:
+            writer.write_table(batch)
+
+
+def taken(column: pa.Array | pa.ChunkedArray, rows: np.ndarray) -> pa.Array:
+    """column.take(rows), without first concatenating a chunked column's chunks, as Arrow's take on a ChunkedArray
+    does (a copy of the whole column: OpenJDK's 500 MB of texts for each batch of rows)."""
+    rows = np.asarray(rows, dtype=np.int64)
+    if isinstance(column, pa.Array):
+        return column.take(pa.array(rows))
+    bounds = np.cumsum([0, *(len(chunk) for chunk in column.chunks)])
+    chunk_of = np.searchsorted(bounds, rows, side="right") - 1
+    by_chunk = np.argsort(chunk_of, kind="stable")
+    parts = [column.chunk(int(c)).take(pa.array(rows[by_chunk][chunk_of[by_chunk] == c] - bounds[c]))
+             for c in np.unique(chunk_of)]  # fmt: skip
+    grouped = pa.concat_arrays(parts) if parts else pa.array([], type=column.type)
+    return grouped.take(pa.array(np.argsort(by_chunk, kind="stable")))  # back in the order asked for
 
 
 def read_mapped(path: Path) -> pd.DataFrame:
@@ -38,8 +60,7 @@ def texts_of(path: Path, file_ids) -> list[str]:
     rows = np.searchsorted(ids, np.asarray(file_ids, dtype=ids.dtype))
     if len(rows) and (rows.max() >= len(ids) or (ids[rows] != np.asarray(file_ids)).any()):
         raise KeyError(f"file ids missing from {path}")
-    texts = table.column("text")  # row by row: a take over the chunked column would first copy all of its chunks
-    return [texts[int(row)].as_py() for row in rows]
+    return taken(table.column("text"), rows).to_pylist()
 
 
 def _table(path: Path) -> pa.Table:

@@ -10,8 +10,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dataflows.index.frames import conform, kept_rows, previous_table, take_rows
-from dataflows.index.mapped import read_mapped, write_mapped
+from dataflows.index.mapped import BATCH_ROWS, read_mapped, taken, write_batches
+from dataflows.index.schema import arrow_schema
 from dataflows.index.parsing import ParsedBatch
+from dataflows.lexical import sorted_term_codes
 
 MAX_CONCEPTS = 10
 CONTENTS_FILE = "contents.arrow"  # the contents table's file in the run's contents_dir (the KB's own name for it)
@@ -93,17 +95,22 @@ def _scored_concepts(tf: pd.DataFrame, kb_file_terms: pd.DataFrame) -> pd.Series
     if tf.empty:
         return pd.Series(dtype=object)
     n_docs = kb_file_terms["file_id"].nunique()
-    codes, vocabulary = pd.factorize(tf["term"], sort=True)  # code order is term order
-    in_kb = pc.fill_null(pc.index_in(pa.array(kb_file_terms["term"]), value_set=pa.array(vocabulary)), -1).to_numpy()
-    df = np.bincount(in_kb[in_kb >= 0], minlength=len(vocabulary))[codes].astype(float)
+    codes, vocabulary = sorted_term_codes(tf["term"])  # int32 rank of each row's term; the terms stay Arrow strings
+    kb_terms = pa.array(kb_file_terms["term"])  # (the column's own Arrow strings)
+    in_kb = pc.drop_null(pc.index_in(kb_terms, value_set=vocabulary.array.cast(kb_terms.type)))
+    df = np.bincount(in_kb.to_numpy(), minlength=len(vocabulary))[codes].astype(float)
+    del in_kb
     score = (1.0 + np.log(tf["tf"].to_numpy(dtype=float))) * (np.log((1.0 + n_docs) / (1.0 + df)) + 1.0)
+    del df
     ids = tf["file_id"].to_numpy(np.int64)
     order = np.lexsort((codes, -score, ids))
+    del score
     ids, codes = ids[order], codes[order]
+    del order
     starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
     rank = np.arange(len(ids)) - np.repeat(starts, np.diff(np.r_[starts, len(ids)]))
     top = rank < MAX_CONCEPTS
-    ids, top_terms = ids[top], vocabulary.to_numpy(dtype=object)[codes[top]]
+    ids, top_terms = ids[top], np.array(vocabulary.array.take(pa.array(codes[top])).to_pylist(), dtype=object)
     starts = np.flatnonzero(np.diff(ids)) + 1
     return pd.Series([list(chunk) for chunk in np.split(top_terms, starts)], index=ids[np.r_[0, starts]], dtype=object)
 
@@ -139,24 +146,33 @@ def kb_files(
 def written_contents(
     indexed_files: pd.DataFrame, decoded_files: pd.DataFrame, previous_kb: dict[str, pd.DataFrame] | None, contents_dir: str
 ) -> str:
-    """The contents table (whole text per file_id: decoded now for new or changed files, the previous KB's rows, as
-    loaded, for reused ones) written into contents_dir as the KB stores it, and the file's path. Written before the
-    parse: parse workers read their files' texts from it and the KB links it, so the driver lets go of the tree's
-    texts once their facts are taken (OpenJDK's 500 MB were held through the parse and the write)."""
-    fresh = indexed_files.loc[~indexed_files["reused"], ["file_id", "path"]]
-    texts = decoded_files.set_index("path")["text"].reindex(fresh["path"].to_numpy())
-    new = pd.DataFrame({"file_id": fresh["file_id"].to_numpy(), "text": texts.to_numpy(dtype=object)})
-    reused_ids = indexed_files.loc[indexed_files["reused"], "file_id"]
-    if not len(reused_ids):
-        contents = take_rows(new, np.argsort(new["file_id"].to_numpy(), kind="stable"))
-    else:
-        previous = previous_kb["contents"]
-        stacked = pd.concat([previous, new.astype({"text": previous["text"].dtype})], ignore_index=True) if len(new) else previous
-        rows = np.concatenate([np.flatnonzero(previous["file_id"].isin(reused_ids).to_numpy()), len(previous) + np.arange(len(new))])
-        rows = rows[np.argsort(stacked["file_id"].to_numpy()[rows], kind="stable")]
-        contents = take_rows(stacked, rows)  # the previous texts are shared, not copied
+    """The contents table (whole text per file_id: decoded now for new or changed files, the previous KB's rows for
+    reused ones) written into contents_dir as the KB stores it, and the file's path. Written before the parse, a batch
+    of rows at a time, Arrow strings throughout: parse workers read their files' texts from it and the KB links it, so
+    the driver lets go of the tree's texts once their facts are taken (OpenJDK's were held through the parse)."""
+    ids = indexed_files["file_id"].to_numpy(dtype=np.int64)
+    reused = indexed_files["reused"].to_numpy(dtype=bool)
+    decoded_row = pd.Index(decoded_files["path"]).get_indexer(indexed_files["path"])
+    decoded = pa.array(decoded_files["text"])
+    previous = previous_kb["contents"] if reused.any() else None
+    previous_row = pd.Index(previous["file_id"]).get_indexer(ids) if previous is not None else None
+    previous_texts = pa.array(previous["text"]) if previous is not None else None
+    order = np.argsort(ids, kind="stable")
+
+    def batches():
+        for start in range(0, len(order), BATCH_ROWS):
+            rows = order[start : start + BATCH_ROWS]
+            old = reused[rows]
+            parts = [taken(decoded, decoded_row[rows[~old]]).cast(pa.large_string())]
+            if old.any():
+                parts.append(taken(previous_texts, previous_row[rows[old]]).cast(pa.large_string()))
+            source = np.empty(len(rows), dtype=np.int64)  # where each row's text is in the parts, stacked
+            source[~old], source[old] = np.arange((~old).sum()), (~old).sum() + np.arange(old.sum())
+            text = pa.concat_arrays(parts).take(pa.array(source)).cast(pa.string())
+            yield pa.table({"file_id": pa.array(ids[rows], type=pa.int32()), "text": text}, schema=arrow_schema("contents"))
+
     path = Path(contents_dir) / CONTENTS_FILE
-    write_mapped(conform(contents, "contents"), "contents", path)
+    write_batches(batches(), "contents", path)
     return str(path)
 
 
