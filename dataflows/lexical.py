@@ -57,15 +57,15 @@ def sorted_term_codes(terms: pd.Series) -> tuple[np.ndarray, ArrowVocabulary]:
     the terms' dtype (Arrow strings, objects, a categorical in any category order)."""
     values = pa.array(terms, from_pandas=True)  # Arrow-backed strings: the column's own buffers, not copied
     values = values if isinstance(values, pa.ChunkedArray) else pa.chunked_array([values])
-    if pa.types.is_dictionary(values.type):
-        values = values.cast(values.type.value_type)
-    encoded = pc.dictionary_encode(values)  # one dictionary for all chunks
+    # one dictionary for all chunks: dictionary_encode makes one, a categorical (one chunk) has one
+    encoded = values.unify_dictionaries() if pa.types.is_dictionary(values.type) else pc.dictionary_encode(values)
     dictionary = encoded.chunk(0).dictionary
-    order = pc.sort_indices(dictionary).to_numpy()  # UTF-8 byte order is code-point order
-    rank = np.empty(len(order), dtype=np.int32)
+    indices = np.concatenate([chunk.indices.to_numpy(zero_copy_only=False) for chunk in encoded.chunks])
+    used = np.flatnonzero(np.bincount(indices, minlength=len(dictionary)))  # (a categorical may hold unused ones)
+    order = used[pc.sort_indices(dictionary.take(pa.array(used))).to_numpy()]  # UTF-8 byte order = code-point order
+    rank = np.full(len(dictionary), -1, dtype=np.int32)
     rank[order] = np.arange(len(order), dtype=np.int32)
-    codes = np.concatenate([rank[chunk.indices.to_numpy(zero_copy_only=False)] for chunk in encoded.chunks])
-    return codes, ArrowVocabulary(dictionary.take(pa.array(order)))
+    return rank[indices], ArrowVocabulary(dictionary.take(pa.array(order)))
 
 
 def _doc_positions(docs: pd.Series) -> tuple[np.ndarray, np.ndarray]:
