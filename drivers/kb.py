@@ -14,6 +14,7 @@ modified once written, so a new version hard-links the files of tables that did 
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -51,6 +52,7 @@ _LEXICON_FORMAT = {b"cra_bm25_format": b"2", b"k1": repr(lexical.K1).encode(), b
 # tables kept as uncompressed Arrow IPC, memory-mapped when read: every file's text and every comment, of which a
 # request reads those of the few files it packs (decoding them from Parquet took 3.4 s and 0.55 s on OpenJDK)
 _MAPPED = frozenset({"contents", "comments"})
+_ROW_GROUP = 1 << 20  # rows of a Parquet table converted and written at once (pyarrow's default row group size)
 
 
 def table_file(name: str) -> str:
@@ -65,8 +67,14 @@ def _write_table(staging: Path, name: str, frame: pd.DataFrame | None) -> None:
         return
     if frame is None or frame.empty:  # typed by the schema, whatever an empty frame's columns were inferred as
         frame = pd.DataFrame({c: pd.Series(dtype=object) for c in TABLES[name]})
-    pq.write_table(pa.Table.from_pandas(frame[list(TABLES[name])], schema=arrow_schema(name), preserve_index=False),
-                   staging / table_file(name))
+    frame, schema = frame[list(TABLES[name])], arrow_schema(name)
+    coded = {c: "str" for c in frame.columns if isinstance(frame[c].dtype, pd.CategoricalDtype)}
+    batches = (pa.Table.from_pandas(frame.iloc[start : start + _ROW_GROUP].astype(coded), schema=schema, preserve_index=False)
+               for start in range(0, max(len(frame), 1), _ROW_GROUP))  # dictionary-encoded terms decoded a group at a time
+    first = next(batches)
+    with pq.ParquetWriter(staging / table_file(name), first.schema) as writer:  # (the schema with pandas' metadata)
+        for batch in itertools.chain([first], batches):
+            writer.write_table(batch)
 
 
 def _read_table(version: Path, name: str, arrow_lists: bool = False) -> pd.DataFrame:

@@ -79,7 +79,7 @@ def test_interrupted_write_keeps_previous_kb(tmp_path, monkeypatch):
     def boom(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("drivers.kb.pq.write_table", boom)
+    monkeypatch.setattr("drivers.kb._write_table", boom)
     with pytest.raises(KeyboardInterrupt):
         write_kb(kb, {"files": _files(["b.py"])}, {})
     monkeypatch.undo()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from dataflows.index.schema import TABLES
 
@@ -24,6 +25,8 @@ def conform(frame: pd.DataFrame, table: str) -> pd.DataFrame:
             values = values if values.dtype == target else values.astype(target)
         elif name == "bool":
             values = values if values.dtype == bool else values.astype(bool)
+        elif name == "string" and isinstance(values.dtype, pd.CategoricalDtype):
+            pass  # dictionary-encoded terms stay so (written as strings)
         elif name == "string" and not (isinstance(values.dtype, pd.StringDtype) and not values.hasnans):
             values = values.astype(object)  # arrow-backed strings without nulls (reused rows) stay as they are
             if values.hasnans:
@@ -43,6 +46,20 @@ def stacked(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
     """Frames stacked (empty ones dropped), or an empty frame with these columns."""
     frames = [f for f in frames if len(f)]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
+
+
+def stacked_terms(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
+    """Term frames stacked as `stacked` does, their dictionary-encoded terms re-coded over the union of the frames'
+    dictionaries by Arrow (a plain concat of categoricals with other categories decodes every row to a string, and
+    pandas' union_categoricals took OpenJDK's 200 batches 7 s and 0.5 GB)."""
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        return pd.DataFrame(columns=columns)
+    coded = pa.dictionary(pa.int32(), pa.large_string())
+    unified = pa.chunked_array([pa.array(f["term"]).cast(coded) for f in frames], type=coded).unify_dictionaries()
+    codes = np.concatenate([chunk.indices.to_numpy(zero_copy_only=False) for chunk in unified.chunks])
+    terms = pd.Categorical.from_codes(codes, categories=pd.Index(pd.array(unified.chunk(0).dictionary, dtype="str")))
+    return pd.concat([f.drop(columns="term") for f in frames], ignore_index=True).assign(term=terms)[columns]
 
 
 def new_symbol_ids(old_ids: pd.Series, symbol_keys: pd.DataFrame) -> pd.Series:

@@ -9,7 +9,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dataflows.index.frames import conform, kept_rows, previous_table, take_rows
+from dataflows.index.frames import conform, kept_rows, previous_table, stacked_terms, take_rows
 from dataflows.index.mapped import BATCH_ROWS, read_mapped, taken, write_batches
 from dataflows.index.schema import arrow_schema
 from dataflows.index.parsing import ParsedBatch
@@ -65,8 +65,12 @@ def _concept_tf(kb_concept_terms: pd.DataFrame, kb_file_terms: pd.DataFrame, fil
         kb_concept_terms[kb_concept_terms["file_id"].isin(files)],
         kb_file_terms[kb_file_terms["file_id"].isin(files.difference(has_concepts))],
     ]  # fmt: skip
-    frames = [f[["file_id", "term", "tf"]].astype({"term": "str"}) for f in frames if len(f)]  # Arrow strings, not objects
-    return pd.concat(frames, ignore_index=True) if frames else kb_concept_terms.iloc[:0][["file_id", "term", "tf"]]
+    frames = [f[["file_id", "term", "tf"]] for f in frames if len(f)]
+    if not frames:
+        return kb_concept_terms.iloc[:0][["file_id", "term", "tf"]]
+    if all(isinstance(f["term"].dtype, pd.CategoricalDtype) for f in frames):  # this run's terms: codes, not strings
+        return stacked_terms(frames, ["file_id", "term", "tf"])
+    return pd.concat([f.astype({"term": "str"}) for f in frames], ignore_index=True)  # Arrow strings, not objects
 
 
 def _files_holding(terms: pd.Index, kb_concept_terms: pd.DataFrame, kb_file_terms: pd.DataFrame) -> pd.Index:
@@ -88,6 +92,19 @@ def _changed_document_frequencies(kb_file_terms: pd.DataFrame, indexed_files: pd
     return delta.index[delta != 0]
 
 
+def _vocabulary_positions(terms: pa.Array | pa.ChunkedArray, vocabulary: pa.Array) -> np.ndarray:
+    """Each term's position in the vocabulary, -1 where absent; dictionary-encoded terms are looked up once each."""
+    if pa.types.is_dictionary(terms.type):
+        chunks = terms.unify_dictionaries().chunks if isinstance(terms, pa.ChunkedArray) else [terms]
+        if not chunks:
+            return np.zeros(0, dtype=np.int64)
+        lookup = _vocabulary_positions(chunks[0].dictionary, vocabulary)
+        return np.concatenate([lookup[chunk.indices.to_numpy(zero_copy_only=False)] for chunk in chunks])
+    if not len(terms):
+        return np.zeros(0, dtype=np.int64)
+    return pc.fill_null(pc.index_in(terms, value_set=vocabulary.cast(terms.type)), -1).to_numpy(zero_copy_only=False)
+
+
 def _scored_concepts(tf: pd.DataFrame, kb_file_terms: pd.DataFrame) -> pd.Series:
     """Concepts of the files in tf (file_id, term, tf), idf over all of kb_file_terms. Terms become integer codes
     (their rank in sorted order), so that counting document frequencies and ordering by (file, score desc, term)
@@ -96,9 +113,8 @@ def _scored_concepts(tf: pd.DataFrame, kb_file_terms: pd.DataFrame) -> pd.Series
         return pd.Series(dtype=object)
     n_docs = kb_file_terms["file_id"].nunique()
     codes, vocabulary = sorted_term_codes(tf["term"])  # int32 rank of each row's term; the terms stay Arrow strings
-    kb_terms = pa.array(kb_file_terms["term"])  # (the column's own Arrow strings)
-    in_kb = pc.drop_null(pc.index_in(kb_terms, value_set=vocabulary.array.cast(kb_terms.type)))
-    df = np.bincount(in_kb.to_numpy(), minlength=len(vocabulary))[codes].astype(float)
+    in_kb = _vocabulary_positions(pa.array(kb_file_terms["term"]), vocabulary.array)
+    df = np.bincount(in_kb[in_kb >= 0], minlength=len(vocabulary))[codes].astype(float)
     del in_kb
     score = (1.0 + np.log(tf["tf"].to_numpy(dtype=float))) * (np.log((1.0 + n_docs) / (1.0 + df)) + 1.0)
     del df
