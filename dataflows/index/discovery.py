@@ -224,9 +224,10 @@ def file_facts(
     previous_files: pd.DataFrame,
     language_conventions: dict | None = None,
 ) -> pd.DataFrame:
-    """The indexed files (text, known language, not generated; the texts themselves stay in decoded_files) with language (a C++ `.h` is C++), is_test (by the language's
-    convention table when it has one), module, package, domain, n_lines. Reused files (text None here, see kb_contents) take their facts from the previous KB,
-    except python modules, recomputed for every file: adding or removing an __init__.py renames modules."""
+    """The indexed files (text, known language, not generated; their texts stay in decoded_files) with language (a
+    C++ `.h` is C++), is_test (by the language's convention table when it has one), module, package, domain, n_lines.
+    Reused files (not decoded, see written_contents) take their facts from the previous KB, except python modules,
+    recomputed for every file: adding or removing an __init__.py renames modules."""
     skipped = set(skipped_generated) | set(skipped_unsupported)
     reused = decoded_files["reused"]
     keep = reused | (decoded_files["text"].notna() & decoded_files["language"].notna() & ~decoded_files["path"].isin(skipped))
