@@ -206,11 +206,10 @@ def write_kb(kb_dir: Path, tables: dict[str, pd.DataFrame], metadata: dict, prev
             trim()
 
     def table_job(name: str) -> None:
-        if name in same and _linked(staging, live, table_file(name)):
-            pass
-        elif name in (written or {}):
+        unchanged = name in same and _linked(staging, live, table_file(name))
+        if not unchanged and name in (written or {}):
             _link_or_copy(Path(written[name]), staging / table_file(name))
-        else:
+        elif not unchanged:
             _write_table(staging, name, tables.get(name))
         done(name)
 

@@ -492,3 +492,17 @@ def test_discovery_names_the_language_of_every_scanned_path():
     previous = discovery.previous_files(None)
     decoded = discovery.decoded_files(source_files, previous, discovery.previous_content_ids(None))
     assert {p: lang if isinstance(lang, str) else None for p, lang in zip(decoded["path"], decoded["language"])} == languages
+
+
+def test_a_fresh_index_holds_its_terms_as_codes_over_one_vocabulary(indexed):
+    """Term tables come out of the index dictionary-encoded (the workers' codes re-coded over one dictionary), the
+    contents as a view of the file written before the parse; their values are the terms the files hold."""
+    tables, _ = indexed
+    for name in ("file_terms", "symbol_terms", "concept_terms"):
+        terms = tables[name]["term"]
+        assert isinstance(terms.dtype, pd.CategoricalDtype), name
+        assert terms.notna().all() and terms.cat.categories.is_unique, name
+    shop = file_ids(tables)["src/shop/models.py"]
+    words = set(tables["file_terms"].loc[tables["file_terms"]["file_id"] == shop, "term"].astype(str))
+    text = tables["contents"].set_index("file_id")["text"][shop]
+    assert "cart" in words and "class Cart" in text

@@ -119,3 +119,16 @@ def test_kb_path_that_is_a_file_is_a_clear_error(tmp_path):
     blocker.write_text("x")
     with pytest.raises(CraError, match="not writable"):
         write_kb(blocker / "kb", {"files": _files(["a.py"])}, {})
+
+
+def test_a_table_written_by_the_index_is_linked_into_the_version_not_converted_again(tmp_path):
+    """The index writes contents before its parse; write_kb links that file (the same inode) instead of writing it."""
+    from dataflows.index.mapped import write_mapped
+
+    written = tmp_path / "contents.arrow"
+    write_mapped(pd.DataFrame({"file_id": [0], "text": ["a = 1\n"]}), "contents", written)
+    kb = tmp_path / "kb"
+    write_kb(kb, {"files": _files(["a.py"]), "contents": None}, {}, written={"contents": written})
+    version = kb / (kb / "CURRENT").read_text().strip()
+    assert (version / "contents.arrow").stat().st_ino == written.stat().st_ino
+    assert read_tables(kb, ["contents"])["contents"]["text"].tolist() == ["a = 1\n"]

@@ -25,10 +25,10 @@ def conform(frame: pd.DataFrame, table: str) -> pd.DataFrame:
             values = values if values.dtype == target else values.astype(target)
         elif name == "bool":
             values = values if values.dtype == bool else values.astype(bool)
-        elif name == "string" and isinstance(values.dtype, pd.CategoricalDtype):
-            pass  # dictionary-encoded terms stay so (written as strings)
-        elif name == "string" and not (isinstance(values.dtype, pd.StringDtype) and not values.hasnans):
-            values = values.astype(object)  # arrow-backed strings without nulls (reused rows) stay as they are
+        elif name == "string" and not isinstance(values.dtype, pd.CategoricalDtype) and not (
+            isinstance(values.dtype, pd.StringDtype) and not values.hasnans
+        ):  # arrow-backed strings without nulls (reused rows) and dictionary-encoded terms (written as strings) stay
+            values = values.astype(object)
             if values.hasnans:
                 values = values.where(values.notna(), None)
         out[column] = values
