@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from dataflows.index.frames import conform, kept_rows, new_symbol_ids, previous_table, take_rows
-from dataflows.index.parsing import ParsedBatch
+from dataflows.index.parsing import ParsedBatch, symbol_ids_of_locals
 
 
 def _append(reused: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
@@ -29,29 +29,11 @@ def kb_file_terms(
 ) -> pd.DataFrame:
     """(file_id, term, tf) of path + text for every file: counted for new/changed files, reused otherwise;
     reused rows keep their previous (sorted) order, this run's rows follow sorted by (file_id, term)."""
-    new = parsed_rows.file_terms  # each file's terms come sorted from the parse: ordering the files orders the rows
+    new = parsed_rows.handed_over("file_terms")  # each file's terms come sorted: ordering the files orders the rows
     new = take_rows(new, np.argsort(new["file_id"].to_numpy(np.int64), kind="stable"))  # no copy when in order already
     previous = previous_table(previous_kb, "file_terms")
     reused = kept_rows(previous, previous["file_id"].isin(indexed_files.loc[indexed_files["reused"], "file_id"]))
     return conform(_append(reused, new), "file_terms")
-
-
-def _new_symbol_ids(file_ids: np.ndarray, locals_: np.ndarray, keys: pd.DataFrame) -> np.ndarray:
-    """The symbol_id of each (file_id, local) of this run's symbols (keys: their rows of symbol_keys), NaN where
-    there is none. A parsed file's symbols take consecutive ids in local order, so an id is its file's first plus
-    its local: int32 arrays the size of the rows, not a hash of 20M (file, local) pairs (OpenJDK: 480 -> 100 MB)."""
-    key_files, key_locals = keys["file_id"].to_numpy(np.int64), keys["local"].to_numpy(np.int64)
-    key_ids = keys["symbol_id"].to_numpy(np.int64)
-    size = int(max(key_files.max(initial=-1), file_ids.max(initial=-1))) + 1
-    first = np.zeros(size, dtype=np.int64)
-    first[key_files[key_locals == 0]] = key_ids[key_locals == 0]
-    count = np.bincount(key_files, minlength=size).astype(np.int32)
-    if not (key_ids == first[key_files] + key_locals).all():  # (symbol_keys numbers new symbols this way)
-        raise ValueError("new symbols are not numbered consecutively per file")
-    ids = first.astype(np.int32)[file_ids]
-    ids += locals_.astype(np.int32)
-    known = locals_ < count[file_ids]
-    return ids if known.all() else np.where(known, ids, np.nan)
 
 
 def kb_symbol_terms(
@@ -60,8 +42,8 @@ def kb_symbol_terms(
     """(symbol_id, term, tf) of qualified name + signature + docstring + body + attached comments per symbol
     (a class's body is its own lines plus its members' names); reused rows first (re-keying keeps their
     order), then this run's rows sorted by (symbol_id, term)."""
-    new = parsed_rows.symbol_terms
-    ids = _new_symbol_ids(new["file_id"].to_numpy(np.int32), new["local"].to_numpy(np.int32), symbol_keys[symbol_keys["local"] >= 0])
+    new = parsed_rows.handed_over("symbol_terms")
+    ids = symbol_ids_of_locals(new["file_id"].to_numpy(np.int32), new["local"].to_numpy(np.int32), symbol_keys[symbol_keys["local"] >= 0])
     in_order = bool((ids[1:] >= ids[:-1]).all())  # each symbol's terms come sorted from the parse, symbols in id order
     new = pd.DataFrame({"symbol_id": ids, "term": new["term"].array, "tf": new["tf"].to_numpy()})  # terms not copied
     if not in_order:
