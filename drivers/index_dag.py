@@ -38,7 +38,7 @@ from dataflows.index.schema import TABLES
 from drivers.conventions import load_conventions
 from drivers.errors import CraError
 from drivers.git_history import git_head, git_log, git_tracked
-from drivers.index_memory import BytesRelease, CollectingExecutor, HeapTrim, releasing
+from drivers.index_memory import BytesRelease, CollectingExecutor, HeapTrim, TableSpill, releasing
 from drivers.sources import SourceScan, scan_sources
 
 INDEX_MODULES = (discovery, parsing, edges, history, metadata, lexical_terms, commit_terms, health, companions)
@@ -202,11 +202,13 @@ class ParseProgress(lifecycle.TaskReturnHook):
 
 
 def index_driver(
-    workers: int = 1, on_progress: Callable[[int, int], None] | None = None, adapters: tuple = (), large: bool = False
+    workers: int = 1, on_progress: Callable[[int, int], None] | None = None, adapters: tuple = (), large: bool = False,
+    spill_dir: Path | None = None,
 ) -> driver.Driver:
     """The Hamilton driver over the index dataflow modules; workers > 1 runs per-file batches in processes;
     on_progress(done, total) is called as batches of files are parsed; adapters are extra lifecycle hooks;
-    large: many files change, so memory is collected after each task (see `CollectingExecutor`)."""
+    large: many files change, so memory is collected after each task (see `CollectingExecutor`); spill_dir: where
+    finished output tables are moved out of the heap to, as memory-mapped files (see `TableSpill`)."""
     trim = HeapTrim()
     local = CollectingExecutor(trim.trim) if large else executors.SynchronousLocalTaskExecutor()
     remote = _ProcessExecutor(max_tasks=workers) if workers > 1 else local
@@ -219,7 +221,7 @@ def index_driver(
     )
     hooks = [*adapters, *([ParseProgress(on_progress)] if on_progress is not None else []),
              *([_WorkersDone(remote)] if workers > 1 else []), trim]  # fmt: skip
-    return releasing(builder.with_adapters(*hooks).build())
+    return releasing(builder.with_adapters(*hooks).build(), TableSpill(spill_dir) if spill_dir is not None else None)
 
 
 def _n_changed(source_files: pd.DataFrame, previous_kb: dict[str, pd.DataFrame] | None) -> int:
@@ -307,7 +309,8 @@ def index_frames(
     try:
         with _interrupts_deferred(workers > 1):
             hooks = (*adapters, _InterruptCheck(), BytesRelease(scan.frame))
-            results = index_driver(workers, on_progress, hooks, large=many).execute(
+            spill_dir = Path(inputs["contents_dir"]) if many else None  # (removed with the contents written there)
+            results = index_driver(workers, on_progress, hooks, large=many, spill_dir=spill_dir).execute(
                 [*KB_OUTPUTS, "index_stats", "index_warnings", "resumed_files"], inputs=inputs)
         tables = canonical_ids({name: results[f"kb_{name}"] for name in TABLES})
         if tables["contents"] is not results["kb_contents"]:  # renumbered: the written file follows the new order

@@ -11,6 +11,7 @@ import threading
 import weakref
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from hamilton.lifecycle import api
@@ -232,3 +233,37 @@ def test_a_large_run_frees_each_tasks_inputs_once_read_not_when_the_collector_ne
     assert _freed_before_last_node(CollectingExecutor())
 
 
+
+
+def test_a_finished_output_table_moves_to_a_mapped_file_once_no_node_reads_it(tmp_path):
+    """A large run's outputs wait in memory for the KB writer; a table of numbers, codes and strings is written to an
+    Arrow file once its last reader has run and comes back as an equal frame over the mapped file (read-only pages,
+    not the heap). A table with Python objects is left as it is."""
+    from hamilton import ad_hoc_utils, driver
+    from hamilton.execution import executors
+
+    from drivers.index_memory import SPILL_MIN_ROWS, TableSpill, releasing
+
+    n = SPILL_MIN_ROWS
+    expected = pd.DataFrame({
+        "id": np.arange(n, dtype=np.int32),
+        "term": pd.Categorical(np.where(np.arange(n) % 3 == 0, "alpha", "beta")),
+        "kind": pd.array(np.where(np.arange(n) % 2 == 0, "call", "base"), dtype="str"),
+    })  # fmt: skip
+
+    def terms() -> pd.DataFrame:
+        return expected.copy()
+
+    def n_terms(terms: pd.DataFrame) -> int:
+        return len(terms)
+
+    module = ad_hoc_utils.create_temporary_module(terms, n_terms)
+    dag = releasing(driver.Builder().with_modules(module).enable_dynamic_execution(allow_experimental_mode=True)
+                    .with_local_executor(executors.SynchronousLocalTaskExecutor())
+                    .with_remote_executor(executors.SynchronousLocalTaskExecutor()).build(), TableSpill(tmp_path))  # fmt: skip
+    out = dag.execute(["terms", "n_terms"])
+    assert out["n_terms"] == n and (tmp_path / "terms.arrow").exists()
+    pd.testing.assert_frame_equal(out["terms"], expected)
+    assert not out["terms"]["id"].to_numpy().flags.writeable  # the mapped file's pages, not a copy in the heap
+    with_objects = expected.assign(kind=expected["kind"].astype(object))
+    assert TableSpill(tmp_path)("objects", with_objects) is with_objects and not (tmp_path / "objects.arrow").exists()

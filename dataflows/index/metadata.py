@@ -9,10 +9,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dataflows.index.frames import conform, kept_rows, previous_table, stacked_terms, take_rows
+from dataflows.index.frames import conform, kept_rows, ordered_by, previous_table
 from dataflows.index.mapped import BATCH_ROWS, read_mapped, taken, write_batches
 from dataflows.index.schema import arrow_schema
-from dataflows.index.parsing import ParsedBatch
 from dataflows.lexical import sorted_term_codes
 
 MAX_CONCEPTS = 10
@@ -20,16 +19,16 @@ CONTENTS_FILE = "contents.arrow"  # the contents table's file in the run's conte
 
 
 def kb_concept_terms(
-    parsed_rows: ParsedBatch, indexed_files: pd.DataFrame, previous_kb: dict[str, pd.DataFrame] | None
+    parsed_concept_terms: pd.DataFrame, indexed_files: pd.DataFrame, previous_kb: dict[str, pd.DataFrame] | None
 ) -> pd.DataFrame:
     """(file_id, term, tf) over each file's identifiers (symbol names), docstrings and comments, what its concepts are
     scored on: counted by the parse for new/changed files, the previous rows for unchanged ones; ordered by file_id."""
-    counted = parsed_rows.handed_over("concept_terms")
+    counted = parsed_concept_terms
     previous = previous_table(previous_kb, "concept_terms")
     carried = kept_rows(previous, previous["file_id"].isin(indexed_files.loc[indexed_files["reused"], "file_id"]))
     frames = [f for f in (carried, counted.astype({"term": carried["term"].dtype}) if len(carried) else counted) if len(f)]
     terms = pd.concat(frames, ignore_index=True) if frames else counted
-    return conform(take_rows(terms, np.argsort(terms["file_id"].to_numpy(), kind="stable")), "concept_terms")
+    return conform(ordered_by(terms, "file_id"), "concept_terms")
 
 
 def file_concepts(
@@ -53,13 +52,16 @@ def file_concepts(
         carried = carried.iloc[:0]
     elif len(changed):
         carried = carried.drop(_files_holding(changed, kb_concept_terms, kb_file_terms), errors="ignore")
-    scored = _scored_concepts(_concept_tf(kb_concept_terms, kb_file_terms, ids.difference(carried.index)), kb_file_terms)
-    return pd.concat([carried, scored]).sort_index() if len(carried) else scored
+    frequencies = _document_frequencies(kb_file_terms)
+    scored = [_scored_concepts(tf, frequencies) for tf in _concept_tf(kb_concept_terms, kb_file_terms, ids.difference(carried.index))]
+    parts = [part for part in (carried, *scored) if len(part)]
+    return pd.concat(parts).sort_index() if len(parts) > 1 else parts[0] if parts else pd.Series(dtype=object)
 
 
-def _concept_tf(kb_concept_terms: pd.DataFrame, kb_file_terms: pd.DataFrame, files: pd.Index) -> pd.DataFrame:
-    """(file_id, term, tf) the concepts of `files` are scored on: their concept terms; for files without any, their
-    full-text terms. Rows are shared, not copied, where every file's are taken (a full index)."""
+def _concept_tf(kb_concept_terms: pd.DataFrame, kb_file_terms: pd.DataFrame, files: pd.Index) -> list[pd.DataFrame]:
+    """(file_id, term, tf) rows the concepts of `files` are scored on, in two frames over disjoint files (a file's
+    concepts depend on its rows alone, so they are scored apart instead of stacked into a copy): their concept terms;
+    for files without any, their full-text terms. Rows are shared, not copied, where every file's are taken."""
     concept_files = kb_concept_terms["file_id"].to_numpy()
     with_concepts = pd.Index(pd.unique(concept_files))
     fallback_files = files.difference(with_concepts)
@@ -67,12 +69,7 @@ def _concept_tf(kb_concept_terms: pd.DataFrame, kb_file_terms: pd.DataFrame, fil
         kb_concept_terms if with_concepts.isin(files).all() else kept_rows(kb_concept_terms, np.isin(concept_files, files)),
         kept_rows(kb_file_terms, kb_file_terms["file_id"].isin(fallback_files)) if len(fallback_files) else None,
     ]  # fmt: skip
-    frames = [f[["file_id", "term", "tf"]] for f in frames if f is not None and len(f)]
-    if len(frames) < 2:
-        return frames[0] if frames else kb_concept_terms.iloc[:0][["file_id", "term", "tf"]]
-    if all(isinstance(f["term"].dtype, pd.CategoricalDtype) for f in frames):  # this run's terms: codes, not strings
-        return stacked_terms(frames, ["file_id", "term", "tf"])
-    return pd.concat([f.astype({"term": "str"}) for f in frames], ignore_index=True)  # Arrow strings, not objects
+    return [f[["file_id", "term", "tf"]] for f in frames if f is not None and len(f)]
 
 
 def _files_holding(terms: pd.Index, kb_concept_terms: pd.DataFrame, kb_file_terms: pd.DataFrame) -> pd.Index:
@@ -94,11 +91,10 @@ def _changed_document_frequencies(kb_file_terms: pd.DataFrame, indexed_files: pd
     return delta.index[delta != 0]
 
 
-def _document_frequencies(terms: pd.Series, vocabulary: pa.Array) -> np.ndarray:
-    """How many rows of `terms` hold each vocabulary term (a file's terms are distinct: its document frequency),
-    counted per distinct term and then looked up, not looked up per row (OpenJDK's 13M file terms: int64 positions of
-    100 MB, twice)."""
-    values = pa.array(terms, from_pandas=True)
+def _document_frequencies(kb_file_terms: pd.DataFrame) -> tuple[int, pa.Array, np.ndarray]:
+    """(number of files, distinct terms, how many files hold each): counted per distinct term, not looked up per row
+    (OpenJDK's 13M file-term rows: int64 positions of 100 MB, twice)."""
+    values = pa.array(kb_file_terms["term"], from_pandas=True)
     values = values if isinstance(values, pa.ChunkedArray) else pa.chunked_array([values], type=values.type)
     if pa.types.is_dictionary(values.type):
         values = values.unify_dictionaries()
@@ -109,23 +105,18 @@ def _document_frequencies(terms: pd.Series, vocabulary: pa.Array) -> np.ndarray:
     else:
         tally = pc.value_counts(values)
         distinct, counts = tally.field("values"), tally.field("counts").to_numpy(zero_copy_only=False)
-    if not len(distinct):
-        return np.zeros(len(vocabulary), dtype=np.int64)
-    positions = pc.fill_null(pc.index_in(distinct, value_set=vocabulary.cast(distinct.type)), -1).to_numpy(zero_copy_only=False)
-    known = positions >= 0
-    return np.bincount(positions[known], weights=counts[known], minlength=len(vocabulary)).astype(np.int64)
+    return kb_file_terms["file_id"].nunique(), distinct, counts
 
 
-def _scored_concepts(tf: pd.DataFrame, kb_file_terms: pd.DataFrame) -> pd.Series:
-    """Concepts of the files in tf (file_id, term, tf), idf over all of kb_file_terms. Terms become integer codes
-    (their rank in sorted order), so that counting document frequencies and ordering by (file, score desc, term)
-    are integer work: sorting OpenJDK's 6.9 million rows by their strings took 12 s and 950 MB."""
-    if tf.empty:
-        return pd.Series(dtype=object)
-    n_docs = kb_file_terms["file_id"].nunique()
+def _scored_concepts(tf: pd.DataFrame, frequencies: tuple[int, pa.Array, np.ndarray]) -> pd.Series:
+    """Concepts of the files in tf (file_id, term, tf), idf from `_document_frequencies`. Terms become integer codes
+    (their rank in sorted order), so that ordering by (file, score desc, term) is integer work: sorting OpenJDK's
+    6.9 million rows by their strings took 12 s and 950 MB. Arrays are int32 and updated in place where they can be."""
+    n_docs, distinct, counts = frequencies
     codes, vocabulary = sorted_term_codes(tf["term"])  # int32 rank of each row's term; the terms stay Arrow strings
-    idf = _document_frequencies(kb_file_terms["term"], vocabulary.array)[codes].astype(float)
-    idf += 1.0  # (in place, the same operations as (1 + log tf) * (log((1 + n) / (1 + df)) + 1): no temporaries)
+    at = pc.fill_null(pc.index_in(vocabulary.array, value_set=distinct.cast(vocabulary.array.type)), -1)
+    idf = np.append(counts, 0)[at.to_numpy(zero_copy_only=False)][codes].astype(float)  # (-1, not in the KB: 0)
+    idf += 1.0  # (the same operations as (1 + log tf) * (log((1 + n) / (1 + df)) + 1), in place)
     np.divide(1.0 + n_docs, idf, out=idf)
     np.log(idf, out=idf)
     idf += 1.0
@@ -133,15 +124,18 @@ def _scored_concepts(tf: pd.DataFrame, kb_file_terms: pd.DataFrame) -> pd.Series
     score += 1.0
     score *= idf
     del idf
-    ids = tf["file_id"].to_numpy(np.int64)
-    order = np.lexsort((codes, -score, ids))
+    np.negative(score, out=score)  # score descending
+    ids = tf["file_id"].to_numpy(np.int32)
+    order = np.lexsort((codes, score, ids))
     del score
     ids, codes = ids[order], codes[order]
     del order
     starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
-    rank = np.arange(len(ids)) - np.repeat(starts, np.diff(np.r_[starts, len(ids)]))
+    rank = np.arange(len(ids), dtype=np.int32)
+    rank -= np.repeat(starts.astype(np.int32), np.diff(np.r_[starts, len(ids)]))
     top = rank < MAX_CONCEPTS
-    ids, top_terms = ids[top], np.array(vocabulary.array.take(pa.array(codes[top])).to_pylist(), dtype=object)
+    del rank
+    ids, top_terms = ids[top].astype(np.int64), np.array(vocabulary.array.take(pa.array(codes[top])).to_pylist(), dtype=object)
     starts = np.flatnonzero(np.diff(ids)) + 1
     return pd.Series([list(chunk) for chunk in np.split(top_terms, starts)], index=ids[np.r_[0, starts]], dtype=object)
 

@@ -31,7 +31,7 @@ import pandas as pd
 from hamilton.htypes import Collect, Parallelizable
 
 from dataflows.index.code_terms import code_term_counts
-from dataflows.index.frames import conform, kept_rows, new_symbol_ids, previous_table, stacked, stacked_terms
+from dataflows.index.frames import conform, kept_rows, new_symbol_ids, previous_table, stacked, stacked_terms, take_rows
 from dataflows.index.mapped import texts_of
 from dataflows.index.parsers import parse_source
 from dataflows.index.parsers.comments import is_rationale
@@ -59,21 +59,11 @@ class ParsedBatch:
     symbols: pd.DataFrame  # SYMBOL_COLUMNS
     comments: pd.DataFrame  # COMMENT_COLUMNS
     imports: pd.DataFrame  # IMPORT_COLUMNS
-    references: pd.DataFrame  # REFERENCE_COLUMNS
+    references: pd.DataFrame  # REFERENCE_COLUMNS of references made in a symbol, by symbol
     file_terms: pd.DataFrame  # file_id, term, tf; each file's terms sorted
     symbol_terms: pd.DataFrame  # file_id, local, term, tf; each symbol's terms sorted
     concept_terms: pd.DataFrame  # file_id, term, tf of the file's symbol names, docstrings and comments; terms sorted
     resumed: int = 0  # files loaded from the checkpoint of an interrupted run, not parsed by this one
-
-    def handed_over(self, field: str) -> pd.DataFrame:
-        """One kind of rows, taken out of the batch by the one node that reads it: the stacked batch is read by nine
-        nodes, and each kind of its rows would otherwise stay alive until the last of them ran, beside the KB table
-        made from it (OpenJDK: symbols, comments, references and symbol terms, about 650 MB)."""
-        rows = getattr(self, field)
-        if rows is None:
-            raise RuntimeError(f"the parsed {field} were handed over already (each kind of rows has one reader)")
-        setattr(self, field, None)
-        return rows
 
 
 def _parse(language: str, text: str) -> ParsedFile | None:
@@ -141,7 +131,8 @@ def _parse_batch(files: pd.DataFrame, count_tokens: Callable, count_line_tokens:
             if c.symbol is not None:
                 comments.setdefault(c.symbol, []).append(c.text)
         imports_.extend((file_id, i.target, list(i.names), i.level, i.line) for i in result.imports)
-        references_.extend((file_id, r.symbol, r.name, r.kind) for r in result.references)
+        in_symbols = sorted((r for r in result.references if r.symbol is not None), key=lambda r: r.symbol)
+        references_.extend((file_id, r.symbol, r.name, r.kind) for r in in_symbols)  # (made outside any symbol: no edge)
         for local, (s, body) in enumerate(zip(symbols, _symbol_bodies(text.split("\n"), symbols))):
             doc = "\n".join([s.qualified_name, s.signature, s.docstring or "", body, *comments.get(local, ())])
             symbol_terms.extend((file_id, local, term, tf) for term, tf in sorted(code_term_counts(doc).items()))
@@ -218,49 +209,76 @@ def _save(path: Path, batch: ParsedBatch) -> None:
         raise
 
 
-def _drained(batches: list[ParsedBatch], field: str) -> list:
-    """One field of every batch, taken out of the batches: each kind of rows is let go of once stacked, instead of
-    every batch's rows staying alive beside all the stacked ones (OpenJDK: 1.1 GB twice over)."""
+def parsed_rows(parsed_batch: Collect[ParsedBatch]) -> list[ParsedBatch]:
+    """Every parsed batch (one empty batch when nothing was parsed). Each kind of rows is stacked by its own node below,
+    which takes it out of the batches: it is let go of once stacked, and the heap is trimmed between kinds (after
+    each node), instead of every batch's rows staying alive beside the stacked ones (OpenJDK: 1.1 GB twice over)."""
+    batches = list(parsed_batch)
+    return batches or [_parse_batch(pd.DataFrame(columns=["file_id", "path", "language", "text"]), len, lambda text: [])]
+
+
+def _stacked_field(batches: list[ParsedBatch], field: str) -> list:
+    """One kind of rows of every batch, taken out of the batches (this node is its one reader)."""
     values = [getattr(b, field) for b in batches]
     for b in batches:
         setattr(b, field, None)
     return values
 
 
-def parsed_rows(parsed_batch: Collect[ParsedBatch]) -> ParsedBatch:
-    """Every batch's rows, stacked into one; the batches are emptied as they are stacked (their results are this
-    node's alone)."""
-    batches = list(parsed_batch)
-    if not batches:
-        return _parse_batch(pd.DataFrame(columns=["file_id", "path", "language", "text"]), len, lambda text: [])
-    return ParsedBatch(
-        errors=pd.concat(_drained(batches, "errors")),
-        file_tokens=pd.concat(_drained(batches, "file_tokens")).astype("int64"),
-        symbols=stacked(_drained(batches, "symbols"), SYMBOL_COLUMNS),
-        comments=stacked(_drained(batches, "comments"), COMMENT_COLUMNS),
-        imports=stacked(_drained(batches, "imports"), IMPORT_COLUMNS),
-        references=stacked(_drained(batches, "references"), REFERENCE_COLUMNS),
-        file_terms=stacked_terms(_drained(batches, "file_terms"), ["file_id", "term", "tf"]),
-        symbol_terms=stacked_terms(_drained(batches, "symbol_terms"), ["file_id", "local", "term", "tf"]),
-        concept_terms=stacked_terms(_drained(batches, "concept_terms"), ["file_id", "term", "tf"]),
-        resumed=sum(b.resumed for b in batches),
-    )
-
-
-def resumed_files(parsed_rows: ParsedBatch) -> int:
+def resumed_files(parsed_rows: list[ParsedBatch]) -> int:
     """How many files' parse results came from an interrupted run's checkpoint instead of being parsed again."""
-    return parsed_rows.resumed
+    return sum(b.resumed for b in parsed_rows)
 
 
-def parsed_count(parsed_rows: ParsedBatch) -> int:
+def parsed_errors(parsed_rows: list[ParsedBatch]) -> pd.Series:
+    """Parse error (None when fine) by file_id of every file this run parsed (or resumed)."""
+    return pd.concat(_stacked_field(parsed_rows, "errors"))
+
+
+def parsed_count(parsed_errors: pd.Series) -> int:
     """How many new or changed files this run parsed (or resumed); progress is reported per finished batch by the
     driver (drivers.indexer), not here."""
-    return len(parsed_rows.errors)
+    return len(parsed_errors)
 
 
-def new_symbol_rows(parsed_rows: ParsedBatch) -> pd.DataFrame:
+def parsed_file_tokens(parsed_rows: list[ParsedBatch]) -> pd.Series:
+    """cl100k tokens by file_id of the parsed files."""
+    return pd.concat(_stacked_field(parsed_rows, "file_tokens")).astype("int64")
+
+
+def new_symbol_rows(parsed_rows: list[ParsedBatch]) -> pd.DataFrame:
     """Symbols of the parsed files with their token counts, keyed by (file_id, local index)."""
-    return parsed_rows.handed_over("symbols")
+    return stacked(_stacked_field(parsed_rows, "symbols"), SYMBOL_COLUMNS)
+
+
+def parsed_comments(parsed_rows: list[ParsedBatch]) -> pd.DataFrame:
+    """Comments of the parsed files (COMMENT_COLUMNS)."""
+    return stacked(_stacked_field(parsed_rows, "comments"), COMMENT_COLUMNS)
+
+
+def parsed_imports(parsed_rows: list[ParsedBatch]) -> pd.DataFrame:
+    """Import statements of the parsed files (IMPORT_COLUMNS)."""
+    return stacked(_stacked_field(parsed_rows, "imports"), IMPORT_COLUMNS)
+
+
+def parsed_references(parsed_rows: list[ParsedBatch]) -> pd.DataFrame:
+    """Identifier references of the parsed files' symbols (REFERENCE_COLUMNS)."""
+    return stacked(_stacked_field(parsed_rows, "references"), REFERENCE_COLUMNS)
+
+
+def parsed_file_terms(parsed_rows: list[ParsedBatch]) -> pd.DataFrame:
+    """(file_id, term, tf) of the parsed files, terms as codes over one dictionary."""
+    return stacked_terms(_stacked_field(parsed_rows, "file_terms"), ["file_id", "term", "tf"])
+
+
+def parsed_symbol_terms(parsed_rows: list[ParsedBatch]) -> pd.DataFrame:
+    """(file_id, local, term, tf) of the parsed files' symbols, terms as codes over one dictionary."""
+    return stacked_terms(_stacked_field(parsed_rows, "symbol_terms"), ["file_id", "local", "term", "tf"])
+
+
+def parsed_concept_terms(parsed_rows: list[ParsedBatch]) -> pd.DataFrame:
+    """(file_id, term, tf) of the parsed files' identifiers, docstrings and comments, terms as codes over one dictionary."""
+    return stacked_terms(_stacked_field(parsed_rows, "concept_terms"), ["file_id", "term", "tf"])
 
 
 def reused_symbol_rows(indexed_files: pd.DataFrame, previous_kb: dict[str, pd.DataFrame] | None) -> pd.DataFrame:
@@ -294,13 +312,17 @@ def symbol_ids_of_locals(file_ids: np.ndarray, locals_: np.ndarray, keys: pd.Dat
     size = int(max(key_files.max(initial=-1), file_ids.max(initial=-1))) + 1
     first = np.zeros(size, dtype=np.int64)
     first[key_files[key_locals == 0]] = key_ids[key_locals == 0]
-    count = np.bincount(key_files, minlength=size).astype(np.int32)
+    count = np.bincount(key_files, minlength=size)
     if not (key_ids == first[key_files] + key_locals).all():  # (symbol_keys numbers new symbols this way)
         raise ValueError("new symbols are not numbered consecutively per file")
     ids = first.astype(np.int32)[file_ids]
-    ids += locals_.astype(np.int32)
+    np.add(ids, locals_, out=ids, casting="unsafe")  # (locals fit: a file's symbols number far below 2^31)
+    count = count.astype(np.int32)
+    rows = [slice(start, start + 1_000_000) for start in range(0, len(ids), 1_000_000)]  # no row-sized temporaries
+    if all(((locals_[r] >= 0) & (locals_[r] < count[file_ids[r]])).all() for r in rows):
+        return ids
     known = (locals_ >= 0) & (locals_ < count[file_ids])
-    return ids if known.all() else np.where(known, ids, np.nan)
+    return np.where(known, ids, np.nan)
 
 
 def _local_to_new(symbol_keys: pd.DataFrame, file_ids: pd.Series, locals_: pd.Series) -> pd.Series:
@@ -310,9 +332,9 @@ def _local_to_new(symbol_keys: pd.DataFrame, file_ids: pd.Series, locals_: pd.Se
     return pd.Series(ids, index=file_ids.index).astype("Int64")
 
 
-def file_tokens(indexed_files: pd.DataFrame, previous_files: pd.DataFrame, parsed_rows: ParsedBatch) -> pd.Series:
+def file_tokens(indexed_files: pd.DataFrame, previous_files: pd.DataFrame, parsed_file_tokens: pd.Series) -> pd.Series:
     """cl100k tokens of every indexed file by file_id: counted for new files, carried over for reused ones."""
-    counted = parsed_rows.file_tokens
+    counted = parsed_file_tokens
     reused_ids = indexed_files.loc[indexed_files["reused"], "file_id"]
     carried = previous_files.set_index("file_id")["tokens"].reindex(reused_ids.to_numpy()).fillna(0).astype("int64")
     return pd.concat([counted, carried]).reindex(indexed_files["file_id"].to_numpy()).fillna(0).astype("int64")
@@ -335,11 +357,12 @@ def kb_symbols(reused_symbol_rows: pd.DataFrame, new_symbol_rows: pd.DataFrame, 
 
 
 def kb_comments(
-    parsed_rows: ParsedBatch, indexed_files: pd.DataFrame, symbol_keys: pd.DataFrame, previous_kb: dict[str, pd.DataFrame] | None
+    parsed_comments: pd.DataFrame, indexed_files: pd.DataFrame, symbol_keys: pd.DataFrame,
+    previous_kb: dict[str, pd.DataFrame] | None,
 ) -> pd.DataFrame:
     """Comments of every file, attached to their innermost symbol, with the parser's is_rationale flag."""
-    new = parsed_rows.handed_over("comments")
-    new["symbol_id"] = _local_to_new(symbol_keys, new["file_id"], new["local"]) if len(new) else pd.Series(dtype="Int64")
+    new = parsed_comments.assign(symbol_id=_local_to_new(symbol_keys, parsed_comments["file_id"], parsed_comments["local"])
+                              if len(parsed_comments) else pd.Series(dtype="Int64"))  # fmt: skip
     previous = previous_table(previous_kb, "comments")
     reused = previous[previous["file_id"].isin(indexed_files.loc[indexed_files["reused"], "file_id"])]
     reused = reused.assign(symbol_id=new_symbol_ids(reused["symbol_id"], symbol_keys))
@@ -348,10 +371,10 @@ def kb_comments(
 
 
 def kb_imports(
-    parsed_rows: ParsedBatch, indexed_files: pd.DataFrame, previous_kb: dict[str, pd.DataFrame] | None
+    parsed_imports: pd.DataFrame, indexed_files: pd.DataFrame, previous_kb: dict[str, pd.DataFrame] | None
 ) -> pd.DataFrame:
     """Raw import statements of every file (kept so edges re-resolve without re-parsing)."""
-    new = parsed_rows.handed_over("imports")
+    new = parsed_imports
     previous = previous_table(previous_kb, "imports")
     reused = previous[previous["file_id"].isin(indexed_files.loc[indexed_files["reused"], "file_id"])]
     reused = reused.assign(names=reused["names"].map(list))
@@ -360,25 +383,28 @@ def kb_imports(
 
 
 def kb_references(
-    parsed_rows: ParsedBatch, symbol_keys: pd.DataFrame, previous_kb: dict[str, pd.DataFrame] | None
+    parsed_references: pd.DataFrame, symbol_keys: pd.DataFrame, previous_kb: dict[str, pd.DataFrame] | None
 ) -> pd.DataFrame:
     """Raw identifier references (call/base/annotation) made by every symbol, keyed by the new symbol ids:
     reused rows first in their previous order (re-keying keeps it sorted), then this run's rows by symbol."""
-    new = parsed_rows.handed_over("references")
-    new["symbol_id"] = _local_to_new(symbol_keys, new["file_id"], new["local"]) if len(new) else pd.Series(dtype="Int64")
+    ids = symbol_ids_of_locals(parsed_references["file_id"].to_numpy(np.int64),
+                               parsed_references["local"].fillna(-1).to_numpy(np.int64),
+                               symbol_keys[symbol_keys["local"] >= 0]).astype(np.float64)  # fmt: skip
+    known = np.flatnonzero(~np.isnan(ids))
+    rows = known[np.argsort(ids[known], kind="stable")]  # in parse order already: then no copy (`take_rows`)
+    new = take_rows(parsed_references, rows).assign(symbol_id=ids[rows].astype(np.int64))
     previous = previous_table(previous_kb, "references")
     reused = previous.assign(symbol_id=new_symbol_ids(previous["symbol_id"], symbol_keys))
     reused = reused[reused["symbol_id"].notna()]
-    new = new[new["symbol_id"].notna()].sort_values(["symbol_id"], kind="stable")
     references = pd.concat([f for f in (reused, new) if len(f)] or [new], ignore_index=True)
     return conform(references, "references")
 
 
-def file_parse_errors(indexed_files: pd.DataFrame, parsed_rows: ParsedBatch, previous_files: pd.DataFrame) -> pd.Series:
+def file_parse_errors(indexed_files: pd.DataFrame, parsed_errors: pd.Series, previous_files: pd.DataFrame) -> pd.Series:
     """Parse error per file_id (None when fine): from this run's parser, or carried over for reused files."""
     ids = indexed_files["file_id"].astype("int64").to_numpy()
     carried = previous_files.set_index("file_id")["parse_error"] if len(previous_files) else pd.Series(dtype=object)
     errors = pd.Series(carried.reindex(ids).to_numpy(dtype=object), index=ids, dtype=object)
-    if len(parsed_rows.errors):
-        errors.loc[parsed_rows.errors.index] = parsed_rows.errors
+    if len(parsed_errors):
+        errors.loc[parsed_errors.index] = parsed_errors
     return errors.where(errors.notna(), None)
