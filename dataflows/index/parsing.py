@@ -217,7 +217,7 @@ def parsed_rows(parsed_batch: Collect[ParsedBatch]) -> list[ParsedBatch]:
     return batches or [_parse_batch(pd.DataFrame(columns=["file_id", "path", "language", "text"]), len, lambda text: [])]
 
 
-def _stacked_field(batches: list[ParsedBatch], field: str) -> list:
+def _taken_field(batches: list[ParsedBatch], field: str) -> list:
     """One kind of rows of every batch, taken out of the batches (this node is its one reader)."""
     values = [getattr(b, field) for b in batches]
     for b in batches:
@@ -232,7 +232,7 @@ def resumed_files(parsed_rows: list[ParsedBatch]) -> int:
 
 def parsed_errors(parsed_rows: list[ParsedBatch]) -> pd.Series:
     """Parse error (None when fine) by file_id of every file this run parsed (or resumed)."""
-    return pd.concat(_stacked_field(parsed_rows, "errors"))
+    return pd.concat(_taken_field(parsed_rows, "errors"))
 
 
 def parsed_count(parsed_errors: pd.Series) -> int:
@@ -243,42 +243,43 @@ def parsed_count(parsed_errors: pd.Series) -> int:
 
 def parsed_file_tokens(parsed_rows: list[ParsedBatch]) -> pd.Series:
     """cl100k tokens by file_id of the parsed files."""
-    return pd.concat(_stacked_field(parsed_rows, "file_tokens")).astype("int64")
+    return pd.concat(_taken_field(parsed_rows, "file_tokens")).astype("int64")
 
 
 def new_symbol_rows(parsed_rows: list[ParsedBatch]) -> pd.DataFrame:
     """Symbols of the parsed files with their token counts, keyed by (file_id, local index)."""
-    return stacked(_stacked_field(parsed_rows, "symbols"), SYMBOL_COLUMNS)
+    return stacked(_taken_field(parsed_rows, "symbols"), SYMBOL_COLUMNS)
 
 
 def parsed_comments(parsed_rows: list[ParsedBatch]) -> pd.DataFrame:
     """Comments of the parsed files (COMMENT_COLUMNS)."""
-    return stacked(_stacked_field(parsed_rows, "comments"), COMMENT_COLUMNS)
+    return stacked(_taken_field(parsed_rows, "comments"), COMMENT_COLUMNS)
 
 
 def parsed_imports(parsed_rows: list[ParsedBatch]) -> pd.DataFrame:
     """Import statements of the parsed files (IMPORT_COLUMNS)."""
-    return stacked(_stacked_field(parsed_rows, "imports"), IMPORT_COLUMNS)
+    return stacked(_taken_field(parsed_rows, "imports"), IMPORT_COLUMNS)
 
 
 def parsed_references(parsed_rows: list[ParsedBatch]) -> pd.DataFrame:
     """Identifier references of the parsed files' symbols (REFERENCE_COLUMNS)."""
-    return stacked(_stacked_field(parsed_rows, "references"), REFERENCE_COLUMNS)
+    return stacked(_taken_field(parsed_rows, "references"), REFERENCE_COLUMNS)
 
 
 def parsed_file_terms(parsed_rows: list[ParsedBatch]) -> pd.DataFrame:
     """(file_id, term, tf) of the parsed files, terms as codes over one dictionary."""
-    return stacked_terms(_stacked_field(parsed_rows, "file_terms"), ["file_id", "term", "tf"])
+    return stacked_terms(_taken_field(parsed_rows, "file_terms"), ["file_id", "term", "tf"])
 
 
 def parsed_symbol_terms(parsed_rows: list[ParsedBatch]) -> pd.DataFrame:
     """(file_id, local, term, tf) of the parsed files' symbols, terms as codes over one dictionary."""
-    return stacked_terms(_stacked_field(parsed_rows, "symbol_terms"), ["file_id", "local", "term", "tf"])
+    return stacked_terms(_taken_field(parsed_rows, "symbol_terms"), ["file_id", "local", "term", "tf"])
 
 
 def parsed_concept_terms(parsed_rows: list[ParsedBatch]) -> pd.DataFrame:
-    """(file_id, term, tf) of the parsed files' identifiers, docstrings and comments, terms as codes over one dictionary."""
-    return stacked_terms(_stacked_field(parsed_rows, "concept_terms"), ["file_id", "term", "tf"])
+    """(file_id, term, tf) of the parsed files' identifiers, docstrings and comments, terms as codes over one
+    dictionary."""
+    return stacked_terms(_taken_field(parsed_rows, "concept_terms"), ["file_id", "term", "tf"])
 
 
 def reused_symbol_rows(indexed_files: pd.DataFrame, previous_kb: dict[str, pd.DataFrame] | None) -> pd.DataFrame:
