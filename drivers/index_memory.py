@@ -86,8 +86,12 @@ class TableSpill:
         if any(column.num_chunks != 1 for column in table.columns):  # (mapped back in pieces, they would be copied)
             return value
         path = self.directory / f"{key}.arrow"
-        with pa.ipc.new_file(path, table.schema) as writer:
-            writer.write_table(table)
+        try:
+            with pa.ipc.new_file(path, table.schema) as writer:
+                writer.write_table(table)
+        except OSError:  # no room or no directory: the table stays in memory, the run goes on
+            path.unlink(missing_ok=True)
+            return value
         del table
         mapped = pa.ipc.open_file(pa.memory_map(str(path), "r")).read_all()
         columns = {c: _mapped_column(mapped.column(c).chunk(0), value[c].dtype) for c in value.columns}

@@ -267,3 +267,5 @@ def test_a_finished_output_table_moves_to_a_mapped_file_once_no_node_reads_it(tm
     assert not out["terms"]["id"].to_numpy().flags.writeable  # the mapped file's pages, not a copy in the heap
     with_objects = expected.assign(kind=expected["kind"].astype(object))
     assert TableSpill(tmp_path)("objects", with_objects) is with_objects and not (tmp_path / "objects.arrow").exists()
+    frame = expected.copy()
+    assert TableSpill(tmp_path / "gone")("terms", frame) is frame  # nowhere to write: kept in memory, no error
