@@ -80,8 +80,8 @@ class TableSpill:
     def __call__(self, key: str, value):
         if not isinstance(value, pd.DataFrame) or len(value) < SPILL_MIN_ROWS or any(
             dtype == object or isinstance(dtype, pd.ArrowDtype) for dtype in value.dtypes
-        ):  # (Python objects would be copied back; Arrow-typed columns are mapped already: the texts)
-            return value
+        ) or not value.index.equals(pd.RangeIndex(len(value))):  # (Python objects would be copied back; Arrow-typed
+            return value  # columns are mapped already: the texts; the frame comes back with a default index)
         table = pa.Table.from_pandas(value, preserve_index=False)
         if any(column.num_chunks != 1 for column in table.columns):  # (mapped back in pieces, they would be copied)
             return value

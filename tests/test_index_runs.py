@@ -269,3 +269,5 @@ def test_a_finished_output_table_moves_to_a_mapped_file_once_no_node_reads_it(tm
     assert TableSpill(tmp_path)("objects", with_objects) is with_objects and not (tmp_path / "objects.arrow").exists()
     frame = expected.copy()
     assert TableSpill(tmp_path / "gone")("terms", frame) is frame  # nowhere to write: kept in memory, no error
+    shifted = expected.set_axis(expected.index + 1)
+    assert TableSpill(tmp_path)("shifted", shifted) is shifted  # (would come back with another index)
