@@ -506,3 +506,17 @@ def test_a_fresh_index_holds_its_terms_as_codes_over_one_vocabulary(indexed):
     words = set(tables["file_terms"].loc[tables["file_terms"]["file_id"] == shop, "term"].astype(str))
     text = tables["contents"].set_index("file_id")["text"][shop]
     assert "cart" in words and "class Cart" in text
+
+
+def test_each_kind_of_parsed_rows_is_taken_out_of_the_batches_by_its_one_node():
+    """The per-kind nodes stack their rows and empty the batches of them (each kind's one reader), so the batches do not
+    hold a second copy of every kind until the last node ran; references made outside any symbol are left out."""
+    files = pd.DataFrame({"file_id": [0, 1], "path": ["a.py", "b.py"], "language": ["python", "python"],
+                          "text": ["import os\nos.getcwd()\n\ndef fetch_rows(limit):\n    return gather(limit)\n",
+                                   "def gather(count):\n    return count\n"]})
+    batches = [parsing._parse_batch(files.iloc[[i]], count_tokens, lambda text: [1] * len(text.split("\n"))) for i in (0, 1)]
+    terms = parsing.parsed_symbol_terms(batches)
+    assert all(b.symbol_terms is None for b in batches) and batches[0].file_terms is not None
+    assert set(terms["file_id"]) == {0, 1} and "gather" in set(terms["term"].astype(str))
+    references = parsing.parsed_references(batches)
+    assert list(references["name"]) == ["gather"] and all(b.references is None for b in batches)  # os.getcwd(): module level

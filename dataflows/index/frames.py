@@ -50,14 +50,11 @@ def stacked(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
 
 
 def stacked_terms(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
-    """Term frames stacked as `stacked` does, their dictionary-encoded terms re-coded over one dictionary: the frames'
-    own dictionaries, concatenated and encoded by Arrow (each distinct term once, in order of first appearance, as
-    Arrow's unify_dictionaries makes it; a plain concat of categoricals with other categories decodes every row to a
-    string). The stack is filled a frame at a time and the list emptied as it goes, each frame let go of once copied:
+    """Term frames stacked as `stacked` does, their categorical terms (as the parse makes them) re-coded over one
+    dictionary: the frames' own dictionaries, concatenated and encoded by Arrow (each distinct term once, in order of
+    first appearance, as Arrow's unify_dictionaries makes it; a plain concat of categoricals with other categories
+    decodes every row to a string). The stack is filled a frame at a time and the list emptied as it goes, each frame let go of once copied:
     OpenJDK's 20M symbol-term rows were otherwise held twice, with two more copies of their codes."""
-    for i in range(len(frames)):
-        if not isinstance(frames[i]["term"].dtype, pd.CategoricalDtype):
-            frames[i] = frames[i].astype({"term": "category"})
     if not any(len(frame) for frame in frames):
         frames.clear()
         return pd.DataFrame(columns=columns)
