@@ -154,15 +154,19 @@ def scan_sources(root: Path, max_file_bytes: int = 1_000_000, known: Callable[[s
     stats: dict[str, tuple[int, int, int]] = {}
     for rel, path in found.items():
         try:
+            if known is not None:  # a file vouched for by its stat alone is not even opened (a re-index: most files)
+                st = os.stat(path)
+                stat_key = (st.st_size, st.st_mtime_ns, st.st_ino)
+                sha1 = known(rel, stat_key) if st.st_size <= max_file_bytes else None
+                if sha1 is not None:
+                    stats[rel] = stat_key
+                    rows.append((rel, None, st.st_size, sha1))
+                    continue
             with open(path, "rb") as fh:
                 st = os.fstat(fh.fileno())
                 stat_key = stats[rel] = (st.st_size, st.st_mtime_ns, st.st_ino)
                 if st.st_size > max_file_bytes:
                     oversized.append(rel)
-                    continue
-                sha1 = known(rel, stat_key) if known is not None else None
-                if sha1 is not None:
-                    rows.append((rel, None, st.st_size, sha1))
                     continue
                 data = fh.read()
         except OSError as err:

@@ -74,6 +74,48 @@ def test_reindex_after_touching_adding_and_deleting_files_equals_a_fresh_index(t
         assert ("web.ts", "packages/ui/src/index.ts") in _import_edges(kb)  # the unchanged manifest still counts
 
 
+def test_a_reindex_opens_only_the_files_whose_stat_changed(tmp_path, monkeypatch):
+    """Files the stat cache vouches for are neither read nor opened (a stat each): on a large tree opening them all
+    cost more than the one changed file's parse."""
+    import builtins
+
+    from drivers import sources
+
+    repo = make_repo(tmp_path / "repo")
+    _age(repo)
+    kb = tmp_path / "kb"
+    index_repository(repo, kb)
+    target = repo / "app/auth/ldap.py"
+    target.write_text(target.read_text() + "\n# touched\n")
+    opened = []
+
+    def recording_open(file, *args, **kwargs):
+        opened.append(Path(file).resolve())
+        return builtins.open(file, *args, **kwargs)
+
+    monkeypatch.setattr(sources, "open", recording_open, raising=False)
+    assert index_repository(repo, kb)["n_parsed"] == 1
+    tree = [p for p in opened if repo.resolve() in p.parents and ".git" not in p.parts and p.name != ".gitignore"]
+    assert [p for p in tree if p.name != "go.mod"] == [target.resolve()]  # (a manifest left out is read for its text)
+
+
+def test_the_cyclic_garbage_collector_is_off_during_an_index_run_and_restored_after(tmp_path, monkeypatch):
+    import gc
+
+    from drivers import index_dag
+
+    seen, original = [], index_dag.index_frames
+
+    def watching(*args, **kwargs):
+        seen.append(gc.isenabled())
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(index_dag, "index_frames", watching)
+    assert gc.isenabled()
+    index_repository(make_repo(tmp_path / "repo"), tmp_path / "kb")
+    assert seen == [False] and gc.isenabled()
+
+
 def test_a_file_rewritten_with_its_old_stat_is_still_seen_when_racy(tmp_path):
     """A file edited right after the index read it, keeping size and mtime, is re-hashed rather than trusted."""
     repo = make_repo(tmp_path / "repo")

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dataflows.index.frames import conform, kept_rows, ordered_by, previous_table
-from dataflows.index.mapped import BATCH_ROWS, read_mapped, taken, write_batches
+from dataflows.index.mapped import BATCH_ROWS, read_mapped, write_batches
 from dataflows.index.schema import arrow_schema
 from dataflows.lexical import sorted_term_codes
 
@@ -188,17 +188,25 @@ def written_contents(
         for start in range(0, len(order), BATCH_ROWS):
             rows = order[start : start + BATCH_ROWS]
             old = reused[rows]
-            parts = [taken(decoded, decoded_row[rows[~old]]).cast(pa.large_string())]
-            if old.any():
-                parts.append(taken(previous_texts, previous_row[rows[old]]).cast(pa.large_string()))
-            source = np.empty(len(rows), dtype=np.int64)  # where each row's text is in the parts, stacked
-            source[~old], source[old] = np.arange((~old).sum()), (~old).sum() + np.arange(old.sum())
-            text = pa.concat_arrays(parts).take(pa.array(source)).cast(pa.string())
+            text = pa.concat_arrays(_runs_of_texts(old, np.where(old, previous_row[rows] if previous is not None else -1,
+                                                                      decoded_row[rows]), previous_texts, decoded))
             yield pa.table({"file_id": pa.array(ids[rows], type=pa.int32()), "text": text}, schema=arrow_schema("contents"))
 
     path = Path(contents_dir) / CONTENTS_FILE
     write_batches(batches(), "contents", path)
     return str(path)
+
+
+def _runs_of_texts(old: np.ndarray, at: np.ndarray, previous, decoded) -> list[pa.Array]:
+    """The texts of a batch of rows as slices of the two columns they come from (old: the previous KB's, at that
+    row; else the decoded ones): one slice per run of rows that are consecutive in their column, so that a re-index
+    copies each text once, where taking them row by row copied all of them several times."""
+    breaks = np.flatnonzero((old[1:] != old[:-1]) | (at[1:] != at[:-1] + 1)) + 1
+    pieces = []
+    for begin, end in zip(np.r_[0, breaks], np.r_[breaks, len(at)]):
+        piece = (previous if old[begin] else decoded).slice(int(at[begin]), int(end - begin))
+        pieces.extend(piece.chunks if isinstance(piece, pa.ChunkedArray) else [piece])
+    return [piece.cast(pa.string()) for piece in pieces]
 
 
 def kb_contents(written_contents: str) -> pd.DataFrame:
