@@ -207,10 +207,11 @@ def index_driver(
 ) -> driver.Driver:
     """The Hamilton driver over the index dataflow modules; workers > 1 runs per-file batches in processes;
     on_progress(done, total) is called as batches of files are parsed; adapters are extra lifecycle hooks;
-    large: many files change, so memory is collected after each task (see `CollectingExecutor`); spill_dir: where
+    large: many files change, so memory is collected and the heap trimmed after each task and node (see
+    `CollectingExecutor`, `HeapTrim`); spill_dir: where
     finished output tables are moved out of the heap to, as memory-mapped files (see `TableSpill`)."""
-    trim = HeapTrim()
-    local = CollectingExecutor(trim.trim) if large else executors.SynchronousLocalTaskExecutor()
+    trim = HeapTrim() if large else None
+    local = CollectingExecutor(trim.trim) if trim is not None else executors.SynchronousLocalTaskExecutor()
     remote = _ProcessExecutor(max_tasks=workers) if workers > 1 else local
     builder = (
         driver.Builder()
@@ -220,7 +221,7 @@ def index_driver(
         .with_remote_executor(remote)
     )
     hooks = [*adapters, *([ParseProgress(on_progress)] if on_progress is not None else []),
-             *([_WorkersDone(remote)] if workers > 1 else []), trim]  # fmt: skip
+             *([_WorkersDone(remote)] if workers > 1 else []), *([trim] if trim is not None else [])]  # fmt: skip
     return releasing(builder.with_adapters(*hooks).build(), TableSpill(spill_dir) if spill_dir is not None else None)
 
 

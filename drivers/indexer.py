@@ -91,7 +91,7 @@ def _index_locked(repo: Path, kb_dir: Path, history, max_file_bytes, on_progress
             return {**unchanged, "seconds": round(time.perf_counter() - started, 3)}
     from dataflows.index.metadata import CONTENTS_FILE
     from dataflows.index.schema import TABLES
-    from drivers.index_dag import index_frames
+    from drivers.index_dag import PARALLEL_MIN_FILES, index_frames
     from drivers.kb import live_version, read_metadata, read_tables, write_kb
     from drivers.tokens import tokens_are_exact
 
@@ -132,7 +132,8 @@ def _index_locked(repo: Path, kb_dir: Path, history, max_file_bytes, on_progress
             "index_code": stat_cache.code_digest(),  # a KB of other index code is never reused (see above)
             "stats": stats,
         }
-        version = write_kb(kb_dir, tables, metadata, previous, written={"contents": contents_dir / CONTENTS_FILE})
+        version = write_kb(kb_dir, tables, metadata, previous, written={"contents": contents_dir / CONTENTS_FILE},
+                           trim_heap=stats["n_parsed"] >= PARALLEL_MIN_FILES)
     finally:
         shutil.rmtree(contents_dir, ignore_errors=True)
     shutil.rmtree(kb_dir / RESUME_DIR, ignore_errors=True)

@@ -167,7 +167,7 @@ def _link_or_copy(source: Path, target: Path) -> None:
 
 
 def write_kb(kb_dir: Path, tables: dict[str, pd.DataFrame], metadata: dict, previous: dict[str, pd.DataFrame] | None = None,
-             written: dict[str, Path] | None = None) -> Path:
+             written: dict[str, Path] | None = None, trim_heap: bool = True) -> Path:
     """Write all tables + metadata (plus the BM25 index of each given term table and, given files and symbols, the
     word tables) into a fresh version directory, then point CURRENT at it.
 
@@ -179,7 +179,10 @@ def write_kb(kb_dir: Path, tables: dict[str, pd.DataFrame], metadata: dict, prev
     so that a large KB's previous tables are not held beside the arrays the write builds (1.5 GB at 100,000 files);
     likewise each of `tables` is removed from it once written and, for those the lexicons and word tables are built
     from, once these are built (the caller's last use: OpenJDK's texts, comments and file terms are not held while
-    its symbol lexicon is built)."""
+    its symbol lexicon is built).
+
+    trim_heap: hand freed memory back to the system after each job (`drivers.index_memory.glibc_trim`): for a run
+    over many files, where the peak matters; a small re-index is faster without."""
     kb_dir = Path(kb_dir)
     check_writable(kb_dir)
     staging = Path(tempfile.mkdtemp(dir=kb_dir, prefix=".tmp-"))
@@ -194,7 +197,7 @@ def write_kb(kb_dir: Path, tables: dict[str, pd.DataFrame], metadata: dict, prev
     from drivers.index_memory import glibc_trim  # (an index run's module: loaded already when a KB is written)
 
     jobs_reading = Counter(list(TABLES))  # each table is let go of once the jobs that read it (its write, and the lexicon
-    lock, trim = threading.Lock(), glibc_trim()  # or word tables built from it) are done: the caller's was the last use
+    lock, trim = threading.Lock(), glibc_trim() if trim_heap else None  # or word tables built from it) are done: the caller's was the last use
 
     def done(*names: str) -> None:
         with lock:

@@ -18,7 +18,7 @@ from hamilton.lifecycle import api
 
 from drivers.cli import main
 from drivers.errors import CraError
-from drivers.indexer import ParseProgress, index_frames, index_lock_path
+from drivers.indexer import ParseProgress, index_frames, index_lock_path, index_repository
 from drivers.kb import load_kb
 from drivers.locks import exclusive_lock
 from drivers.sources import scan_sources
@@ -271,3 +271,19 @@ def test_a_finished_output_table_moves_to_a_mapped_file_once_no_node_reads_it(tm
     assert TableSpill(tmp_path / "gone")("terms", frame) is frame  # nowhere to write: kept in memory, no error
     shifted = expected.set_axis(expected.index + 1)
     assert TableSpill(tmp_path)("shifted", shifted) is shifted  # (would come back with another index)
+
+
+def test_the_heap_is_trimmed_only_in_runs_over_many_files(tmp_path, monkeypatch):
+    """Trimming after every node and job keeps a large run's peak down; a re-index of a few files is faster without
+    it (its large arrays then reuse the heap instead of coming fresh from the system)."""
+    from drivers import index_dag, index_memory
+
+    trims = []
+    monkeypatch.setattr(index_memory, "glibc_trim", lambda: lambda: trims.append(1))
+    repo = make_repo(tmp_path / "repo")
+    monkeypatch.setattr(index_dag, "PARALLEL_MIN_FILES", 10**6)
+    index_repository(repo, tmp_path / "few")
+    assert trims == []
+    monkeypatch.setattr(index_dag, "PARALLEL_MIN_FILES", 1)
+    index_repository(repo, tmp_path / "many", workers=1)
+    assert len(trims) > 10  # after each node, and after each job of the KB write
