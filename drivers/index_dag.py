@@ -226,15 +226,17 @@ def index_driver(
 
 
 def _n_changed(source_files: pd.DataFrame, previous_kb: dict[str, pd.DataFrame] | None) -> int:
-    """About how many files this run parses: scanned files not in the previous index with the same content,
-    of a known language (only picks the executor; binary or generated files may be over-counted)."""
+    """About how many files this run parses: files the scan read (the others the stat cache vouched for: indexed
+    with this content, or left out as before) not in the previous index with the same content, of a known language
+    (only picks the executor; binary or generated files read again may be over-counted)."""
+    read = source_files[source_files["data"].notna().to_numpy()]
     if not previous_kb or "files" not in previous_kb or previous_kb["files"].empty:
-        changed = source_files["path"]
+        changed = read["path"]
     else:
         previous = previous_kb["files"]
         known = pd.MultiIndex.from_arrays([previous["path"].astype(object), previous["hash"].astype(object)])
-        scanned = pd.MultiIndex.from_arrays([source_files["path"].astype(object), source_files["hash"].astype(object)])
-        changed = source_files.loc[~scanned.isin(known), "path"]
+        scanned = pd.MultiIndex.from_arrays([read["path"].astype(object), read["hash"].astype(object)])
+        changed = read.loc[~scanned.isin(known), "path"]
     return sum(language_of(p) is not None for p in changed)
 
 
