@@ -208,8 +208,8 @@ def index_driver(
     """The Hamilton driver over the index dataflow modules; workers > 1 runs per-file batches in processes;
     on_progress(done, total) is called as batches of files are parsed; adapters are extra lifecycle hooks;
     large: many files change, so memory is collected and the heap trimmed after each task and node (see
-    `CollectingExecutor`, `HeapTrim`); spill_dir: where
-    finished output tables are moved out of the heap to, as memory-mapped files (see `TableSpill`)."""
+    `CollectingExecutor`, `HeapTrim`); spill_dir: where finished output tables are moved out of the heap to, as
+    memory-mapped files (see `TableSpill`)."""
     trim = HeapTrim() if large else None
     local = CollectingExecutor(trim.trim) if trim is not None else executors.SynchronousLocalTaskExecutor()
     remote = _ProcessExecutor(max_tasks=workers) if workers > 1 else local

@@ -196,8 +196,10 @@ def write_kb(kb_dir: Path, tables: dict[str, pd.DataFrame], metadata: dict, prev
 
     from drivers.index_memory import glibc_trim  # (an index run's module: loaded already when a KB is written)
 
-    jobs_reading = Counter(list(TABLES))  # each table is let go of once the jobs that read it (its write, and the lexicon
-    lock, trim = threading.Lock(), glibc_trim() if trim_heap else None  # or word tables built from it) are done: the caller's was the last use
+    # each table is let go of once the jobs that read it (its write, and the lexicon or word tables built from it) are
+    # done: the caller's was the last use
+    jobs_reading = Counter(list(TABLES))
+    lock, trim = threading.Lock(), glibc_trim() if trim_heap else None
 
     def done(*names: str) -> None:
         with lock:
