@@ -188,8 +188,8 @@ def written_contents(
         for start in range(0, len(order), BATCH_ROWS):
             rows = order[start : start + BATCH_ROWS]
             old = reused[rows]
-            text = pa.concat_arrays(_runs_of_texts(old, np.where(old, previous_row[rows] if previous is not None else -1,
-                                                                      decoded_row[rows]), previous_texts, decoded))
+            text = _texts_by_runs(old, np.where(old, previous_row[rows] if previous is not None else -1, decoded_row[rows]),
+                                  previous_texts, decoded)
             yield pa.table({"file_id": pa.array(ids[rows], type=pa.int32()), "text": text}, schema=arrow_schema("contents"))
 
     path = Path(contents_dir) / CONTENTS_FILE
@@ -197,16 +197,18 @@ def written_contents(
     return str(path)
 
 
-def _runs_of_texts(old: np.ndarray, at: np.ndarray, previous, decoded) -> list[pa.Array]:
-    """The texts of a batch of rows as slices of the two columns they come from (old: the previous KB's, at that
+def _texts_by_runs(old: np.ndarray, at: np.ndarray, previous, decoded) -> pa.Array:
+    """The texts of a batch of rows from slices of the two columns they come from (old: the previous KB's, at that
     row; else the decoded ones): one slice per run of rows that are consecutive in their column, so that a re-index
-    copies each text once, where taking them row by row copied all of them several times."""
+    copies each text once, where taking them row by row copied all of them several times; a batch that is one run
+    (most of a re-index's) is that slice of the previous file, not copied at all."""
     breaks = np.flatnonzero((old[1:] != old[:-1]) | (at[1:] != at[:-1] + 1)) + 1
     pieces = []
     for begin, end in zip(np.r_[0, breaks], np.r_[breaks, len(at)]):
         piece = (previous if old[begin] else decoded).slice(int(at[begin]), int(end - begin))
         pieces.extend(piece.chunks if isinstance(piece, pa.ChunkedArray) else [piece])
-    return [piece.cast(pa.string()) for piece in pieces]
+    pieces = [piece.cast(pa.string()) for piece in pieces if len(piece)]
+    return pieces[0] if len(pieces) == 1 else pa.concat_arrays(pieces)
 
 
 def kb_contents(written_contents: str) -> pd.DataFrame:
