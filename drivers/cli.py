@@ -276,5 +276,18 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def command(argv: list[str] | None = None) -> None:
+    """The installed `cra`: main(), its output flushed, then an immediate exit. Python's own shutdown frees every
+    object one at a time: after a one-file re-index of Django the loaded KB's took 0.15-0.2 s of a 1.9 s command.
+    Whatever a command writes is closed (and renamed into place) before main returns, so nothing is lost."""
+    code = main(argv)
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BrokenPipeError:  # `cra ... | head`: the reader has gone; nothing left to say
+        pass
+    os._exit(int(code or 0))
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    command()
