@@ -249,6 +249,42 @@ def test_rust_names_resolve_through_globs_and_re_exports_and_follow_their_change
     _assert_same_as_fresh(repo, kb, tmp_path / "fresh")
 
 
+def test_files_importing_a_changed_file_are_resolved_again_only_when_a_name_they_use_came_or_went(tmp_path, monkeypatch):
+    """A comment added to a module many files import re-resolves that module's own references alone: its names all
+    match their previous selves, so the edges into it are carried over (on Django, one such re-index resolved the
+    references of every file importing django/utils/text.py). A name that appears is looked up again by the
+    unchanged files that already named it."""
+    from dataflows.index import edges
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "lib.py").write_text("def helper():\n    return 1\n")
+    (repo / "a.py").write_text("from lib import helper, later\n\n\ndef use():\n    return helper() + later()\n")
+    (repo / "b.py").write_text("import lib\n\n\ndef other():\n    return lib.helper()\n")
+    kb = tmp_path / "kb"
+    index_repository(repo, kb)
+    resolved = []
+    original = edges._resolved_symbol_edges
+    monkeypatch.setattr(edges, "_resolved_symbol_edges", lambda symbols, refs, *a: resolved.extend(refs["file_id"]) or original(symbols, refs, *a))
+
+    def resolved_paths() -> set[str]:
+        from drivers.kb import read_tables
+
+        path = read_tables(kb, ["files"])["files"].set_index("file_id")["path"]
+        return set(path.reindex(resolved))
+
+    (repo / "lib.py").write_text("# helpers\ndef helper():\n    return 1\n")
+    index_repository(repo, kb)
+    assert resolved_paths() <= {"lib.py"}
+    assert {("a.py::use", "lib.py::helper"), ("b.py::other", "lib.py::helper")} <= _calls(kb)
+    resolved.clear()
+    (repo / "lib.py").write_text("# helpers\ndef helper():\n    return 1\n\n\ndef later():\n    return 2\n")
+    index_repository(repo, kb)
+    assert "a.py" in resolved_paths() and "b.py" not in resolved_paths()
+    assert {("a.py::use", "lib.py::helper"), ("a.py::use", "lib.py::later"), ("b.py::other", "lib.py::helper")} <= _calls(kb)
+    _assert_same_as_fresh(repo, kb, tmp_path / "fresh")
+
+
 def test_contents_are_linked_when_no_file_changed_and_written_when_one_did(tmp_path):
     repo = make_repo(tmp_path / "repo")
     index_repository(repo)

@@ -570,36 +570,91 @@ def _lookup(refs: pd.DataFrame, targets: pd.DataFrame, left_on: list[str], right
     return pd.DataFrame({"ref": hits["ref"], "dst": hits["dst"], "top": hits["top"], "priority": priority})
 
 
+def matched_symbols(indexed_files: pd.DataFrame, kb_symbols: pd.DataFrame, previous_kb: dict[str, pd.DataFrame] | None) -> pd.DataFrame:
+    """The symbols of the files parsed again that were indexed before, matched with their previous rows: same file,
+    qualified name, kind, nesting (top level or not) and occurrence among those. Columns file_id, name, old_id (null:
+    new), symbol_id (null: gone). Another file's references resolve as before against a file whose names all matched:
+    its edges into that file are carried over (old_id -> symbol_id) instead of resolved again."""
+    columns = ["file_id", "name", "old_id", "symbol_id"]
+    if not previous_kb or "symbols" not in previous_kb or "files" not in previous_kb:
+        return pd.DataFrame(columns=columns)
+    parsed = indexed_files.loc[~indexed_files["reused"].to_numpy(dtype=bool), ["file_id", "path"]]
+    before_paths = previous_kb["files"].set_index("file_id")["path"]
+    known = [f for f, p in zip(parsed["file_id"].tolist(), parsed["path"].tolist()) if before_paths.get(f) == p]
+
+    def keyed(symbols: pd.DataFrame) -> dict[tuple, tuple[str, int]]:  # (a handful of files: plain Python is quicker)
+        rows = symbols[symbols["file_id"].isin(known)]
+        keys = zip(rows["file_id"].tolist(), rows["qualified_name"].tolist(), rows["kind"].tolist(), rows["parent_id"].isna().tolist())
+        seen: dict[tuple, int] = defaultdict(int)
+        out = {}
+        for key, name, symbol_id in zip(keys, rows["name"].tolist(), rows["symbol_id"].tolist()):
+            out[(*key, seen[key])] = (name, symbol_id)
+            seen[key] += 1
+        return out
+
+    before, now = keyed(previous_kb["symbols"]), keyed(kb_symbols)
+    rows = [(key[0], name, old_id, now.get(key, (None, None))[1]) for key, (name, old_id) in before.items()]
+    rows += [(key[0], name, None, symbol_id) for key, (name, symbol_id) in now.items() if key not in before]
+    return pd.DataFrame(rows, columns=columns).astype({"file_id": "int64", "old_id": "Int64", "symbol_id": "Int64"})
+
+
 def symbol_edge_files(
     indexed_files: pd.DataFrame,
     import_bindings: pd.DataFrame,
     reexport_bindings: pd.DataFrame,
     kb_edges: pd.DataFrame,
+    kb_imports: pd.DataFrame,
+    kb_references: pd.DataFrame,
+    matched_symbols: pd.DataFrame,
     previous_kb: dict[str, pd.DataFrame] | None,
 ) -> pd.Index:
     """file_ids whose references are resolved again this run: every file on a full index; incrementally the
-    new/changed files, files with an import bound into one of them (directly or through a re-export), and unchanged
-    files whose import edges changed (a file they import was added, deleted or renamed). The other files' symbol
-    edges are carried over."""
+    new/changed files, files with an import bound into one of them (directly or through a re-export) or of its Go /
+    Java package that name something it no longer or newly defines (all of them when it is new or its imports or
+    import edges changed), and unchanged files whose import edges changed (a file they import was added, deleted or renamed).
+    The other files' symbol edges are carried over."""
     files = pd.Index(indexed_files["file_id"].astype("int64"))
-    if not previous_kb or any(t not in previous_kb for t in ("symbols", "edges", "symbol_edges")):
+    if not previous_kb or any(t not in previous_kb for t in ("symbols", "edges", "symbol_edges", "imports")):
         return files
     changed = files[~indexed_files["reused"].to_numpy(dtype=bool)]
-    bound = pd.concat([import_bindings[["file_id", "dst_file_id"]], reexport_bindings[["file_id", "dst_file_id"]]])
-    into_changed = bound.loc[bound["dst_file_id"].isin(changed), "file_id"]
     pairs = ["src_file_id", "dst_file_id"]
     now = kb_edges[pairs].astype("int64")
     before = previous_kb["edges"][pairs].astype("int64")
     differ = now.merge(before, how="outer", indicator=True)
     moved = differ.loc[differ["_merge"] != "both", "src_file_id"]
+    # changed files other files may now resolve differently against: new ones, and those whose imports changed
+    reshaped = changed.difference(_same_imports(changed, kb_imports, previous_kb["imports"])).union(changed.intersection(moved))
+    reshaped = reshaped.union(changed.difference(matched_symbols["file_id"].astype("int64")))  # (new files match nothing)
+    bound = pd.concat([import_bindings[["file_id", "dst_file_id"]], reexport_bindings[["file_id", "dst_file_id"]]])
+    bound = bound[bound["dst_file_id"].isin(changed)].astype("int64")
     # a file added, changed or deleted in a Go / Java package changes what its peers' names resolve to
     previous = previous_kb["files"]
     gone = previous[~previous["path"].isin(indexed_files["path"])]
-    touched = set(_package_keys(indexed_files[indexed_files["file_id"].isin(changed)]).dropna()) | set(_package_keys(gone).dropna())
-    peers = files[_package_keys(indexed_files).isin(touched).to_numpy()]
-    dirty = pd.Index(pd.concat([pd.Series(changed, dtype="int64"), into_changed.astype("int64"), moved,
-                                pd.Series(peers, dtype="int64")]).unique())  # fmt: skip
-    return files.intersection(dirty)
+    keys = _package_keys(indexed_files)
+    reshaped_packages = set(keys[indexed_files["file_id"].isin(reshaped).to_numpy()].dropna()) | set(_package_keys(gone).dropna())
+    changed_packages = set(keys[indexed_files["file_id"].isin(changed).to_numpy()].dropna()) - reshaped_packages
+    dirty = [pd.Series(changed, dtype="int64"), bound.loc[bound["dst_file_id"].isin(reshaped), "file_id"], moved,
+             pd.Series(files[keys.isin(reshaped_packages).to_numpy()], dtype="int64")]  # fmt: skip
+    renamed = set(matched_symbols.loc[matched_symbols[["old_id", "symbol_id"]].isna().any(axis=1), "name"].dropna())
+    maybe = pd.Index(bound["file_id"]).union(files[keys.isin(changed_packages).to_numpy()]).difference(changed)
+    if renamed and len(maybe):
+        refs = kb_references.loc[kb_references["file_id"].isin(maybe), ["file_id", "name"]]
+        parts = refs["name"].astype(object).str.replace("::", ".", regex=False).str.split(".").explode()
+        dirty.append(refs.loc[parts.index[parts.isin(renamed).to_numpy()].unique(), "file_id"].astype("int64"))
+    return files.intersection(pd.Index(pd.concat(dirty).unique()))
+
+
+def _same_imports(file_ids: pd.Index, now: pd.DataFrame, before: pd.DataFrame) -> pd.Index:
+    """The file_ids whose import statements (target, names, level: not lines) are the previous KB's."""
+    def statements(imports: pd.DataFrame) -> pd.Series:
+        rows = imports[imports["file_id"].isin(file_ids)]
+        text = rows["target"].astype(object).fillna("") + "|" + rows["level"].astype("Int64").astype(str) + "|" + \
+            rows["names"].map(lambda names: ",".join(map(str, names)) if names is not None else "")
+        return text.groupby(rows["file_id"].astype("int64").to_numpy()).agg(tuple)
+
+    a, b = statements(now), statements(before)
+    same = [f for f in file_ids if a.get(f, ()) == b.get(f, ())]
+    return pd.Index(same, dtype="int64")
 
 
 def _package_keys(files: pd.DataFrame) -> pd.Series:
@@ -616,6 +671,7 @@ def kb_symbol_edges(
     reexport_bindings: pd.DataFrame,
     symbol_edge_files: pd.Index,
     symbol_keys: pd.DataFrame,
+    matched_symbols: pd.DataFrame,
     previous_kb: dict[str, pd.DataFrame] | None,
     indexed_files: pd.DataFrame,
 ) -> pd.DataFrame:
@@ -635,7 +691,7 @@ def kb_symbol_edges(
                                reexport_bindings[reexport_bindings["file_id"].isin(files)])
         for files in _reference_runs(kb_references, symbol_edge_files)
     ] or [pd.DataFrame(columns=["src_symbol_id", "dst_symbol_id", "kind"])], ignore_index=True)  # fmt: skip
-    carried = _carried_symbol_edges(previous_kb, symbol_edge_files, symbol_keys)
+    carried = _carried_symbol_edges(previous_kb, symbol_edge_files, symbol_keys, matched_symbols)
     edges = pd.concat([f for f in (carried, resolved) if len(f)] or [resolved], ignore_index=True)
     edges = edges.drop_duplicates(["src_symbol_id", "dst_symbol_id", "kind"]).sort_values(["src_symbol_id", "dst_symbol_id", "kind"])
     return conform(edges, "symbol_edges")
@@ -654,18 +710,22 @@ def _reference_runs(kb_references: pd.DataFrame, files: pd.Index) -> list[pd.Ind
 
 
 def _carried_symbol_edges(
-    previous_kb: dict[str, pd.DataFrame] | None, symbol_edge_files: pd.Index, symbol_keys: pd.DataFrame
+    previous_kb: dict[str, pd.DataFrame] | None, symbol_edge_files: pd.Index, symbol_keys: pd.DataFrame,
+    matched_symbols: pd.DataFrame,
 ) -> pd.DataFrame:
-    """The previous run's symbol edges from files not resolved again, with this run's symbol ids."""
+    """The previous run's symbol edges from files not resolved again, with this run's symbol ids (a symbol of a file
+    parsed again keeps its edges in when it matched its previous self, see `matched_symbols`)."""
     columns = ["src_symbol_id", "dst_symbol_id", "kind"]
     if not previous_kb or "symbol_edges" not in previous_kb or "symbols" not in previous_kb:
         return pd.DataFrame(columns=columns)
     previous = previous_kb["symbol_edges"]
     owner = previous_kb["symbols"].set_index("symbol_id")["file_id"]
     keep = ~previous["src_symbol_id"].map(owner).isin(symbol_edge_files)
+    matched = matched_symbols.dropna(subset=["old_id", "symbol_id"])
+    ids = pd.concat([symbol_keys[["old_id", "symbol_id"]], matched[["old_id", "symbol_id"]].astype("int64")], ignore_index=True)
     carried = pd.DataFrame({
-        "src_symbol_id": new_symbol_ids(previous.loc[keep, "src_symbol_id"], symbol_keys),
-        "dst_symbol_id": new_symbol_ids(previous.loc[keep, "dst_symbol_id"], symbol_keys),
+        "src_symbol_id": new_symbol_ids(previous.loc[keep, "src_symbol_id"], ids),
+        "dst_symbol_id": new_symbol_ids(previous.loc[keep, "dst_symbol_id"], ids),
         "kind": previous.loc[keep, "kind"].astype(object),
     })  # fmt: skip
     return carried.dropna(subset=["src_symbol_id", "dst_symbol_id"]).astype({"src_symbol_id": "int64", "dst_symbol_id": "int64"})
