@@ -185,6 +185,28 @@ def test_reindex_links_the_word_tables_whose_inputs_did_not_change_and_rebuilds_
         assert_same_word_table(persisted[name], computed[name])
 
 
+def test_word_input_digests_follow_the_values_not_how_they_are_held():
+    """Digests hash Arrow bytes: the same names as Python objects or Arrow strings, whole or a slice of a larger
+    array, concepts as lists or arrays, digest alike; a changed value, a value moved across a boundary or a null does not."""
+    def frames(paths, concepts, names):
+        files = pd.DataFrame({"file_id": range(len(paths)), "path": paths, "domain": "", "module": paths, "concepts": concepts})
+        symbols = pd.DataFrame({"symbol_id": range(len(names)), "file_id": 0, "name": names, "qualified_name": names})
+        return files, symbols
+
+    base = word_cache.word_input_digests(*frames(["a.py", "b.py"], [["x", "y"], []], ["f", "g"]))
+    arrow = pd.Series(["zz", "f", "g"], dtype="str").iloc[1:].reset_index(drop=True)  # a slice of a larger array
+    files, symbols = frames(pd.Series(["a.py", "b.py"], dtype="str"), [np.array(["x", "y"], dtype=object), np.array([], dtype=object)], arrow)
+    assert word_cache.word_input_digests(files, symbols) == base
+    for changed, tables in [
+        (frames(["a.py", "b.py"], [["x", "y"], []], ["f", "h"]), {"symbol_names"}),
+        (frames(["a.py", "b.py"], [["x", "y"], []], ["", "fg"]), {"symbol_names"}),
+        (frames(["a.py", "b.py"], [["x"], ["y"]], ["f", "g"]), {"file_concepts", "concept_vocabulary"}),
+        (frames(["a.py", None], [["x", "y"], []], ["f", "g"]), {"path_components"}),
+    ]:
+        digests = word_cache.word_input_digests(*changed)
+        assert {t for t in tables if digests[t] != base[t]} == tables
+
+
 def test_retrieval_is_the_same_without_any_persisted_speed_data(indexed, tmp_path):
     task = "validate_login fails for LDAP users with a wrong password"
     with_speed = retrieve(fresh_kb(indexed), task, budget=2000, outputs=("json_text",)).outputs["json_text"]
