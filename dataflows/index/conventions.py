@@ -54,8 +54,9 @@ def test_subjects(path: str, language: str | None, conventions: dict | None) -> 
     """Candidate paths of the source file a test exercises, most specific first (none when no rule matches)."""
     out = []
     for pattern, replacement in _table(conventions, language).get("tests", {}).get("subjects", ()):
-        if re.search(pattern, path):
-            out.append(re.sub(pattern, replacement, path))
+        subject, found = re.subn(pattern, replacement, path)  # (one pass: a search, then a sub, took twice as long)
+        if found:
+            out.append(subject)
     return [p for p in dict.fromkeys(out) if p != path]
 
 

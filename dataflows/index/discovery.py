@@ -16,6 +16,7 @@ import pandas as pd
 import pyarrow as pa
 
 from dataflows.index.conventions import is_non_source_path, is_test_path
+from dataflows.index.frames import in_set
 from dataflows.index.parsers import header_language, language_of
 from dataflows.index.schema import TABLES
 
@@ -105,7 +106,7 @@ def decoded_files(
     paths = source_files["path"].astype(str).tolist()
     hashes = _hashes(source_files)
     prev = previous_files[previous_files["file_id"].isin(previous_content_ids)]
-    known = dict(zip(prev["path"], prev["hash"]))
+    known = dict(zip(prev["path"].tolist(), prev["hash"].tolist()))
     reused = [known.get(p) == h for p, h in zip(paths, hashes)]
     data = source_files["data"].tolist()
     reasons = {path: reason for reason in SKIP_REASONS for path in (previous_skipped or {}).get(reason, ())}
@@ -230,7 +231,7 @@ def file_facts(
     recomputed for every file: adding or removing an __init__.py renames modules."""
     skipped = set(skipped_generated) | set(skipped_unsupported)
     reused = decoded_files["reused"]
-    keep = reused | (decoded_files["text"].notna() & decoded_files["language"].notna() & ~decoded_files["path"].isin(skipped))
+    keep = reused | (decoded_files["text"].notna() & decoded_files["language"].notna() & ~in_set(decoded_files["path"], skipped))
     files = decoded_files.drop(columns="text").assign(row=np.arange(len(decoded_files)))  # texts read by row, below
     files = files[keep].sort_values("path", ignore_index=True)
     fresh = files[~files["reused"]]
@@ -254,11 +255,12 @@ def file_facts(
     carried = previous_files.set_index("path")[columns].reindex(files.loc[files["reused"], "path"].to_numpy())
     facts = pd.concat([f for f in (carried, facts) if len(f)] or [facts]).reindex(files["path"].to_numpy())
     files = files.assign(**{c: facts[c].to_numpy() for c in columns})
-    python = files["language"] == "python"
-    all_paths = files["path"].tolist()
-    package_dirs = frozenset(posixpath.dirname(p) for p in all_paths if posixpath.basename(p) == "__init__.py")
-    files.loc[python, "module"] = [_python_module(p, package_dirs) for p in files.loc[python, "path"]]
-    return files.drop(columns="row").astype({"is_test": bool, "n_lines": "int64"})
+    python = (files["language"] == "python").to_numpy(dtype=bool)
+    all_paths = np.array(files["path"].tolist(), dtype=object)
+    package_dirs = frozenset(posixpath.dirname(p) for p in all_paths if p == "__init__.py" or p.endswith("/__init__.py"))
+    modules = files["module"].to_numpy(dtype=object, copy=True)
+    modules[python] = [_python_module(p, package_dirs) for p in all_paths[python]]
+    return files.drop(columns="row").assign(module=modules).astype({"is_test": bool, "n_lines": "int64"})
 
 
 def previous_files(previous_kb: dict[str, pd.DataFrame] | None) -> pd.DataFrame:

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from dataflows.index.conventions import manifest_names, test_subjects
-from dataflows.index.frames import conform, new_symbol_ids
+from dataflows.index.frames import conform, in_set, new_symbol_ids
 
 JS_LANGUAGES = frozenset({"javascript", "typescript", "tsx", "jsx"})
 JS_EXTENSIONS = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".d.ts")
@@ -163,11 +163,12 @@ class _Resolver:
 
     def __init__(self, files: pd.DataFrame, go_modules: dict[str, str], symbols: pd.DataFrame | None = None,
                  package_roots: dict[str, dict[str, list[str]]] | None = None):
-        self.by_path = dict(zip(files["path"], files["file_id"]))
+        columns = {c: files[c].tolist() for c in ("file_id", "path", "language", "module", "package")}  # (not Series
+        self.by_path = dict(zip(columns["path"], columns["file_id"]))  # iteration: Arrow strings one by one are slow)
         self.go_modules = go_modules
         self.roots = package_roots or {}
         self.by_suffix: dict[str, list[str]] = defaultdict(list)
-        for path in files.loc[files["language"].isin(PATH_LANGUAGES), "path"]:
+        for path in (p for p, lang in zip(columns["path"], columns["language"]) if lang in PATH_LANGUAGES):
             parts = path.split("/")
             for k in range(len(parts)):
                 self.by_suffix["/".join(parts[k:])].append(path)
@@ -176,9 +177,7 @@ class _Resolver:
         self.java_modules: dict[str, int] = {}
         self.java_packages: dict[str, list[int]] = defaultdict(list)
         self.go_dirs: dict[str, list[int]] = defaultdict(list)
-        for fid, path, lang, module, package in zip(
-            files["file_id"], files["path"], files["language"], files["module"], files["package"]
-        ):
+        for fid, path, lang, module, package in zip(*columns.values()):
             if lang == "python":
                 self.py_modules[module].append((int(fid), package))
             elif lang == "java":
@@ -436,7 +435,7 @@ def import_context(
     files = indexed_files[columns].astype(object).sort_values("path")
     paths = dict(zip(indexed_files["file_id"].tolist(), indexed_files["path"].tolist()))
     namespaces = [{name: [paths[f] for f in ids] for name, ids in table.items()} for table in _namespaces(indexed_files, kb_symbols)]
-    digest = hashlib.sha1(pd.util.hash_pandas_object(files, index=False).to_numpy().tobytes())
+    digest = hashlib.sha1(json.dumps([files[c].tolist() for c in columns], default=str).encode())
     digest.update(json.dumps([go_modules, package_roots, namespaces], sort_keys=True, default=str).encode())
     return digest.hexdigest()
 
@@ -521,7 +520,7 @@ def kb_import_bindings(import_bindings: pd.DataFrame) -> pd.DataFrame:
 def test_edges(indexed_files: pd.DataFrame, language_conventions: dict | None = None) -> pd.DataFrame:
     """Test file -> the source file it exercises by its language's convention table (foo_test.go -> foo.go,
     src/test/java/.../FooTest.java -> src/main/java/.../Foo.java, __tests__/foo.test.ts -> foo.ts, ...)."""
-    by_path = dict(zip(indexed_files["path"], indexed_files["file_id"]))
+    by_path = dict(zip(indexed_files["path"].tolist(), indexed_files["file_id"].tolist()))
     tests = indexed_files[indexed_files["is_test"].astype(bool)]
     rows = []
     for fid, path, language in zip(tests["file_id"].tolist(), tests["path"].tolist(), tests["language"].tolist()):
@@ -629,7 +628,7 @@ def symbol_edge_files(
     bound = bound[bound["dst_file_id"].isin(changed)].astype("int64")
     # a file added, changed or deleted in a Go / Java package changes what its peers' names resolve to
     previous = previous_kb["files"]
-    gone = previous[~previous["path"].isin(indexed_files["path"])]
+    gone = previous[~in_set(previous["path"], indexed_files["path"])]
     keys = _package_keys(indexed_files)
     reshaped_packages = set(keys[indexed_files["file_id"].isin(reshaped).to_numpy()].dropna()) | set(_package_keys(gone).dropna())
     changed_packages = set(keys[indexed_files["file_id"].isin(changed).to_numpy()].dropna()) - reshaped_packages

@@ -36,6 +36,17 @@ def conform(frame: pd.DataFrame, table: str) -> pd.DataFrame:
     return out
 
 
+def in_set(values: pd.Series, among) -> np.ndarray:
+    """values.isin(among) as a bool array. Arrow-backed strings (a KB's columns as read back) are looked up by Arrow
+    itself: pandas' own isin makes a Python scalar of every value of `among` first (20 ms for Django's 4,000 paths)."""
+    if not (isinstance(values.dtype, pd.StringDtype) and values.dtype.storage == "pyarrow"):
+        return values.isin(among).to_numpy(dtype=bool)
+    array = pa.array(values, from_pandas=True)
+    candidates = pa.array(list(among) if isinstance(among, (set, frozenset)) else among, type=array.type, from_pandas=True)
+    candidates = candidates.combine_chunks() if isinstance(candidates, pa.ChunkedArray) else candidates
+    return pc.is_in(array, value_set=candidates).fill_null(False).to_numpy(zero_copy_only=False)
+
+
 def previous_table(previous_kb: dict[str, pd.DataFrame] | None, table: str) -> pd.DataFrame:
     """One table of the last index, or an empty frame with the schema's columns."""
     if previous_kb and table in previous_kb:
@@ -166,13 +177,17 @@ def take_rows(frame: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:
     return pd.concat([frame.iloc[rows[a] : rows[b - 1] + 1] for a, b in zip(starts, ends)], ignore_index=True)
 
 
-def ordered_by(frame: pd.DataFrame, column: str) -> pd.DataFrame:
-    """frame stably ordered by one numeric column (index reset); when it is in order already, the frame itself (index
-    reset), found without the argsort: on OpenJDK's 13M file terms, 0.3 GB of int64 positions to learn nothing moves."""
+def ordered_by(frame: pd.DataFrame, column: str, *then: str) -> pd.DataFrame:
+    """frame stably ordered by one numeric column, then by the `then` ones (index reset); when it is in order already,
+    the frame itself (index reset), found without an argsort on one column: on OpenJDK's 13M file terms, 0.3 GB of
+    int64 positions to learn nothing moves. Rows move as slices (`take_rows`): a re-index's table of the previous
+    rows and one changed file's is three of them (sort_values took 10 ms on Django's symbols, this 2)."""
     values = frame[column].to_numpy()
-    if (values[1:] >= values[:-1]).all():
-        return frame.reset_index(drop=True)
-    return take_rows(frame, np.argsort(values, kind="stable"))
+    if not then:
+        if (values[1:] >= values[:-1]).all():
+            return frame.reset_index(drop=True)
+        return take_rows(frame, np.argsort(values, kind="stable"))
+    return take_rows(frame, np.lexsort([frame[c].to_numpy() for c in reversed(then)] + [values]))
 
 
 def kept_rows(frame: pd.DataFrame, mask) -> pd.DataFrame:

@@ -31,7 +31,7 @@ import pandas as pd
 from hamilton.htypes import Collect, Parallelizable
 
 from dataflows.index.code_terms import code_term_counts
-from dataflows.index.frames import conform, kept_rows, new_symbol_ids, previous_table, stacked, stacked_terms, take_rows
+from dataflows.index.frames import conform, kept_rows, new_symbol_ids, ordered_by, previous_table, stacked, stacked_terms, take_rows
 from dataflows.index.mapped import texts_of
 from dataflows.index.parsers import parse_source
 from dataflows.index.parsers.comments import is_rationale
@@ -354,7 +354,7 @@ def kb_symbols(reused_symbol_rows: pd.DataFrame, new_symbol_rows: pd.DataFrame, 
     )
     frames = [f for f in (reused, new) if len(f)]
     symbols = pd.concat(frames, ignore_index=True) if frames else new
-    return conform(symbols.sort_values("symbol_id"), "symbols")
+    return conform(ordered_by(symbols, "symbol_id"), "symbols")
 
 
 def kb_comments(
@@ -368,7 +368,7 @@ def kb_comments(
     reused = previous[previous["file_id"].isin(indexed_files.loc[indexed_files["reused"], "file_id"])]
     reused = reused.assign(symbol_id=new_symbol_ids(reused["symbol_id"], symbol_keys))
     comments = pd.concat([f for f in (reused, new) if len(f)] or [new], ignore_index=True)
-    return conform(comments.sort_values(["file_id", "line"], kind="stable"), "comments")
+    return conform(ordered_by(comments, "file_id", "line"), "comments")
 
 
 def kb_imports(
@@ -378,9 +378,8 @@ def kb_imports(
     new = parsed_imports
     previous = previous_table(previous_kb, "imports")
     reused = previous[previous["file_id"].isin(indexed_files.loc[indexed_files["reused"], "file_id"])]
-    reused = reused.assign(names=reused["names"].map(list))
     imports = pd.concat([f for f in (reused, new) if len(f)] or [new], ignore_index=True)
-    return conform(imports.sort_values(["file_id", "line"], kind="stable"), "imports")
+    return conform(ordered_by(imports, "file_id", "line"), "imports")
 
 
 def kb_references(
