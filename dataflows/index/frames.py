@@ -96,12 +96,20 @@ def new_symbol_ids(old_ids: pd.Series, symbol_keys: pd.DataFrame) -> pd.Series:
     `old_ids.map(...)` would give, through an array lookup: re-keying a million term rows takes milliseconds."""
     reused = symbol_keys[symbol_keys["old_id"] >= 0]
     old, new = reused["old_id"].to_numpy(dtype=np.int64), reused["symbol_id"].to_numpy(dtype=np.int64)
-    values = old_ids.to_numpy(dtype=np.float64, na_value=np.nan)
-    known = ~np.isnan(values)
-    lookup = np.full(max(int(values[known].max()) if known.any() else -1, int(old.max()) if len(old) else -1) + 1, -1, dtype=np.int64)
+    if isinstance(old_ids.dtype, np.dtype) and old_ids.dtype.kind in "iu":  # no nulls: looked up as they are (a million term rows: no float copy, no mask)
+        values = old_ids.to_numpy()
+        known = None
+    else:
+        values = old_ids.to_numpy(dtype=np.float64, na_value=np.nan)
+        known = ~np.isnan(values)
+    top = int(values.max(initial=-1)) if known is None else int(values[known].max()) if known.any() else -1
+    lookup = np.full(max(top, int(old.max()) if len(old) else -1) + 1, -1, dtype=np.int64)
     lookup[old] = new
-    found = np.full(len(values), -1, dtype=np.int64)
-    found[known] = lookup[values[known].astype(np.int64)]
+    if known is None:
+        found = lookup[values]
+    else:
+        found = np.full(len(values), -1, dtype=np.int64)
+        found[known] = lookup[values[known].astype(np.int64)]
     if (found >= 0).all():
         return pd.Series(found, index=old_ids.index)
     return pd.Series(np.where(found >= 0, found, np.nan), index=old_ids.index)
