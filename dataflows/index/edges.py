@@ -692,8 +692,20 @@ def kb_symbol_edges(
     ] or [pd.DataFrame(columns=["src_symbol_id", "dst_symbol_id", "kind"])], ignore_index=True)  # fmt: skip
     carried = _carried_symbol_edges(previous_kb, symbol_edge_files, symbol_keys, matched_symbols)
     edges = pd.concat([f for f in (carried, resolved) if len(f)] or [resolved], ignore_index=True)
-    edges = edges.drop_duplicates(["src_symbol_id", "dst_symbol_id", "kind"]).sort_values(["src_symbol_id", "dst_symbol_id", "kind"])
-    return conform(edges, "symbol_edges")
+    return conform(_sorted_unique_edges(edges), "symbol_edges")
+
+
+def _sorted_unique_edges(edges: pd.DataFrame) -> pd.DataFrame:
+    """Edges without repeats, ordered by (src, dst, kind): by a lexsort of integer codes (drop_duplicates and
+    sort_values over the string kinds took 8 ms on Django's 22,000 edges)."""
+    if edges.empty:
+        return edges
+    kinds, kind_codes = np.unique(edges["kind"].to_numpy(dtype=object).astype(str), return_inverse=True)
+    src, dst = edges["src_symbol_id"].to_numpy(np.int64), edges["dst_symbol_id"].to_numpy(np.int64)
+    order = np.lexsort((kind_codes, dst, src))
+    src, dst, kind_codes = src[order], dst[order], kind_codes[order]
+    first = np.r_[True, (src[1:] != src[:-1]) | (dst[1:] != dst[:-1]) | (kind_codes[1:] != kind_codes[:-1])]
+    return pd.DataFrame({"src_symbol_id": src[first], "dst_symbol_id": dst[first], "kind": kinds[kind_codes[first]].astype(object)})
 
 
 REFERENCE_RUN = 500_000  # references resolved at once (OpenJDK's 3M at once raised the index's peak by 0.4 GB)
@@ -718,8 +730,10 @@ def _carried_symbol_edges(
     if not previous_kb or "symbol_edges" not in previous_kb or "symbols" not in previous_kb:
         return pd.DataFrame(columns=columns)
     previous = previous_kb["symbol_edges"]
-    owner = previous_kb["symbols"].set_index("symbol_id")["file_id"]
-    keep = ~previous["src_symbol_id"].map(owner).isin(symbol_edge_files)
+    symbols = previous_kb["symbols"]
+    owner = np.full(int(symbols["symbol_id"].to_numpy(np.int64).max(initial=-1)) + 1, -1, dtype=np.int64)  # previous id -> file_id
+    owner[symbols["symbol_id"].to_numpy(np.int64)] = symbols["file_id"].to_numpy(np.int64)
+    keep = ~np.isin(owner[previous["src_symbol_id"].to_numpy(np.int64)], symbol_edge_files.to_numpy(np.int64))
     matched = matched_symbols.dropna(subset=["old_id", "symbol_id"])
     ids = pd.concat([symbol_keys[["old_id", "symbol_id"]], matched[["old_id", "symbol_id"]].astype("int64")], ignore_index=True)
     carried = pd.DataFrame({
