@@ -285,6 +285,27 @@ def test_files_importing_a_changed_file_are_resolved_again_only_when_a_name_they
     _assert_same_as_fresh(repo, kb, tmp_path / "fresh")
 
 
+def test_commit_terms_are_carried_over_while_the_history_is_the_same(tmp_path, monkeypatch):
+    """Editing files without committing leaves the indexed commits as they were: their message terms are the previous
+    KB's, not counted again; a new commit counts them again, and the KB stays equal to a fresh index."""
+    from dataflows.index import commit_terms
+
+    repo = make_repo(tmp_path / "repo")
+    kb = tmp_path / "kb"
+    index_repository(repo, kb)
+    counted = []
+    original = commit_terms.term_counts
+    monkeypatch.setattr(commit_terms, "term_counts", lambda text: counted.append(text) or original(text))
+    handler = repo / "app" / "auth" / "handler.py"
+    handler.write_text(handler.read_text() + "\n# an uncommitted edit\n")
+    index_repository(repo, kb)
+    assert counted == []
+    commit_git(repo, "commit", "-qam", "Fix the handler's retry bug", when=30)
+    index_repository(repo, kb)
+    assert "Fix the handler's retry bug" in counted
+    _assert_same_as_fresh(repo, kb, tmp_path / "fresh")
+
+
 def test_contents_are_linked_when_no_file_changed_and_written_when_one_did(tmp_path):
     repo = make_repo(tmp_path / "repo")
     index_repository(repo)

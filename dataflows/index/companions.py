@@ -11,7 +11,7 @@ import re
 
 import pandas as pd
 
-from dataflows.index.frames import conform
+from dataflows.index.frames import conform, in_set
 from dataflows.index.parsers import language_of
 
 FIX_MESSAGE = re.compile(r"\b(?:fix(?:es|ed)?|bug|crash|regression|broken|wrong|incorrect|error)\b|#\d+", re.IGNORECASE)
@@ -73,13 +73,16 @@ def kb_companions(
     that changed them, and their latest entries (a directory of per-fix notes: its newest file names)."""
     empty = conform(pd.DataFrame(columns=["path", "share", "n_fix_commits", "latest"]), "companions")
     fixes = kb_commits.loc[kb_commits["message"].astype(str).str.contains(FIX_MESSAGE), "commit"]
-    touched = kb_commit_files[kb_commit_files["commit"].isin(fixes)]
-    code = touched["path"].map(lambda p: language_of(p) not in PROSE_LANGUAGES and language_of(p) is not None)
+    touched = kb_commit_files[in_set(kb_commit_files["commit"], fixes)]
+    paths = touched["path"].astype(object)
+    is_code = {p: language_of(p) is not None and language_of(p) not in PROSE_LANGUAGES for p in paths.unique()}
+    code = paths.map(is_code)  # (a path per distinct path, not per commit that touched it)
     fixes = pd.Index(touched.loc[code.to_numpy(dtype=bool), "commit"].unique())
     if len(fixes) < MIN_FIX_COMMITS:
         return empty
     times = kb_commits.set_index("commit")["time"]
-    notes = touched[touched["commit"].isin(fixes) & touched["path"].map(_prose).to_numpy(dtype=bool)]
+    prose = {p: _prose(p) for p in paths.unique()}
+    notes = touched[in_set(touched["commit"], fixes) & paths.map(prose).to_numpy(dtype=bool)]
     notes = notes.assign(directory=notes["path"].map(lambda p: posixpath.dirname(p) + "/"), time=notes["commit"].map(times))
     by_dir = notes.groupby("directory").agg(n=("commit", "nunique"), files=("path", "nunique"), since=("time", "min"))
     # a directory whose notes are mostly new files (one per fix) counts as one companion

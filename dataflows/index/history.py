@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from dataflows.index.frames import conform
+from dataflows.index.frames import conform, in_set
 
 RECORD_SEP = "\x1e"
 FIELD_SEP = "\x1f"
@@ -56,7 +56,7 @@ def kb_cochange(
 ) -> pd.DataFrame:
     """How many commits touched both files (file_a < file_b), ignoring sweeping commits over max_commit_files."""
     small = kb_commits.loc[kb_commits["n_files"] <= max_commit_files, "commit"]
-    touched = kb_commit_files[kb_commit_files["commit"].isin(small)]
+    touched = kb_commit_files[in_set(kb_commit_files["commit"], small)]
     touched = touched.merge(indexed_files[["path", "file_id"]], on="path")[["commit", "file_id"]].drop_duplicates()
     pairs = touched.merge(touched, on="commit", suffixes=("_a", "_b"))
     pairs = pairs[pairs["file_id_a"] < pairs["file_id_b"]]
