@@ -75,13 +75,14 @@ def kb_companions(
     fixes = kb_commits.loc[kb_commits["message"].astype(str).str.contains(FIX_MESSAGE), "commit"]
     touched = kb_commit_files[in_set(kb_commit_files["commit"], fixes)]
     paths = touched["path"].astype(object)
-    is_code = {p: language_of(p) is not None and language_of(p) not in PROSE_LANGUAGES for p in paths.unique()}
+    distinct = paths.unique()
+    is_code = {p: language_of(p) is not None and language_of(p) not in PROSE_LANGUAGES for p in distinct}
     code = paths.map(is_code)  # (a path per distinct path, not per commit that touched it)
     fixes = pd.Index(touched.loc[code.to_numpy(dtype=bool), "commit"].unique())
     if len(fixes) < MIN_FIX_COMMITS:
         return empty
     times = kb_commits.set_index("commit")["time"]
-    prose = {p: _prose(p) for p in paths.unique()}
+    prose = {p: _prose(p) for p in distinct}
     notes = touched[in_set(touched["commit"], fixes) & paths.map(prose).to_numpy(dtype=bool)]
     notes = notes.assign(directory=notes["path"].map(lambda p: posixpath.dirname(p) + "/"), time=notes["commit"].map(times))
     by_dir = notes.groupby("directory").agg(n=("commit", "nunique"), files=("path", "nunique"), since=("time", "min"))

@@ -96,7 +96,7 @@ def new_symbol_ids(old_ids: pd.Series, symbol_keys: pd.DataFrame) -> pd.Series:
     `old_ids.map(...)` would give, through an array lookup: re-keying a million term rows takes milliseconds."""
     reused = symbol_keys[symbol_keys["old_id"] >= 0]
     old, new = reused["old_id"].to_numpy(dtype=np.int64), reused["symbol_id"].to_numpy(dtype=np.int64)
-    if isinstance(old_ids.dtype, np.dtype) and old_ids.dtype.kind in "iu":  # no nulls: looked up as they are (a million term rows: no float copy, no mask)
+    if isinstance(old_ids.dtype, np.dtype) and old_ids.dtype.kind in "iu":  # no nulls: no float copy, no mask
         values = old_ids.to_numpy()
         known = None
     else:
