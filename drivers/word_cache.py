@@ -133,6 +133,8 @@ def word_input_digests(files: pd.DataFrame, symbols: pd.DataFrame) -> dict[str, 
     @cache
     def column(frame: str, name: str) -> bytes:
         values = frames[frame][name] if name in frames[frame] else pd.Series([], dtype=object)
+        if values.dtype.kind == "f":  # (a column of no values, or only nulls, as pandas types an empty one)
+            values = values.astype(object)
         if values.dtype.kind in "iu":
             return values.to_numpy(np.int64).tobytes()
         if name == "concepts":  # lists (built) or arrays (read back): their lengths, then their words

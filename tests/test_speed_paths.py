@@ -205,6 +205,8 @@ def test_word_input_digests_follow_the_values_not_how_they_are_held():
     ]:
         digests = word_cache.word_input_digests(*changed)
         assert {t for t in tables if digests[t] != base[t]} == tables
+    no_files = pd.DataFrame({c: pd.Series(dtype=float) for c in ("file_id", "path", "domain", "module", "concepts")})
+    assert word_cache.word_input_digests(no_files, symbols)  # (an empty frame's columns come typed float)
 
 
 def test_retrieval_is_the_same_without_any_persisted_speed_data(indexed, tmp_path):
