@@ -58,12 +58,14 @@ def _word_table_driver():
     return driver.Builder().with_modules(word_table_nodes).build()
 
 
-def word_tables(files: pd.DataFrame, symbols: pd.DataFrame,
-                wanted: tuple[str, ...] = WORD_TABLES) -> dict[str, pd.DataFrame | vocabulary.WordIndex]:
-    """The word tables named in `wanted` for these KB frames, built by their nodes (`dataflows.retrieval.word_tables`)."""
+def word_tables(files: pd.DataFrame, symbols: pd.DataFrame, wanted: tuple[str, ...] = WORD_TABLES,
+                previous: dict | None = None) -> dict[str, pd.DataFrame | vocabulary.WordIndex]:
+    """The word tables named in `wanted` for these KB frames, built by their nodes (`dataflows.retrieval.word_tables`;
+    previous: what they carry over from the KB before, by input name, see `_carried_inputs`)."""
     if not wanted:
         return {}
-    built = _word_table_driver().execute([f"kb_{n}" for n in wanted], inputs={"kb_files": files, "kb_symbols": symbols})
+    inputs = {"kb_files": files, "kb_symbols": symbols, **(previous or {})}
+    built = _word_table_driver().execute([f"kb_{n}" for n in wanted], inputs=inputs)
     return {name: built[f"kb_{name}"] for name in wanted}
 
 
@@ -182,9 +184,28 @@ def write_word_tables(staging: Path, files: pd.DataFrame, symbols: pd.DataFrame,
     those whose inputs are unchanged are linked from the previous version instead of built."""
     reused = _reused_word_tables(staging, previous, digests)
     stamp = _words_stamp()
-    for name, table in word_tables(files, symbols, tuple(n for n in WORD_TABLES if n not in reused)).items():
+    wanted = tuple(n for n in WORD_TABLES if n not in reused)
+    for name, table in word_tables(files, symbols, wanted, _carried_inputs(previous, wanted, stamp)).items():
         for stem, frame in _word_frames(name, table).items():
             _write_frame(staging / f"words.{stem}.parquet", frame, stamp)
+
+
+def _carried_inputs(previous: Path | None, wanted: tuple[str, ...], stamp: bytes) -> dict:
+    """Word tables of the previous version (written by this code) that the tables built again carry rows over from,
+    by input name: its symbol names with their terms and with their words (a name's terms and words are its own)."""
+    carried = {"previous_name_terms": "symbol_name_terms", "previous_name_words": "symbol_name_words"}
+    if previous is None or not any(table in wanted for table in carried.values()):
+        return {}
+    stems = ["symbol_names", "symbol_name_terms", *_word_table_stems("symbol_name_words")]
+    frames = {stem: _read_frame(previous / f"words.{stem}.parquet", stamp) if (previous / f"words.{stem}.parquet").is_file() else None
+              for stem in stems}  # fmt: skip
+    if any(frame is None for frame in frames.values()):
+        return {}
+    words = vocabulary.WordIndex(frames["symbol_name_words.rows"], frames["symbol_name_words.vocabulary"],
+                                 frames["symbol_name_words.offsets"]["offset"].to_numpy())  # fmt: skip
+    names = frames["symbol_names"]
+    inputs = {"previous_name_terms": (names, frames["symbol_name_terms"]), "previous_name_words": (names, words)}
+    return {name: value for name, value in inputs.items() if carried[name] in wanted}
 
 
 def read_word_tables(version: Path) -> dict[str, object]:

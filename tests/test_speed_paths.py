@@ -185,6 +185,31 @@ def test_reindex_links_the_word_tables_whose_inputs_did_not_change_and_rebuilds_
         assert_same_word_table(persisted[name], computed[name])
 
 
+def test_a_reindex_splits_and_stems_only_the_symbol_names_it_did_not_have(tmp_path, monkeypatch):
+    """A name's terms and words are its own: after an edit adds a function, only its name is split and stemmed, the
+    other names keep the previous KB's (re-coded), and the tables equal ones built from scratch."""
+    from dataflows.retrieval import vocabulary
+
+    root = make_repo(tmp_path / "repo", git=False)
+    index_repository(root, history=0)
+    sizes, split = [], []
+    original, original_split = vocabulary.symbol_name_terms, vocabulary.split_words
+    monkeypatch.setattr(vocabulary, "symbol_name_terms",
+                        lambda names, previous=None: sizes.append((len(names), previous is not None)) or original(names, previous))
+    monkeypatch.setattr(vocabulary, "split_words", lambda values: split.append(len(values)) or original_split(values))
+    handler = root / "app" / "auth" / "handler.py"
+    handler.write_text(handler.read_text() + "\ndef brand_new_helper():\n    return 1\n")
+    index_repository(root, history=0)
+    assert sizes and all(n == 1 for n, carried in sizes if not carried)  # terms built: the one new name's only
+    assert split == [1]  # words split: the new name's only (paths did not change: their tables are linked)
+    kb = fresh_kb(root)
+    persisted = word_cache.read_word_tables(live_version(root / ".cra"))
+    built = word_tables(kb.files, kb.tables["symbols"])
+    assert "brand" in set(persisted["symbol_name_terms"]["term"])
+    for name in ("symbol_name_terms", "symbol_name_words"):
+        assert_same_word_table(persisted[name], built[name])
+
+
 def test_word_input_digests_follow_the_values_not_how_they_are_held():
     """Digests hash Arrow bytes: the same names as Python objects or Arrow strings, whole or a slice of a larger
     array, concepts as lists or arrays, digest alike; a changed value, a value moved across a boundary or a null does not."""

@@ -16,7 +16,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dataflows.text import CAMEL_WORDS, STOP_WORDS, split_identifier, stem
+from dataflows.text import CAMEL_WORDS, STOP_WORDS, split_identifier, stem, stem_words
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -43,9 +43,8 @@ def camel_snake(names: pd.Series) -> pd.Series:
 
 def stems(words: pd.Series) -> pd.Series:
     """Snowball stems of words, computed once per distinct word (vocabulary-sized, not file-sized)."""
-    unique = pd.unique(words.dropna())
-    table = {w: stem(w) for w in unique}
-    return words.map(table)
+    unique = words.dropna().unique().tolist()
+    return words.map(dict(zip(unique, stem_words(unique))))
 
 
 def word_index(rows: pd.DataFrame, words: pd.Series) -> WordIndex:
@@ -61,7 +60,7 @@ def word_index(rows: pd.DataFrame, words: pd.Series) -> WordIndex:
     vocab = vocab.take(pc.sort_indices(vocab))
     codes = pc.index_in(values, value_set=vocab).to_numpy(zero_copy_only=False).astype(np.int64)
     entries = np.array(vocab.to_pylist(), dtype=object)
-    table = pd.DataFrame({"entry": entries, "stem": np.array([stem(w) for w in entries], dtype=object)}, dtype=object)
+    table = pd.DataFrame({"entry": entries, "stem": np.array(stem_words(entries.tolist()), dtype=object)}, dtype=object)
     order = np.argsort(codes, kind="stable")
     offsets = np.searchsorted(codes[order], np.arange(len(entries) + 1))
     return WordIndex(rows[keep].take(order).reset_index(drop=True), table, offsets)
@@ -111,10 +110,30 @@ def symbol_names(kb_symbols: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"name": names, "lower": names.str.lower().astype("string[pyarrow]")})
 
 
-def symbol_name_word_index(names: pd.DataFrame) -> WordIndex:
-    """Distinct symbol names split into their snake_case words (the name's code per word), grouped by word."""
-    parents, words = split_words(camel_snake(names["name"]))
-    return word_index(pd.DataFrame({"code": parents}), words)
+def symbol_name_word_index(names: pd.DataFrame, previous: tuple[pd.DataFrame, WordIndex] | None = None) -> WordIndex:
+    """Distinct symbol names split into their snake_case words (the name's code per word), grouped by word.
+    previous: (symbol_names, symbol_name_words) of the KB before: names it had keep their words (re-coded), only
+    new names are split."""
+    if previous is None:
+        parents, words = split_words(camel_snake(names["name"]))
+        return word_index(pd.DataFrame({"code": parents}), words)
+    previous_names, index = previous
+    new_code, fresh = _name_codes(previous_names, names)
+    codes = new_code[index.rows["code"].to_numpy(np.int64)]
+    words = np.repeat(index.vocabulary["entry"].to_numpy(dtype=object), np.diff(index.offsets))
+    parents, split = split_words(camel_snake(names["name"].iloc[fresh]))
+    codes = np.concatenate([codes[codes >= 0], fresh[parents]])
+    words = np.concatenate([words[new_code[index.rows["code"].to_numpy(np.int64)] >= 0], split.to_numpy(dtype=object)])
+    order = np.argsort(codes, kind="stable")  # in code order, as the names are split: each word's rows by code
+    return word_index(pd.DataFrame({"code": codes[order]}), pd.Series(words[order], dtype=object))
+
+
+def _name_codes(previous_names: pd.DataFrame, names: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(this code of each previous name code, -1 where the name is gone; codes of the names previous_names lacks)."""
+    old_code = pd.Index(previous_names["name"].astype(object)).get_indexer(names["name"].astype(object))
+    new_code = np.full(len(previous_names), -1, dtype=np.int64)
+    new_code[old_code[old_code >= 0]] = np.flatnonzero(old_code >= 0)
+    return new_code, np.flatnonzero(old_code < 0)
 
 
 def name_words(text: str) -> list[str]:
@@ -127,18 +146,35 @@ def name_words(text: str) -> list[str]:
     ]
 
 
-def symbol_name_terms(names: pd.DataFrame) -> pd.DataFrame:
+def symbol_name_terms(names: pd.DataFrame, previous: tuple[pd.DataFrame, pd.DataFrame] | None = None) -> pd.DataFrame:
     """(code, term) sorted: the distinct `name_words` of each distinct name (`symbol_names`), 'test' left out.
 
     Vectorised, and equal to `sorted(set(name_words(name)) - {'test'})` per name: the word pattern matches letters
     and digits only, so finding it over the whole name splits identifiers exactly as `split_identifier` does
     (digit-only words, which could differ at an identifier's start, are dropped either way).
+
+    previous: (symbol_names, symbol_name_terms) of the KB before this one: a name's terms are its own, so names it
+    had keep theirs (re-coded) and only new names are split and stemmed (one function added to Django: 1 of 27,000).
     """
+    if previous is not None:
+        return _carried_name_terms(names, *previous)
     words = names["name"].astype(object).str.findall(CAMEL_WORDS.pattern).explode().dropna().str.lower()
     words = words[(words.str.len() >= 2) & ~words.isin(STOP_WORDS) & ~words.str.isdigit().astype(bool)]
     codes = np.arange(len(names))[words.index.to_numpy(dtype=np.int64)] if len(words) else np.array([], dtype=np.int64)
     terms = pd.DataFrame({"code": codes, "term": stems(words).to_numpy(dtype=object)})
     return terms[terms["term"] != "test"].drop_duplicates().sort_values(["code", "term"], kind="stable", ignore_index=True)
+
+
+def _carried_name_terms(names: pd.DataFrame, previous_names: pd.DataFrame, previous_terms: pd.DataFrame) -> pd.DataFrame:
+    """`symbol_name_terms` of names, the rows of names previous_names had taken from previous_terms."""
+    new_code, fresh = _name_codes(previous_names, names)
+    codes = new_code[previous_terms["code"].to_numpy(np.int64)]
+    carried = pd.DataFrame({"code": codes[codes >= 0], "term": previous_terms["term"].to_numpy(dtype=object)[codes >= 0]})
+    built = symbol_name_terms(names.iloc[fresh].reset_index(drop=True))
+    built = built.assign(code=fresh[built["code"].to_numpy(np.int64)])
+    terms = pd.concat([carried, built], ignore_index=True)  # a name's rows come whole from one side, sorted by term
+    order = np.argsort(terms["code"].to_numpy(np.int64), kind="stable")
+    return pd.DataFrame({"code": terms["code"].to_numpy(np.int64)[order], "term": terms["term"].to_numpy(dtype=object)[order]})
 
 
 def norms(values: pd.Series) -> np.ndarray:

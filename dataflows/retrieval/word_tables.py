@@ -42,9 +42,10 @@ def kb_symbol_names(kb_symbols: pd.DataFrame) -> pd.DataFrame:
     return vocabulary.symbol_names(kb_symbols)
 
 
-def kb_symbol_name_words(kb_symbol_names: pd.DataFrame) -> WordIndex:
-    """Words of symbol names -> name codes: symbol_match's constituent matches."""
-    return vocabulary.symbol_name_word_index(kb_symbol_names)
+def kb_symbol_name_words(kb_symbol_names: pd.DataFrame, previous_name_words: tuple | None = None) -> WordIndex:
+    """Words of symbol names -> name codes: symbol_match's constituent matches (previous_name_words: the previous
+    KB's symbol_names and symbol_name_words, whose names keep their words)."""
+    return vocabulary.symbol_name_word_index(kb_symbol_names, previous_name_words)
 
 
 def kb_symbol_name_codes(kb_symbols: pd.DataFrame, kb_symbol_names: pd.DataFrame) -> pd.DataFrame:
@@ -52,9 +53,10 @@ def kb_symbol_name_codes(kb_symbols: pd.DataFrame, kb_symbol_names: pd.DataFrame
     return vocabulary.symbol_name_codes(kb_symbols, kb_symbol_names)
 
 
-def kb_symbol_name_terms(kb_symbol_names: pd.DataFrame) -> pd.DataFrame:
-    """The index terms of each distinct name: precision's name-coverage test."""
-    return vocabulary.symbol_name_terms(kb_symbol_names)
+def kb_symbol_name_terms(kb_symbol_names: pd.DataFrame, previous_name_terms: tuple | None = None) -> pd.DataFrame:
+    """The index terms of each distinct name: precision's name-coverage test (previous_name_terms: the previous KB's
+    symbol_names and symbol_name_terms, whose names keep their terms; see `vocabulary.symbol_name_terms`)."""
+    return vocabulary.symbol_name_terms(kb_symbol_names, previous_name_terms)
 
 
 def kb_symbol_norms(kb_symbols: pd.DataFrame) -> pd.DataFrame:
