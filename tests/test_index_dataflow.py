@@ -520,3 +520,17 @@ def test_each_kind_of_parsed_rows_is_taken_out_of_the_batches_by_its_one_node():
     assert set(terms["file_id"]) == {0, 1} and "gather" in set(terms["term"].astype(str))
     references = parsing.parsed_references(batches)
     assert list(references["name"]) == ["gather"] and all(b.references is None for b in batches)  # os.getcwd(): module level
+
+
+def test_in_set_answers_as_isin_whatever_holds_the_strings():
+    """`frames.in_set` looks Arrow-backed strings up through Arrow (pandas' isin makes a Python scalar per candidate):
+    the same answer as isin for Arrow, NA and object strings, nulls on either side, and sets, lists or Series."""
+    import numpy as np
+
+    from dataflows.index.frames import in_set
+
+    for dtype in ("str", "string[pyarrow]", object):
+        values = pd.Series(["a.py", "b.py", None, "c.py"], dtype=dtype)
+        for among in ({"a.py", "c.py"}, ["c.py", "x"], pd.Series(["c.py", None], dtype=object),
+                      pd.Series(["b.py"], dtype="str"), set()):  # fmt: skip
+            assert np.array_equal(in_set(values, among), values.isin(among).to_numpy(dtype=bool)), (dtype, among)
