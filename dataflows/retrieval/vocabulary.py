@@ -119,11 +119,11 @@ def symbol_name_word_index(names: pd.DataFrame, previous: tuple[pd.DataFrame, Wo
         return word_index(pd.DataFrame({"code": parents}), words)
     previous_names, index = previous
     new_code, fresh = _name_codes(previous_names, names)
-    codes = new_code[index.rows["code"].to_numpy(np.int64)]
-    words = np.repeat(index.vocabulary["entry"].to_numpy(dtype=object), np.diff(index.offsets))
+    carried = new_code[index.rows["code"].to_numpy(np.int64)]
+    words = np.repeat(index.vocabulary["entry"].to_numpy(dtype=object), np.diff(index.offsets))  # each row's word
     parents, split = split_words(camel_snake(names["name"].iloc[fresh]))
-    codes = np.concatenate([codes[codes >= 0], fresh[parents]])
-    words = np.concatenate([words[new_code[index.rows["code"].to_numpy(np.int64)] >= 0], split.to_numpy(dtype=object)])
+    codes = np.concatenate([carried[carried >= 0], fresh[parents]])
+    words = np.concatenate([words[carried >= 0], split.to_numpy(dtype=object)])
     order = np.argsort(codes, kind="stable")  # in code order, as the names are split: each word's rows by code
     return word_index(pd.DataFrame({"code": codes[order]}), pd.Series(words[order], dtype=object))
 
