@@ -4,6 +4,7 @@ User errors print one line and exit 2; a bug in cra prints one line and exits 1.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import logging
 import os
@@ -281,11 +282,9 @@ def command(argv: list[str] | None = None) -> None:
     object one at a time: after a one-file re-index of Django the loaded KB's took 0.15-0.2 s of a 1.9 s command.
     Whatever a command writes is closed (and renamed into place) before main returns, so nothing is lost."""
     code = main(argv)
-    try:
+    with contextlib.suppress(BrokenPipeError):  # `cra ... | head`: the reader has gone, nothing is left to say
         sys.stdout.flush()
         sys.stderr.flush()
-    except BrokenPipeError:  # `cra ... | head`: the reader has gone; nothing left to say
-        pass
     os._exit(int(code or 0))
 
 

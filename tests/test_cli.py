@@ -167,6 +167,17 @@ def test_the_installed_command_flushes_what_it_printed_and_exits_without_the_int
     cli.command(["retrieve", "anything", "--repo", str(tmp_path)])
     assert exits == [2] and "cra index" in capsys.readouterr().err
 
+    class ReaderGone:  # `cra ... | head` after head has exited
+        def write(self, text):
+            return len(text)
+
+        def flush(self):
+            raise BrokenPipeError
+
+    monkeypatch.setattr(sys, "stdout", ReaderGone())
+    cli.command(["retrieve", "anything", "--repo", str(tmp_path)])
+    assert exits == [2, 2]  # the same exit, no traceback
+
 
 def test_a_template_without_its_placeholders_is_refused(repo, tmp_path, capsys):
     template = tmp_path / "t.txt"
