@@ -132,3 +132,22 @@ def test_a_table_written_by_the_index_is_linked_into_the_version_not_converted_a
     version = kb / (kb / "CURRENT").read_text().strip()
     assert (version / "contents.arrow").stat().st_ino == written.stat().st_ino
     assert read_tables(kb, ["contents"])["contents"]["text"].tolist() == ["a = 1\n"]
+
+
+def test_term_tables_are_memory_mapped_and_read_back_as_the_parquet_ones_were(tmp_path):
+    """Term tables (read whole by every re-index) are stored as Arrow IPC and mapped: the same values and dtypes as
+    a Parquet table gives (integers as numpy, not Arrow-backed); an older version's Parquet term table still reads."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    terms = pd.DataFrame({"symbol_id": [0, 0, 1], "term": ["parse", "date", "parse"], "tf": [2, 1, 1]})
+    kb = tmp_path / "kb"
+    write_kb(kb, {"files": _files(["a.py"]), "symbol_terms": terms}, {})
+    version = kb / (kb / "CURRENT").read_text().strip()
+    assert (version / "symbol_terms.arrow").is_file() and not (version / "symbol_terms.parquet").exists()
+    back = read_tables(kb, ["symbol_terms"])["symbol_terms"]
+    assert back["symbol_id"].dtype == "int32" and back["tf"].dtype == "int32"
+    assert back.astype({"term": object}).to_dict("list") == terms.to_dict("list")
+    (version / "symbol_terms.arrow").unlink()  # as a version written before: Parquet
+    pq.write_table(pa.Table.from_pandas(terms, preserve_index=False), version / "symbol_terms.parquet")
+    assert read_tables(kb, ["symbol_terms"])["symbol_terms"]["term"].tolist() == ["parse", "date", "parse"]

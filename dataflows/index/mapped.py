@@ -13,7 +13,8 @@ import pyarrow as pa
 
 from dataflows.index.schema import TABLES, arrow_schema
 
-BATCH_ROWS = 10_000  # rows converted and written at once: all of OpenJDK's texts at once took 0.5 GB more
+BATCH_ROWS = 10_000  # rows of texts converted and written at once: all of OpenJDK's texts at once took 0.5 GB more
+TEXT_TABLES = frozenset({"contents", "comments"})  # (other tables' rows are small: converted a million at a time)
 
 
 def write_mapped(frame: pd.DataFrame | None, table: str, path: Path) -> None:
@@ -21,8 +22,9 @@ def write_mapped(frame: pd.DataFrame | None, table: str, path: Path) -> None:
     if frame is None or frame.empty:  # typed by the schema, whatever an empty frame's columns were inferred as
         frame = pd.DataFrame({c: pd.Series(dtype=object) for c in TABLES[table]})
     frame, schema = frame[list(TABLES[table])], arrow_schema(table)
-    batches = (pa.Table.from_pandas(frame.iloc[start : start + BATCH_ROWS], schema=schema, preserve_index=False)
-               for start in range(0, len(frame), BATCH_ROWS))  # fmt: skip
+    rows = BATCH_ROWS if table in TEXT_TABLES else 1 << 20
+    batches = (pa.Table.from_pandas(frame.iloc[start : start + rows], schema=schema, preserve_index=False)
+               for start in range(0, len(frame), rows))  # fmt: skip
     write_batches(batches, table, path)
 
 
@@ -48,9 +50,10 @@ def taken(column: pa.Array | pa.ChunkedArray, rows: np.ndarray) -> pa.Array:
     return grouped.take(pa.array(np.argsort(by_chunk, kind="stable")))  # back in the order asked for
 
 
-def read_mapped(path: Path) -> pd.DataFrame:
-    """A zero-copy frame (Arrow-backed columns) over the memory-mapped file: pages are read where rows are."""
-    return _table(path).to_pandas(types_mapper=pd.ArrowDtype)
+def read_mapped(path: Path, arrow_backed: bool = True) -> pd.DataFrame:
+    """A frame over the memory-mapped file, zero-copy where columns are Arrow-backed (all of them, or with
+    arrow_backed False as a Parquet table reads: strings as pandas strings, integers as numpy)."""
+    return _table(path).to_pandas(types_mapper=pd.ArrowDtype if arrow_backed else None)
 
 
 def texts_of(path: Path, file_ids) -> list[str]:
