@@ -1,4 +1,4 @@
-"""The per-KB word tables on disk (`words.<name>[.<part>].parquet` in a KB version): written with the KB, reused
+"""The per-KB word tables on disk (`words.<name>[.<part>].arrow` in a KB version): written with the KB, reused
 when their inputs did not change, read back with exact dtypes. Derived data: a version without them (or written
 by other word-table code) is still read, by rebuilding them.
 """
@@ -8,7 +8,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from pathlib import Path
 
@@ -16,7 +15,6 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from dataflows import text as text_module
 from dataflows.retrieval import vocabulary
@@ -94,17 +92,25 @@ def _word_frames(name: str, table) -> dict[str, pd.DataFrame]:
     return {name: table}
 
 
+def _word_file(version: Path, stem: str) -> Path:
+    """Where a word table (or one part of it) is stored: uncompressed Arrow IPC, memory-mapped when read (as Parquet,
+    Django's took 180 ms to write and 120 ms to read; as Arrow 27 and 21 ms)."""
+    return version / f"words.{stem}.arrow"
+
+
 def _write_frame(path: Path, frame: pd.DataFrame, stamp: bytes) -> None:
-    """A frame as Parquet with its exact column and index dtypes recorded, so `_read_frame` restores it equal."""
+    """A frame as an Arrow IPC file with its exact column and index dtypes recorded, so `_read_frame` restores it equal."""
     table = pa.Table.from_pandas(frame, preserve_index=None)  # a RangeIndex as metadata, any other as a column
     dtypes = {"columns": {c: _dtype_spec(frame[c].dtype) for c in frame.columns}, "index": _dtype_spec(frame.index.dtype)}
     meta = {**(table.schema.metadata or {}), b"cra_words": stamp, b"cra_dtypes": json.dumps(dtypes).encode()}
-    pq.write_table(table.replace_schema_metadata(meta), path)
+    table = table.replace_schema_metadata(meta)
+    with pa.ipc.new_file(path, table.schema) as writer:
+        writer.write_table(table)
 
 
 def _read_frame(path: Path, stamp: bytes) -> pd.DataFrame | None:
     """A frame written by `_write_frame`, dtypes restored; None when written by other word-table code."""
-    table = pq.read_table(path)
+    table = pa.ipc.open_file(pa.memory_map(str(path), "r")).read_all()
     meta = table.schema.metadata or {}
     if meta.get(b"cra_words") != stamp:
         return None
@@ -169,10 +175,10 @@ def _reused_word_tables(staging: Path, previous: Path | None, digests: dict[str,
             continue
         try:
             for stem in _word_table_stems(name):
-                os.link(previous / f"words.{stem}.parquet", staging / f"words.{stem}.parquet")
+                os.link(_word_file(previous, stem), _word_file(staging, stem))
         except OSError:
             for stem in _word_table_stems(name):
-                (staging / f"words.{stem}.parquet").unlink(missing_ok=True)
+                _word_file(staging, stem).unlink(missing_ok=True)
             continue
         linked.add(name)
     return linked
@@ -180,14 +186,14 @@ def _reused_word_tables(staging: Path, previous: Path | None, digests: dict[str,
 
 def write_word_tables(staging: Path, files: pd.DataFrame, symbols: pd.DataFrame, previous: Path | None,
                        digests: dict[str, str]) -> None:
-    """Every word table of these KB frames as `words.<name>[.<part>].parquet`, stamped with the code's hash;
+    """Every word table of these KB frames as `words.<name>[.<part>].arrow`, stamped with the code's hash;
     those whose inputs are unchanged are linked from the previous version instead of built."""
     reused = _reused_word_tables(staging, previous, digests)
     stamp = _words_stamp()
     wanted = tuple(n for n in WORD_TABLES if n not in reused)
     for name, table in word_tables(files, symbols, wanted, _carried_inputs(previous, wanted, stamp)).items():
         for stem, frame in _word_frames(name, table).items():
-            _write_frame(staging / f"words.{stem}.parquet", frame, stamp)
+            _write_frame(_word_file(staging, stem), frame, stamp)
 
 
 def _carried_inputs(previous: Path | None, wanted: tuple[str, ...], stamp: bytes) -> dict:
@@ -197,7 +203,7 @@ def _carried_inputs(previous: Path | None, wanted: tuple[str, ...], stamp: bytes
     if previous is None or not any(table in wanted for table in carried.values()):
         return {}
     stems = ["symbol_names", "symbol_name_terms", *_word_table_stems("symbol_name_words")]
-    frames = {stem: _read_frame(previous / f"words.{stem}.parquet", stamp) if (previous / f"words.{stem}.parquet").is_file() else None
+    frames = {stem: _read_frame(_word_file(previous, stem), stamp) if _word_file(previous, stem).is_file() else None
               for stem in stems}  # fmt: skip
     if any(frame is None for frame in frames.values()):
         return {}
@@ -212,11 +218,10 @@ def read_word_tables(version: Path) -> dict[str, object]:
     """The persisted word tables of a KB version: all of them, or {} (absent, partial or by other code)."""
     stamp = _words_stamp()
     wanted = [stem for name in WORD_TABLES for stem in _word_table_stems(name)]
-    paths = [version / f"words.{stem}.parquet" for stem in wanted]
+    paths = [_word_file(version, stem) for stem in wanted]
     if not all(p.is_file() for p in paths):
         return {}
-    with ThreadPoolExecutor(max_workers=4) as pool:  # Parquet decoding releases the GIL
-        frames = dict(zip(wanted, pool.map(lambda p: _read_frame(p, stamp), paths)))
+    frames = {stem: _read_frame(path, stamp) for stem, path in zip(wanted, paths)}
     if any(f is None for f in frames.values()):
         return {}
     out = {}

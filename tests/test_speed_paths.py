@@ -10,7 +10,6 @@ import sys
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 import tiktoken
 
@@ -146,12 +145,15 @@ def test_persisted_word_tables_equal_the_computed_ones(indexed):
 
 def test_word_tables_written_by_other_code_are_recomputed(indexed, tmp_path):
     version = live_version(indexed / ".cra")
-    stored = version / "words.symbol_names.parquet"
-    backup = tmp_path / "words.parquet"
+    stored = version / "words.symbol_names.arrow"
+    backup = tmp_path / "words.arrow"
     backup.write_bytes(stored.read_bytes())
     try:
-        table = pq.read_table(backup)  # the same frame, stamped by other vocabulary code
-        pq.write_table(table.replace_schema_metadata({**table.schema.metadata, b"cra_words": b"other code"}), stored)
+        table = pa.ipc.open_file(str(backup)).read_all()  # the same frame, stamped by other vocabulary code
+        table = table.replace_schema_metadata({**table.schema.metadata, b"cra_words": b"other code"})
+        stored.unlink()  # (a new file: the one a loaded KB may have mapped is left as it was)
+        with pa.ipc.new_file(str(stored), table.schema) as writer:
+            writer.write_table(table)
         assert word_cache.read_word_tables(version) == {}
         kb = fresh_kb(indexed)
         computed = word_tables(kb.files, kb.tables["symbols"])
@@ -166,7 +168,7 @@ def test_reindex_links_the_word_tables_whose_inputs_did_not_change_and_rebuilds_
     index_repository(root, history=0)
 
     def inode(name):
-        return (live_version(root / ".cra") / f"words.{name}.parquet").stat().st_ino
+        return (live_version(root / ".cra") / f"words.{name}.arrow").stat().st_ino
 
     before = {name: inode(name) for name in ("symbol_names", "path_components.rows", "symbol_norms")}
     handler = root / "app" / "auth" / "handler.py"
@@ -240,7 +242,7 @@ def test_retrieval_is_the_same_without_any_persisted_speed_data(indexed, tmp_pat
     version = live_version(indexed / ".cra")
     moved = tmp_path / "moved"
     moved.mkdir()
-    derived = [p for p in version.iterdir() if p.name.startswith("words.") or p.name.endswith(".bm25.parquet")]
+    derived = [p for p in version.iterdir() if p.name.startswith("words.") or p.name.endswith(".bm25.arrow")]
     for p in derived:
         p.rename(moved / p.name)
     try:
