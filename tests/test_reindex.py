@@ -343,3 +343,21 @@ def test_files_left_out_as_before_do_not_count_as_changed_when_choosing_processe
     target.write_text(target.read_text() + "\n# touched\n")
     stats = index_repository(repo, kb)
     assert stats["n_parsed"] == 1 and stats["workers"] == 1
+
+
+def test_a_reindex_writes_the_term_tables_in_the_order_a_fresh_index_does(tmp_path):
+    """A changed file's term rows go in between the reused ones (by file and symbol id), not after them: the tables
+    are row for row a fresh index's, and the lexicons are built from rows in doc order."""
+    from drivers.kb import read_tables
+
+    repo = make_repo(tmp_path / "repo", git=False)
+    kb, fresh = tmp_path / "kb", tmp_path / "fresh"
+    index_repository(repo, kb, history=0)
+    handler = repo / "app" / "auth" / "handler.py"  # neither the first nor the last file, by id
+    handler.write_text(handler.read_text() + "\n\ndef audit_login(user):\n    return user.strip()\n")
+    index_repository(repo, kb, history=0)
+    index_repository(repo, fresh, history=0)
+    names = ["file_terms", "symbol_terms"]
+    again, anew = read_tables(kb, names), read_tables(fresh, names)
+    for name in names:
+        assert again[name].equals(anew[name]), name

@@ -168,7 +168,7 @@ def canonical_ids(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     return out
 
 
-_MAX_SLICES = 256  # beyond this many runs of consecutive rows, one take is cheaper than stitching slices
+MAX_SLICES = 256  # beyond this many runs of consecutive rows, one take is cheaper than stitching slices
 
 
 def take_rows(frame: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:
@@ -179,7 +179,7 @@ def take_rows(frame: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:
     if len(rows) == len(frame) and (rows == np.arange(len(frame))).all():
         return frame.reset_index(drop=True)
     breaks = np.flatnonzero(np.diff(rows) != 1) + 1
-    if not len(rows) or len(breaks) >= _MAX_SLICES:
+    if not len(rows) or len(breaks) >= MAX_SLICES:
         return frame.iloc[rows].reset_index(drop=True)
     starts, ends = np.r_[0, breaks], np.r_[breaks, len(rows)]
     return pd.concat([frame.iloc[rows[a] : rows[b - 1] + 1] for a, b in zip(starts, ends)], ignore_index=True)

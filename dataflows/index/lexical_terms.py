@@ -10,38 +10,50 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dataflows.index.frames import conform, kept_rows, new_symbol_ids, ordered_by, previous_table
+from dataflows.index.frames import MAX_SLICES, conform, kept_rows, new_symbol_ids, ordered_by, previous_table
 from dataflows.index.parsing import symbol_ids_of_locals
 
 
-def _append(reused: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
-    """reused rows then new rows; new terms take the reused rows' string type so the stack stays arrow-backed."""
+def _merged(reused: pd.DataFrame, new: pd.DataFrame, doc: str) -> pd.DataFrame:
+    """reused and new rows in doc order, as a fresh index writes them (new terms take the reused rows' string type so
+    the stack stays arrow-backed). A doc's rows come from one side, each side in doc order: new rows go in as runs
+    between slices of the reused ones, not by a sort. In doc order the lexicons are built without two extra sorts."""
     if not len(reused):
         return new
     if not len(new):
         return reused
     new = new.astype({"term": reused["term"].dtype})
-    return pd.concat([reused, new], ignore_index=True)
+    old, added = reused[doc].to_numpy(), new[doc].to_numpy()
+    at = np.searchsorted(old, added, side="right")  # the reused row each new row goes before
+    runs = np.flatnonzero(np.diff(at)) + 1
+    if len(runs) >= MAX_SLICES or (old[1:] < old[:-1]).any() or (added[1:] < added[:-1]).any():
+        return ordered_by(pd.concat([reused, new], ignore_index=True), doc)
+    pieces, done = [], 0
+    for start, end in zip(np.r_[0, runs], np.r_[runs, len(added)]):
+        pieces += [reused.iloc[done : at[start]], new.iloc[start:end]]
+        done = at[start]
+    pieces.append(reused.iloc[done:])
+    return pd.concat([piece for piece in pieces if len(piece)], ignore_index=True)
 
 
 def kb_file_terms(
     indexed_files: pd.DataFrame, parsed_file_terms: pd.DataFrame, previous_kb: dict[str, pd.DataFrame] | None
 ) -> pd.DataFrame:
-    """(file_id, term, tf) of path + text for every file: counted for new/changed files, reused otherwise;
-    reused rows keep their previous (sorted) order, this run's rows follow sorted by (file_id, term)."""
+    """(file_id, term, tf) of path + text for every file, by (file_id, term): counted for new/changed files, reused
+    otherwise."""
     new = parsed_file_terms  # each file's terms come sorted from the parse: ordering the files orders the rows
     new = ordered_by(new, "file_id")  # no copy when in order already
     previous = previous_table(previous_kb, "file_terms")
     reused = kept_rows(previous, previous["file_id"].isin(indexed_files.loc[indexed_files["reused"], "file_id"]))
-    return conform(_append(reused, new), "file_terms")
+    return conform(_merged(reused, new, "file_id"), "file_terms")
 
 
 def kb_symbol_terms(
     parsed_symbol_terms: pd.DataFrame, symbol_keys: pd.DataFrame, previous_kb: dict[str, pd.DataFrame] | None
 ) -> pd.DataFrame:
     """(symbol_id, term, tf) of qualified name + signature + docstring + body + attached comments per symbol
-    (a class's body is its own lines plus its members' names); reused rows first (re-keying keeps their
-    order), then this run's rows sorted by (symbol_id, term)."""
+    (a class's body is its own lines plus its members' names), by (symbol_id, term): re-keying keeps the reused
+    rows' order, this run's rows go in between."""
     new = parsed_symbol_terms
     ids = symbol_ids_of_locals(new["file_id"].to_numpy(np.int32), new["local"].to_numpy(np.int32), symbol_keys[symbol_keys["local"] >= 0])
     new = pd.DataFrame({"symbol_id": ids, "term": new["term"].array, "tf": new["tf"].to_numpy()}, copy=False)  # shared
@@ -49,4 +61,4 @@ def kb_symbol_terms(
     previous = previous_table(previous_kb, "symbol_terms")
     reused = previous.assign(symbol_id=new_symbol_ids(previous["symbol_id"], symbol_keys))
     reused = kept_rows(reused, reused["symbol_id"].notna())
-    return conform(_append(reused, new), "symbol_terms")
+    return conform(_merged(reused, new, "symbol_id"), "symbol_terms")
