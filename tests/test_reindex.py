@@ -276,6 +276,10 @@ def test_files_importing_a_changed_file_are_resolved_again_only_when_a_name_they
     (repo / "lib.py").write_text("# helpers\ndef helper():\n    return 1\n")
     index_repository(repo, kb)
     assert resolved_paths() <= {"lib.py"}
+    resolved.clear()  # a comment in a file that refers to others: its references are as before, carried over too
+    (repo / "a.py").write_text("# uses lib\nfrom lib import helper, later\n\n\ndef use():\n    return helper() + later()\n")
+    index_repository(repo, kb)
+    assert resolved_paths() == set()
     assert {("a.py::use", "lib.py::helper"), ("b.py::other", "lib.py::helper")} <= _calls(kb)
     resolved.clear()
     (repo / "lib.py").write_text("# helpers\ndef helper():\n    return 1\n\n\ndef later():\n    return 2\n")
@@ -361,3 +365,20 @@ def test_a_reindex_writes_the_term_tables_in_the_order_a_fresh_index_does(tmp_pa
     again, anew = read_tables(kb, names), read_tables(fresh, names)
     for name in names:
         assert again[name].equals(anew[name]), name
+
+
+def test_a_changed_file_whose_calls_changed_but_not_its_names_or_imports_is_resolved_again(tmp_path):
+    """Only a changed file whose references are its previous ones keeps its edges: one whose function now calls
+    another name (same definitions, same imports) gets the edges of its new calls, as a fresh index does."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "lib.py").write_text("def helper():\n    return 1\n")
+    (repo / "a.py").write_text("from lib import helper\n\n\ndef use():\n    return helper()\n\n\ndef other():\n    return 2\n")
+    kb = tmp_path / "kb"
+    index_repository(repo, kb)
+    assert ("a.py::use", "lib.py::helper") in _calls(kb)
+    (repo / "a.py").write_text("from lib import helper\n\n\ndef use():\n    return other()\n\n\ndef other():\n    return 2\n")
+    index_repository(repo, kb)
+    calls = _calls(kb)
+    assert ("a.py::use", "a.py::other") in calls and ("a.py::use", "lib.py::helper") not in calls
+    _assert_same_as_fresh(repo, kb, tmp_path / "fresh")

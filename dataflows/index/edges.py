@@ -624,6 +624,9 @@ def symbol_edge_files(
     # changed files other files may now resolve differently against: new ones, and those whose imports changed
     reshaped = changed.difference(_same_imports(changed, kb_imports, previous_kb["imports"])).union(changed.intersection(moved))
     reshaped = reshaped.union(changed.difference(matched_symbols["file_id"].astype("int64")))  # (new files match nothing)
+    # a changed file whose symbols all matched and whose references are as before resolves as before: carried over
+    changed = changed.difference(_same_references(changed.difference(reshaped), matched_symbols, kb_references,
+                                                   previous_kb.get("references")))  # fmt: skip
     bound = pd.concat([import_bindings[["file_id", "dst_file_id"]], reexport_bindings[["file_id", "dst_file_id"]]])
     bound = bound[bound["dst_file_id"].isin(changed)].astype("int64")
     # a file added, changed or deleted in a Go / Java package changes what its peers' names resolve to
@@ -641,6 +644,29 @@ def symbol_edge_files(
         parts = refs["name"].astype(object).str.replace("::", ".", regex=False).str.split(".").explode()
         dirty.append(refs.loc[parts.index[parts.isin(renamed).to_numpy()].unique(), "file_id"].astype("int64"))
     return files.intersection(pd.Index(pd.concat(dirty).unique()))
+
+
+def _same_references(file_ids: pd.Index, matched: pd.DataFrame, now: pd.DataFrame, before: pd.DataFrame | None) -> pd.Index:
+    """The file_ids whose symbols all matched their previous selves (`matched_symbols`) and whose references
+    (referring symbol, name, kind: not lines) are the previous KB's, the referring symbols taken through the match."""
+    mine = matched[matched["file_id"].isin(file_ids)]
+    whole = mine[["old_id", "symbol_id"]].notna().all(axis=1).groupby(mine["file_id"].to_numpy()).all()
+    file_ids = pd.Index(whole.index[whole.to_numpy()], dtype="int64")
+    if before is None or not len(file_ids):
+        return pd.Index([], dtype="int64")
+    mine = mine[mine["file_id"].isin(file_ids)]
+    renumbered = dict(zip(mine["old_id"].astype("int64").tolist(), mine["symbol_id"].astype("int64").tolist()))
+
+    def references(rows: pd.DataFrame, ids) -> dict[int, list]:
+        rows = rows[rows["file_id"].isin(file_ids)]
+        out = defaultdict(list)
+        for file_id, symbol_id, name, kind in zip(rows["file_id"].tolist(), map(ids, rows["symbol_id"].tolist()),
+                                                  rows["name"].tolist(), rows["kind"].tolist()):  # fmt: skip
+            out[file_id].append((symbol_id, name, kind))
+        return {file_id: sorted(found) for file_id, found in out.items()}
+
+    a, b = references(now, int), references(before, lambda old: renumbered.get(old, -1))
+    return pd.Index([f for f in file_ids if a.get(f, []) == b.get(f, [])], dtype="int64")
 
 
 def _same_imports(file_ids: pd.Index, now: pd.DataFrame, before: pd.DataFrame) -> pd.Index:
