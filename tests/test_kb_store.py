@@ -151,3 +151,32 @@ def test_term_tables_are_memory_mapped_and_read_back_as_the_parquet_ones_were(tm
     (version / "symbol_terms.arrow").unlink()  # as a version written before: Parquet
     pq.write_table(pa.Table.from_pandas(terms, preserve_index=False), version / "symbol_terms.parquet")
     assert read_tables(kb, ["symbol_terms"])["symbol_terms"]["term"].tolist() == ["parse", "date", "parse"]
+
+
+@pytest.mark.parametrize("apart_rows, apart", [(100, True), (2, False)])
+def test_word_tables_are_built_beside_the_lexicons_only_on_a_small_kb(tmp_path, monkeypatch, apart_rows, apart):
+    """A small KB's word tables (Python string work) are built in a thread of their own beside the lexicons; a large
+    one's after them in the same thread, so that their arrays are never held at once."""
+    import threading
+
+    import drivers.kb as kb_module
+
+    threads = {}
+    for name in ("write_word_tables", "_write_lexicon"):
+        original = getattr(kb_module, name)
+
+        def recording(*args, _original=original, _name=name, **kwargs):
+            threads.setdefault(_name, set()).add(threading.get_ident())
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(kb_module, name, recording)
+    monkeypatch.setattr(kb_module, "BUILDS_APART_ROWS", apart_rows)
+    terms = pd.DataFrame({"symbol_id": [0, 0, 1], "term": ["parse", "date", "parse"], "tf": [2, 1, 1]})
+    symbols = pd.DataFrame({"symbol_id": [0], "file_id": [0], "name": ["parse_date"], "qualified_name": ["parse_date"],
+                            "kind": ["function"], "start_line": [1], "end_line": [1], "signature": ["def parse_date():"],
+                            "docstring": [None], "decorators": [[]], "parent_id": [None], "signature_tokens": [4],
+                            "body_tokens": [4], "docstring_tokens": [0]})  # fmt: skip
+    write_kb(tmp_path / "kb", {"files": _files(["a.py"]), "symbols": symbols, "symbol_terms": terms}, {})
+    assert len(threads["write_word_tables"]) == len(threads["_write_lexicon"]) == 1
+    assert (threads["write_word_tables"] != threads["_write_lexicon"]) is apart
+    assert load_kb(tmp_path / "kb").words["symbol_names"]["name"].tolist() == ["parse_date"]
