@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import importlib
 import logging
 import os
@@ -17,6 +18,8 @@ from drivers.output import write_text_atomic
 
 
 def _index(args) -> int:
+    if args.exiting:  # an index run pauses the collector; switched on again, it would first sweep every object
+        gc.disable()  # the run left (45 ms after a one-file re-index of Django), just before the process exits
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")  # before Arrow loads: see index_memory._arrow_from_malloc
     from drivers.indexer import index_repository, resumable_batches
     from drivers.kb_dir import default_kb_dir
@@ -255,8 +258,10 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, exiting: bool = False) -> int:
+    """Run one command; exiting: the process ends as soon as this returns (the installed `cra`)."""
     args = build_parser(argv).parse_args(argv)
+    args.exiting = exiting
     logging.getLogger("hamilton").addHandler(logging.NullHandler())  # failures reach the user as one CraError line
     try:
         return args.run(args)
@@ -281,7 +286,7 @@ def command(argv: list[str] | None = None) -> None:
     """The installed `cra`: main(), its output flushed, then an immediate exit. Python's own shutdown frees every
     object one at a time: after a one-file re-index of Django the loaded KB's took 0.15-0.2 s of a 1.9 s command.
     Whatever a command writes is closed (and renamed into place) before main returns, so nothing is lost."""
-    code = main(argv)
+    code = main(argv, exiting=True)
     with contextlib.suppress(BrokenPipeError):  # `cra ... | head`: the reader has gone, nothing is left to say
         sys.stdout.flush()
         sys.stderr.flush()
