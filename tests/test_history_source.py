@@ -2,6 +2,8 @@
 
 import subprocess
 
+import pandas as pd
+
 from drivers.indexer import index_repository
 from drivers.kb import load_kb
 from tests.fixture_repo import HISTORY, make_repo
@@ -22,3 +24,19 @@ def test_history_from_another_git_dir_stops_at_the_given_commit(tmp_path):
     files = kb.files.set_index("path")["file_id"]
     pair = cochange[(cochange[["file_a", "file_b"]].isin([files["app/auth/handler.py"], files["app/auth/ldap.py"]])).all(axis=1)]
     assert pair["count"].tolist() == [4]
+
+
+def test_without_history_the_per_file_frames_are_typed_as_with_one():
+    """Outside git (or --history 0) file_history and kb_cochange skip their merges and grouping: what they give is
+    typed as what the grouping gives with a history, so that kb_files and the KB tables come out the same."""
+    from dataflows.index import history
+
+    log = history.RECORD_SEP.join(["", history.FIELD_SEP.join(["abc", "100", "me", "fix", "a.py\nb.py"])])
+    indexed = pd.DataFrame({"path": ["a.py", "b.py"], "file_id": [0, 1]})
+    with_log = history.kb_commits(log), history.kb_commit_files(log)
+    without = history.kb_commits(None), history.kb_commit_files(None)
+    assert len(with_log[1]) == 2 and without[1].empty
+    some, none = history.file_history(*with_log), history.file_history(*without)
+    assert none.empty and none.dtypes.equals(some.dtypes) and none.index.name == some.index.name == "path"
+    some, none = history.kb_cochange(*with_log, indexed), history.kb_cochange(*without, indexed)
+    assert len(some) == 1 and none.empty and none.dtypes.equals(some.dtypes) and list(none.columns) == list(some.columns)

@@ -50,14 +50,21 @@ def test_attribute_pattern(language: str | None, conventions: dict | None) -> re
     return _any_of(tuple(_table(conventions, language).get("tests", {}).get("attributes", ())))
 
 
-def test_subjects(path: str, language: str | None, conventions: dict | None) -> list[str]:
-    """Candidate paths of the source file a test exercises, most specific first (none when no rule matches)."""
-    out = []
-    for pattern, replacement in _table(conventions, language).get("tests", {}).get("subjects", ()):
-        subject, found = re.subn(pattern, replacement, path)  # (one pass: a search, then a sub, took twice as long)
-        if found:
-            out.append(subject)
-    return [p for p in dict.fromkeys(out) if p != path]
+@lru_cache(maxsize=64)
+def _compiled_rules(rules: tuple[tuple[str, str], ...]) -> tuple[tuple[re.Pattern, str], ...]:
+    return tuple((re.compile(pattern), replacement) for pattern, replacement in rules)
+
+
+def subject_rules(language: str | None, conventions: dict | None) -> tuple[tuple[re.Pattern, str], ...]:
+    """The language's test -> subject rewrites (pattern, replacement), compiled once."""
+    return _compiled_rules(tuple(map(tuple, _table(conventions, language).get("tests", {}).get("subjects", ()))))
+
+
+def test_subjects(path: str, rules: tuple[tuple[re.Pattern, str], ...]) -> list[str]:
+    """Candidate paths of the source file a test exercises by its language's `subject_rules`, most specific first
+    (none when no rule matches)."""
+    out = [pattern.sub(replacement, path) for pattern, replacement in rules if pattern.search(path)]
+    return [p for p in dict.fromkeys(out) if p != path]  # (a search, then a sub where it matches: half subn's time)
 
 
 def manifest_names(conventions: dict | None) -> frozenset[str]:

@@ -187,6 +187,11 @@ def _python_module(path: str, package_dirs: frozenset[str]) -> str:
     return ".".join(parts)
 
 
+def _package_dirs(paths) -> frozenset[str]:
+    """The directories holding an __init__.py: Python packages, which name the modules below them."""
+    return frozenset(posixpath.dirname(p) for p in paths if p == "__init__.py" or p.endswith("/__init__.py"))
+
+
 def _module(path: str, language: str, text: str, package_dirs: frozenset[str]) -> str:
     """Module name by language: python dotted import, java package.Class, go package dir, else path sans extension."""
     if language == "python":
@@ -227,8 +232,8 @@ def file_facts(
 ) -> pd.DataFrame:
     """The indexed files (text, known language, not generated; their texts stay in decoded_files) with language (a
     C++ `.h` is C++), is_test (by the language's convention table when it has one), module, package, domain, n_lines.
-    Reused files (not decoded, see written_contents) take their facts from the previous KB, except python modules,
-    recomputed for every file: adding or removing an __init__.py renames modules."""
+    Reused files (not decoded, see written_contents) take their facts from the previous KB; their python modules are
+    computed again when the packages changed (adding or removing an __init__.py renames modules)."""
     skipped = set(skipped_generated) | set(skipped_unsupported)
     reused = decoded_files["reused"]
     keep = reused | (decoded_files["text"].notna() & decoded_files["language"].notna() & ~in_set(decoded_files["path"], skipped))
@@ -257,7 +262,9 @@ def file_facts(
     files = files.assign(**{c: facts[c].to_numpy() for c in columns})
     python = (files["language"] == "python").to_numpy(dtype=bool)
     all_paths = np.array(files["path"].tolist(), dtype=object)
-    package_dirs = frozenset(posixpath.dirname(p) for p in all_paths if p == "__init__.py" or p.endswith("/__init__.py"))
+    package_dirs = _package_dirs(all_paths)
+    if package_dirs == _package_dirs(previous_files["path"].tolist()):  # reused files keep their modules
+        python = python & ~files["reused"].to_numpy(dtype=bool)
     modules = files["module"].to_numpy(dtype=object, copy=True)
     modules[python] = [_python_module(p, package_dirs) for p in all_paths[python]]
     return files.drop(columns="row").assign(module=modules).astype({"is_test": bool, "n_lines": "int64"})

@@ -21,7 +21,7 @@ from collections import defaultdict
 import numpy as np
 import pandas as pd
 
-from dataflows.index.conventions import manifest_names, test_subjects
+from dataflows.index.conventions import manifest_names, subject_rules, test_subjects
 from dataflows.index.frames import conform, in_set, new_symbol_ids
 
 JS_LANGUAGES = frozenset({"javascript", "typescript", "tsx", "jsx"})
@@ -522,9 +522,11 @@ def test_edges(indexed_files: pd.DataFrame, language_conventions: dict | None = 
     src/test/java/.../FooTest.java -> src/main/java/.../Foo.java, __tests__/foo.test.ts -> foo.ts, ...)."""
     by_path = dict(zip(indexed_files["path"].tolist(), indexed_files["file_id"].tolist()))
     tests = indexed_files[indexed_files["is_test"].astype(bool)]
-    rows = []
+    rows, rules = [], {}
     for fid, path, language in zip(tests["file_id"].tolist(), tests["path"].tolist(), tests["language"].tolist()):
-        dst = next((by_path[c] for c in test_subjects(path, language, language_conventions) if c in by_path), None)
+        if language not in rules:
+            rules[language] = subject_rules(language, language_conventions)
+        dst = next((by_path[c] for c in test_subjects(path, rules[language]) if c in by_path), None)
         if dst is not None and dst != fid:
             rows.append((int(fid), int(dst)))
     return pd.DataFrame(rows, columns=["src_file_id", "dst_file_id"], dtype="int64")
