@@ -86,6 +86,7 @@ def test_symbol_name_terms_equal_name_words_of_every_name():
 def test_norms_match_norm_of_each_name():
     values = pd.Series(["RuleL031", "Rule_L031", "get-URL.v2", "İx", "Kelvin\u212a"])
     assert list(vocabulary.norms(values)) == [vocabulary.norm(v) for v in values]
+    assert list(vocabulary.norms(pd.Series(["a_b", None], dtype=object))) == ["ab", pd.NA]  # (a qualified name may be null)
 
 
 def test_word_index_groups_rows_by_sorted_word():

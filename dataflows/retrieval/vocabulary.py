@@ -177,15 +177,25 @@ def _carried_name_terms(names: pd.DataFrame, previous_names: pd.DataFrame, previ
     return pd.DataFrame({"code": terms["code"].to_numpy(np.int64)[order], "term": terms["term"].to_numpy(dtype=object)[order]})
 
 
-def norms(values: pd.Series) -> np.ndarray:
-    """`norm` of every value, Arrow-vectorised (lower case, then all but [a-z0-9.] removed: only ASCII remains)."""
-    values = values.astype("string[pyarrow]")
-    return values.str.lower().str.replace(r"[^a-z0-9.]", "", regex=True).astype(object).to_numpy()
+_NOT_NORM = re.compile(r"[^a-z0-9.]")
+
+
+def norms(values: pd.Series) -> pd.api.extensions.ExtensionArray:
+    """`norm` of every value, Arrow-vectorised (lower case, then all but [a-z0-9.] removed: only ASCII remains), as
+    Arrow strings (NA where a value is null). Underscores, all that most identifiers have to lose, go by a plain
+    replace; the regex runs only over the few values with anything else to remove (Django's symbols: 45 -> 15 ms)."""
+    values = pa.array(values.astype("string[pyarrow]").array)
+    lower = pc.utf8_lower(values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values)
+    out = pc.replace_substring(lower, "_", "")
+    odd = pc.fill_null(pc.match_substring_regex(out, _NOT_NORM.pattern), False)
+    if pc.any(odd).as_py():
+        out = pc.replace_with_mask(out, odd, pc.replace_substring_regex(out.filter(odd), _NOT_NORM.pattern, ""))
+    return pd.array(out, dtype="string[pyarrow]")
 
 
 def norm(name: str) -> str:
     """Identifier without case and separators, so 'RuleL031' meets 'Rule_L031'."""
-    return re.sub(r"[^a-z0-9.]", "", name.lower())
+    return _NOT_NORM.sub("", name.lower())
 
 
 def symbol_name_codes(kb_symbols: pd.DataFrame, names: pd.DataFrame) -> pd.DataFrame:
