@@ -9,6 +9,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
@@ -534,3 +535,24 @@ def test_in_set_answers_as_isin_whatever_holds_the_strings():
         for among in ({"a.py", "c.py"}, ["c.py", "x"], pd.Series(["c.py", None], dtype=object),
                       pd.Series(["b.py"], dtype="str"), set()):  # fmt: skip
             assert np.array_equal(in_set(values, among), values.isin(among).to_numpy(dtype=bool)), (dtype, among)
+
+
+def test_id_lookups_give_what_pandas_gives():
+    """`ids_in` (a table over dense ids) and `doc_count` (runs of an ordered column) equal isin and nunique, also for
+    the ids they hand back to pandas: unordered, sparse, negative, nullable, none."""
+    from dataflows.index.frames import doc_count, ids_in
+
+    rng = np.random.default_rng(7)
+    dense = pd.Series(np.sort(rng.integers(0, 500, 5000)).astype(np.int32))
+    cases = [
+        (dense, rng.integers(0, 600, 40)),
+        (dense.sample(frac=1, random_state=1).reset_index(drop=True), [3, 499, 10_000]),
+        (pd.Series([1, 10**9, 5]), [5, 10**9]),
+        (pd.Series([-1, 2, 3]), [-1, 3]),
+        (pd.Series([1, None, 3], dtype="Int64"), [3]),
+        (dense, []),
+        (pd.Series([], dtype="int64"), [1]),
+    ]
+    for values, ids in cases:
+        assert (ids_in(values, np.asarray(ids, dtype=np.int64)) == values.isin(ids).to_numpy(dtype=bool)).all()
+        assert doc_count(values) == values.nunique()

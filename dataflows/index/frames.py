@@ -36,6 +36,30 @@ def conform(frame: pd.DataFrame, table: str) -> pd.DataFrame:
     return out
 
 
+def ids_in(values: pd.Series, ids) -> np.ndarray:
+    """values.isin(ids) as a bool array, for a column of non-negative integer ids (file ids): looked up in a table over
+    their range, not hashed (a KB's ids are dense; 444,000 term rows: 0.5 ms instead of 2-3). Other values: isin."""
+    column, ids = values.to_numpy(), np.asarray(ids)
+    if not len(column) or not len(ids):
+        return np.zeros(len(column), dtype=bool)
+    if column.dtype.kind not in "iu" or ids.dtype.kind not in "iu" or min(column.min(), ids.min()) < 0:
+        return values.isin(ids).to_numpy(dtype=bool)
+    top = int(max(column.max(), ids.max()))
+    if top > 4 * (len(column) + len(ids)) + 1024:  # sparse ids: a table would be mostly empty
+        return values.isin(ids).to_numpy(dtype=bool)
+    table = np.zeros(top + 1, dtype=bool)
+    table[ids] = True
+    return table[column]
+
+
+def doc_count(docs: pd.Series) -> int:
+    """values.nunique() of a doc id column, by run boundaries when it is in order (a KB's term tables are)."""
+    values = docs.to_numpy()
+    if values.dtype.kind in "iu" and len(values) and (values[1:] >= values[:-1]).all():
+        return int(np.count_nonzero(values[1:] != values[:-1])) + 1
+    return int(docs.nunique())
+
+
 def in_set(values: pd.Series, among) -> np.ndarray:
     """values.isin(among) as a bool array. Arrow-backed strings (a KB's columns as read back) are looked up by Arrow
     itself: pandas' own isin makes a Python scalar of every value of `among` first (20 ms for Django's 4,000 paths)."""

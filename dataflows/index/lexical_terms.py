@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dataflows.index.frames import MAX_SLICES, conform, kept_rows, new_symbol_ids, ordered_by, previous_table
+from dataflows.index.frames import MAX_SLICES, conform, ids_in, kept_rows, new_symbol_ids, ordered_by, previous_table
 from dataflows.index.parsing import symbol_ids_of_locals
 
 
@@ -44,7 +44,7 @@ def kb_file_terms(
     new = parsed_file_terms  # each file's terms come sorted from the parse: ordering the files orders the rows
     new = ordered_by(new, "file_id")  # no copy when in order already
     previous = previous_table(previous_kb, "file_terms")
-    reused = kept_rows(previous, previous["file_id"].isin(indexed_files.loc[indexed_files["reused"], "file_id"]))
+    reused = kept_rows(previous, ids_in(previous["file_id"], indexed_files.loc[indexed_files["reused"], "file_id"]))
     return conform(_merged(reused, new, "file_id"), "file_terms")
 
 

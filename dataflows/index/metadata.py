@@ -9,7 +9,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dataflows.index.frames import conform, kept_rows, ordered_by, previous_table
+from dataflows.index.frames import conform, doc_count, ids_in, kept_rows, ordered_by, previous_table
 from dataflows.index.mapped import BATCH_ROWS, read_mapped, write_batches
 from dataflows.index.schema import arrow_schema
 from dataflows.lexical import sorted_term_codes
@@ -25,7 +25,7 @@ def kb_concept_terms(
     scored on: counted by the parse for new/changed files, the previous rows for unchanged ones; ordered by file_id."""
     counted = parsed_concept_terms
     previous = previous_table(previous_kb, "concept_terms")
-    carried = kept_rows(previous, previous["file_id"].isin(indexed_files.loc[indexed_files["reused"], "file_id"]))
+    carried = kept_rows(previous, ids_in(previous["file_id"], indexed_files.loc[indexed_files["reused"], "file_id"]))
     frames = [f for f in (carried, counted.astype({"term": carried["term"].dtype}) if len(carried) else counted) if len(f)]
     terms = pd.concat(frames, ignore_index=True) if frames else counted
     return conform(ordered_by(terms, "file_id"), "concept_terms")
@@ -69,7 +69,7 @@ def _concept_tf(kb_concept_terms: pd.DataFrame, kb_file_terms: pd.DataFrame, fil
     fallback_files = files.difference(with_concepts)
     frames = [
         kb_concept_terms if with_concepts.isin(files).all() else kept_rows(kb_concept_terms, np.isin(concept_files, files)),
-        kept_rows(kb_file_terms, kb_file_terms["file_id"].isin(fallback_files)) if len(fallback_files) else None,
+        kept_rows(kb_file_terms, ids_in(kb_file_terms["file_id"], fallback_files)) if len(fallback_files) else None,
     ]  # fmt: skip
     return [f[["file_id", "term", "tf"]] for f in frames if f is not None and len(f)]
 
@@ -77,7 +77,7 @@ def _concept_tf(kb_concept_terms: pd.DataFrame, kb_file_terms: pd.DataFrame, fil
 def _files_holding(terms: pd.Index, kb_concept_terms: pd.DataFrame, kb_file_terms: pd.DataFrame) -> pd.Index:
     """Files whose concepts are scored on one of these terms (as _concept_tf picks their rows)."""
     in_concepts = kb_concept_terms.loc[kb_concept_terms["term"].isin(terms), "file_id"]
-    fallback = ~kb_file_terms["file_id"].isin(kb_concept_terms["file_id"].unique()).to_numpy()
+    fallback = ~ids_in(kb_file_terms["file_id"], kb_concept_terms["file_id"].unique())
     in_fallback = kb_file_terms.loc[fallback & kb_file_terms["term"].isin(terms).to_numpy(), "file_id"]
     return pd.Index(pd.concat([in_concepts, in_fallback]).unique()).astype("int64")
 
@@ -86,13 +86,13 @@ def _changed_document_frequencies(kb_file_terms: pd.DataFrame, indexed_files: pd
                                   previous_terms: pd.DataFrame):
     """Terms whose document frequency differs from the previous KB's (previous_ids: its files), or None when the
     number of documents did."""
-    if kb_file_terms["file_id"].nunique() != previous_terms["file_id"].nunique():
+    if doc_count(kb_file_terms["file_id"]) != doc_count(previous_terms["file_id"]):
         return None
     reused = indexed_files["reused"].fillna(False).astype(bool).to_numpy()
     parsed = indexed_files.loc[~reused, "file_id"]  # (looked up in the few files that are not reused, not the many that are)
-    before = previous_ids[~previous_ids.isin(indexed_files.loc[reused, "file_id"])]
-    new = kb_file_terms.loc[kb_file_terms["file_id"].isin(parsed), "term"].astype(object).value_counts()
-    old = previous_terms.loc[previous_terms["file_id"].isin(before), "term"].astype(object).value_counts()
+    before = previous_ids[~ids_in(previous_ids, indexed_files.loc[reused, "file_id"])]
+    new = kb_file_terms.loc[ids_in(kb_file_terms["file_id"], parsed), "term"].astype(object).value_counts()
+    old = previous_terms.loc[ids_in(previous_terms["file_id"], before), "term"].astype(object).value_counts()
     delta = new.sub(old, fill_value=0)
     return delta.index[delta != 0]
 
@@ -122,7 +122,7 @@ def _document_frequencies(kb_file_terms: pd.DataFrame, among: pa.Array | None = 
     else:
         tally = pc.value_counts(values)
         distinct, counts = tally.field("values"), tally.field("counts").to_numpy(zero_copy_only=False)
-    return kb_file_terms["file_id"].nunique(), distinct, counts
+    return doc_count(kb_file_terms["file_id"]), distinct, counts
 
 
 def _scored_concepts(tf: pd.DataFrame, frequencies: tuple[int, pa.Array, np.ndarray]) -> pd.Series:
