@@ -118,6 +118,15 @@ def stacked_terms(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFram
 def new_symbol_ids(old_ids: pd.Series, symbol_keys: pd.DataFrame) -> pd.Series:
     """This run's symbol_id of each previous symbol_id (NaN where its file was not reused or the value is null), as
     `old_ids.map(...)` would give, through an array lookup: re-keying a million term rows takes milliseconds."""
+    found = new_symbol_id_array(old_ids, symbol_keys)
+    if (found >= 0).all():
+        return pd.Series(found, index=old_ids.index)
+    return pd.Series(np.where(found >= 0, found, np.nan), index=old_ids.index)
+
+
+def new_symbol_id_array(old_ids: pd.Series, symbol_keys: pd.DataFrame) -> np.ndarray:
+    """`new_symbol_ids` as int64, -1 where there is none: for a caller that drops those rows anyway (no float copy of
+    Django's 940,000 symbol term rows)."""
     reused = symbol_keys[symbol_keys["old_id"] >= 0]
     old, new = reused["old_id"].to_numpy(dtype=np.int64), reused["symbol_id"].to_numpy(dtype=np.int64)
     if isinstance(old_ids.dtype, np.dtype) and old_ids.dtype.kind in "iu":  # no nulls: no float copy, no mask
@@ -130,13 +139,10 @@ def new_symbol_ids(old_ids: pd.Series, symbol_keys: pd.DataFrame) -> pd.Series:
     lookup = np.full(max(top, int(old.max()) if len(old) else -1) + 1, -1, dtype=np.int64)
     lookup[old] = new
     if known is None:
-        found = lookup[values]
-    else:
-        found = np.full(len(values), -1, dtype=np.int64)
-        found[known] = lookup[values[known].astype(np.int64)]
-    if (found >= 0).all():
-        return pd.Series(found, index=old_ids.index)
-    return pd.Series(np.where(found >= 0, found, np.nan), index=old_ids.index)
+        return lookup[values]
+    found = np.full(len(values), -1, dtype=np.int64)
+    found[known] = lookup[values[known].astype(np.int64)]
+    return found
 
 
 # the id columns of each KB table, and the columns whose order a table is kept in (as a fresh index writes it)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dataflows.index.frames import MAX_SLICES, conform, ids_in, kept_rows, new_symbol_ids, ordered_by, previous_table
+from dataflows.index.frames import MAX_SLICES, conform, ids_in, kept_rows, new_symbol_id_array, ordered_by, previous_table
 from dataflows.index.parsing import symbol_ids_of_locals
 
 
@@ -59,6 +59,7 @@ def kb_symbol_terms(
     new = pd.DataFrame({"symbol_id": ids, "term": new["term"].array, "tf": new["tf"].to_numpy()}, copy=False)  # shared
     new = ordered_by(new, "symbol_id")  # each symbol's terms come sorted from the parse, symbols in id order
     previous = previous_table(previous_kb, "symbol_terms")
-    reused = previous.assign(symbol_id=new_symbol_ids(previous["symbol_id"], symbol_keys))
-    reused = kept_rows(reused, reused["symbol_id"].notna())
+    ids = new_symbol_id_array(previous["symbol_id"], symbol_keys)
+    kept = ids >= 0
+    reused = kept_rows(previous, kept).assign(symbol_id=ids[kept].astype(np.int32))
     return conform(_merged(reused, new, "symbol_id"), "symbol_terms")
