@@ -85,8 +85,9 @@ def _collector_paused():
 def _index_locked(repo: Path, kb_dir: Path, history, max_file_bytes, on_progress, history_from, workers) -> dict:
     started = time.perf_counter()  # the whole run: reading the previous KB, indexing, writing the new one
     walk = sources.source_paths(repo)
+    cache = stat_cache.read_cache(kb_dir)  # (read once: the fast exit and the scan both consult it)
     if history_from is None:
-        unchanged = stat_cache.unchanged_stats(repo, kb_dir, walk, history, max_file_bytes)
+        unchanged = stat_cache.unchanged_stats(repo, kb_dir, walk, history, max_file_bytes, cache)
         if unchanged is not None:
             return {**unchanged, "seconds": round(time.perf_counter() - started, 3)}
     from dataflows.index.metadata import CONTENTS_FILE
@@ -111,7 +112,7 @@ def _index_locked(repo: Path, kb_dir: Path, history, max_file_bytes, on_progress
         except CraError as exc:
             notes.append(f"previous KB not reused: {exc}")
     scanned_ns = time.time_ns()
-    known = _known_files(kb_dir, previous, skipped)  # (scan_sources is looked up on its module: tests/kb_compare.py substitutes it)
+    known = _known_files(cache, previous, skipped)  # (scan_sources is looked up on its module: tests/kb_compare.py substitutes it)
     scan = sources.scan_sources(repo, max_file_bytes=max_file_bytes, known=known, walk=walk)
     contents_dir = Path(tempfile.mkdtemp(dir=kb_dir, prefix=".tmp-contents-"))  # the run writes contents there; linked
     try:
@@ -152,12 +153,11 @@ def resumable_batches(kb_dir: Path) -> int:
     return sum(1 for _ in (Path(kb_dir) / RESUME_DIR).glob("*/*.pickle"))
 
 
-def _known_files(kb_dir: Path, previous: dict | None, skipped: dict[str, list[str]]):
+def _known_files(cache: stat_cache.StatCache | None, previous: dict | None, skipped: dict[str, list[str]]):
     """The stat cache's vouching function, or None: for files the previous KB indexed with the content the cache
     recorded, and, when the index code is the same, for files the last run left out (`skipped`: reason -> paths)
     but for manifests, whose text the dataflow reads."""
-    cache = stat_cache.read_cache(kb_dir) if previous is not None and "files" in previous else None
-    if cache is None:
+    if cache is None or previous is None or "files" not in previous:
         return None
     from dataflows.index.conventions import manifest_names
     from drivers.conventions import load_conventions

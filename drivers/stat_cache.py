@@ -116,12 +116,13 @@ def write_cache(kb_dir: Path, cache: StatCache) -> None:
     write_text_atomic(Path(kb_dir) / CACHE_FILE, json.dumps(data, separators=(",", ":")))
 
 
-def unchanged_stats(repo: Path, kb_dir: Path, walk: SourcePaths, history: int, max_file_bytes: int) -> dict | None:
+def unchanged_stats(repo: Path, kb_dir: Path, walk: SourcePaths, history: int, max_file_bytes: int,
+                    cache: StatCache | None) -> dict | None:
     """The live KB's run statistics when re-indexing repo (walked: `walk`) would rebuild exactly that KB (same paths,
-    same contents, same fingerprint), else None. Files whose stat changed or is racy are hashed; when all of them kept their
-    content the cache is refreshed with their new stats (the KB itself is never written here)."""
+    same contents, same fingerprint), else None. cache: `read_cache(kb_dir)`. Files whose stat changed or is racy are
+    hashed; when all of them kept their content the cache is refreshed with their new stats (the KB itself is never
+    written here)."""
     started, scanned_ns = time.perf_counter(), time.time_ns()
-    cache = read_cache(kb_dir)
     if cache is None:
         return None
     if walk.paths.keys() != cache.entries.keys():
