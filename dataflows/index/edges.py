@@ -23,6 +23,7 @@ import pandas as pd
 
 from dataflows.index.conventions import manifest_names, subject_rules, test_subjects
 from dataflows.index.frames import conform, in_set, new_symbol_ids
+from dataflows.index.mapped import values_at
 
 JS_LANGUAGES = frozenset({"javascript", "typescript", "tsx", "jsx"})
 JS_EXTENSIONS = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".d.ts")
@@ -57,7 +58,7 @@ def manifest_texts(
     contents = previous_kb["contents"]
     rows = pd.Index(contents["file_id"]).get_indexer(ids.to_numpy())  # a few rows of the (large) text column
     carried = pd.DataFrame({"path": reused.to_numpy(dtype=object)[rows >= 0],
-                            "text": contents["text"].iloc[rows[rows >= 0]].to_numpy(dtype=object)})  # fmt: skip
+                            "text": pd.Series(values_at(contents["text"], rows[rows >= 0]), dtype=object)})  # fmt: skip
     return pd.concat([fresh, carried], ignore_index=True).sort_values("path", ignore_index=True)
 
 

@@ -28,7 +28,8 @@ import pandas as pd
 from dataflows.lexical import Bm25Index
 from dataflows.retrieval import vocabulary
 from dataflows.retrieval.models import TIER_ORDER, FileContext, ScopedSymbols, SymbolContext, TaskQuery
-from dataflows.retrieval.symbol_table import SymbolTable, values_at
+from dataflows.index.mapped import values_at
+from dataflows.retrieval.symbol_table import SymbolTable
 from dataflows.retrieval.markdown import shown_text
 from dataflows.retrieval.symbol_signals import SYMBOL_SIGNALS
 

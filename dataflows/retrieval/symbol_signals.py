@@ -34,7 +34,8 @@ from dataflows.lexical import Bm25Index
 from dataflows.retrieval import vocabulary
 from dataflows.retrieval.hints import path_matches
 from dataflows.retrieval.models import ScopedSymbols, TaskQuery
-from dataflows.retrieval.symbol_table import SymbolTable, values_at
+from dataflows.index.mapped import values_at
+from dataflows.retrieval.symbol_table import SymbolTable
 
 # what a fix changes: interfaces, type aliases and enums too (13 of 342 development cases changed one; 7 in TS)
 CANDIDATE_KINDS = ("function", "method", "class", "interface", "type_alias", "enum")

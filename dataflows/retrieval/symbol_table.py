@@ -23,17 +23,6 @@ def arrow_strings(values: pd.Series) -> pa.Array:
     return pa.array(values.to_numpy(dtype=object), type=pa.string(), from_pandas=True)
 
 
-def values_at(values: pd.Series, positions) -> list:
-    """The values at a few row positions as Python objects. An Arrow-backed column (a loaded KB's, memory-mapped in
-    chunks) is read value by value: pandas' take concatenates every chunk first, which cost a request on OpenJDK's
-    525 MB of file texts a second to read four of them."""
-    array = values.array
-    if not hasattr(array, "__arrow_array__"):
-        return values.iloc[positions].tolist()
-    array = pa.array(array)
-    return [array[int(i)].as_py() for i in positions]
-
-
 class TakenStrings:
     """A string column left in Arrow: rows become Python str only when taken (`column[rows]`, nulls as `missing`).
 
