@@ -17,7 +17,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from drivers import sources, stat_cache
+from drivers import sources, stat_cache, tokens
 from drivers.errors import CraError
 from drivers.kb_dir import check_writable, default_kb_dir
 from drivers.locks import exclusive_lock
@@ -65,7 +65,10 @@ def index_repository(
     kb_dir = Path(kb_dir) if kb_dir else default_kb_dir(repo)
     check_writable(kb_dir)
     with exclusive_lock(index_lock_path(kb_dir), on_wait=on_wait), _collector_paused():
-        return _index_locked(repo, kb_dir, history, max_file_bytes, on_progress, history_from, workers)
+        try:
+            return _index_locked(repo, kb_dir, history, max_file_bytes, on_progress, history_from, workers)
+        finally:
+            tokens.release()
 
 
 @contextlib.contextmanager
@@ -90,11 +93,11 @@ def _index_locked(repo: Path, kb_dir: Path, history, max_file_bytes, on_progress
         unchanged = stat_cache.unchanged_stats(repo, kb_dir, walk, history, max_file_bytes, cache)
         if unchanged is not None:
             return {**unchanged, "seconds": round(time.perf_counter() - started, 3)}
+    tokens.preload()  # cl100k loads in a helper process while this one imports and reads the previous KB
     from dataflows.index.metadata import CONTENTS_FILE
     from dataflows.index.schema import TABLES
     from drivers.index_dag import PARALLEL_MIN_FILES, index_frames
     from drivers.kb import live_version, read_metadata, read_tables, write_kb
-    from drivers.tokens import tokens_are_exact
 
     previous, skipped, import_context, notes = None, {}, None, []
     if live_version(kb_dir) is not None:
@@ -120,7 +123,7 @@ def _index_locked(repo: Path, kb_dir: Path, history, max_file_bytes, on_progress
                                      on_progress=on_progress, history_from=history_from, workers=workers, scan=scan,
                                      previous_skipped=skipped, previous_import_context=import_context,
                                      resume_dir=kb_dir / RESUME_DIR, contents_dir=contents_dir)
-        exact = tokens_are_exact() if stats["n_parsed"] or previous is None else previous_exact
+        exact = tokens.tokens_are_exact() if stats["n_parsed"] or previous is None else previous_exact
         if stats.get("n_resumed"):
             notes.append(f"resumed: {stats['n_resumed']} files parsed by an interrupted run were not parsed again")
         stats = {**stats, "seconds": round(time.perf_counter() - started, 3), "notes": notes, "tokens_exact": exact}

@@ -10,7 +10,9 @@ import binascii
 import hashlib
 import marshal
 import os
+import pickle
 import re
+import signal
 import sys
 import threading
 from collections import OrderedDict
@@ -34,6 +36,7 @@ _load_lock = threading.Lock()
 _counts: OrderedDict[str, int] = OrderedDict()
 _long_counts: OrderedDict[str, int] = OrderedDict()
 _long_chars = 0
+_helper: _Helper | None = None
 
 
 def _ranks_cache(expected_hash: str | None) -> Path | None:
@@ -100,9 +103,97 @@ def encoding():
     return _loaded
 
 
+class _Helper:
+    """cl100k loaded in a forked process, asked for counts over a pipe: the index starts it (`preload`) before it
+    imports pandas and reads the KB, so that two cores do at once what one did in turn (the encoding's 70 ms were
+    a tenth of re-indexing one file of Django)."""
+
+    def __init__(self):
+        requests, self._requests_w = os.pipe()
+        self._replies_r, replies = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:  # the child: answers until the parent closes its end (or exits)
+            try:
+                _serve(requests, replies)
+            finally:
+                os._exit(0)
+        os.close(requests)
+        os.close(replies)
+        self._requests = os.fdopen(self._requests_w, "wb")
+        self._replies = os.fdopen(self._replies_r, "rb")
+        self._lock = threading.Lock()
+
+    def ask(self, op: str, text: str | None):
+        with self._lock:  # (nodes may count from threads)
+            pickle.dump((op, text), self._requests, protocol=pickle.HIGHEST_PROTOCOL)
+            self._requests.flush()
+            return pickle.load(self._replies)
+
+    def close(self) -> None:
+        with suppress(OSError):
+            self._requests.close()
+        with suppress(OSError):
+            self._replies.close()
+        with suppress(ChildProcessError):
+            os.waitpid(self.pid, 0)  # (at once: the child has loaded by the time an index run ends, and sees EOF)
+
+
+def _serve(requests: int, replies: int) -> None:
+    """The helper's loop: load the encoding, then answer each (op, text) until end of input."""
+    global _helper
+    _helper = None
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; the child ends with its pipe
+    low = 3
+    for fd in sorted((requests, replies)):  # no other inherited descriptor is held open (e.g. the KB's lock)
+        os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, 1 << 16)
+    answers = {"exact": lambda _: tokens_are_exact(), "count": count_tokens, "lines": count_line_tokens}
+    count_line_tokens("warm up\n")  # the encoding, numpy and the token lengths, before the first question
+    with os.fdopen(requests, "rb") as inp, os.fdopen(replies, "wb") as out:
+        while True:
+            try:
+                op, text = pickle.load(inp)
+            except EOFError:
+                return
+            pickle.dump(answers[op](text), out, protocol=pickle.HIGHEST_PROTOCOL)
+            out.flush()
+
+
+def preload() -> None:
+    """Start loading cl100k in a helper process, to be asked for this process's counts until `release`. Only in a
+    process with one thread (a fork copies no other thread, and a lock one held stays held) that has not loaded it."""
+    global _helper
+    if _helper is None and _loaded is _UNLOADED and hasattr(os, "fork") and threading.active_count() == 1:
+        with suppress(OSError):
+            _helper = _Helper()
+
+
+def release() -> None:
+    """Stop the helper: counts are made in this process again (the encoding loaded when first needed)."""
+    global _helper
+    helper, _helper = _helper, None
+    if helper is not None:
+        helper.close()
+
+
+def _asked(op: str, text: str | None):
+    """The helper's answer, or None when there is no helper (or it died: then never again)."""
+    global _helper
+    helper = _helper
+    if helper is None:
+        return None
+    try:
+        return helper.ask(op, text)
+    except (OSError, EOFError, pickle.UnpicklingError):
+        release()
+        return None
+
+
 def tokens_are_exact() -> bool:
     """Whether counts come from cl100k (False means the len/4 estimate is in use and output must say so)."""
-    return encoding() is not None
+    answer = _asked("exact", None)
+    return answer if answer is not None else encoding() is not None
 
 
 def _pieces(text: str) -> list[str]:
@@ -129,14 +220,9 @@ def count_tokens(text: str) -> int:
     cache = _long_counts if long else _counts
     count = cache.get(text)
     if count is None:
-        enc = encoding()
-        pieces = _pieces(text) if len(text) > SPLIT_CHARS and enc is not None else [text]
-        if len(pieces) > 1:
-            count, known = 0, _counts.get
-            for piece in pieces:
-                count += known(piece) or count_tokens(piece)
-        else:
-            count = (len(text) + 3) // 4 if enc is None else len(enc.encode_ordinary(text))
+        count = _asked("count", text) if _helper is not None else None
+        if count is None:
+            count = _counted(text)
         cache[text] = count
         if not long and len(cache) > CACHED_TEXTS:
             cache.popitem(last=False)
@@ -144,6 +230,16 @@ def count_tokens(text: str) -> int:
         while _long_chars > CACHED_LONG_CHARS and len(_long_counts) > 1:
             _long_chars -= len(_long_counts.popitem(last=False)[0])
     return count
+
+
+def _counted(text: str) -> int:
+    """count_tokens in this process (no remembered count of the whole text)."""
+    enc = encoding()
+    pieces = _pieces(text) if len(text) > SPLIT_CHARS and enc is not None else [text]
+    if len(pieces) > 1:
+        known = _counts.get
+        return sum(known(piece) or count_tokens(piece) for piece in pieces)
+    return (len(text) + 3) // 4 if enc is None else len(enc.encode_ordinary(text))
 
 
 @lru_cache(maxsize=1)
@@ -175,6 +271,9 @@ def count_line_tokens(text: str):
     """
     import numpy as np
 
+    answer = _asked("lines", text)
+    if answer is not None:
+        return answer
     data = text.encode("utf-8")
     newlines = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
     n_lines = len(newlines) + (0 if data.endswith(b"\n") or not data else 1)

@@ -399,6 +399,45 @@ def test_cli_retrieve_imports_neither_parsers_nor_the_indexer_nor_hamiltons_plug
     assert "HEAVY [] 0" in out.stderr and "validate_login" in out.stdout
 
 
+def _probe(script: str, *args: str) -> str:
+    """stdout of a script run in a fresh process with one thread (the helper is only forked from such a process)."""
+    done = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, check=True, timeout=120)
+    return done.stdout
+
+
+def test_an_index_run_counts_tokens_in_a_helper_process_loaded_meanwhile(tmp_path):
+    """A one-file re-index of Django spent 70 ms loading cl100k in turn: a forked helper loads it while the run imports
+    pandas and reads the KB, then answers every count; the run ends it (reaped) and its counts are exact."""
+    repo = make_repo(tmp_path / "repo", git=False)
+    probe = (
+        "import os, sys, json; from pathlib import Path; from drivers import tokens; from drivers.indexer import index_repository;"
+        "from drivers.kb import read_tables; index_repository(Path(sys.argv[1]), Path(sys.argv[2]), history=0);"
+        "files = read_tables(Path(sys.argv[2]), ['files'])['files'];"
+        "reaped = True\ntry: os.waitpid(-1, os.WNOHANG)\nexcept ChildProcessError: reaped = True\nelse: reaped = False\n"
+        "print(json.dumps([tokens._loaded is tokens._UNLOADED, tokens._helper is None, reaped,"
+        " dict(zip(files['path'], files['tokens'].astype(int).tolist()))]))"
+    )
+    unloaded, released, reaped, counted = json.loads(_probe(probe, str(repo), str(tmp_path / "kb")))
+    assert unloaded and released and reaped  # counted by the helper, which is gone
+    exact = {p: tokens.count_tokens((repo / p).read_text()) for p in counted if p.endswith(".py")}
+    assert exact and {p: counted[p] for p in exact} == exact
+
+
+def test_counts_go_on_in_process_when_the_helper_dies_and_it_holds_no_inherited_lock(tmp_path):
+    """The helper closes what it inherited (the KB's lock stays the parent's to release); killed, it is not missed."""
+    lock = tmp_path / "kb.lock"
+    probe = (
+        "import fcntl, os, signal, sys, json; from drivers import tokens;"
+        "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT); fcntl.flock(fd, fcntl.LOCK_EX); tokens.preload();"
+        "asked = tokens.count_tokens('def helped(x):'); os.close(fd); other = os.open(sys.argv[1], os.O_RDWR);"
+        "fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB); os.kill(tokens._helper.pid, signal.SIGKILL);"  # (else blocked)
+        "print(json.dumps([asked, tokens.count_line_tokens('a = 1\\nb = 2\\n').tolist(), tokens._helper is None]))"
+    )
+    asked, lines, gone = json.loads(_probe(probe, str(lock)))
+    assert asked == tokens.count_tokens("def helped(x):") and gone
+    assert lines == tokens.count_line_tokens("a = 1\nb = 2\n").tolist()
+
+
 def test_symbol_tiers_from_the_kb_name_tables_equal_splitting_names_per_request(indexed):
     kb = fresh_kb(indexed)
     nodes = ("scope", "task_query", "precision_terms", "symbol_ranking", "symbol_tiers")
