@@ -233,10 +233,10 @@ def _n_changed(source_files: pd.DataFrame, previous_kb: dict[str, pd.DataFrame] 
     if not previous_kb or "files" not in previous_kb or previous_kb["files"].empty:
         changed = read["path"]
     else:
-        previous = previous_kb["files"]
-        known = pd.MultiIndex.from_arrays([previous["path"].astype(object), previous["hash"].astype(object)])
-        scanned = pd.MultiIndex.from_arrays([read["path"].astype(object), read["hash"].astype(object)])
-        changed = read.loc[~scanned.isin(known), "path"]
+        previous = previous_kb["files"]  # (the few files read looked up among the previous ones: no index of pairs)
+        at = pd.Index(previous["path"]).get_indexer(read["path"])
+        known = previous["hash"].to_numpy(dtype=object)[at]
+        changed = read.loc[(at < 0) | (known != read["hash"].to_numpy(dtype=object)), "path"]
     return sum(language_of(p) is not None for p in changed)
 
 
