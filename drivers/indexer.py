@@ -103,7 +103,10 @@ def _index_locked(repo: Path, kb_dir: Path, history, max_file_bytes, on_progress
     if live_version(kb_dir) is not None:
         try:
             previous_metadata = read_metadata(kb_dir)
-            if previous_metadata.get("index_code") == stat_cache.code_digest():
+            if cache is not None and cache.entries and not any(path in walk.paths for path in cache.entries):
+                notes.append("previous KB not reused: none of the files it indexed is in this tree (another directory "
+                             "indexed into the same --kb?)")  # (held while every file is parsed again: 3.5x the memory)
+            elif previous_metadata.get("index_code") == stat_cache.code_digest():
                 previous = read_tables(kb_dir, TABLES)
                 # nothing re-counted: every count is the previous KB's (tiktoken is then not loaded at all)
                 previous_exact = previous_metadata.get("tokenizer") == "cl100k_base"
