@@ -89,7 +89,7 @@ def _read_table(version: Path, name: str, arrow_lists: bool = False) -> pd.DataF
     if name in _MAPPED and path.is_file():
         return read_mapped(path, arrow_backed=name in TEXT_TABLES)
     lists = (lambda t: pd.ArrowDtype(t) if pa.types.is_list(t) else None) if arrow_lists else None
-    return pq.read_table(version / f"{name}.parquet").to_pandas(types_mapper=lists)
+    return pq.ParquetFile(version / f"{name}.parquet").read().to_pandas(types_mapper=lists)  # (not pq.read_table: its dataset layer cost 10-20 ms more)
 
 
 def _write_lexicon(staging: Path, terms: str, frame: pd.DataFrame) -> None:
@@ -312,7 +312,7 @@ def _read_terms(kb_dir: Path, name: str) -> pd.DataFrame:
         if (version / table_file(name)).is_file():
             frame = read_mapped(version / table_file(name), arrow_backed=False)
             return frame.assign(term=frame["term"].astype("category"))
-        return pq.read_table(version / f"{name}.parquet", read_dictionary=["term"]).to_pandas()  # (an older version's)
+        return pq.ParquetFile(version / f"{name}.parquet", read_dictionary=["term"]).read().to_pandas()  # (an older version's)
     except (OSError, pa.ArrowException) as exc:
         raise CraError(f"The knowledge base at {kb_dir} is damaged ({exc}). Re-run `cra index REPO`.") from None
 
