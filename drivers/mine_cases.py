@@ -10,7 +10,8 @@ problem (fix/bug/crash/...), touching 1-3 existing non-test, non-generated sourc
 docs and changelogs may change too). Test and non-source paths are judged by the convention tables
 (`data/conventions/*.toml`). The case text is the commit message (subject + body, trailers dropped; never the
 diff), gold_files the changed non-test source files, gold_functions the def/class around each edit at the
-parent (`dataflows.evaluation.cases` patch helpers), base_commit the parent. The newest PER_REPO cases of each
+parent (`dataflows.evaluation.cases` patch helpers; not the functions their attributes make tests, Rust's inline
+`#[test]`s), base_commit the parent. The newest PER_REPO cases of each
 repository are kept (PER_REPO for the development set, TRAIN_PER_REPO for the training set, so that no repository
 outweighs the rest). Prints how many commits each filter removed. Records are in the shared format of
 `../shared/eval/dev.jsonl` plus `language` (python, go, rust, javascript, java, c, cpp, ruby, php, csharp).
@@ -27,7 +28,7 @@ from collections import Counter
 from pathlib import Path
 
 from dataflows.evaluation.cases import patch_edits, patch_symbols
-from dataflows.index.conventions import is_non_source_path, is_test_path
+from dataflows.index.conventions import is_non_source_path, is_test_path, test_attribute_pattern
 from dataflows.index.discovery import is_generated
 from dataflows.index.parsers import language_of, parse_source
 from dataflows.index.parsers.models import ParsedFile
@@ -166,6 +167,15 @@ def _authored(git_dir: Path, parent: str, gold: list[str]) -> list[str]:
     return [p for p in gold if not is_generated(p, read_at_commit(git_dir, parent, p) or "")]
 
 
+def _test_functions(parsed: ParsedFile | None, language: str | None) -> set[str]:
+    """Qualified names of the functions its language's test attributes make tests (Rust's inline `#[test]` fns): a
+    regression test the fix adds beside the code is not code to find, as the tests in test files are not."""
+    pattern = test_attribute_pattern(language, load_conventions())
+    if parsed is None or pattern is None:
+        return set()
+    return {s.qualified_name for s in parsed.symbols if any(pattern.search(d) for d in s.decorators)}
+
+
 def _record(git_dir: Path, repo: str, family: str, sha: str, parent: str, date: str, text: str, gold: list[str]) -> dict:
     """One case in the shared format, with gold_edits and gold_functions from the fix's diff at the parent."""
     patch = _git(git_dir, "diff", "--no-renames", parent, sha, "--", *gold)
@@ -176,7 +186,8 @@ def _record(git_dir: Path, repo: str, family: str, sha: str, parent: str, date: 
         source = read_at_commit(git_dir, parent, edit.path) or ""
         language = language_of(edit.path)
         parsed = parse_source(language, source) if language else None
-        functions += patch_symbols(edit, parsed or ParsedFile(), source)
+        tests = _test_functions(parsed, language)
+        functions += [f for f in patch_symbols(edit, parsed or ParsedFile(), source) if f.partition("::")[2] not in tests]
     owner, name = repo.split("/")
     return {"instance_id": f"{owner}__{name}-{sha[:10]}", "repo": repo, "base_commit": parent, "created_at": date,
             "problem_statement": text, "gold_files": gold, "gold_edits": edits,

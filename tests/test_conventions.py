@@ -196,6 +196,25 @@ def test_miner_leaves_out_a_generated_amalgamation_a_cpp_fix_also_changed(tmp_pa
     assert cases[0]["gold_functions"] == ["include/impl/parser.inl::t.parse_key"]
 
 
+def test_miner_leaves_rust_inline_tests_out_of_the_gold_functions(tmp_path):
+    """A Rust fix that adds a `#[test]` beside the code it fixes: the gold is the fixed function, not the test."""
+    from drivers.mine_cases import mine_repository
+
+    def lib(value: int, test: str) -> str:
+        return (f"pub fn parse() -> u32 {{\n    {value}\n}}\n\n#[cfg(test)]\nmod tests {{\n    use super::*;\n\n"
+                f"    #[test]\n    fn parses() {{\n        assert_eq!(parse(), {value});\n    }}\n{test}}}\n")  # fmt: skip
+
+    repo = _tree(tmp_path / "r", {"src/lib.rs": lib(1, "")})
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "initial import")
+    (repo / "src/lib.rs").write_text(lib(2, "\n    #[test]\n    fn parses_empty() {\n        assert_eq!(parse(), 2);\n    }\n"))
+    _git(repo, "commit", "-qam", "Fix parse returning the wrong count (#7)")
+    [case], _ = mine_repository(repo / ".git", "ex/r", "rust", load_conventions())
+    assert case["gold_files"] == ["src/lib.rs"]
+    assert case["gold_functions"] == ["src/lib.rs::parse"]
+
+
 def test_refreshed_gold_is_named_as_the_parsers_name_symbols_now(tmp_path, capsys):
     """A case mined when the Java parser named every enum constant's method `State.read` is renamed by
     --refresh-gold to the method the fix changed, `State.Tag.read`; the rest of the case file is kept as it was."""
