@@ -1,4 +1,6 @@
-"""Per-language figures of `cra evaluate` runs (issue 18): Acc@1/5/10 of the pipeline with BM25 beside it.
+"""Per-language figures of `cra evaluate` runs (issue 18): Acc@1/5/10 of the pipeline with BM25 beside it, and
+Acc@5 apart for one-file and multi-file fixes (Acc@k needs every gold file in the top k, so a language whose fixes
+span more files scores lower at the same per-file quality).
 
     python -m drivers.language_report --cases data/eval/multilang.jsonl out/ml-base [out/ml-conventions ...]
 
@@ -34,9 +36,13 @@ def case_languages(case_file: Path) -> pd.Series:
 
 
 def language_table(results: pd.DataFrame, languages: pd.Series) -> pd.DataFrame:
-    """Per language (and all): n, pipeline Acc@1/5/10 and BM25 Acc@1/5/10 over the evaluated cases of one run."""
+    """Per language (and all): n, pipeline Acc@1/5/10 and BM25 Acc@1/5/10 over the evaluated cases of one run; the
+    share of multi-file fixes and the pipeline's Acc@5 on one-file and on multi-file fixes."""
     ok = results[results["status"] == "ok"].join(languages, on="case_id")
-    columns = [*METRICS, *(f"bm25_{m}" for m in METRICS)]
+    multi = ok["n_expected_files"] > 1
+    ok = ok.assign(multi=multi.astype(float), **{"acc@5 one-file": ok["file_acc@5"].where(~multi),
+                                                 "acc@5 multi-file": ok["file_acc@5"].where(multi)})
+    columns = [*METRICS, *(f"bm25_{m}" for m in METRICS), "multi", "acc@5 one-file", "acc@5 multi-file"]
     table = ok.groupby("language")[columns].mean()
     table.loc["all"] = ok[columns].mean()
     table.insert(0, "n", ok.groupby("language").size().reindex(table.index).fillna(len(ok)).astype(int))
