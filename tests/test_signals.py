@@ -231,6 +231,19 @@ def test_seed_files_from_specific_symbol_hints_only():
     assert list(qualified.index) == [1] and qualified[1] == "symbol hint 'tools.cosd'"
 
 
+def test_a_member_the_task_adds_seeds_the_file_defining_its_type():
+    files = kb_files("src/error.rs", "src/client.rs", "src/dns.rs", "tests/test_error.rs")
+    symbols = kb_symbols((0, "Error"), (0, "Error.is_timeout"), (1, "Error"), (2, "Resolver"), (3, "Error"))
+    symbols["kind"] = ["class", "method", "type_alias", "class", "class"]
+    added = signals.seed_files(files, symbols, query(symbol_hints=["Error.is_dns"]))
+    assert list(added.index) == [0] and added[0] == "type 'Error' of 'Error.is_dns'"
+    existing = signals.seed_files(files, symbols, query(symbol_hints=["Error.is_timeout"]))
+    assert list(existing.index) == [0] and existing[0] == "symbol hint 'Error.is_timeout'"
+    symbols.loc[3, ["name", "qualified_name"]] = "Error"  # a second type of that name: no single owner
+    assert signals.seed_files(files, symbols, query(symbol_hints=["Error.is_dns"])).empty
+    assert signals.seed_files(files, symbols, query(symbol_hints=["Unknown.is_dns"])).empty
+
+
 def test_symbol_lexical_match_takes_each_files_best_symbol():
     files = kb_files("a.py", "b.py", "c.py")
     symbols = kb_symbols((0, "parse_alias"), (0, "unrelated"), (1, "alias"), (1, "alias_join_parse"))

@@ -26,6 +26,7 @@ PATH_SCORES = {("whole", True): 1.0, ("whole", False): 0.8, ("word", True): 0.7,
                ("prefix", True): 0.4, ("prefix", False): 0.3}
 SYMBOL_EXACT, SYMBOL_SUBSTRING, SYMBOL_CONSTITUENT = 1.0, 0.5, 0.3
 MIN_PREFIX_LEN = 3
+TYPE_KINDS = ("class", "enum", "interface", "trait")  # symbol kinds that own members
 
 
 def _zeros(kb_files: pd.DataFrame) -> pd.Series:
@@ -216,7 +217,8 @@ def _trace_seeds(kb_files: pd.DataFrame, task_query: TaskQuery) -> list[pd.Serie
 
 
 def _symbol_seeds(kb_files: pd.DataFrame, kb_symbols: pd.DataFrame, task_query: TaskQuery) -> list[pd.Series]:
-    """Non-test files defining a qualified symbol hint (`module.func`, `Class.method`) that resolves to one file.
+    """Non-test files defining a qualified symbol hint (`module.func`, `Class.method`) that resolves to one file;
+    when no such member exists yet (a method the task adds, a field), the one file defining the owner type.
 
     Plain names do not seed: measured on real issues, files merely defining a name the issue mentions are the
     fix target about one time in five, so they compete through `symbol_match` instead of jumping the queue.
@@ -224,18 +226,23 @@ def _symbol_seeds(kb_files: pd.DataFrame, kb_symbols: pd.DataFrame, task_query: 
     if kb_symbols.empty:
         return []
     files = kb_files.set_index("file_id")
+
+    def non_test(cand: pd.DataFrame) -> pd.DataFrame:
+        return cand[~files["is_test"].reindex(cand["file_id"]).fillna(False).astype(bool).to_numpy()]
+
     out = []
     for hint in (h for h in task_query.symbol_hints if "." in h):
-        cand = kb_symbols[kb_symbols["name"] == hint.split(".")[-1]]
-        cand = cand[~files["is_test"].reindex(cand["file_id"]).fillna(False).astype(bool).to_numpy()]
-        if cand.empty:
-            continue
+        cand = non_test(kb_symbols[kb_symbols["name"] == hint.split(".")[-1]])
         modules = files["module"].reindex(cand["file_id"]).fillna("").astype(str).to_numpy()
-        qualified = pd.Series(modules, index=cand.index) + "." + cand["qualified_name"].astype(str)
+        qualified = pd.Series(modules, index=cand.index, dtype=object) + "." + cand["qualified_name"].astype(str)
         resolved = cand[(qualified == hint) | qualified.str.endswith("." + hint) | (cand["qualified_name"] == hint)]
-        defining = resolved["file_id"].unique()
+        defining, reason = resolved["file_id"].unique(), f"symbol hint '{hint}'"
+        if resolved.empty:  # a member the task adds (`Error::is_dns`) or a field: the file defining its type
+            owner = hint.split(".")[-2]
+            types = non_test(kb_symbols[(kb_symbols["name"] == owner) & kb_symbols["kind"].isin(TYPE_KINDS)])
+            defining, reason = types["file_id"].unique(), f"type '{owner}' of '{hint}'"
         if len(defining) == 1:
-            out.append(pd.Series(f"symbol hint '{hint}'", index=defining))
+            out.append(pd.Series(reason, index=defining))
     return out
 
 
