@@ -2,10 +2,11 @@
 Acc@5 apart for one-file and multi-file fixes (Acc@k needs every gold file in the top k, so a language whose fixes
 span more files scores lower at the same per-file quality).
 
-    python -m drivers.language_report --cases data/eval/multilang.jsonl out/ml-base [out/ml-conventions ...]
+    python -m drivers.language_report --cases data/eval/multilang.jsonl out/ml-base [out/ml-conventions ...] [--out DIR]
 
 The language of a case is its record's `language` field (as `drivers.mine_cases` writes it), else the language
-family of its gold files. Only cases every run evaluated are compared.
+family of its gold files. Only cases every run evaluated are compared. With --out, the tables also go to
+DIR/languages.parquet (one row per run and language) and DIR/languages.png (Acc@5 per language and run, BM25 beside).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import pandas as pd
 
 from dataflows.index.parsers import language_of
 from drivers.errors import CraError, exit_code
+from drivers.figures import parquet_bytes, write_bar_chart
+from drivers.output import write_bytes_atomic
 from drivers.mine_cases import FAMILY
 
 METRICS = ("file_acc@1", "file_acc@5", "file_acc@10")
@@ -53,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m drivers.language_report", description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", required=True, help="the case file the runs evaluated")
     parser.add_argument("runs", nargs="+", help="`cra evaluate --out` directories (each with cases.parquet)")
+    parser.add_argument("--out", help="also write languages.parquet and languages.png here")
     args = parser.parse_args(argv)
     languages = case_languages(Path(args.cases))
     frames = {}
@@ -62,9 +66,18 @@ def main(argv: list[str] | None = None) -> int:
             raise CraError(f"No {path}: run `cra evaluate --out {run}` first.")
         frames[run] = pd.read_parquet(path)
     common = set.intersection(*(set(f.loc[f["status"] == "ok", "case_id"]) for f in frames.values()))
-    for run, frame in frames.items():
+    tables = {run: language_table(frame[frame["case_id"].isin(common)], languages) for run, frame in frames.items()}
+    for run, table in tables.items():
         print(f"== {run} ({len(common)} cases evaluated by every run)")
-        print(language_table(frame[frame["case_id"].isin(common)], languages).to_string(float_format=lambda x: f"{x:.3f}"))
+        print(table.to_string(float_format=lambda x: f"{x:.3f}"))
+    if args.out:
+        out = Path(args.out)
+        rows = pd.concat([t.rename_axis("language").reset_index().assign(run=r) for r, t in tables.items()])
+        write_bytes_atomic(out / "languages.parquet", parquet_bytes(rows))
+        wide = rows.pivot_table(index="language", columns="run", values="acc@5", sort=False)
+        wide = wide.join(tables[args.runs[-1]]["bm25 acc@5"].rename(f"BM25 ({args.runs[-1]})"))
+        write_bar_chart(wide, out / "languages.png", "File Acc@5 per language", "file Acc@5 (every gold file in the top 5)")
+        print(f"wrote {out / 'languages.parquet'}")
     return 0
 
 

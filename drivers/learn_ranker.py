@@ -14,7 +14,6 @@ data/models/file_ranker.json. Tables go to OUT as Parquet and a plot.
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import sys
 import time
@@ -28,8 +27,9 @@ from dataflows.retrieval.learned import CANDIDATES, FEATURES, TreeModel, candida
 from dataflows.retrieval.ranking import effective_weights, file_scores, role_prior
 from dataflows.retrieval.signal_list import DEFAULT_PRIORS, DEFAULT_WEIGHTS, SIGNALS
 from drivers.retriever import RANKER_FILE as MODEL_FILE
+from drivers.figures import parquet_bytes, write_bar_chart
 from drivers.output import write_bytes_atomic, write_text_atomic
-from drivers.tune import _case_means, _parquet_bytes
+from drivers.tune import _case_means
 
 FOLDS = 5
 HISTORY_SIGNALS = ("cochange_affinity", "recency", "history_match")  # 0 for every file of a tree without git history
@@ -132,28 +132,6 @@ def comparison(cases: pd.DataFrame, learned: pd.Series) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _plot(table: pd.DataFrame, path: Path) -> None:
-    """Acc@5 per language and evaluation, weighted sum beside learned, when matplotlib is installed."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return
-    wide = table.pivot_table(index=["set", "language"], columns="ranker", values="acc@5", sort=False)
-    ax = wide.iloc[::-1].plot.barh(figsize=(10, 0.35 * len(wide) + 1.5), width=0.8)
-    ax.set_xlim(0, 1)
-    ax.set_xlabel("file Acc@5")
-    ax.set_title("Learned ranker against the weighted sum")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    buffer = io.BytesIO()
-    ax.figure.tight_layout()
-    ax.figure.savefig(buffer, format="png", dpi=100)
-    plt.close(ax.figure)
-    write_bytes_atomic(path, buffer.getvalue())
-
-
 def without_history(frame: pd.DataFrame) -> pd.DataFrame:
     """The rows as a tree without git history would give them (an unpacked archive, a shallow copy): the history
     signals 0, no commits, no age; each case renamed `<id>~no-history`. (partner_affinity keeps its co-change
@@ -201,8 +179,9 @@ def main(argv: list[str] | None = None) -> int:
           f"({time.perf_counter() - started:.0f} s)", file=sys.stderr)  # fmt: skip
     out = Path(args.out)
     result = comparison(cases, cross_validated(candidates, cases))
-    write_bytes_atomic(out / "comparison.parquet", _parquet_bytes(result))
-    _plot(result, out / "comparison.png")
+    write_bytes_atomic(out / "comparison.parquet", parquet_bytes(result))
+    write_bar_chart(result.pivot_table(index=["set", "language"], columns="ranker", values="acc@5", sort=False),
+                    out / "comparison.png", "Learned ranker against the weighted sum", "file Acc@5")
     print(result.to_string(index=False))
     if args.write_model:
         model = train(candidates)

@@ -24,8 +24,8 @@ import pandas as pd
 
 from dataflows.retrieval.symbol_signals import SYMBOL_SIGNALS, symbol_ranking
 from drivers.learn_ranker import FOLDS, repository_folds
+from drivers.figures import parquet_bytes
 from drivers.output import write_bytes_atomic
-from drivers.tune import _parquet_bytes
 
 CANDIDATES = 30  # symbols per case the model re-orders: the linear ranking's best
 KINDS = ("method", "function", "class", "type_alias", "interface", "enum")
@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{candidates['case_id'].nunique()} cases with a gold symbol from {candidates['repo'].nunique()} repositories, "
           f"{len(measured & set(candidates['case_id']))} measured", file=sys.stderr)  # fmt: skip
     table = comparison(candidates, cross_validated(candidates, measured))
-    write_bytes_atomic(Path(args.out) / "comparison.parquet", _parquet_bytes(table))
+    write_bytes_atomic(Path(args.out) / "comparison.parquet", parquet_bytes(table))
     print(table.to_string(index=False))
     return 0
 

@@ -22,10 +22,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from drivers.figures import parquet_bytes
 from drivers.fit_symbol_weights import case_symbol_rows
 from drivers.home import cache_root
 from drivers.output import write_bytes_atomic
-from drivers.tune import _parquet_bytes, case_signal_rows
+from drivers.tune import case_signal_rows
 
 PART = 25  # cases per written part: what an interruption can cost
 EXTRA = ("language", "tokens", "n_lines", "commit_count", "last_commit_time")
@@ -157,8 +158,8 @@ def collect(cases: pd.DataFrame, out: Path, mirror: Path, shard: tuple[int, int]
                 symbol_frames.append(case_symbol_rows(case, kb))
             if len(frames) == PART or (i == len(todo) and frames):
                 name = f"{shard_name}-{n_part:04d}.parquet"
-                write_bytes_atomic(out / "symbols" / name, _parquet_bytes(pd.concat(symbol_frames)))
-                write_bytes_atomic(parts / name, _parquet_bytes(pd.concat(frames)))  # last: it marks the cases done
+                write_bytes_atomic(out / "symbols" / name, parquet_bytes(pd.concat(symbol_frames)))
+                write_bytes_atomic(parts / name, parquet_bytes(pd.concat(frames)))  # last: it marks the cases done
                 n_part, written, frames, symbol_frames = n_part + 1, written + len(frames), [], []
             rate = i / (time.perf_counter() - started)
             print(f"[{len(cases) - len(todo) + i}/{len(cases)}] {case['case_id']}  {rate:.2f} cases/s, "

@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import argparse
-import io
 import sys
 from contextlib import suppress
 from pathlib import Path
@@ -24,6 +23,7 @@ import pandas as pd
 from dataflows.evaluation.metrics import rank_metrics
 from dataflows.retrieval.signal_list import DEFAULT_PRIORS, DEFAULT_WEIGHTS, SEED_SIGNALS, SIGNALS
 from dataflows.retrieval.ranking import effective_weights, file_scores, non_source, ranks_of, role_prior
+from drivers.figures import parquet_bytes, write_bar_chart
 from drivers.output import write_bytes_atomic, write_text_atomic
 
 WEIGHTS_FILE = Path(__file__).resolve().parent.parent / "data" / "weights.toml"
@@ -258,32 +258,6 @@ def weights_toml(params: dict[str, float], note: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _parquet_bytes(frame: pd.DataFrame) -> bytes:
-    buffer = io.BytesIO()
-    frame.to_parquet(buffer, index=False)
-    return buffer.getvalue()
-
-
-def _plot_ablation(table: pd.DataFrame, path: Path) -> None:
-    """A bar chart of the ablation (Acc@1/@5/@10, MRR per configuration), when matplotlib is installed."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return
-    metrics = table[["acc@1", "acc@5", "acc@10", "mrr"]].astype(float)
-    ax = metrics.iloc[::-1].plot.barh(figsize=(9, 0.45 * len(metrics) + 1.5), width=0.8)
-    ax.set_xlim(0, 1)
-    ax.set_title(f"File ranking ablation ({int(table['n'].iloc[0])} cases): untuned, LORO CV, in-sample bounds")
-    buffer = io.BytesIO()
-    ax.figure.tight_layout()
-    ax.figure.savefig(buffer, format="png", dpi=100)
-    plt.close(ax.figure)
-    write_bytes_atomic(path, buffer.getvalue())
-
-
 def tree_kb(case: dict, mirror: Path):
     """The KB of a case's base commit from its mirror (tree materialised and indexed once, then cached); None
     without a mirror."""
@@ -316,7 +290,7 @@ def case_rows(args, rows_of=case_signal_rows) -> pd.DataFrame:
         return pd.read_parquet(cached)
     cases = pd.concat([load_cases(Path(c)) for c in args.cases], ignore_index=True).drop_duplicates("case_id")
     frame = collect(cases, lambda case: tree_kb(case, Path(args.mirror)), rows_of)
-    write_bytes_atomic(cached, _parquet_bytes(frame))
+    write_bytes_atomic(cached, parquet_bytes(frame))
     return frame
 
 
@@ -331,8 +305,9 @@ def main(argv: list[str] | None = None) -> int:
         table = ablation(frame)
         print(table.to_string(float_format=lambda x: f"{x:.3f}"))
         write_text_atomic(out / "ablation.txt", table.to_string(float_format=lambda x: f"{x:.3f}"))
-        write_bytes_atomic(out / "ablation.parquet", _parquet_bytes(table.rename_axis("configuration").reset_index()))
-        _plot_ablation(table, out / "ablation.png")
+        write_bytes_atomic(out / "ablation.parquet", parquet_bytes(table.rename_axis("configuration").reset_index()))
+        write_bar_chart(table[["acc@1", "acc@5", "acc@10", "mrr"]].astype(float), out / "ablation.png",
+                        f"File ranking ablation ({int(table['n'].iloc[0])} cases): untuned, LORO CV, in-sample bounds")
     if args.write_weights:
         params = fit(Ranker(frame, SIGNALS), start_params(SIGNALS))
         note = (f"Signal weights and role priors fitted by `python -m drivers.tune` on {frame['case_id'].nunique()} "

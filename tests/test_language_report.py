@@ -38,3 +38,19 @@ def test_a_run_without_results_is_one_clear_error(tmp_path):
     cases.write_text("")
     with pytest.raises(CraError, match="cra evaluate --out"):
         main(["--cases", str(cases), str(tmp_path / "missing")])
+
+
+def test_out_writes_the_tables_as_parquet_and_a_chart(tmp_path, capsys):
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text("".join(json.dumps({"instance_id": i, "language": lang}) + "\n"
+                             for i, lang in (("a", "rust"), ("b", "rust"), ("c", "go"))))
+    for run, hits in (("before", (0.0, 1.0, 1.0)), ("after", (1.0, 1.0, 1.0))):
+        (tmp_path / run).mkdir()
+        results([("a", 2, hits[0]), ("b", 1, hits[1]), ("c", 1, hits[2])]).to_parquet(tmp_path / run / "cases.parquet")
+    runs = [str(tmp_path / "before"), str(tmp_path / "after")]
+    assert main(["--cases", str(cases), *runs, "--out", str(tmp_path / "report")]) == 0
+    rows = pd.read_parquet(tmp_path / "report" / "languages.parquet")
+    rust = rows[rows["language"] == "rust"].set_index("run")["acc@5"]
+    assert rust.to_dict() == {runs[0]: 0.5, runs[1]: 1.0}
+    assert (tmp_path / "report" / "languages.png").stat().st_size > 0
+    assert "3 cases evaluated by every run" in capsys.readouterr().out
