@@ -75,6 +75,7 @@ def explain_file(ws: Workspace, task: str, path: str, repo: str | None = None, b
         prior=round(float(first["prior"]), 6),
         total=round(float(first["total"]), 6),
         seed=bool(first["seed"]),
+        seed_reason=scope_row["seed_reason"] if scope_row else "",
         signals=dict(sorted(signals.items(), key=lambda kv: -kv[1]["weighted"])),
         in_scope=scope_row is not None,
         scope_rank=scope_row["rank"] if scope_row else None,

@@ -60,6 +60,9 @@ def verbose_report(result) -> str:
         "task: " + ", ".join(f"{k}={v}" for k, v in package.task_query.to_dict().items() if k != "raw_description" and v),
         signal_table(result.signal_matrix, package.provenance.get("weights", {})),
     ]
+    named = [f"{row['path']} ({row['seed_reason']})" for row in package.provenance.get("scope", []) if row.get("seed")]
+    if named:
+        parts.insert(1, "named by the task (seeds): " + "; ".join(named))
     if "symbol_ranking" in result.outputs:
         parts.append(symbol_table(result.outputs["symbol_ranking"], result.outputs.get("symbol_weights", {})))
     if "symbol_tiers" in result.outputs:

@@ -1,9 +1,10 @@
 """The `--format json` contract, checked on every test retrieval: names other tools depend on."""
 
 TASK_KEYS = {"raw_description", "task_type", "keywords", "file_hints", "symbol_hints", "error_patterns", "concepts"}
-FILE_KEYS = {"path", "language", "relevance_rank", "score", "added_by", "symbols", "rationale_comments", "test_assertions"}
+FILE_KEYS = {"path", "language", "relevance_rank", "score", "added_by", "seed_reason", "symbols", "rationale_comments",
+             "test_assertions"}
 SYMBOL_KEYS = {"name", "qualified_name", "kind", "relevance", "signature", "body", "docstring", "start_line", "end_line", "tokens"}
-SCOPE_KEYS = {"path", "rank", "total_score", "seed", "added_by", "signals"}
+SCOPE_KEYS = {"path", "rank", "total_score", "seed", "seed_reason", "added_by", "signals"}
 SIGNALS = {"path_match", "symbol_match", "dependency_proximity", "cochange_affinity", "recency", "domain_match",
            "concept_overlap", "structural_centrality", "lexical_match", "symbol_lexical_match", "history_match",
            "title_match", "partner_affinity"}
@@ -20,6 +21,7 @@ def assert_json_contract(doc: dict) -> None:
     for f in doc["files"]:
         assert set(f) >= FILE_KEYS, set(f)
         assert f["added_by"] in {"seed", "score", "deps", "cochange"}
+        assert isinstance(f["seed_reason"], str)
         assert f["test_assertions"] is None or isinstance(f["test_assertions"], list)
         for s in f["symbols"]:
             assert set(s) >= SYMBOL_KEYS, set(s)
@@ -35,3 +37,4 @@ def assert_json_contract(doc: dict) -> None:
     assert ranks == sorted(ranks)
     for row in prov["scope"]:
         assert set(row) >= SCOPE_KEYS and set(row["signals"]) == SIGNALS, row
+        assert bool(row["seed_reason"]) == row["seed"], row  # every seed says what named it, nothing else does

@@ -36,7 +36,7 @@ def handler() -> FileContext:
         sym(1, 0, "validate_login", "primary", 10, "def validate_login(request):\n    return {'ok': request.ok}"),
     )
     return FileContext(0, "src/auth/handler.py", "python", 1, 1.0, "seed", symbols,
-                       ("Workaround for legacy LDAP: remove after Q2",))  # fmt: skip
+                       ("Workaround for legacy LDAP: remove after Q2",), seed_reason="file hint 'handler.py'")  # fmt: skip
 
 
 def types_file() -> FileContext:
@@ -60,7 +60,7 @@ def scope() -> pd.DataFrame:
     return pd.DataFrame(
         {"path": ["src/auth/handler.py", "src/auth/types.py", "tests/test_auth.py", "src/unused.py"],
          "rank": [1, 3, 5, 2], "total_score": [1.0, 0.5, 0.4, 0.45], "seed": [True, False, False, False],
-         "added_by": ["seed", "deps", "score", "score"], "is_test": [False, False, True, False],
+         "seed_reason": ["file hint 'handler.py'", "", "", ""], "added_by": ["seed", "deps", "score", "score"], "is_test": [False, False, True, False],
          "path_match": [1.0, 0.2, 0.1, 0.3], "lexical_match": [0.9, 0.1, 0.4, 0.2]},
         index=pd.Index([0, 1, 2, 9], name="file_id"),
     )  # fmt: skip
@@ -142,6 +142,14 @@ def test_members_are_shown_under_a_comment_naming_their_owner():
                     "class QuerySet:\n\ndef count(self):\n\ndef top_level(self):\n\nfunc (s *Server) Start()")  # fmt: skip
 
 
+def test_a_seed_file_says_what_in_the_task_named_it_in_json_not_in_the_markdown():
+    pkg = package()
+    data = json.loads(json_text(pkg))
+    assert {f["path"]: f["seed_reason"] for f in data["files"]} == {
+        "src/auth/handler.py": "file hint 'handler.py'", "src/auth/types.py": "", "tests/test_auth.py": ""}
+    assert "file hint" not in markdown_text(pkg)  # the agent's package spends no tokens on it
+
+
 def test_token_count_is_the_count_of_the_markdown():
     pkg = package()
     assert pkg.token_count == count_tokens(markdown_text(pkg))
@@ -165,7 +173,7 @@ def test_prompt_uses_a_custom_template_and_marks_empty_sections():
 def test_json_follows_the_contract():
     data = json.loads(json_text(package()))
     assert set(data) == {"task", "files", "dependency_edges", "companions", "token_count", "budget", "provenance"}
-    assert set(data["files"][0]) == {"path", "language", "relevance_rank", "score", "added_by", "symbols",
+    assert set(data["files"][0]) == {"path", "language", "relevance_rank", "score", "added_by", "seed_reason", "symbols",
                                      "rationale_comments", "test_assertions"}  # fmt: skip
     assert data["files"][0]["symbols"][0]["relevance"] == "primary"
     assert data["dependency_edges"][0] == ["src/auth/handler.py", "src/auth/types.py"]
@@ -176,7 +184,8 @@ def test_provenance_has_scope_weights_budget_and_warnings():
     assert [s["path"] for s in prov["scope"]] == ["src/auth/handler.py", "src/unused.py", "src/auth/types.py",
                                                    "tests/test_auth.py"]  # fmt: skip
     assert prov["scope"][0] == {"path": "src/auth/handler.py", "rank": 1, "total_score": 1.0, "seed": True,
-                                "added_by": "seed", "signals": {"path_match": 1.0, "lexical_match": 0.9}}  # fmt: skip
+                                "seed_reason": "file hint 'handler.py'", "added_by": "seed",
+                                "signals": {"path_match": 1.0, "lexical_match": 0.9}}  # fmt: skip
     assert prov["weights"] == {"path_match": 0.6, "lexical_match": 0.4}
     assert prov["budget"]["before"] == 10
     assert prov["warnings"] == ["scope warning", "budget warning"]
@@ -205,7 +214,8 @@ def test_stage_two_runs_as_one_hamilton_dag():
         pd.DataFrame([(i, t, n) for i, name in enumerate(symbols["name"]) for t, n in term_counts(name).items()],
                      columns=["symbol_id", "term", "tf"]), "symbol_id")  # fmt: skip
     scope_frame = pd.DataFrame({"path": files["path"].to_numpy(), "rank": [1, 2], "total_score": [1.0, 0.6],
-                                "seed": [True, False], "added_by": ["seed", "score"], "is_test": [False, True]},
+                                "seed": [True, False], "seed_reason": ["symbol hint 'parse_header'", ""],
+                                "added_by": ["seed", "score"], "is_test": [False, True]},
                                index=pd.Index([0, 1], name="file_id"))  # fmt: skip
     dr = driver.Builder().with_modules(word_tables, precision, pinned, budget, assembly, render).build()
     ranking = pd.DataFrame({"symbol_id": [0], "path": ["http/header.py"], "qualified_name": ["parse_header"],

@@ -86,7 +86,8 @@ def scope() -> pd.DataFrame:
     fs = files()
     return pd.DataFrame(
         {"path": [f.path for f in fs], "rank": [f.relevance_rank for f in fs], "total_score": [f.score for f in fs],
-         "seed": [f.added_by == "seed" for f in fs], "added_by": [f.added_by for f in fs],
+         "seed": [f.added_by == "seed" for f in fs], "seed_reason": [f.seed_reason for f in fs],
+         "added_by": [f.added_by for f in fs],
          "is_test": [f.test_assertions is not None for f in fs], "path_match": 0.5},
         index=pd.Index([f.file_id for f in fs], name="file_id"),
     )  # fmt: skip

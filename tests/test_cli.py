@@ -45,6 +45,7 @@ def test_seed_file_and_its_imports_are_in_scope(repo, capsys):
     scope = {row["path"]: row for row in doc["provenance"]["scope"]}
     assert scope["app/auth/handler.py"]["seed"] is True  # gate 2: the named file is a seed
     assert scope["app/auth/handler.py"]["total_score"] == 1.0
+    assert scope["app/auth/handler.py"]["seed_reason"] == "file hint 'handler.py'"  # and it says so
     assert "app/auth/types.py" in scope and "app/auth/ldap.py" in scope  # gate 3: its direct imports
     assert "scripts/deploy.sh" not in scope or scope["scripts/deploy.sh"]["rank"] > scope["app/auth/types.py"]["rank"]
 
@@ -104,6 +105,7 @@ def test_verbose_prints_signal_tier_and_budget_tables(repo, capsys):
     err = capsys.readouterr().err
     assert "lexical_match" in err and "app/auth/handler.py" in err
     assert "symbols per tier" in err and "budget:" in err
+    assert "named by the task (seeds): app/auth/handler.py (file hint 'handler.py')" in err
 
 
 def test_weights_file_overrides_defaults(repo, capsys, tmp_path):

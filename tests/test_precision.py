@@ -168,6 +168,7 @@ def scope(seed_file: int = 0) -> pd.DataFrame:
             "rank": [1, 3, 2, 4, 5],
             "total_score": [1.0, 0.5, 0.6, 0.4, 0.3],
             "seed": files["file_id"].eq(seed_file).to_numpy(),
+            "seed_reason": ["file hint" if i == seed_file else "" for i in files["file_id"]],
             "added_by": ["seed" if i == seed_file else "score" for i in files["file_id"]],
             "is_test": files["is_test"].to_numpy(),
         },

@@ -53,6 +53,13 @@ def matrix(totals: dict[int, float], seeds: tuple[int, ...] = (), paths: list[st
     return frame.sort_values("total", ascending=False, kind="stable")
 
 
+def scope_of(signal_matrix: pd.DataFrame, **values) -> pd.DataFrame:
+    """The scope node on a matrix whose seeds were each named by a file hint."""
+    seeds = signal_matrix.index[signal_matrix["seed"].to_numpy(dtype=bool)]
+    named = pd.Series([f"file hint 'f{i}.py'" for i in seeds], index=seeds, dtype=object)
+    return run_node("scope", signal_matrix=signal_matrix, seed_files=named, **values)
+
+
 def weights(task_type: str = "feature", override: dict | None = None, live: tuple[str, ...] = SIGNALS) -> pd.Series:
     """Effective weights for a task type and override when only the `live` signals have data."""
     configured = combination.configured_signal_weights(TaskQuery("", task_type), override, None)
@@ -125,9 +132,10 @@ def test_weight_profile_replaces_defaults_and_task_type_adjustments():
 def test_scope_keeps_seeds_first_then_top_n_by_score():
     files = kb_files(*[f"f{i}.py" for i in range(6)])
     m = matrix({0: 0.1, 1: 0.9, 2: 0.5, 3: 0.3, 4: 0.0, 5: 0.2}, seeds=(0,))
-    s = run_node("scope", signal_matrix=m, kb_files=files, kb_edges=kb_edges(), kb_cochange=kb_cochange(), scope_size=3)
+    s = scope_of(m, kb_files=files, kb_edges=kb_edges(), kb_cochange=kb_cochange(), scope_size=3)
     assert list(s.index) == [0, 1, 2]
     assert list(s["added_by"]) == ["seed", "score", "score"] and list(s["rank"]) == [1, 2, 3]
+    assert list(s["seed_reason"]) == ["file hint 'f0.py'", "", ""]  # a seed says what named it
     assert s.loc[0, "total_score"] == 1.0
 
 
@@ -135,19 +143,19 @@ def test_scope_never_scores_files_without_a_task_signal():
     files = kb_files("a.py", "b.py")
     m = matrix({0: 0.4, 1: 0.0})
     m.loc[1, ["recency", "total"]] = [1.0, 0.05]  # recent, but nothing in it matches the task
-    assert list(run_node("scope", signal_matrix=m, kb_files=files, kb_edges=kb_edges(), kb_cochange=kb_cochange(), scope_size=10).index) == [0]
+    assert list(scope_of(m, kb_files=files, kb_edges=kb_edges(), kb_cochange=kb_cochange(), scope_size=10).index) == [0]
 
 
 def test_scope_adds_import_neighbours_of_seeds_but_not_test_files():
     files = kb_files("src/seed.py", "src/dep.py", "src/user.py", "tests/test_seed.py", "src/far.py")
     edges = kb_edges((0, 1), (2, 0), (3, 0), (1, 4))
-    s = run_node("scope", signal_matrix=matrix({i: 0.0 for i in range(5)}, seeds=(0,)), kb_files=files, kb_edges=edges, kb_cochange=kb_cochange(), scope_size=1)
+    s = scope_of(matrix({i: 0.0 for i in range(5)}, seeds=(0,)), kb_files=files, kb_edges=edges, kb_cochange=kb_cochange(), scope_size=1)
     assert s["added_by"].to_dict() == {0: "seed", 1: "deps", 2: "deps"}
 
 
 def test_scope_keeps_a_test_file_that_scores_on_its_own():
     files = kb_files("src/seed.py", "tests/test_seed.py")
-    s = run_node("scope", signal_matrix=matrix({0: 0.0, 1: 0.4}, seeds=(0,)), kb_files=files, kb_edges=kb_edges((1, 0)),
+    s = scope_of(matrix({0: 0.0, 1: 0.4}, seeds=(0,)), kb_files=files, kb_edges=kb_edges((1, 0)),
                  kb_cochange=kb_cochange(), scope_size=5)
     assert s.loc[1, "added_by"] == "score" and bool(s.loc[1, "is_test"])
 
@@ -155,7 +163,7 @@ def test_scope_keeps_a_test_file_that_scores_on_its_own():
 def test_scope_adds_strong_cochange_partners_of_seeds():
     files = kb_files("seed.py", "often.py", "rarely.py", "other.py")
     cochange = kb_cochange((0, 1, 3), (0, 2, 2), (2, 3, 9))
-    s = run_node("scope", signal_matrix=matrix({i: 0.0 for i in range(4)}, seeds=(0,)), kb_files=files, kb_edges=kb_edges(), kb_cochange=cochange, scope_size=1)
+    s = scope_of(matrix({i: 0.0 for i in range(4)}, seeds=(0,)), kb_files=files, kb_edges=kb_edges(), kb_cochange=cochange, scope_size=1)
     assert s["added_by"].to_dict() == {0: "seed", 1: "cochange"}
 
 
@@ -164,7 +172,7 @@ def test_scope_falls_back_to_the_most_central_files_with_a_warning():
     files = kb_files(*paths)
     m = matrix({i: 0.0 for i in range(12)})
     m["structural_centrality"] = [i / 11 for i in m.index]
-    s = run_node("scope", signal_matrix=m, kb_files=files, kb_edges=kb_edges(), kb_cochange=kb_cochange(), scope_size=75)
+    s = scope_of(m, kb_files=files, kb_edges=kb_edges(), kb_cochange=kb_cochange(), scope_size=75)
     assert sorted(s.index) == list(range(2, 12))
     warnings = scope.scope_warnings(m, files, TaskQuery("speed", "investigation"), [], [])
     assert any("falls back" in w for w in warnings)

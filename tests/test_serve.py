@@ -91,6 +91,9 @@ def test_tools_are_listed_with_schemas_and_each_answers(served):
 
     included = served.data("explain_file", task=TASK, path="app/auth/handler.py")
     assert included["in_package"] and included["package_rank"] == 1 and set(included["signals"]) == SIGNALS
+    assert not included["seed"] and included["seed_reason"] == ""  # the task names no file
+    named = served.data("explain_file", task=TASK + " in handler.py", path="app/auth/handler.py")
+    assert named["seed"] and named["seed_reason"] == "file hint 'handler.py'"
     assert any(s["symbol"] == "validate_login" for s in included["symbols"]) and "included" in included["verdict"]
     ignored = served.data("explain_file", task=TASK, path="build/out.py")
     assert ignored["indexed"] is False and "ignored" in ignored["verdict"]

@@ -236,7 +236,7 @@ def test_a_member_the_task_adds_seeds_the_file_defining_its_type():
     symbols = kb_symbols((0, "Error"), (0, "Error.is_timeout"), (1, "Error"), (2, "Resolver"), (3, "Error"))
     symbols["kind"] = ["class", "method", "type_alias", "class", "class"]
     added = signals.seed_files(files, symbols, query(symbol_hints=["Error.is_dns"]))
-    assert list(added.index) == [0] and added[0] == "type 'Error' of 'Error.is_dns'"
+    assert list(added.index) == [0] and added[0] == "type 'Error' of 'Error.is_dns', which nothing defines yet"
     existing = signals.seed_files(files, symbols, query(symbol_hints=["Error.is_timeout"]))
     assert list(existing.index) == [0] and existing[0] == "symbol hint 'Error.is_timeout'"
     symbols.loc[3, ["name", "qualified_name"]] = "Error"  # a second type of that name: no single owner

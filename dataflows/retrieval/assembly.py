@@ -87,22 +87,24 @@ def _empty_package_warning(files: list[FileContext], scope: pd.DataFrame) -> lis
 
 
 def _scope_provenance(scope: pd.DataFrame) -> list[dict]:
-    """The whole ranked scope: path, rank, total score, seed, how it was added, every signal value."""
+    """The whole ranked scope: path, rank, total score, seed (and why), how it was added, every signal value."""
     signals = [c for c in SIGNALS if c in scope.columns]
     order = np.argsort(scope["rank"].to_numpy(), kind="stable")
     values = np.round(np.column_stack([scope[s].to_numpy(dtype=float) for s in signals]), 6) if signals else None
     rows = values[order].tolist() if signals else [[] for _ in order]
-    columns = (scope[c].to_numpy()[order].tolist() for c in ("path", "rank", "total_score", "seed", "added_by"))
+    columns = (scope[c].to_numpy()[order].tolist() for c in ("path", "rank", "total_score", "seed", "seed_reason",
+                                                              "added_by"))  # fmt: skip
     return [
         {
             "path": str(p),
             "rank": int(r),
             "total_score": round(float(t), 6),
             "seed": bool(s),
+            "seed_reason": str(why),
             "added_by": str(a),
             "signals": dict(zip(signals, v)),
         }
-        for p, r, t, s, a, v in zip(*columns, rows)
+        for p, r, t, s, why, a, v in zip(*columns, rows)
     ]
 
 

@@ -84,6 +84,7 @@ class FileContext:
     symbols: tuple[SymbolContext, ...] = ()
     rationale_comments: tuple[str, ...] = ()
     test_assertions: tuple[str, ...] | None = None  # only for test files
+    seed_reason: str = ""  # a seed: what named it (a file hint, a trace frame, a symbol hint, its type)
 
 
 @dataclass(frozen=True, eq=False)
@@ -148,6 +149,7 @@ class ContextPackage:
                     "relevance_rank": f.relevance_rank,
                     "score": f.score,
                     "added_by": f.added_by,
+                    "seed_reason": f.seed_reason,
                     "symbols": [
                         {
                             "name": s.name,

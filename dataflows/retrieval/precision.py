@@ -330,8 +330,8 @@ def file_contexts(
         rationale.setdefault(file_id, {})[text] = None  # each text once, first position kept
     ranked = scope.loc[scope.index.isin(chosen_files)].sort_values("rank")
     out = []
-    ranked_columns = (ranked[c].tolist() for c in ("path", "rank", "total_score", "added_by", "is_test"))
-    for file_id, path, rank, total_score, added_by, is_test in zip(ranked.index.tolist(), *ranked_columns):
+    ranked_columns = (ranked[c].tolist() for c in ("path", "rank", "total_score", "added_by", "is_test", "seed_reason"))
+    for file_id, path, rank, total_score, added_by, is_test, seed_reason in zip(ranked.index.tolist(), *ranked_columns):
         lang = str(language.get(file_id, "text") or "text")
         records = by_file.get(file_id, [])
         with_body = any(s["tier"] in ("primary", "type_context") for s in records)  # others show signatures only
@@ -356,6 +356,7 @@ def file_contexts(
                 symbols=symbols,
                 rationale_comments=tuple(rationale.get(file_id, ())),
                 test_assertions=assertions if is_test else None,
+                seed_reason=str(seed_reason),
             )
         )
     return out

@@ -12,7 +12,7 @@ from dataflows.retrieval.hints import path_matches
 
 MIN_COCHANGE = 3  # co-change partners of a seed join the scope from this many shared commits
 FALLBACK_SIZE = 10  # files scoped when nothing matches: the most imported ones
-SCOPE_COLUMNS = ["path", "rank", "total_score", "seed", "added_by", "is_test", *SIGNALS]
+SCOPE_COLUMNS = ["path", "rank", "total_score", "seed", "seed_reason", "added_by", "is_test", *SIGNALS]
 # task-independent priors: they order files but never make a file "match" the task on their own
 PRIOR_SIGNALS = ("recency", "structural_centrality")
 
@@ -97,8 +97,10 @@ def scope(
     ranked_candidates: pd.Series,
     dependency_expansion: pd.Index,
     cochange_expansion: pd.Index,
+    seed_files: pd.Series,
 ) -> pd.DataFrame:
-    """The ranked files retrieval works on: the candidates, then the seeds' import and co-change neighbours."""
+    """The ranked files retrieval works on: the candidates, then the seeds' import and co-change neighbours; a seed
+    says why it is one (`seed_reason`: "file hint 'x.py'", "type 'Error' of 'Error.is_dns'", ...)."""
     labelled = [ranked_candidates, pd.Series("deps", index=dependency_expansion),
                 pd.Series("cochange", index=cochange_expansion)]  # fmt: skip
     added_by = pd.concat([s for s in labelled if len(s)] or [pd.Series(dtype=object)])
@@ -108,6 +110,8 @@ def scope(
     at = pd.Index(kb_files["file_id"]).get_indexer(rows.index)
     is_test = kb_files["is_test"].fillna(False).astype(bool).to_numpy()
     rows["is_test"] = np.where(at >= 0, is_test[at] if len(is_test) else False, False)
+    reasons = seed_files.reindex(rows.index).fillna("").astype(str).to_numpy()
+    rows["seed_reason"] = np.where(rows["seed"].to_numpy(dtype=bool), reasons, "")
     rows = rows.sort_values(["total_score", "seed", "score", "path"], ascending=[False, False, False, True], kind="stable")
     rows["rank"] = range(1, len(rows) + 1)
     rows.index.name = "file_id"

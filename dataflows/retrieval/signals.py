@@ -240,7 +240,7 @@ def _symbol_seeds(kb_files: pd.DataFrame, kb_symbols: pd.DataFrame, task_query: 
         if resolved.empty:  # a member the task adds (`Error::is_dns`) or a field: the file defining its type
             owner = hint.split(".")[-2]
             types = non_test(kb_symbols[(kb_symbols["name"] == owner) & kb_symbols["kind"].isin(TYPE_KINDS)])
-            defining, reason = types["file_id"].unique(), f"type '{owner}' of '{hint}'"
+            defining, reason = types["file_id"].unique(), f"type '{owner}' of '{hint}', which nothing defines yet"
         if len(defining) == 1:
             out.append(pd.Series(reason, index=defining))
     return out
