@@ -30,6 +30,8 @@ METRICS = ("file_acc@1", "file_acc@5", "file_acc@10")
 def case_languages(case_file: Path) -> pd.Series:
     """case_id -> language family, from the case file."""
     out = {}
+    if not Path(case_file).is_file():
+        raise CraError(f"No case file at {case_file}: pass the JSONL the runs evaluated with --cases.")
     for line in Path(case_file).read_text(encoding="utf-8").splitlines():
         if line.strip():
             record = json.loads(line)

@@ -54,3 +54,8 @@ def test_out_writes_the_tables_as_parquet_and_a_chart(tmp_path, capsys):
     assert rust.to_dict() == {runs[0]: 0.5, runs[1]: 1.0}
     assert (tmp_path / "report" / "languages.png").stat().st_size > 0
     assert "3 cases evaluated by every run" in capsys.readouterr().out
+
+
+def test_a_missing_case_file_is_one_clear_error(tmp_path):
+    with pytest.raises(CraError, match="No case file at"):
+        main(["--cases", str(tmp_path / "none.jsonl"), str(tmp_path)])

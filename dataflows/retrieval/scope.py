@@ -100,7 +100,7 @@ def scope(
     seed_files: pd.Series,
 ) -> pd.DataFrame:
     """The ranked files retrieval works on: the candidates, then the seeds' import and co-change neighbours; a seed
-    says why it is one (`seed_reason`: "file hint 'x.py'", "type 'Error' of 'Error.is_dns'", ...)."""
+    says why it is one (`seed_reason`: "file hint 'x.py'", "symbol hint 'tools.cosd'", ...)."""
     labelled = [ranked_candidates, pd.Series("deps", index=dependency_expansion),
                 pd.Series("cochange", index=cochange_expansion)]  # fmt: skip
     added_by = pd.concat([s for s in labelled if len(s)] or [pd.Series(dtype=object)])
