@@ -8,7 +8,9 @@ model trained on the others. Printed per signal set and language beside the ship
 cases, with the share of cases whose gold files are all among the sum's CANDIDATES best (no re-ordering can bring
 the others in). Every case is used twice, as collected and as a tree without git history would give it (unless
 --history-only), so one model serves both kinds of checkout. `--write-model` trains on every case and writes
-data/models/file_ranker.json. Tables go to OUT as Parquet and a plot.
+data/models/file_ranker.json. `--learning-curve` also measures, on the same folds, models trained on a growing share
+of the other folds' repositories and one trained and measured on every case (what the features can express at all):
+whether more mined fixes, or more evidence per file, is what a gap needs. Tables go to OUT as Parquet and a plot.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from drivers.output import write_bytes_atomic, write_text_atomic
 from drivers.tune import _case_means
 
 FOLDS = 5
+SHARES = (0.25, 0.5, 1.0)  # of the other folds' repositories, for --learning-curve
 HISTORY_SIGNALS = ("cochange_affinity", "recency", "history_match")  # 0 for every file of a tree without git history
 PARAMS = dict(objective="lambdarank", n_estimators=200, learning_rate=0.05, num_leaves=7, min_child_samples=100,
               subsample=0.8, subsample_freq=1, colsample_bytree=0.8, lambdarank_truncation_level=20, verbose=-1)  # fmt: skip
@@ -117,6 +120,31 @@ def cross_validated(candidates: pd.DataFrame, cases: pd.DataFrame) -> pd.Series:
     return reranked_gold(candidates, cases, score)
 
 
+def learning_curve(candidates: pd.DataFrame, cases: pd.DataFrame, shares: tuple[float, ...] = SHARES) -> pd.DataFrame:
+    """Acc@1/5/10 and MRR of every case ranked by models trained on a share of the other folds' repositories (drawn
+    once, in a fixed random order, so a larger share holds the smaller), then in-sample: trained on every case."""
+    fold_of = repository_folds(cases["repo"])
+    order = list(np.random.default_rng(0).permutation(sorted(fold_of)))
+    row_repo = candidates["case_id"].map(cases["repo"]).to_numpy()
+    row_fold = pd.Series(row_repo).map(fold_of).to_numpy()
+    x = candidates[list(FEATURES)].to_numpy(float)
+    rows = []
+    for share in (*shares, None):
+        score, trained = np.zeros(len(candidates)), []
+        for fold in range(FOLDS) if share else [None]:
+            others = [r for r in order if fold_of[r] != fold]
+            chosen = np.isin(row_repo, others[: max(1, round(share * len(others)))] if share else others)
+            trained.append(int(cases["repo"].isin(set(row_repo[chosen])).sum()))
+            model = train(candidates[chosen])
+            held = row_fold == fold if share else np.ones(len(candidates), bool)
+            score[held] = model.predict(x[held])
+        m = _metrics(list(reranked_gold(candidates, cases, score)))
+        rows.append({"training": f"{share:.0%} of the other folds" if share else "in-sample (every case)",
+                     "training_cases": int(np.mean(trained)), **{k: round(m[k], 3) for k in ("acc@1", "acc@5", "acc@10", "mrr")}})  # fmt: skip
+        print(f"learning curve: {rows[-1]}", file=sys.stderr, flush=True)
+    return pd.DataFrame(rows)
+
+
 def comparison(cases: pd.DataFrame, learned: pd.Series) -> pd.DataFrame:
     """Per signal set and language, and overall: the weighted sum's and the learned ranker's Acc@1/5/10 and MRR on
     the same cases."""
@@ -171,6 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write-model", action="store_true", help=f"write {MODEL_FILE}")
     parser.add_argument("--history-only", action="store_true", help="train and measure on the cases as collected, "
                         "without their copies that lack git history")  # fmt: skip
+    parser.add_argument("--learning-curve", action="store_true", help="also measure models trained on a growing "
+                        "share of the repositories, and in-sample")  # fmt: skip
     args = parser.parse_args(argv)
     profile = default_weight_profile()
     started = time.perf_counter()
@@ -183,6 +213,12 @@ def main(argv: list[str] | None = None) -> int:
     write_bar_chart(result.pivot_table(index=["set", "language"], columns="ranker", values="acc@5", sort=False),
                     out / "comparison.png", "Learned ranker against the weighted sum", "file Acc@5")
     print(result.to_string(index=False))
+    if args.learning_curve:
+        curve = learning_curve(candidates, cases)
+        write_bytes_atomic(out / "learning_curve.parquet", parquet_bytes(curve))
+        write_bar_chart(curve.set_index("training")[["acc@1", "acc@5", "acc@10"]], out / "learning_curve.png",
+                        "Learned ranker by training data (leave-repositories-out; last: in-sample)")  # fmt: skip
+        print(curve.to_string(index=False))
     if args.write_model:
         model = train(candidates)
         trained_on = {"cases": len(cases), "repositories": int(cases["repo"].nunique()),

@@ -206,3 +206,20 @@ def test_shards_split_the_cases_without_overlap():
     ids = [set(s["case_id"]) for s in shards]
     assert not ids[0] & ids[1] and len(ids[0] | ids[1]) == 20  # the newest 5 of each of 4 repositories
     assert all(s.groupby("repo")["created_at"].apply(lambda d: d.is_monotonic_increasing).all() for s in shards)
+
+
+def test_the_learning_curve_trains_on_growing_shares_of_other_repositories_then_in_sample(tmp_path):
+    signals = tmp_path / "signals"
+    (signals / "parts").mkdir(parents=True)
+    _mined_rows(120, 0).to_parquet(signals / "parts" / "1of1-0000.parquet")
+    out = tmp_path / "out"
+    assert learn_ranker.main(["--signals", str(signals), "--out", str(out), "--history-only", "--learning-curve"]) == 0
+    curve = pd.read_parquet(out / "learning_curve.parquet")
+    assert list(curve["training"]) == ["25% of the other folds", "50% of the other folds", "100% of the other folds",
+                                       "in-sample (every case)"]  # fmt: skip
+    # six repositories in five folds: a held-out fold's model learns from 1, then 2, then all 4-5 others
+    assert list(curve["training_cases"]) == sorted(curve["training_cases"]) and curve["training_cases"].iloc[0] < 60
+    assert curve["training_cases"].iloc[-1] == 120
+    full = pd.read_parquet(out / "comparison.parquet").set_index(["set", "language", "ranker"])
+    assert curve["acc@1"].iloc[2] == full.loc[("all", "all", "learned"), "acc@1"]  # same folds as the comparison
+    assert curve["acc@1"].iloc[-1] >= curve["acc@1"].iloc[2]
