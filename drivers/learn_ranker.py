@@ -6,11 +6,12 @@ Each DIR is a `drivers.mined_signals` output (the mined training set; the develo
 Leave-repositories-out over all of them: the repositories are dealt into FOLDS groups; each group is ranked by a
 model trained on the others. Printed per signal set and language beside the shipped weighted sum on the same
 cases, with the share of cases whose gold files are all among the sum's CANDIDATES best (no re-ordering can bring
-the others in). Every case is used twice, as collected and as a tree without git history would give it (unless
---history-only), so one model serves both kinds of checkout. `--write-model` trains on every case and writes
-data/models/file_ranker.json. `--learning-curve` also measures, on the same folds, models trained on a growing share
-of the other folds' repositories and one trained and measured on every case (what the features can express at all):
-whether more mined fixes, or more evidence per file, is what a gap needs. Tables go to OUT as Parquet and a plot.
+the others in), and where the learned order's misses are (`ceiling`). Every case is used twice, as collected and
+as a tree without git history would give it (unless --history-only), so one model serves both kinds of checkout.
+`--write-model` trains on every case and writes data/models/file_ranker.json. `--learning-curve` also measures, on
+the same folds, models trained on a growing share of the other folds' repositories and one trained and measured on
+every case (what the features can express at all): whether more mined fixes, or more evidence per file, is what a
+gap needs. Tables go to OUT as Parquet and a plot.
 """
 
 from __future__ import annotations
@@ -160,6 +161,25 @@ def comparison(cases: pd.DataFrame, learned: pd.Series) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def ceiling(cases: pd.DataFrame, learned: pd.Series) -> pd.DataFrame:
+    """Per signal set, where the learned order's misses are: Acc@1 can credit one-file fixes only (Acc@k needs every
+    gold file in the top k), so their share bounds it; Acc@1/5 on one-file and multi-file fixes apart; the Acc@5
+    misses by where their worst gold file is; and what a perfect re-ordering of the ten best would reach."""
+    rows = []
+    for signal_set, group in [*cases.groupby("set", sort=False), ("all", cases)]:
+        n_gold = group["sum_gold_ranks"].map(len)
+        worst = learned.reindex(group.index).map(lambda r: r.max())
+        one = n_gold.eq(1)
+        miss = worst[worst > 5]
+        rows.append({"set": signal_set, "cases": len(group), "one_file_share": one.mean(),
+                     "acc@1 one-file": worst[one].le(1).mean(), "acc@5 one-file": worst[one].le(5).mean(),
+                     "acc@5 multi-file": worst[~one].le(5).mean(), "misses@5 at 6-10": miss.between(6, 10).mean(),
+                     "misses@5 at 11-100": miss.between(11, 100).mean(), "misses@5 beyond 100": miss.gt(100).mean(),
+                     "acc@1 top-10 reordered": (worst.le(10) & one).mean(),
+                     "acc@5 top-10 reordered": (worst.le(10) & n_gold.le(5)).mean()})  # fmt: skip
+    return pd.DataFrame(rows).round(3)
+
+
 def without_history(frame: pd.DataFrame) -> pd.DataFrame:
     """The rows as a tree without git history would give them (an unpacked archive, a shallow copy): the history
     signals 0, no commits, no age; each case renamed `<id>~no-history`. (partner_affinity keeps its co-change
@@ -208,11 +228,15 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(cases)} cases from {cases['repo'].nunique()} repositories, {len(candidates)} candidate rows "
           f"({time.perf_counter() - started:.0f} s)", file=sys.stderr)  # fmt: skip
     out = Path(args.out)
-    result = comparison(cases, cross_validated(candidates, cases))
+    learned = cross_validated(candidates, cases)
+    result = comparison(cases, learned)
     write_bytes_atomic(out / "comparison.parquet", parquet_bytes(result))
     write_bar_chart(result.pivot_table(index=["set", "language"], columns="ranker", values="acc@5", sort=False),
                     out / "comparison.png", "Learned ranker against the weighted sum", "file Acc@5")
     print(result.to_string(index=False))
+    limits = ceiling(cases, learned)
+    write_bytes_atomic(out / "ceiling.parquet", parquet_bytes(limits))
+    print(limits.set_index("set").T.to_string())
     if args.learning_curve:
         curve = learning_curve(candidates, cases)
         write_bytes_atomic(out / "learning_curve.parquet", parquet_bytes(curve))

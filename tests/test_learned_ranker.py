@@ -223,3 +223,15 @@ def test_the_learning_curve_trains_on_growing_shares_of_other_repositories_then_
     full = pd.read_parquet(out / "comparison.parquet").set_index(["set", "language", "ranker"])
     assert curve["acc@1"].iloc[2] == full.loc[("all", "all", "learned"), "acc@1"]  # same folds as the comparison
     assert curve["acc@1"].iloc[-1] >= curve["acc@1"].iloc[2]
+    assert (out / "ceiling.parquet").is_file()
+
+
+def test_the_ceiling_bounds_acc1_by_the_one_file_share_and_splits_misses():
+    cases = pd.DataFrame({"set": ["s"] * 4, "sum_gold_ranks": [np.array([1]), np.array([3]), np.array([1, 2]), np.array([2, 40])]},
+                         index=["a", "b", "c", "d"])  # fmt: skip
+    learned = pd.Series({"a": np.array([1]), "b": np.array([7]), "c": np.array([1, 2]), "d": np.array([1, 40])})
+    row = learn_ranker.ceiling(cases, learned).set_index("set").loc["s"]
+    assert row["one_file_share"] == 0.5 and row["acc@1 one-file"] == 0.5 and row["acc@5 one-file"] == 0.5
+    assert row["acc@5 multi-file"] == 0.5
+    assert row["misses@5 at 6-10"] == 0.5 and row["misses@5 at 11-100"] == 0.5  # b at 7, d's worst at 40
+    assert row["acc@1 top-10 reordered"] == 0.5 and row["acc@5 top-10 reordered"] == 0.75
