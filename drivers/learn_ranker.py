@@ -30,6 +30,7 @@ from dataflows.retrieval.learned import CANDIDATES, FEATURES, TreeModel, candida
 from dataflows.retrieval.ranking import effective_weights, file_scores, role_prior
 from dataflows.retrieval.signal_list import DEFAULT_PRIORS, DEFAULT_WEIGHTS, SIGNALS
 from drivers.retriever import RANKER_FILE as MODEL_FILE
+from drivers.errors import CraError, exit_code
 from drivers.figures import parquet_bytes, write_bar_chart
 from drivers.output import write_bytes_atomic, write_text_atomic
 from drivers.tune import _case_means
@@ -198,6 +199,9 @@ def signal_sets(directories: list[Path], profile: dict | None, history_both_ways
     named = []
     for d in directories:
         frame = read_signals(d)
+        if frame.empty:
+            raise CraError(f"No signal rows under {d / 'parts'}: collect them first "
+                           f"(python -m drivers.mined_signals --mirror DIR --out {d}).")  # fmt: skip
         named.append((d.name, frame))
         if history_both_ways:
             named.append((f"{d.name} (no history)", without_history(frame)))
@@ -258,4 +262,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(exit_code(main))

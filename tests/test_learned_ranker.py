@@ -235,3 +235,12 @@ def test_the_ceiling_bounds_acc1_by_the_one_file_share_and_splits_misses():
     assert row["acc@5 multi-file"] == 0.5
     assert row["misses@5 at 6-10"] == 0.5 and row["misses@5 at 11-100"] == 0.5  # b at 7, d's worst at 40
     assert row["acc@1 top-10 reordered"] == 0.5 and row["acc@5 top-10 reordered"] == 0.75
+
+
+def test_signals_never_collected_are_one_clear_error(tmp_path, capsys):
+    from drivers.errors import exit_code
+
+    assert exit_code(learn_ranker.main, ["--signals", str(tmp_path / "none"), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: No signal rows under") and "drivers.mined_signals" in err and "Traceback" not in err
+    assert not (tmp_path / "out").exists()
