@@ -73,6 +73,21 @@ def test_learned_order_reorders_the_best_files_and_hands_them_the_sums_totals():
     assert list(out.index[CANDIDATES:]) == list(matrix.index[CANDIDATES:]) and out["learned"].iloc[CANDIDATES:].isna().all()
 
 
+def test_a_model_reads_its_own_columns_whatever_features_came_since():
+    matrix, files = _matrix(20)
+    only_is_test = TreeModel({"features": ["is_test"], "trees": [{"feature": [0], "threshold": [0.5], "left": [-1],
+                                                                  "right": [-2], "leaf": [0.0, 1.0]}]})  # fmt: skip
+    out = learned_order(matrix, files, "bug_fix", only_is_test, file_roles(files))
+    assert list(out.index[:2]) == [9, 19]  # its column 0 is is_test, not FEATURES[0]
+
+
+def test_the_shipped_model_reads_only_features_that_requests_build():
+    from drivers.retriever import default_file_ranker
+
+    model = default_file_ranker()
+    assert model is not None and set(model.features) <= set(FEATURES), set(model.features) - set(FEATURES)
+
+
 def test_features_are_the_models_columns_and_carry_no_missing_values():
     matrix, files = _matrix(12)
     candidates = matrix.assign(language="rust", tokens=np.nan, n_lines=3, commit_count=0, age_days=np.nan,

@@ -165,7 +165,8 @@ def learned_order(matrix: pd.DataFrame, kb_files: pd.DataFrame, task_type: str, 
         age_days=((times.max() - times.take(at)) / 86400.0).to_numpy(),
         is_test=roles["is_test"].to_numpy()[at], non_source=roles["non_source"].to_numpy()[at],
     )  # fmt: skip
-    score = model.predict(candidate_features(candidates, len(kb_files), task_type).to_numpy(float))
+    features = candidate_features(candidates, len(kb_files), task_type)
+    score = model.predict(features[list(model.features)].to_numpy(float))  # the model's own columns, in its order
     order = np.argsort(-score, kind="stable")
     totals = np.sort(top["total"].to_numpy(float))[::-1]
     totals = np.where(totals > 0, np.maximum(totals - np.arange(len(totals)) * 1e-9, 1e-12), 0.0)  # strictly ordered
