@@ -7,6 +7,8 @@ import pandas as pd
 from dataflows.retrieval.learned import CANDIDATES
 from dataflows.retrieval.models import TIER_ORDER
 
+SYMBOL_WIDTH = 70  # characters of a symbol's path::name in the -v table
+
 
 def signal_table(signal_matrix: pd.DataFrame, weights: dict, top: int = 20) -> str:
     """Top files with each signal's raw value, the weighted total and, when the learned ranker ordered them, its
@@ -33,9 +35,20 @@ def symbol_table(symbol_ranking: pd.DataFrame, weights: dict, top: int = 15) -> 
     """The best-ranked symbols with each signal's value and the weighted score (the symbol signal matrix's head)."""
     cols = [c for c in weights if c in symbol_ranking.columns and weights[c]]
     view = symbol_ranking.head(top)
-    view = view.assign(symbol=view["path"].str.cat(view["qualified_name"], sep="::"))[["rank", "symbol", *cols, "score"]]
+    symbols = [_shown(path, name) for path, name in zip(view["path"], view["qualified_name"])]
+    view = view.assign(symbol=symbols)[["rank", "symbol", *cols, "score"]]
     header = "symbol weights: " + ", ".join(f"{k}={v:.3f}" for k, v in weights.items() if v)
-    return header + "\n" + view.to_string(index=False, float_format=lambda x: f"{x:.2f}", max_colwidth=70)
+    return header + "\n" + view.to_string(index=False, float_format=lambda x: f"{x:.2f}", max_colwidth=SYMBOL_WIDTH)
+
+
+def _shown(path: str, qualified_name: str) -> str:
+    """`path::name` as the -v table shows it: a namespace the path already spells (`src/Foo/Bar/Baz.cs::Foo.Bar.Baz.M`)
+    is left out, and a name still too long is cut at its start, where pandas would cut its end, the function."""
+    dirs, parts = set(path.split("/")[:-1]), qualified_name.split(".")
+    while len(parts) > 1 and parts[0] in dirs:
+        parts.pop(0)
+    name = f"{path}::{'.'.join(parts)}"
+    return name if len(name) <= SYMBOL_WIDTH else "…" + name[-(SYMBOL_WIDTH - 1):]
 
 
 def auto_line(stop: dict) -> str:

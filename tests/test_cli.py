@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from drivers.cli import main
@@ -223,3 +224,16 @@ def test_the_installed_index_command_does_not_sweep_the_heap_before_it_exits(tmp
         gc.enable()
     indexer.index_repository(repo)
     assert gc.isenabled()
+
+
+def test_verbose_symbol_table_keeps_the_end_of_long_names():
+    """A C# or Java name starts with its namespace: the -v table must still show the method, not cut it off."""
+    from drivers.report import SYMBOL_WIDTH, symbol_table
+
+    ranking = pd.DataFrame({"rank": [1, 2], "path": ["src/CsvHelper/Configuration/MemberMapData.cs", "a.py"],
+                            "qualified_name": ["CsvHelper.Configuration.MemberMapData.UseDefaultOnConversionFailure", "f"],
+                            "lexical": [1.0, 0.5], "score": [0.9, 0.4]})
+    table = symbol_table(ranking, {"lexical": 1.0})
+    assert "/MemberMapData.cs::MemberMapData.UseDefaultOnConversionFailure" in table  # the namespace is the path's
+    assert "…" in table and "a.py::f" in table
+    assert max(len(word) for word in table.split()) <= SYMBOL_WIDTH
