@@ -59,3 +59,20 @@ def test_changelog_that_fixes_change_is_a_note_with_its_latest_entry(tmp_path, c
 def test_no_companion_when_fixes_leave_the_changelog_alone(tmp_path, capsys):
     doc = _package(capsys, _history(tmp_path / "repo", with_changelog=False))
     assert doc["companions"] == []
+
+
+def test_a_note_two_fixes_happened_to_change_is_no_companion(tmp_path, capsys):
+    """A guide that 2 of the 8 fix commits touched is a quarter of them, but not a habit of the project."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "parser.go").write_text("package p\n\n// Parse reads a config line.\nfunc Parse(line string) int { return 0 }\n")
+    (repo / "MIGRATION.md").write_text("# Migration\n")
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "initial import")
+    for i in range(8):
+        (repo / "parser.go").write_text((repo / "parser.go").read_text() + f"\n// fix {i}\n")
+        if i in (3, 6):
+            (repo / "MIGRATION.md").write_text((repo / "MIGRATION.md").read_text() + f"\n- step {i}\n")
+        _git(repo, "commit", "-qam", f"Fix bug {i} (#{i + 1})")
+    assert _package(capsys, repo)["companions"] == []

@@ -18,6 +18,7 @@ FIX_MESSAGE = re.compile(r"\b(?:fix(?:es|ed)?|bug|crash|regression|broken|wrong|
 PROSE_LANGUAGES = frozenset({"markdown", "text", "rst", "asciidoc"})
 MIN_FIX_COMMITS = 8  # fewer fix commits in the history than this: nothing to learn from
 MIN_SHARE = 0.2  # a file (or directory of notes) changed by at least this share of fix commits is a companion
+MIN_CHANGES = 3  # and by at least this many of them (2 of the 8 fixes since a new migration guide is not a habit)
 MAX_COMPANIONS = 3
 ENTRY_LINES = 12  # the latest entries: the head of a changelog (newest first), at most this many lines
 ENTRY_CHARS = 1200  # and at most this many characters (one long bullet can be a paragraph)
@@ -95,7 +96,8 @@ def kb_companions(
     paths = decoded_files["path"].tolist()
     present = set(paths) | {posixpath.dirname(p) + "/" for p in paths}  # renamed or removed since: not a companion now
     units = units.assign(share=units["n"] / units["of"].clip(lower=1))
-    keep = (units["of"] >= MIN_FIX_COMMITS) & (units["share"] >= MIN_SHARE) & units.index.isin(present)
+    keep = (units["of"] >= MIN_FIX_COMMITS) & (units["n"] >= MIN_CHANGES) & (units["share"] >= MIN_SHARE)
+    keep &= units.index.isin(present)
     units = units[keep].sort_values("share", ascending=False, kind="stable").head(MAX_COMPANIONS)
     if units.empty:
         return empty
