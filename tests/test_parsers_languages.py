@@ -535,3 +535,25 @@ def test_index_a_tiny_c_project_links_includes_and_calls(tmp_path: Path):
     name = dict(zip(symbols["symbol_id"], symbols["qualified_name"]))
     calls = {(name[s], name[d]) for s, d in zip(tables["symbol_edges"]["src_symbol_id"], tables["symbol_edges"]["dst_symbol_id"])}
     assert ("main", "total") in calls
+
+
+def test_csharp_calls_resolve_to_types_of_other_namespaces_and_directories(tmp_path: Path):
+    """C# names a type of its own or an enclosing namespace unimported, and those of a `using`ed one, from any
+    directory: such calls become symbol edges (before, only a narrow `using` bound files, and no call crossed them)."""
+    files = {
+        "src/Acme/Money.cs": "namespace Acme\n{\n    public static class Money\n    {\n"
+                             "        public static int Round(int v) { return v / 100 * 100; }\n    }\n}\n",
+        "src/Acme/Shop/Billing/Cart.cs": "using Acme.Taxes;\n\nnamespace Acme.Shop.Billing;\n\npublic class Cart\n{\n"
+                                         "    public int Total(int v) { return Money.Round(v) + Tax.Of(v); }\n}\n",
+        "src/Acme/Tax/Tax.cs": "namespace Acme.Taxes;\n\npublic static class Tax\n{\n"
+                               "    public static int Of(int v) { return v / 5; }\n}\n",
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    tables, _ = index_frames(tmp_path, history=0, count_tokens=count_tokens)
+    symbols = tables["symbols"]
+    name = dict(zip(symbols["symbol_id"], symbols["qualified_name"]))
+    calls = {(name[s], name[d]) for s, d in zip(tables["symbol_edges"]["src_symbol_id"], tables["symbol_edges"]["dst_symbol_id"])}
+    assert ("Acme.Shop.Billing.Cart.Total", "Acme.Money.Round") in calls
+    assert ("Acme.Shop.Billing.Cart.Total", "Acme.Taxes.Tax.Of") in calls

@@ -240,6 +240,29 @@ def test_go_and_java_names_resolve_across_the_files_of_a_package_and_follow_thei
     _assert_same_as_fresh(repo, kb, tmp_path / "fresh")
 
 
+def test_csharp_type_names_resolve_across_the_project_and_follow_their_changes(tmp_path):
+    """A C# type is named unqualified from any directory of the project: a re-index after its file changes or moves
+    re-resolves the calls into it, and equals a fresh index."""
+    repo = tmp_path / "repo"
+    for d in ("src/Acme/Shop", "src/Acme/Text"):
+        (repo / d).mkdir(parents=True)
+    (repo / "src/Acme/Shop/Cart.cs").write_text(
+        "namespace Acme.Shop;\n\npublic class Cart\n{\n    public string Label() { return Format.Title(\"cart\"); }\n}\n")
+    (repo / "src/Acme/Text/Format.cs").write_text(
+        "namespace Acme;\n\npublic static class Format\n{\n    public static string Title(string s) { return s; }\n}\n")
+    kb = tmp_path / "kb"
+    index_repository(repo, kb)
+    assert ("src/Acme/Shop/Cart.cs::Acme.Shop.Cart.Label", "src/Acme/Text/Format.cs::Acme.Format.Title") in _calls(kb)
+    (repo / "src/Acme/Text/Format.cs").write_text("namespace Acme;\n\npublic static class Layout\n{\n}\n")  # gone
+    index_repository(repo, kb)
+    assert not any(src == "src/Acme/Shop/Cart.cs::Acme.Shop.Cart.Label" for src, _ in _calls(kb))
+    (repo / "src/Acme/Format.cs").write_text(  # back, in another directory
+        "namespace Acme;\n\npublic static class Format\n{\n    public static string Title(string s) { return s; }\n}\n")
+    index_repository(repo, kb)
+    assert ("src/Acme/Shop/Cart.cs::Acme.Shop.Cart.Label", "src/Acme/Format.cs::Acme.Format.Title") in _calls(kb)
+    _assert_same_as_fresh(repo, kb, tmp_path / "fresh")
+
+
 def test_rust_names_resolve_through_globs_and_re_exports_and_follow_their_changes(tmp_path):
     """The crate-root pattern: lib.rs re-exports every module's type (`pub(crate) use {crate::{..}}`) and each
     module imports them all with `use super::*`; `use crate::parse` names a re-export. Calls resolve to where the

@@ -31,6 +31,9 @@ SELF_NAMES = ("self", "this", "cls", "Self")
 CLASS_KINDS = ("class", "interface", "enum")
 # languages whose files of one directory share one namespace: a name defined in one is used in the others unimported
 PACKAGE_LANGUAGES = frozenset({"go", "java", "kotlin"})
+# languages whose types are named unqualified across the whole project: C# sees its own namespace, every enclosing one
+# and each it `using`s (a project's usual reach); its type names, one per project almost always, resolve repository-wide
+PROJECT_LANGUAGES = frozenset({"csharp"})
 _MAX_NESTING = 8
 _GO_MODULE = re.compile(r"^\s*module\s+(\S+)", re.MULTILINE)
 _BINDING_COLUMNS = ["file_id", "dst_file_id", "local", "member"]
@@ -435,7 +438,8 @@ def import_context(
     columns = ["path", "language", "module", "package"]
     files = indexed_files[columns].astype(object).sort_values("path")
     paths = dict(zip(indexed_files["file_id"].tolist(), indexed_files["path"].tolist()))
-    namespaces = [{name: [paths[f] for f in ids] for name, ids in table.items()} for table in _namespaces(indexed_files, kb_symbols)]
+    namespaces = [{name: sorted(paths[f] for f in ids) for name, ids in table.items()}  # (file ids: in no one order)
+                  for table in _namespaces(indexed_files, kb_symbols)]
     digest = hashlib.sha1(json.dumps([files[c].tolist() for c in columns], default=str).encode())
     digest.update(json.dumps([go_modules, package_roots, namespaces], sort_keys=True, default=str).encode())
     return digest.hexdigest()
@@ -632,7 +636,7 @@ def symbol_edge_files(
                                                    previous_kb.get("references")))  # fmt: skip
     bound = pd.concat([import_bindings[["file_id", "dst_file_id"]], reexport_bindings[["file_id", "dst_file_id"]]])
     bound = bound[bound["dst_file_id"].isin(changed)].astype("int64")
-    # a file added, changed or deleted in a Go / Java package changes what its peers' names resolve to
+    # a file added, changed or deleted in a Go / Java package (C#: the project) changes what its peers' names resolve to
     previous = previous_kb["files"]
     gone = previous[~in_set(previous["path"], indexed_files["path"])]
     keys = _package_keys(indexed_files)
@@ -686,10 +690,11 @@ def _same_imports(file_ids: pd.Index, now: pd.DataFrame, before: pd.DataFrame) -
 
 
 def _package_keys(files: pd.DataFrame) -> pd.Series:
-    """Per file: "language:directory" for the files of PACKAGE_LANGUAGES (one namespace per directory), else None."""
+    """Per file: "language:directory" for the files of PACKAGE_LANGUAGES (one namespace per directory), "language:"
+    for those of PROJECT_LANGUAGES (one for the repository), else None."""
     language = files["language"].astype(object)
-    keys = language + ":" + files["package"].astype(object)
-    return keys.where(language.isin(PACKAGE_LANGUAGES), None).reset_index(drop=True)
+    keys = language + ":" + files["package"].astype(object).where(~language.isin(PROJECT_LANGUAGES), "")
+    return keys.where(language.isin(PACKAGE_LANGUAGES | PROJECT_LANGUAGES), None).reset_index(drop=True)
 
 
 def kb_symbol_edges(
@@ -710,7 +715,7 @@ def kb_symbol_edges(
     imported into the file (`from m import f`, `from m import f as g`); `alias.f` for an imported module
     (`import m as alias`); `Class.x` for a class defined in or imported into the file; finally a same-file
     nested definition of that name; in Go and Java, after imported names, a top-level name (a class, for `Class.x`)
-    of another file of the same package; in Rust, after its own imports, names bound through a glob or re-export.
+    of another file of the same package (in C#, of any C# file); in Rust, after its own imports, names bound through a glob or re-export.
     """
     packages = pd.Series(_package_keys(indexed_files).to_numpy(), index=indexed_files["file_id"].to_numpy())
     resolved = pd.concat([  # each reference resolves on its own: files a run of references at a time bound the merges
@@ -779,7 +784,7 @@ def _resolved_symbol_edges(
 ) -> pd.DataFrame:
     """Edges of these references (import_bindings of their files), resolved against the symbols they can reach:
     their own files' symbols, top-level symbols of the files bound by imports and (packages: file_id -> package key,
-    None outside Go / Java) of the other files of their package, members of referenced classes."""
+    None outside Go / Java / C#) of the other files of their package, members of referenced classes."""
     refs = references[["file_id", "symbol_id", "name", "kind"]].reset_index(drop=True).astype({"name": object})
     refs["name"] = refs["name"].str.replace("::", ".", regex=False)  # Rust / C++ / PHP paths: `Type::new` is `Type.new`
     if refs.empty:
