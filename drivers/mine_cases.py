@@ -11,9 +11,8 @@ docs and changelogs may change too). Test and non-source paths are judged by the
 (`data/conventions/*.toml`). The case text is the commit message (subject + body, trailers dropped; never the
 diff), gold_files the changed non-test source files, gold_functions the def/class around each edit at the
 parent (`dataflows.evaluation.cases` patch helpers; not the functions their attributes make tests, Rust's inline
-`#[test]`s), base_commit the parent. The newest PER_REPO cases of each
-repository are kept (PER_REPO for the development set, TRAIN_PER_REPO for the training set, so that no repository
-outweighs the rest). Prints how many commits each filter removed. Records are in the shared format of
+`#[test]`s), base_commit the parent. The newest PER_REPO_OF[set] cases of each
+repository are kept (so that no repository outweighs the rest). Prints how many commits each filter removed. Records are in the shared format of
 `../shared/eval/dev.jsonl` plus `language` (python, go, rust, javascript, java, c, cpp, ruby, php, csharp).
 """
 
@@ -77,13 +76,17 @@ TRAINING_REPOSITORIES = {
              "zxing/zxing"),
 }
 TRAINING_REPOSITORIES = {family: tuple(r for r in repos if r not in EXCLUDED) for family, repos in TRAINING_REPOSITORIES.items()}
-SETS = {"dev": REPOSITORIES, "train": TRAINING_REPOSITORIES}
+# a holdout: repositories neither set has, to measure the shipped ranker on fixes nothing was fitted to (none of them
+# in the SWE-bench or Multi-SWE-bench harnesses either)
+HOLDOUT_REPOSITORIES = {"rust": ("eza-community/eza", "bootandy/dust"), "java": ("stleary/JSON-java",),
+                        "csharp": ("JamesNK/Newtonsoft.Json", "JoshClose/CsvHelper"), "javascript": ("honojs/hono",)}
+SETS = {"dev": REPOSITORIES, "train": TRAINING_REPOSITORIES, "holdout": HOLDOUT_REPOSITORIES}
 FAMILY = {"python": "python", "go": "go", "rust": "rust", "java": "java", "javascript": "javascript", "typescript": "javascript",
           "tsx": "javascript", "jsx": "javascript", "c": "c", "cpp": "cpp", "ruby": "ruby", "php": "php",
           "csharp": "csharp"}  # fmt: skip
 KIN = {"c": "cpp", "cpp": "c"}  # a C++ repository's `.h` headers are C by their extension
 PER_REPO = 9
-TRAIN_PER_REPO = 150
+PER_REPO_OF = {"dev": PER_REPO, "train": 150, "holdout": 25}  # newest cases kept per repository
 MAX_SOURCES = 3
 MAX_FILES = 12  # sources + tests + docs: a larger commit is a sweep, not one fix
 MIN_WORDS = 8  # a text shorter than this (issue references aside) says too little to be a task
@@ -248,19 +251,20 @@ def mine_repository(git_dir: Path, repo: str, family: str, conventions: dict, pe
 
 
 def default_out(which: str) -> Path:
-    """Where a set is written by default: the small development set in the repository, the training set in the cache."""
-    return Path("data/eval/multilang.jsonl") if which == "dev" else cache_root() / "mined" / "train.jsonl"
+    """Where a set is written by default: the small development set in the repository, the others in the cache."""
+    return Path("data/eval/multilang.jsonl") if which == "dev" else cache_root() / "mined" / f"{which}.jsonl"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m drivers.mine_cases", description=__doc__.split("\n\n")[0])
     parser.add_argument("--mirror", default="../.mirror", help="git mirrors laid out as DIR/<owner>+<name>/repo")
     parser.add_argument("--set", choices=sorted(SETS), default="dev",
-                        help="dev: the committed development set; train: the learned ranker's training set")
+                        help="dev: the committed development set; train: the learned ranker's training set; "
+                             "holdout: repositories neither has")
     parser.add_argument("--out", help="the case file to write (JSONL; default data/eval/multilang.jsonl for dev, "
-                                      "$CRA_CACHE/mined/train.jsonl for train)")
-    parser.add_argument("--per-repo", type=int, help=f"newest cases kept per repository (default {PER_REPO} for dev, "
-                                                     f"{TRAIN_PER_REPO} for train)")
+                                      "$CRA_CACHE/mined/<set>.jsonl for the others)")
+    parser.add_argument("--per-repo", type=int, help="newest cases kept per repository (default: "
+                                                     + ", ".join(f"{n} for {k}" for k, n in PER_REPO_OF.items()) + ")")
     parser.add_argument("--refresh-gold", action="store_true",
                         help="keep the cases of the case file (--out or the set's default) and derive their gold "
                              "edits and functions again with today's parsers")
@@ -268,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out) if args.out else default_out(args.set)
     if args.refresh_gold:
         return _refresh_gold(out, Path(args.mirror))
-    per_repo = args.per_repo or (PER_REPO if args.set == "dev" else TRAIN_PER_REPO)
+    per_repo = args.per_repo or PER_REPO_OF[args.set]
     conventions = load_conventions()
     cases, totals = [], Counter()
     for family, repos in SETS[args.set].items():

@@ -290,3 +290,13 @@ def test_rust_use_items_bind_to_their_definitions(tmp_path):
     caller = "src/modules/sudo.rs::module"
     assert {(caller, "src/configs/sudo.rs::load_sudo_config"), (caller, "src/modules/mod.rs::new_module"),
             (caller, "src/utils.rs::exec_cmd"), (caller, "src/utils.rs::render")} <= calls  # fmt: skip
+
+
+def test_the_holdout_repositories_are_in_no_other_set():
+    """The holdout measures the shipped ranker on fixes nothing was fitted to: none of its repositories may be a
+    development or training one."""
+    from drivers.mine_cases import SETS
+
+    fitted = {repo for which in ("dev", "train") for repos in SETS[which].values() for repo in repos}
+    holdout = {repo for repos in SETS["holdout"].values() for repo in repos}
+    assert holdout and not holdout & fitted
