@@ -11,8 +11,8 @@ docs and changelogs may change too). Test and non-source paths are judged by the
 (`data/conventions/*.toml`). The case text is the commit message (subject + body, trailers dropped; never the
 diff), gold_files the changed non-test source files, gold_functions the def/class around each edit at the
 parent (`dataflows.evaluation.cases` patch helpers; not the functions their attributes make tests, Rust's inline
-`#[test]`s), base_commit the parent. The newest PER_REPO_OF[set] cases of each
-repository are kept (so that no repository outweighs the rest). Prints how many commits each filter removed. Records are in the shared format of
+`#[test]`s), base_commit the parent. The newest PER_REPO_OF[set] cases of each repository are kept (so that no
+repository outweighs the rest). Prints how many commits each filter removed. Records are in the shared format of
 `../shared/eval/dev.jsonl` plus `language` (python, go, rust, javascript, java, c, cpp, ruby, php, csharp).
 """
 

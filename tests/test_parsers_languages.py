@@ -510,6 +510,14 @@ def test_namespace_imports_resolve_through_declared_classes():
     }
 
 
+def _indexed(root: Path, files: dict[str, str]) -> dict:
+    """The KB tables of a tree holding `files` (path -> text)."""
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return index_frames(root, history=0, count_tokens=count_tokens)[0]
+
+
 def test_index_a_tiny_c_project_links_includes_and_calls(tmp_path: Path):
     files = {
         "src/util.h": "#ifndef UTIL_H\n#define UTIL_H\n/* Rounds to cents. */\nint round_cents(int v);\n#endif\n",
@@ -517,10 +525,7 @@ def test_index_a_tiny_c_project_links_includes_and_calls(tmp_path: Path):
         "src/a.c": '#include "util.h"\n#include <stdio.h>\n\nstatic int total(int v)\n{\n    return round_cents(v);\n}\n'
         "\nint main(void)\n{\n    return total(1);\n}\n",
     }
-    for rel, text in files.items():
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text(text)
-    tables, _ = index_frames(tmp_path, history=0, count_tokens=count_tokens)
+    tables = _indexed(tmp_path, files)
     symbols = tables["symbols"]
     path_of = dict(zip(tables["files"]["file_id"], tables["files"]["path"]))
     defined = {(path_of[f], q, k) for f, q, k in zip(symbols["file_id"], symbols["qualified_name"], symbols["kind"])}
@@ -548,10 +553,7 @@ def test_csharp_calls_resolve_to_types_of_other_namespaces_and_directories(tmp_p
         "src/Acme/Tax/Tax.cs": "namespace Acme.Taxes;\n\npublic static class Tax\n{\n"
                                "    public static int Of(int v) { return v / 5; }\n}\n",
     }
-    for rel, text in files.items():
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text(text)
-    tables, _ = index_frames(tmp_path, history=0, count_tokens=count_tokens)
+    tables = _indexed(tmp_path, files)
     symbols = tables["symbols"]
     name = dict(zip(symbols["symbol_id"], symbols["qualified_name"]))
     calls = {(name[s], name[d]) for s, d in zip(tables["symbol_edges"]["src_symbol_id"], tables["symbol_edges"]["dst_symbol_id"])}

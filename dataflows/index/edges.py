@@ -715,7 +715,8 @@ def kb_symbol_edges(
     imported into the file (`from m import f`, `from m import f as g`); `alias.f` for an imported module
     (`import m as alias`); `Class.x` for a class defined in or imported into the file; finally a same-file
     nested definition of that name; in Go and Java, after imported names, a top-level name (a class, for `Class.x`)
-    of another file of the same package (in C#, of any C# file); in Rust, after its own imports, names bound through a glob or re-export.
+    of another file of the same package (in C#, of any C# file); in Rust, after its own imports, names bound through
+    a glob or re-export.
     """
     packages = pd.Series(_package_keys(indexed_files).to_numpy(), index=indexed_files["file_id"].to_numpy())
     resolved = pd.concat([  # each reference resolves on its own: files a run of references at a time bound the merges
