@@ -134,11 +134,16 @@ def test_ruby_php_and_csharp_tests_map_to_their_sources(tmp_path):
         "test/Serilog.Tests/Core/LoggerTests.cs": "namespace Serilog.Tests.Core;\npublic class LoggerTests { public void Writes() {} }\n",
         "src/Serilog.Specs/Helpers.cs": "namespace Serilog.Specs;\npublic class Helpers {}\n",
         "src/Serilog/obj/Debug/Generated.cs": "class Generated {}\n",
+        "src/UnitTests/Bug/CollectionBug.cs": "namespace UnitTests.Bug;\npublic class CollectionBug {}\n",
+        "Tests/Contests/Entry.cs": "namespace Contests;\npublic class Entry {}\n",
+        "src/Contests/Entry.cs": "namespace Contests;\npublic class Entry {}\n",
     }))  # fmt: skip
     assert ("spec/faraday/response_spec.rb", "lib/faraday/response.rb", "tests") in edges
     assert ("tests/Handler/StreamHandlerTest.php", "src/Handler/StreamHandler.php", "tests") in edges
     assert ("test/Serilog.Tests/Core/LoggerTests.cs", "src/Serilog/Core/Logger.cs", "tests") in edges
     assert files.loc["src/Serilog.Specs/Helpers.cs", "is_test"]  # a test project's directory, by its name
+    assert files.loc["src/UnitTests/Bug/CollectionBug.cs", "is_test"] and files.loc["Tests/Contests/Entry.cs", "is_test"]
+    assert not files.loc["src/Contests/Entry.cs", "is_test"]  # (a name that merely ends in "tests")
     assert "Gemfile" not in files.index and "src/Serilog/obj/Debug/Generated.cs" not in files.index
 
 
