@@ -52,9 +52,13 @@ def test_java_test_maps_across_the_maven_layout(tmp_path):
         "core/src/main/java/org/ex/Parser.java": "package org.ex;\n\npublic class Parser { public int parse() { return 1; } }\n",
         "core/src/test/java/org/ex/ParserTest.java": "package org.ex;\n\nclass ParserTest { void t() { } }\n",
         "core/target/classes/Gen.java": "package org.ex;\n\nclass Gen {}\n",
+        "core/src/integrationTest/java/org/ex/Roundtrip.java": "package org.ex;\n\nclass Roundtrip { void t() { } }\n",
+        "core/src/main/java/org/ex/latest/Contest.java": "package org.ex.latest;\n\nclass Contest {}\n",
     }))  # fmt: skip
     assert ("core/src/test/java/org/ex/ParserTest.java", "core/src/main/java/org/ex/Parser.java", "tests") in edges
     assert files.loc["core/src/test/java/org/ex/ParserTest.java", "is_test"]
+    assert files.loc["core/src/integrationTest/java/org/ex/Roundtrip.java", "is_test"]  # a Gradle test source set
+    assert not files.loc["core/src/main/java/org/ex/latest/Contest.java", "is_test"]
     assert "core/target/classes/Gen.java" not in files.index
 
 
