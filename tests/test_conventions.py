@@ -309,3 +309,18 @@ def test_the_holdout_repositories_are_in_no_other_set():
     fitted = {repo for which in ("dev", "train") for repos in SETS[which].values() for repo in repos}
     holdout = {repo for repos in SETS["holdout"].values() for repo in repos}
     assert holdout and not holdout & fitted
+
+
+def test_vendored_copies_are_not_indexed_as_code(tmp_path):
+    """pip's `_vendor/`, a Rust crate's `vendored/` copy and a JS `third_party/` library are others' code."""
+    files, _ = _index(_tree(tmp_path, {
+        "src/pip/_internal/req.py": "def install():\n    return 1\n",
+        "src/pip/_vendor/rich/console.py": "class Console:\n    pass\n",
+        "insta/src/content/yaml/vendored/parser.rs": "pub fn parse() {}\n",
+        "insta/src/content/yaml/mod.rs": "pub fn load() {}\n",
+        "web/third_party/lodash.js": "export function chunk() {}\n",
+        "web/app.js": "export function main() {}\n",
+    }))  # fmt: skip
+    assert {"src/pip/_internal/req.py", "insta/src/content/yaml/mod.rs", "web/app.js"} <= set(files.index)
+    assert not {"src/pip/_vendor/rich/console.py", "insta/src/content/yaml/vendored/parser.rs",
+                "web/third_party/lodash.js"} & set(files.index)
