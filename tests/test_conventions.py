@@ -324,3 +324,21 @@ def test_vendored_copies_are_not_indexed_as_code(tmp_path):
     assert {"src/pip/_internal/req.py", "insta/src/content/yaml/mod.rs", "web/app.js"} <= set(files.index)
     assert not {"src/pip/_vendor/rich/console.py", "insta/src/content/yaml/vendored/parser.rs",
                 "web/third_party/lodash.js"} & set(files.index)
+
+
+def test_test_directories_named_in_a_longer_name_are_tests(tmp_path):
+    """hono's runtime-tests/, immer's __performance_tests__/, retrofit's test-helpers/ module: tests by their names,
+    while a source directory or package that merely contains the letters stays code."""
+    files, _ = _index(_tree(tmp_path, {
+        "runtime-tests/node/index.test.ts": "export const t = 1\n",
+        "runtime-tests/node/setup.ts": "export const s = 1\n",
+        "__performance_tests__/add-data.mjs": "export const d = 1\n",
+        "src/latest/contest.ts": "export const c = 1\n",
+        "retrofit/test-helpers/src/main/java/retrofit2/helpers/ToStringConverterFactory.java":
+            "package retrofit2.helpers;\n\npublic class ToStringConverterFactory {}\n",
+        "retrofit/src/main/java/retrofit2/attest/Attest.java": "package retrofit2.attest;\n\npublic class Attest {}\n",
+    }))  # fmt: skip
+    assert files.loc["runtime-tests/node/setup.ts", "is_test"] and files.loc["__performance_tests__/add-data.mjs", "is_test"]
+    assert files.loc["retrofit/test-helpers/src/main/java/retrofit2/helpers/ToStringConverterFactory.java", "is_test"]
+    assert not files.loc["src/latest/contest.ts", "is_test"]
+    assert not files.loc["retrofit/src/main/java/retrofit2/attest/Attest.java", "is_test"]
