@@ -342,3 +342,20 @@ def test_test_directories_named_in_a_longer_name_are_tests(tmp_path):
     assert files.loc["retrofit/test-helpers/src/main/java/retrofit2/helpers/ToStringConverterFactory.java", "is_test"]
     assert not files.loc["src/latest/contest.ts", "is_test"]
     assert not files.loc["retrofit/src/main/java/retrofit2/attest/Attest.java", "is_test"]
+
+
+def test_a_packages_testing_library_is_code_and_a_top_level_test_dir_is_tests(tmp_path):
+    """django/test/ (TestCase, Client) and numpy/testing/ are libraries a fix changes; test/ and testing/ at the top
+    of a repository, tests/ anywhere and test_*.py files are tests."""
+    files, _ = _index(_tree(tmp_path, {
+        "django/__init__.py": "",
+        "django/test/__init__.py": "from django.test.testcases import TestCase\n",
+        "django/test/testcases.py": "class TestCase:\n    def assertFormError(self, form, field):\n        pass\n",
+        "django/test/test_helpers.py": "def test_helper():\n    pass\n",
+        "tests/forms/test_forms.py": "def test_bound():\n    pass\n",
+        "test/helpers.py": "def helper():\n    pass\n",
+        "testing/conftest.py": "",
+    }))  # fmt: skip
+    assert not files.loc["django/test/testcases.py", "is_test"] and not files.loc["django/test/__init__.py", "is_test"]
+    assert files.loc["django/test/test_helpers.py", "is_test"] and files.loc["tests/forms/test_forms.py", "is_test"]
+    assert files.loc["test/helpers.py", "is_test"] and files.loc["testing/conftest.py", "is_test"]

@@ -3,7 +3,8 @@
 Not a Hamilton module: pure functions the index nodes, the retrieval's symbol table (and the case miner) call
 with the `language_conventions` input, a dict language -> table loaded by the driver
 (`drivers.conventions.load_conventions`). A table has `tests.names` / `tests.dirs` (what a test file is; in either
-section `dir_patterns` match directory names by regex, C#'s `Foo.Tests/` projects),
+section `dir_patterns` match directory names by regex, C#'s `Foo.Tests/` projects, and `paths` whole paths:
+Python's `test/` is a test directory at the top of a repository, a library inside a package, `django/test/`),
 `tests.attributes` (what makes a function a test wherever it is: Rust `#[test]`, JUnit `@Test`), `tests.subjects`
 ((pattern, replacement) pairs: the source a test exercises), `non_source.names` / `non_source.dirs` (vendored,
 generated, build output) and `imports.manifests`.
@@ -27,6 +28,9 @@ def _any_of(patterns: tuple[str, ...]) -> re.Pattern | None:
 def _matches(path: str, section: dict) -> bool:
     parts = path.split("/")
     if set(section.get("dirs", ())) & set(parts[:-1]):
+        return True
+    paths = _any_of(tuple(section.get("paths", ())))
+    if paths and paths.search(path):
         return True
     dir_patterns = _any_of(tuple(section.get("dir_patterns", ())))
     if dir_patterns and any(dir_patterns.search(part) for part in parts[:-1]):
