@@ -376,13 +376,15 @@ class KnowledgeBase:
 
     @cached_property
     def task_free_overrides(self) -> dict[str, object]:
-        """The word-table overrides plus the signals that depend on the KB alone, not on the task (how many files
-        import each file), computed once per loaded KB instead of once per request."""
+        """The word-table overrides plus the nodes that depend on the KB alone, not on the task (how many files
+        import each file, the issue templates' lines), computed once per loaded KB instead of once per request."""
         from dataflows.retrieval.combination import file_roles
+        from dataflows.retrieval.issue_templates import issue_template_lines
         from dataflows.retrieval.signals import structural_centrality
 
         return {**self.word_overrides, "structural_centrality": structural_centrality(self.files, self.tables["edges"]),
-                "file_roles": file_roles(self.files)}
+                "file_roles": file_roles(self.files),
+                "issue_template_lines": issue_template_lines(self.files, self.contents)}
 
 _LOADED: dict[tuple[str, str], KnowledgeBase] = {}
 

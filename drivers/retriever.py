@@ -14,7 +14,8 @@ import pandas as pd
 from hamilton import driver
 
 from dataflows.retrieval import (
-    assembly, budget, combination, pinned, precision, render, scope, signals, symbol_signals, task_analysis, word_tables,
+    assembly, budget, combination, issue_templates, pinned, precision, render, scope, signals, symbol_signals,
+    task_analysis, word_tables,
 )
 from dataflows.retrieval.models import ContextPackage, PinnedSection
 from dataflows.retrieval.signal_list import KNOBS, checked_weights
@@ -24,8 +25,8 @@ from drivers.kb import KnowledgeBase
 from drivers.tokens import count_tokens
 
 # the retrieval DAG, stage by stage (word_tables: nodes a request gets as overrides from the loaded KB)
-MODULES = (word_tables, task_analysis, signals, combination, scope, symbol_signals, precision, pinned, budget, assembly,
-           render)
+MODULES = (word_tables, issue_templates, task_analysis, signals, combination, scope, symbol_signals, precision, pinned,
+           budget, assembly, render)
 DEFAULT_BUDGET = 32_768
 DEFAULT_SCOPE_SIZE = 75
 MIN_BUDGET = 256

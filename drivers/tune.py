@@ -39,7 +39,7 @@ def case_signal_rows(case: dict, kb) -> pd.DataFrame:
     """
     from drivers.retriever import default_weight_profile, kb_inputs, retrieval_driver
 
-    inputs = {k: v for k, v in kb_inputs(kb).items() if k != "kb_contents"}
+    inputs = dict(kb_inputs(kb))
     inputs.update(task_text=case["task"], scope_size=75, weights_override=None, weight_profile=default_weight_profile())
     out = retrieval_driver().execute(["signal_matrix", "task_query"], inputs=inputs, overrides=kb.task_free_overrides)
     matrix = out["signal_matrix"]

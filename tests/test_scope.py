@@ -10,7 +10,7 @@ from hamilton import driver
 
 from dataflows.index.schema import TABLES
 from dataflows.lexical import Bm25Index
-from dataflows.retrieval import combination, scope, signals, task_analysis, word_tables
+from dataflows.retrieval import combination, issue_templates, scope, signals, task_analysis, word_tables
 from tests.retrieval_dag import run_node
 from dataflows.retrieval.combination import DEFAULT_WEIGHTS, SIGNALS
 from dataflows.retrieval.models import TaskQuery
@@ -205,8 +205,9 @@ def test_stage_one_dataflow_end_to_end():
         "kb_commit_files": pd.DataFrame(columns=list(TABLES["commit_files"])),
         "commit_lexicon": Bm25Index.from_terms(pd.DataFrame(columns=["commit", "term", "tf"]), "commit"),
         "scope_size": 2, "weights_override": None, "weight_profile": None, "kb_warnings": [],
+        "kb_contents": pd.DataFrame({"file_id": range(len(texts)), "text": texts}),
     }
-    dr = driver.Builder().with_modules(word_tables, task_analysis, signals, combination, scope).build()
+    dr = driver.Builder().with_modules(word_tables, issue_templates, task_analysis, signals, combination, scope).build()
     out = dr.execute(["scope", "signal_weights", "scope_warnings"], inputs=inputs)
     s = out["scope"]
     assert s["added_by"].to_dict() == {0: "seed", 2: "score", 1: "deps", 4: "cochange"}

@@ -8,13 +8,13 @@ import pandas as pd
 import pytest
 from hamilton import driver
 
-from dataflows.retrieval import task_analysis, word_tables
+from dataflows.retrieval import issue_templates, task_analysis, word_tables
 from tests.retrieval_dag import run_node
 
 
 def heuristic_task_query(text: str, files: pd.DataFrame):
     """The heuristic task query of `text` against these KB files, as the retrieval DAG computes it."""
-    return run_node("heuristic_task_query", task_text=text, kb_files=files)
+    return run_node("heuristic_task_query", task_text=text, kb_files=files, issue_template_lines=frozenset())
 
 
 def kb_files(paths: list[str], concepts: list[list[str]] | None = None) -> pd.DataFrame:
@@ -27,6 +27,7 @@ def kb_files(paths: list[str], concepts: list[list[str]] | None = None) -> pd.Da
     })
 
 
+NO_CONTENTS = pd.DataFrame({"file_id": pd.Series([], dtype="int64"), "text": pd.Series([], dtype=object)})
 FILES = kb_files(
     ["pvlib/irradiance.py", "pvlib/tools.py", "src/auth/handler.py", "tests/test_irradiance.py"],
     [["irradiance", "perez"], ["tools"], ["authentication", "login"], []],
@@ -123,8 +124,8 @@ def test_file_hint_from_a_github_url_and_no_hint_from_a_call():
 
 def run_llm_variant(text: str, client) -> dict:
     """task_query and warnings from the llm_assist=True variant of the module."""
-    dr = driver.Builder().with_modules(word_tables, task_analysis).with_config({"llm_assist": True}).build()
-    inputs = {"task_text": text, "kb_files": FILES, "llm_client": client}
+    dr = driver.Builder().with_modules(word_tables, issue_templates, task_analysis).with_config({"llm_assist": True}).build()
+    inputs = {"task_text": text, "kb_files": FILES, "kb_contents": NO_CONTENTS, "llm_client": client}
     return dr.execute(["task_query", "task_analysis_warnings"], inputs=inputs)
 
 
@@ -152,6 +153,7 @@ def test_llm_variant_falls_back_with_a_warning(client):
 
 
 def test_default_variant_never_needs_an_llm_client():
-    dr = driver.Builder().with_modules(word_tables, task_analysis).with_config({}).build()
-    out = dr.execute(["task_query", "task_analysis_warnings"], inputs={"task_text": "speed", "kb_files": FILES})
+    dr = driver.Builder().with_modules(word_tables, issue_templates, task_analysis).with_config({}).build()
+    inputs = {"task_text": "speed", "kb_files": FILES, "kb_contents": NO_CONTENTS}
+    out = dr.execute(["task_query", "task_analysis_warnings"], inputs=inputs)
     assert out["task_query"].keywords == ("speed",) and out["task_analysis_warnings"] == []

@@ -55,10 +55,10 @@ def test_signals_from_word_tables_given_as_overrides_equal_those_the_dag_builds(
 def test_task_concepts_from_the_kb_concept_vocabulary_equal_those_the_dag_builds():
     f = files()
     text = "Caching breaks the login of auth backends"
-    grounded = run_node("heuristic_task_query", task_text=text, kb_files=f,
+    grounded = run_node("heuristic_task_query", task_text=text, kb_files=f, issue_template_lines=frozenset(),
                         kb_concept_vocabulary=word_tables(f, symbols())["concept_vocabulary"])
     assert set(grounded.concepts) == {"auth", "backend", "caching", "login"}
-    assert grounded == run_node("heuristic_task_query", task_text=text, kb_files=f)
+    assert grounded == run_node("heuristic_task_query", task_text=text, kb_files=f, issue_template_lines=frozenset())
 
 
 def terms_of(codes: np.ndarray, labels: np.ndarray, name_terms: pd.DataFrame) -> pd.Series:

@@ -186,41 +186,42 @@ def _concepts(text: str, keywords: list[str], concepts: pd.DataFrame) -> list[st
     return sorted(concepts.loc[hit, "concept"])
 
 
-def file_hints(task_text: str) -> list[str]:
+def file_hints(analysed_text: str) -> list[str]:
     """Paths, bare file names and globs the task names (URLs reduced to their repository path)."""
-    return _file_hints(task_text)
+    return _file_hints(analysed_text)
 
 
-def trace_frames(task_text: str, kb_files: pd.DataFrame) -> list[tuple[str, str]]:
+def trace_frames(analysed_text: str, kb_files: pd.DataFrame) -> list[tuple[str, str]]:
     """(path, function) of the task's stack-trace frames whose path names an indexed file, in order."""
-    return _in_repo_frames(_trace_frames(task_text), kb_files)
+    return _in_repo_frames(_trace_frames(analysed_text), kb_files)
 
 
-def symbol_hints(task_text: str, file_hints: list[str], trace_frames: list[tuple[str, str]]) -> list[str]:
+def symbol_hints(analysed_text: str, file_hints: list[str], trace_frames: list[tuple[str, str]]) -> list[str]:
     """Identifier-looking names of the task: trace-frame functions first, then backticked names, calls, dotted,
     snake_case and CamelCase words."""
     frame_symbols = [f for _, f in trace_frames if f and not f.startswith("<")]
-    return list(dict.fromkeys(frame_symbols + _symbol_hints(task_text, file_hints)))
+    return list(dict.fromkeys(frame_symbols + _symbol_hints(analysed_text, file_hints)))
 
 
-def error_patterns(task_text: str) -> list[str]:
+def error_patterns(analysed_text: str) -> list[str]:
     """Exception lines (`ValueError: msg`), exception / errno names, and quoted messages of the task."""
-    return _error_patterns(task_text)
+    return _error_patterns(analysed_text)
 
 
-def task_keywords(task_text: str, symbol_hints: list[str]) -> list[str]:
+def task_keywords(analysed_text: str, symbol_hints: list[str]) -> list[str]:
     """The task's distinct index terms, weighted toward identifiers and code, strongest first."""
-    return _keywords(task_text, symbol_hints)
+    return _keywords(analysed_text, symbol_hints)
 
 
 def task_type(task_text: str) -> str:
-    """bug_fix, feature, refactor, test or investigation, by seed 001's keyword classes (a traceback votes bug_fix)."""
+    """bug_fix, feature, refactor, test or investigation, by seed 001's keyword classes (a traceback votes bug_fix;
+    so does the heading of a bug-report template)."""
     return _task_type(task_text, bool(_PY_FRAME.search(task_text) or _EXCEPTION_LINE.search(task_text)))
 
 
-def task_concepts(task_text: str, task_keywords: list[str], kb_concept_vocabulary: pd.DataFrame) -> list[str]:
+def task_concepts(analysed_text: str, task_keywords: list[str], kb_concept_vocabulary: pd.DataFrame) -> list[str]:
     """KB concepts the task mentions: a concept equal to a task word, a keyword, or the stem of one."""
-    return _concepts(task_text, task_keywords, kb_concept_vocabulary)
+    return _concepts(analysed_text, task_keywords, kb_concept_vocabulary)
 
 
 def heuristic_task_query(
