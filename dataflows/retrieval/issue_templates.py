@@ -4,7 +4,8 @@ An issue filed through a template repeats its headings and checklists ("Bug Repo
 looked at the documentation") whatever the bug: words of the form, not of the task, that match files named for
 them (a `bug_report.rs`, an `_examples/` directory). The templates are indexed files (`.github/ISSUE_TEMPLATE/*.md`,
 GitHub issue forms' `label:`s, `.gitlab/issue_templates/`), so a request reads them from the KB and drops the
-task's lines that are exactly a template line; code blocks are kept whole.
+task's lines that are a template line, and the template's prompt from a line the reporter answered; code blocks are
+kept whole.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def _cleaned(line: str) -> str:
 def _line_key(line: str) -> tuple[str, ...]:
     """A line as compared with template lines: its words in lower case (markers, emphasis, a ticked box and
     spacing are how the reporter or the renderer wrote it, not what the line says)."""
-    return tuple(_WORD.findall(_cleaned(line).lower()))
+    return tuple(word.lower() for word in _WORD.findall(_cleaned(line)))
 
 
 def _template_keys(path: str, text: str) -> set[tuple[str, ...]]:
