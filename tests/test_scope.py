@@ -218,9 +218,10 @@ def test_stage_one_dataflow_end_to_end():
 
 def test_code_under_examples_docs_or_vendored_dirs_gets_the_non_source_prior():
     paths = ("src/a.py", "examples/demo.py", "include/lib/fmt/bundled/os.h", "docs/conf.py", "src/vendor/x.js",
-             "src/exampleness.py", "third_party/zlib/inflate.c", "_examples/simple/main.go", "src/_docs/x.js")
+             "src/exampleness.py", "third_party/zlib/inflate.c", "_examples/simple/main.go", "src/_docs/x.js",
+             "caffeine/src/jmh/java/cache/GetPutBenchmark.java")
     files = kb_files(*paths)
     files["is_test"] = False
-    files["language"] = ["python", "python", "cpp", "python", "javascript", "python", "c", "go", "javascript"]
+    files["language"] = ["python", "python", "cpp", "python", "javascript", "python", "c", "go", "javascript", "java"]
     prior = combination.file_prior(combination.file_roles(files), combination.file_priors(None, {"priors": {"non_source_prior": 0.25}}))
-    assert prior.tolist() == [1.0, 0.25, 0.25, 0.25, 0.25, 1.0, 0.25, 0.25, 0.25]
+    assert prior.tolist() == [1.0, 0.25, 0.25, 0.25, 0.25, 1.0, 0.25, 0.25, 0.25, 0.25]

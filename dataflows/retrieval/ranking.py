@@ -14,9 +14,10 @@ NON_SOURCE_LANGUAGES = frozenset(
 )
 # directories of code that ships beside the project rather than being it: a fix rarely edits them (none of the
 # 172 gold files of the development cases is under one), yet their words match issues (bundled copies, examples);
-# with a leading `_` or `.` too, which hides a directory from Go's toolchain (`_examples/`) and Jekyll sites (`_docs/`)
+# with a leading `_` or `.` too, which hides a directory from Go's toolchain (`_examples/`) and Jekyll sites (`_docs/`);
+# `jmh/` is the JMH benchmarks' Gradle source set (`src/jmh/java`)
 PERIPHERAL_DIRS = (
-    r"(?:^|/)[_.]?(?:examples?|samples?|demos?|benchmarks?|bench|docs?|vendor|vendored|third_party|thirdparty|3rdparty|"
+    r"(?:^|/)[_.]?(?:examples?|samples?|demos?|benchmarks?|bench|jmh|docs?|vendor|vendored|third_party|thirdparty|3rdparty|"
     r"external|bundled|node_modules)/"
 )
 
