@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from dataflows.retrieval.symbol_signals import SYMBOL_SIGNALS
 from drivers.figures import parquet_bytes
 from drivers.fit_symbol_weights import case_symbol_rows
 from drivers.home import cache_root
@@ -170,9 +171,15 @@ def collect(cases: pd.DataFrame, out: Path, mirror: Path, shard: tuple[int, int]
 
 
 def read_signals(out: Path, kind: str = "parts") -> pd.DataFrame:
-    """Every part collected so far, one frame: file rows (`parts`) or symbol rows (`symbols`)."""
+    """Every part collected so far, one frame: file rows (`parts`) or symbol rows (`symbols`). A symbol signal added
+    after the parts were collected reads as 0 everywhere, and says so: collect again to measure it."""
     parts = sorted((out / kind).glob("*.parquet"))
-    return pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True) if parts else pd.DataFrame()
+    frame = pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True) if parts else pd.DataFrame()
+    missing = [s for s in SYMBOL_SIGNALS if s not in frame] if kind == "symbols" and len(frame) else []
+    if missing:
+        print(f"note: {out / kind} has no {', '.join(missing)} column (collected before it existed): read as 0",
+              file=sys.stderr)
+    return frame.assign(**dict.fromkeys(missing, 0.0))
 
 
 def main(argv: list[str] | None = None) -> int:

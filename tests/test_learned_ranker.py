@@ -259,3 +259,11 @@ def test_signals_never_collected_are_one_clear_error(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("error: No signal rows under") and "drivers.mined_signals" in err and "Traceback" not in err
     assert not (tmp_path / "out").exists()
+
+
+def test_symbol_parts_collected_before_a_signal_existed_read_it_as_zero_and_say_so(tmp_path, capsys):
+    (tmp_path / "symbols").mkdir()
+    pd.DataFrame({"case_id": ["a"], "lexical": [0.5], "gold": [True]}).to_parquet(tmp_path / "symbols" / "0.parquet")
+    rows = mined_signals.read_signals(tmp_path, "symbols")
+    assert rows.at[0, "title"] == 0.0 and rows.at[0, "lexical"] == 0.5
+    assert "no title" in capsys.readouterr().err

@@ -114,11 +114,21 @@ def test_one_row_per_source_definition_and_every_signal_in_range(kb):
     ranked = ranking(kb, "Order totals are wrong when an item has no quantity")
     assert not ranked.index.str.startswith("tests/").any()  # test files are ranked through the tests signal only
     assert {"shop/models.py::Order.total", "shop/parsing.py::parse_header", "shop/models.py::Base"} <= set(ranked.index)
-    signals = ["lexical", "name", "mention", "trace", "message", "calls", "hierarchy", "tests", "file", "file_top",
+    signals = ["lexical", "title", "name", "mention", "trace", "message", "calls", "hierarchy", "tests", "file", "file_top",
                "lexical_in_file", "size", "callable"]
     assert ((ranked[signals] >= 0) & (ranked[signals] <= 1)).all().all()
     assert list(ranked["rank"]) == list(range(1, len(ranked) + 1))
     assert ranked["score"].is_monotonic_decreasing
+
+
+def test_the_title_names_the_function_when_the_body_is_about_something_else(kb):
+    task = ("Coupon discount missing for VIP codes\n\nOur nightly job reads the order file: it splits the header line "
+            "into field names, strips each field, checks for an empty field name, and splits every line into values. "
+            "The header fields are parsed, the rows are parsed, the field names are stripped.")
+    ranked = ranking(kb, task)
+    assert ranked.at["shop/parsing.py::parse_header", "lexical"] == 1.0  # the body's words point at the parser
+    assert ranked.at["shop/models.py::discount_for", "title"] == 1.0
+    assert ranked.index[0] == "shop/models.py::discount_for"
 
 
 def test_a_qualified_mention_ranks_that_method_first(kb):

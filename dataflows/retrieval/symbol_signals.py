@@ -5,6 +5,8 @@ The file matrix decides which files; this one ranks the definitions inside them,
 signal:
 
 lexical    BM25 of the task's query terms over the symbol's chunk (name, signature, docstring, body, comments)
+title      BM25 of the task's first line over the chunk: an issue's title names the broken behaviour, its body is
+           mostly reproduction code and logs (the file signal `title_match`, one level down)
 name       the task's words cover the symbol's name (all its words, or half of them with two strong words)
 mention    the task names it: exact, qualified or dotted (`Model.save`), or its bare name
 trace      a stack-trace frame is in it: Python frames, and `file.ext:line` of Go, Java, JS/TS, Rust traces (the file
@@ -39,10 +41,10 @@ from dataflows.retrieval.symbol_table import SymbolTable
 
 # what a fix changes: interfaces, type aliases and enums too (13 of 342 development cases changed one; 7 in TS)
 CANDIDATE_KINDS = ("function", "method", "class", "interface", "type_alias", "enum")
-SYMBOL_SIGNALS = ("lexical", "name", "mention", "trace", "message", "calls", "hierarchy", "tests", "file",
+SYMBOL_SIGNALS = ("lexical", "title", "name", "mention", "trace", "message", "calls", "hierarchy", "tests", "file",
                   "file_top", "lexical_in_file", "size", "callable")
 # hand-set weights; data/symbol_weights.toml (fitted, leave-one-repository-out) replaces them when present
-DEFAULT_SYMBOL_WEIGHTS = {"lexical": 0.30, "name": 0.15, "mention": 0.20, "trace": 0.20, "message": 0.20,
+DEFAULT_SYMBOL_WEIGHTS = {"lexical": 0.30, "title": 0.0, "name": 0.15, "mention": 0.20, "trace": 0.20, "message": 0.20,
                           "calls": 0.05, "hierarchy": 0.05, "tests": 0.10, "file": 0.25,
                           "file_top": 0.0, "lexical_in_file": 0.0, "size": 0.0, "callable": 0.0}  # fmt: skip
 # a class, interface or enum ranks just below its best member (its constructor aside: it shares the class's name)
@@ -107,6 +109,7 @@ def symbol_signal_matrix(
     scope: pd.DataFrame,
     task_query: TaskQuery,
     lexical_query_terms: list[str],
+    title_query_terms: list[str],
     symbol_lexicon: Bm25Index,
     precision_terms: pd.Series,
     symbol_task_frames: pd.DataFrame,
@@ -126,6 +129,7 @@ def symbol_signal_matrix(
     anchors[c] = (mention[c] > 0) | (trace > 0) | (message > 0)
     signals = {
         "lexical": _lexical(s, c, lexical_query_terms, symbol_lexicon),
+        "title": _lexical(s, c, title_query_terms, symbol_lexicon),
         "name": _name(table, kb_rows, weight_of),
         "mention": mention[c],
         "trace": trace,
