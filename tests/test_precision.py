@@ -217,7 +217,8 @@ def _inputs(scoped, query, symbols, weights, lexicon=None) -> dict:
     return dict(scope=scoped, task_query=query, kb_symbols=symbols, kb_comments=kb_comments(),
                 kb_symbol_edges=kb_symbol_edges(), precision_terms=weights, kb_files=kb_files(),
                 kb_contents=kb_contents(), symbol_lexicon=lexicon or symbol_lexicon(), budget_mode="fixed",
-                symbol_weight_profile=None, lexical_query_terms=list(query.keywords), title_query_terms=[], task_messages=[],
+                symbol_weight_profile=None, lexical_query_terms=list(query.keywords), title_query_terms=[],
+                task_messages=[],
                 symbol_task_frames=pd.DataFrame(columns=["file_id", "line", "function", "depth"]))
 
 

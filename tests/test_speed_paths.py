@@ -467,14 +467,15 @@ def test_symbol_tiers_from_the_kb_name_tables_equal_splitting_names_per_request(
 
 def test_precision_nodes_from_the_kb_symbol_table_equal_those_built_per_request(indexed):
     kb = fresh_kb(indexed)
-    nodes = ("scope", "task_query", "lexical_query_terms", "title_query_terms", "precision_terms", "symbol_tiers", "symbol_signal_matrix",
-             "ranked_primaries", "file_contexts")
+    nodes = ("scope", "task_query", "lexical_query_terms", "title_query_terms", "precision_terms", "symbol_tiers",
+             "symbol_signal_matrix", "ranked_primaries", "file_contexts")
     out = retrieve(kb, "LoginHandler.validate_login rejects a valid password", outputs=nodes).outputs
     t = kb.tables
     frames = {"kb_symbols": t["symbols"], "kb_comments": t["comments"], "kb_symbol_edges": t["symbol_edges"]}
     matrix = run_node("symbol_signal_matrix", scope=out["scope"], task_query=out["task_query"], kb_files=kb.files,
                       kb_contents=kb.contents, lexical_query_terms=out["lexical_query_terms"],
-                      title_query_terms=out["title_query_terms"], precision_terms=out["precision_terms"], symbol_lexicon=kb.symbol_lexicon,
+                      title_query_terms=out["title_query_terms"], precision_terms=out["precision_terms"],
+                      symbol_lexicon=kb.symbol_lexicon,
                       task_text="LoginHandler.validate_login rejects a valid password", **frames)
     pd.testing.assert_frame_equal(out["symbol_signal_matrix"], matrix)
     contexts = run_node("file_contexts", symbol_tiers=out["symbol_tiers"], ranked_primaries=out["ranked_primaries"],

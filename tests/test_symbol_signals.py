@@ -114,8 +114,8 @@ def test_one_row_per_source_definition_and_every_signal_in_range(kb):
     ranked = ranking(kb, "Order totals are wrong when an item has no quantity")
     assert not ranked.index.str.startswith("tests/").any()  # test files are ranked through the tests signal only
     assert {"shop/models.py::Order.total", "shop/parsing.py::parse_header", "shop/models.py::Base"} <= set(ranked.index)
-    signals = ["lexical", "title", "name", "mention", "trace", "message", "calls", "hierarchy", "tests", "file", "file_top",
-               "lexical_in_file", "size", "callable"]
+    signals = ["lexical", "title", "name", "mention", "trace", "message", "calls", "hierarchy", "tests", "file",
+               "file_top", "lexical_in_file", "size", "callable"]
     assert ((ranked[signals] >= 0) & (ranked[signals] <= 1)).all().all()
     assert list(ranked["rank"]) == list(range(1, len(ranked) + 1))
     assert ranked["score"].is_monotonic_decreasing
