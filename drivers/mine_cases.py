@@ -26,11 +26,12 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from dataflows.evaluation.cases import patch_edits, patch_symbols
+from dataflows.evaluation.cases import FileEdit, patch_edits, patch_symbols
 from dataflows.index.conventions import is_non_source_path, is_test_path, test_attribute_pattern
 from dataflows.index.discovery import is_generated
 from dataflows.index.parsers import language_of, parse_source
 from dataflows.index.parsers.models import ParsedFile
+from dataflows.index.parsers.ts_common import descendants
 from drivers.conventions import load_conventions
 from drivers.findings_mine import FIX_WORDS, TRAILER
 from drivers.home import cache_root
@@ -92,10 +93,11 @@ MAX_FILES = 12  # sources + tests + docs: a larger commit is a sweep, not one fi
 MIN_WORDS = 8  # a text shorter than this (issue references aside) says too little to be a task
 ISSUE_REF = re.compile(r"(?:^|[\s(\[])(?:#|GH-)\d+\b|github\.com/[\w.-]+/[\w.-]+/(?:issues|pull)/\d+"
                        r"|\b(?:fix(?:es|ed)?|close[sd]?|resolve[sd]?)\s+#?\d+", re.IGNORECASE)  # fmt: skip
-SKIP_SUBJECT = re.compile(r"^(merge|revert|bump|release|chore\(deps\)|prepare|version)\b", re.IGNORECASE)
+SKIP_SUBJECT = re.compile(r"^(?:(?:merge|revert|bump|release|prepare|version)\b|chore\(deps\))", re.IGNORECASE)
 FILTERS = ("no issue reference", "not a problem (no fix/bug words)", "merge/revert/release/bump",
            f"not 1-{MAX_SOURCES} non-test source files of the language", f"more than {MAX_FILES} files",
-           "a gold file is new or deleted", f"text under {MIN_WORDS} words", "beyond the newest N per repository", "root commit (no parent)")  # fmt: skip
+           "a gold file is new or deleted", f"text under {MIN_WORDS} words", "beyond the newest N per repository",
+           "root commit (no parent)", "only test code changed (inline unit tests)")  # fmt: skip
 
 
 def _git(git_dir: Path, *args: str) -> str:
@@ -170,61 +172,106 @@ def _authored(git_dir: Path, parent: str, gold: list[str]) -> list[str]:
     return [p for p in gold if not is_generated(p, read_at_commit(git_dir, parent, p) or "")]
 
 
-def _test_functions(parsed: ParsedFile | None, language: str | None) -> set[str]:
-    """Qualified names of the functions its language's test attributes make tests (Rust's inline `#[test]` fns): a
-    regression test the fix adds beside the code is not code to find, as the tests in test files are not."""
+def _test_spans(parsed: ParsedFile | None, language: str | None, source: str) -> list[tuple[int, int]]:
+    """(first, last) line of the test code inside one source file: the functions its language's test attributes mark
+    (Rust's inline `#[test]` fns) and the test modules around them (`#[cfg(test)] mod tests`)."""
     pattern = test_attribute_pattern(language, load_conventions())
     if parsed is None or pattern is None:
-        return set()
-    return {s.qualified_name for s in parsed.symbols if any(pattern.search(d) for d in s.decorators)}
+        return []
+    marked = [(s.start_line, s.end_line) for s in parsed.symbols if any(pattern.search(d) for d in s.decorators)]
+    return marked + (_rust_test_modules(source, pattern) if language == "rust" else [])
 
 
-def _record(git_dir: Path, repo: str, family: str, sha: str, parent: str, date: str, text: str, gold: list[str]) -> dict:
-    """One case in the shared format, with gold_edits and gold_functions from the fix's diff at the parent."""
+def _rust_test_modules(text: str, pattern: re.Pattern) -> list[tuple[int, int]]:
+    """(first, last) line of each module block a test attribute marks (`#[cfg(test)] mod tests { ... }`), its
+    attributes included: the code inside is test code whether or not each function carries `#[test]`. (Found here,
+    not by the index's parser: a change there would re-index every user's repository.)"""
+    import tree_sitter_rust
+    from tree_sitter import Language, Parser
+
+    source = text.encode("utf-8", errors="replace")
+    spans = []
+    for node in descendants(Parser(Language(tree_sitter_rust.language())).parse(source).root_node):
+        if node.type != "mod_item" or node.child_by_field_name("body") is None:
+            continue
+        start, prev, attributes = node, node.prev_named_sibling, []
+        while prev is not None and prev.type == "attribute_item":
+            attributes.append(source[prev.start_byte : prev.end_byte].decode()[2:-1].strip())
+            start, prev = prev, prev.prev_named_sibling
+        if any(pattern.search(a) for a in attributes):
+            spans.append((start.start_point[0] + 1, node.end_point[0] + 1))
+    return spans
+
+
+def _outside_tests(edit: FileEdit, spans: list[tuple[int, int]]) -> FileEdit:
+    """The edit without its lines in test code: a regression test added beside the code (Rust keeps unit tests in
+    the file they test) is not code to find, as the tests in test files are not; an edit left empty touched tests
+    only, and its file is not gold."""
+    removed = tuple(n for n in edit.removed if not any(a <= n <= b for a, b in spans))
+    inserted = tuple(i for i in edit.inserted if not any(a < i[0] <= b for a, b in spans))
+    return FileEdit(edit.path, removed, inserted)
+
+
+def _record(git_dir: Path, repo: str, family: str, sha: str, parent: str, date: str, text: str,
+            gold: list[str]) -> dict | None:
+    """One case in the shared format, with gold_edits and gold_functions from the fix's diff at the parent; its gold
+    files those whose code (not only their inline tests) the fix changes, None if that is none of them."""
     patch = _git(git_dir, "diff", "--no-renames", parent, sha, "--", *gold)
     edits, functions = [], []
     for edit in patch_edits(patch):
-        edits.append({"path": edit.path, "new_file": False, "deleted_file": False, "removed": _ranges(edit.removed),
-                      "inserted": [list(i) for i in edit.inserted]})  # fmt: skip
         source = read_at_commit(git_dir, parent, edit.path) or ""
         language = language_of(edit.path)
         parsed = parse_source(language, source) if language else None
-        tests = _test_functions(parsed, language)
-        functions += [f for f in patch_symbols(edit, parsed or ParsedFile(), source) if f.partition("::")[2] not in tests]
+        edit = _outside_tests(edit, _test_spans(parsed, language, source))
+        if not edit.removed and not edit.inserted:
+            continue
+        edits.append({"path": edit.path, "new_file": False, "deleted_file": False, "removed": _ranges(edit.removed),
+                      "inserted": [list(i) for i in edit.inserted]})  # fmt: skip
+        functions += patch_symbols(edit, parsed or ParsedFile(), source)
+    if not edits:
+        return None
     owner, name = repo.split("/")
     return {"instance_id": f"{owner}__{name}-{sha[:10]}", "repo": repo, "base_commit": parent, "created_at": date,
-            "problem_statement": text, "gold_files": gold, "gold_edits": edits,
-            "gold_functions": list(dict.fromkeys(functions)), "language": family}  # fmt: skip
+            "problem_statement": text, "gold_files": [p for p in gold if any(e["path"] == p for e in edits)],
+            "gold_edits": edits, "gold_functions": list(dict.fromkeys(functions)), "language": family}  # fmt: skip
 
 
-def refreshed_case(git_dir: Path, case: dict) -> dict:
-    """The case with its gold edits and functions derived again by today's parsers: gold functions are named as the
-    parsers name symbols, so a parser that names them better (a Java enum constant's `read` is `State.Data.read`,
-    no longer one of seventy `State.read`) must rename the gold too, or the metrics compare two namings."""
+def refreshed_case(git_dir: Path, case: dict) -> dict | None:
+    """The case with its gold files, edits and functions derived again by today's rules and parsers (None: it
+    changes only tests): gold functions are named as the parsers name symbols, so a parser that names them better (a
+    Java enum constant's `read` is `State.Data.read`, no longer one of seventy `State.read`) must rename the gold too,
+    or the metrics compare two namings."""
     sha = _git(git_dir, "rev-parse", "--verify", case["instance_id"].rpartition("-")[2] + "^{commit}").strip()
     fresh = _record(git_dir, case["repo"], case["language"], sha, case["base_commit"], case["created_at"],
                     case["problem_statement"], case["gold_files"])  # fmt: skip
-    return case | {"gold_edits": fresh["gold_edits"], "gold_functions": fresh["gold_functions"]}
+    if fresh is None:
+        return None
+    return case | {key: fresh[key] for key in ("gold_files", "gold_edits", "gold_functions")}
 
 
 def _refresh_gold(path: Path, mirror: Path) -> int:
     if not path.is_file():
         print(f"error: no case file at {path}; pass the one to refresh with --out", file=sys.stderr)
         return 2
-    cases = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    out, renamed = [], 0
+    cases = [json.loads(line) for line in path.read_text().split("\n") if line.strip()]
+    out, renamed, dropped = [], 0, 0
     for case in cases:
         git_dir = mirror_git_dir(mirror, case["repo"])
         if not git_dir.is_dir():
             print(f"{case['instance_id']}: kept as it was (no mirror at {git_dir}; fetch github:{case['repo']})", file=sys.stderr)
             out.append(case)
             continue
-        out.append(refreshed_case(git_dir, case))
-        if out[-1]["gold_functions"] != case["gold_functions"]:
+        fresh = refreshed_case(git_dir, case)
+        if fresh is None:
+            dropped += 1
+            print(f"{case['instance_id']}: dropped (its fix changes only test code)", file=sys.stderr)
+            continue
+        out.append(fresh)
+        if (fresh["gold_files"], fresh["gold_functions"]) != (case["gold_files"], case["gold_functions"]):
             renamed += 1
-            print(f"{case['instance_id']}: {case['gold_functions']} -> {out[-1]['gold_functions']}", file=sys.stderr)
+            print(f"{case['instance_id']}: {case['gold_functions']} -> {fresh['gold_functions']}", file=sys.stderr)
     write_text_atomic(path, "".join(json.dumps(c, ensure_ascii=False) + "\n" for c in out))
-    print(f"{renamed} of {len(cases)} cases have new gold functions -> {path}")
+    print(f"{renamed} of {len(cases)} cases have new gold files or functions, {dropped} dropped -> {path}")
     return 0
 
 
@@ -245,7 +292,11 @@ def mine_repository(git_dir: Path, repo: str, family: str, conventions: dict, pe
         elif len(kept) >= per_repo:  # git log is newest first
             removed[FILTERS[7]] += 1
         else:
-            kept.append(_record(git_dir, repo, family, sha, parents.split()[0], date, case_text(subject, body), gold))
+            case = _record(git_dir, repo, family, sha, parents.split()[0], date, case_text(subject, body), gold)
+            if case is None:
+                removed[FILTERS[9]] += 1
+            else:
+                kept.append(case)
     removed["commits read"] = sum(removed.values()) + len(kept)
     return kept, removed
 

@@ -177,6 +177,8 @@ def test_miner_keeps_issue_fixes_and_counts_what_each_filter_removed(tmp_path):
     _git(repo, "commit", "-qam", "Fix flaky test of the parser on slow machines (#13)")
     (repo / "parse.go").write_text("package m\n\nfunc Parse() int {\n\treturn 3\n}\n")
     _git(repo, "commit", "-qam", "Tune parse (#14)")
+    (repo / "parse.go").write_text("package m\n\nfunc Parse() int {\n\treturn 4\n}\n")
+    _git(repo, "commit", "-qam", "chore(deps): update the toolchain to fix the build of parse (#15)")
     cases, removed = mine_repository(repo / ".git", "ex/r", "go", load_conventions())
     assert [c["gold_files"] for c in cases] == [["parse.go"]]
     case = cases[0]
@@ -185,7 +187,8 @@ def test_miner_keeps_issue_fixes_and_counts_what_each_filter_removed(tmp_path):
     assert removed[FILTERS[8]] == 1  # the initial import has no parent to index
     assert removed[FILTERS[3]] == 1  # the test-only fix has no source file
     assert removed[FILTERS[1]] == 1  # "Tune parse" describes no problem
-    assert removed["commits read"] == 4
+    assert removed[FILTERS[2]] == 1  # a dependency bot's update
+    assert removed["commits read"] == 5
 
 
 def test_miner_leaves_out_a_generated_amalgamation_a_cpp_fix_also_changed(tmp_path):
@@ -224,6 +227,31 @@ def test_miner_leaves_rust_inline_tests_out_of_the_gold_functions(tmp_path):
     assert case["gold_functions"] == ["src/lib.rs::parse"]
 
 
+def test_a_file_whose_inline_tests_alone_a_fix_changed_is_not_gold(tmp_path):
+    """Rust keeps unit tests in the file they test: a fix of `parse.rs` that also edits a helper inside another
+    file's `#[cfg(test)] mod tests` (no `#[test]` on it) has one gold file, and a commit that changes only such a
+    module is a test change, not a case."""
+    from drivers.mine_cases import FILTERS, mine_repository
+
+    def lib(fixture: str) -> str:
+        return (f"pub mod parse;\n\npub fn run() {{}}\n\n#[cfg(test)]\nmod tests {{\n    use super::*;\n\n"
+                f"    fn fixture() -> &'static str {{\n        \"{fixture}\"\n    }}\n}}\n")  # fmt: skip
+
+    repo = _tree(tmp_path / "r", {"src/lib.rs": lib("a = 1"), "src/parse.rs": "pub fn parse() -> u32 {\n    1\n}\n"})
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "initial import")
+    (repo / "src/parse.rs").write_text("pub fn parse() -> u32 {\n    2\n}\n")
+    (repo / "src/lib.rs").write_text(lib("a = 2"))
+    _git(repo, "commit", "-qam", "Fix parse returning the wrong count for dotted keys (#7)")
+    (repo / "src/lib.rs").write_text(lib("a = 3"))
+    _git(repo, "commit", "-qam", "Fix the fixture of the parser tests failing on Windows (#8)")
+    [case], removed = mine_repository(repo / ".git", "ex/r", "rust", load_conventions())
+    assert case["gold_files"] == ["src/parse.rs"]
+    assert case["gold_functions"] == ["src/parse.rs::parse"]
+    assert removed[FILTERS[9]] == 1
+
+
 def test_refreshed_gold_is_named_as_the_parsers_name_symbols_now(tmp_path, capsys):
     """A case mined when the Java parser named every enum constant's method `State.read` is renamed by
     --refresh-gold to the method the fix changed, `State.Tag.read`; the rest of the case file is kept as it was."""
@@ -241,6 +269,7 @@ def test_refreshed_gold_is_named_as_the_parsers_name_symbols_now(tmp_path, capsy
     _git(repo, "commit", "-qam", "Fix the tag state reading the wrong value (#7)")
     [case], _ = mine_repository(repo / ".git", "ex/r", "java", load_conventions())
     assert case["gold_functions"] == ["State.java::State.Tag.read"]
+    case["problem_statement"] += "\u2028pasted with a line separator"  # one JSON line, not two
     stale = case | {"gold_functions": ["State.java::State.read"]}
     other = {"instance_id": "ex__gone-0123456789", "repo": "ex/gone", "gold_functions": ["a.go::A"]}
     mirror = tmp_path / "mirror"
@@ -249,8 +278,8 @@ def test_refreshed_gold_is_named_as_the_parsers_name_symbols_now(tmp_path, capsy
     cases = tmp_path / "cases.jsonl"
     cases.write_text(json.dumps(stale) + "\n" + json.dumps(other) + "\n")
     assert main(["--mirror", str(mirror), "--out", str(cases), "--refresh-gold"]) == 0
-    assert [json.loads(line) for line in cases.read_text().splitlines()] == [case, other]
-    assert "1 of 2 cases have new gold functions" in capsys.readouterr().out
+    assert [json.loads(line) for line in cases.read_text().split("\n") if line] == [case, other]
+    assert "1 of 2 cases have new gold files or functions, 0 dropped" in capsys.readouterr().out
 
 
 def test_family_fit_beats_a_shared_fit_when_languages_disagree():
