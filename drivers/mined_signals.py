@@ -1,6 +1,7 @@
 """Collect the per-file signal matrix of every mined case, the learned ranker's training data (issue 21).
 
     python -m drivers.mined_signals --mirror ../.mirror [--per-repo 40] [--shard 1/2] [--out DIR]
+    python -m drivers.mined_signals --relabel --cases FILE [FILE ...] [--out DIR]
 
 File rows go to DIR/parts (what `drivers.learn_ranker` trains on), the candidate symbols of the same requests to
 DIR/symbols (what `drivers.fit_symbol_weights --signals DIR` fits on).
@@ -9,7 +10,8 @@ Thousands of cases each need their base commit indexed. Cases of one repository 
 tree's index starts from the previous tree's KB, so a case re-parses only the files its commit range changed (the
 incremental index equals a fresh one: tests/test_reindex.py). Rows are written in parts of PART cases, atomically:
 an interrupted run resumes after the last part. Trees it extracted are deleted once the next tree of their
-repository is indexed (the cases keep nothing else on disk).
+repository is indexed (the cases keep nothing else on disk). `--relabel` gives collected rows the gold of case
+files derived again, without collecting.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from dataflows.evaluation.cases import MODULE_SYMBOL
 from dataflows.retrieval.symbol_signals import SYMBOL_SIGNALS
+from drivers.errors import CraError, exit_code
 from drivers.figures import parquet_bytes
 from drivers.fit_symbol_weights import case_symbol_rows
 from drivers.home import cache_root
@@ -31,6 +35,7 @@ from drivers.tune import case_signal_rows
 
 PART = 25  # cases per written part: what an interruption can cost
 EXTRA = ("language", "tokens", "n_lines", "commit_count", "last_commit_time")
+MODULE_LEVEL = f"::{MODULE_SYMBOL}"  # a gold function of module-level code: no symbol row is one
 
 
 def default_dir() -> Path:
@@ -50,7 +55,8 @@ def mined_cases(path: Path) -> pd.DataFrame:
     raw = raw.reindex(columns=["case_id", "language", "created_at"])
     cases = cases.merge(raw, on="case_id", how="left")
     guessed = cases["expected_files"].map(lambda files: FAMILY.get(language_of(files[0]) or "", "") if len(files) else "")
-    return cases.assign(language=cases["language"].fillna(guessed), created_at=cases["created_at"].fillna(""))
+    return cases.assign(language=cases["language"].astype(object).fillna(guessed),
+                        created_at=cases["created_at"].astype(object).fillna(""))
 
 
 def chosen_cases(cases: pd.DataFrame, per_repo: int | None, shard: tuple[int, int]) -> pd.DataFrame:
@@ -182,22 +188,62 @@ def read_signals(out: Path, kind: str = "parts") -> pd.DataFrame:
     return frame.assign(**dict.fromkeys(missing, 0.0))
 
 
+def relabeled(frame: pd.DataFrame, cases: pd.DataFrame, kind: str = "parts") -> pd.DataFrame:
+    """The rows of the cases still in the case files, gold taken from them again: gold is a label, not a signal, so
+    cases whose gold was derived again (`drivers.mine_cases --refresh-gold`) need no new collection."""
+    column = "expected_files" if kind == "parts" else "expected_symbols"
+    gold = cases.set_index("case_id")[column].map(lambda items: {i for i in items or () if not i.endswith(MODULE_LEVEL)})
+    frame = frame[frame["case_id"].isin(gold.index)]
+    keys = frame["path"].astype(str)
+    if kind == "symbols":
+        keys = keys + "::" + frame["qualified_name"].astype(str)
+    out = frame.assign(gold=[key in gold[case] for case, key in zip(frame["case_id"], keys)])
+    return out.assign(n_gold=frame["case_id"].map(gold.map(len))) if kind == "symbols" else out
+
+
+def relabel(out: Path, cases: pd.DataFrame) -> int:
+    """Rewrite every part of OUT with the gold of CASES (each part atomically; one left with no case is removed);
+    returns how many collected cases are no longer cases."""
+    gone: set[str] = set()
+    for kind in ("symbols", "parts"):  # parts last: they mark what was collected
+        for part in sorted((out / kind).glob("*.parquet")):
+            frame = pd.read_parquet(part)
+            fresh = relabeled(frame, cases, kind)
+            gone |= set(frame["case_id"]) - set(fresh["case_id"])
+            if fresh.empty:
+                part.unlink()
+            else:
+                write_bytes_atomic(part, parquet_bytes(fresh))
+    return len(gone)
+
+
 def main(argv: list[str] | None = None) -> int:
     from drivers.mine_cases import default_out
 
     parser = argparse.ArgumentParser(prog="python -m drivers.mined_signals", description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", default=str(default_out("train")), help="mined cases (python -m drivers.mine_cases --set train)")
-    parser.add_argument("--mirror", required=True, help="git mirrors laid out as DIR/<owner>+<name>/repo")
+    parser.add_argument("--cases", nargs="+", default=[str(default_out("train"))],
+                        help="mined case files (python -m drivers.mine_cases --set train)")
+    parser.add_argument("--mirror", help="git mirrors laid out as DIR/<owner>+<name>/repo (to collect)")
     parser.add_argument("--out", default=str(default_dir()))
     parser.add_argument("--per-repo", type=int, help="the newest N cases of each repository (default: all)")
     parser.add_argument("--shard", default="1/1", help="K/N: collect the K-th of N disjoint parts (run N at once)")
+    parser.add_argument("--relabel", action="store_true",
+                        help="collect nothing: give the collected rows the gold of --cases again (cases no longer "
+                             "there are dropped)")
     args = parser.parse_args(argv)
+    cases = pd.concat([mined_cases(Path(path)) for path in args.cases], ignore_index=True)
+    if args.relabel:
+        gone = relabel(Path(args.out), cases)
+        print(f"{args.out}: gold taken again from {', '.join(args.cases)}; {gone} collected cases are no longer cases")
+        return 0
+    if not args.mirror:
+        raise CraError("collecting needs the git mirrors: pass --mirror DIR (laid out as DIR/<owner>+<name>/repo)")
     k, n = (int(x) for x in args.shard.split("/"))
-    cases = chosen_cases(mined_cases(Path(args.cases)), args.per_repo, (k, n))
+    cases = chosen_cases(cases, args.per_repo, (k, n))
     written = collect(cases, Path(args.out), Path(args.mirror), (k, n))
     print(f"{written} cases written to {Path(args.out) / 'parts'}")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(exit_code(main))

@@ -14,6 +14,7 @@ from dataflows.retrieval.combination import file_roles
 from dataflows.retrieval.learned import CANDIDATES, FEATURES, TreeModel, candidate_features, learned_order, lightgbm_spec
 from dataflows.retrieval.signal_list import SIGNALS
 from drivers import learn_ranker, mined_signals
+from drivers.errors import exit_code
 from tests.fixture_repo import make_repo
 
 lightgbm = pytest.importorskip("lightgbm")  # the `dev` extra installs it
@@ -191,7 +192,7 @@ def _git(repo, *args: str) -> str:
     return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
 
 
-def test_collection_indexes_each_case_from_the_previous_tree_and_resumes(tmp_path, monkeypatch):
+def test_collection_indexes_each_case_from_the_previous_tree_and_resumes(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("CRA_CACHE", str(tmp_path / "cache"))
     repo = make_repo(tmp_path / "repo")
     mirror = tmp_path / "mirror"
@@ -212,6 +213,19 @@ def test_collection_indexes_each_case_from_the_previous_tree_and_resumes(tmp_pat
     assert not any((tmp_path / "cache" / "trees").glob("ex+app@*"))  # the trees it extracted are gone
     parts = sorted((out / "parts").iterdir())
     assert mined_signals.main(args) == 0 and sorted((out / "parts").iterdir()) == parts  # nothing collected twice
+
+    # the gold of a case derived again (one case gone, the other's fix in another file): relabelled, not collected
+    other = rows.loc[(rows["case_id"] == "ex__app-3") & ~rows["gold"], "path"].iloc[0]
+    case_file.write_text(json.dumps(cases[1] | {"gold_files": [other]}) + "\n")
+    assert mined_signals.main(["--relabel", "--cases", str(case_file), "--out", str(out)]) == 0
+    fresh = mined_signals.read_signals(out)
+    assert set(fresh["case_id"]) == {"ex__app-3"} and fresh.loc[fresh["gold"], "path"].tolist() == [other]
+    kept = rows[rows["case_id"] == "ex__app-3"].reset_index(drop=True)
+    assert fresh.drop(columns="gold").equals(kept.drop(columns="gold"))
+    symbols = mined_signals.read_signals(out, "symbols")
+    assert set(symbols["case_id"]) == {"ex__app-3"} and not symbols["gold"].any() and (symbols["n_gold"] == 0).all()
+    assert exit_code(mined_signals.main, ["--cases", str(case_file), "--out", str(out)]) == 2  # collecting: no mirror
+    assert capsys.readouterr().err.splitlines()[-1].startswith("error: collecting needs the git mirrors: pass --mirror")
 
 
 def test_shards_split_the_cases_without_overlap():
