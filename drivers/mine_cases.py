@@ -31,7 +31,7 @@ from dataflows.index.conventions import is_non_source_path, is_test_path, test_a
 from dataflows.index.discovery import is_generated
 from dataflows.index.parsers import language_of, parse_source
 from dataflows.index.parsers.models import ParsedFile
-from dataflows.index.parsers.ts_common import descendants
+from dataflows.index.parsers.treesitter import rust_module_attributes
 from drivers.conventions import load_conventions
 from drivers.findings_mine import FIX_WORDS, TRAILER
 from drivers.home import cache_root
@@ -179,28 +179,10 @@ def _test_spans(parsed: ParsedFile | None, language: str | None, source: str) ->
     if parsed is None or pattern is None:
         return []
     marked = [(s.start_line, s.end_line) for s in parsed.symbols if any(pattern.search(d) for d in s.decorators)]
-    return marked + (_rust_test_modules(source, pattern) if language == "rust" else [])
-
-
-def _rust_test_modules(text: str, pattern: re.Pattern) -> list[tuple[int, int]]:
-    """(first, last) line of each module block a test attribute marks (`#[cfg(test)] mod tests { ... }`), its
-    attributes included: the code inside is test code whether or not each function carries `#[test]`. (Found here,
-    not by the index's parser: a change there would re-index every user's repository.)"""
-    import tree_sitter_rust
-    from tree_sitter import Language, Parser
-
-    source = text.encode("utf-8", errors="replace")
-    spans = []
-    for node in descendants(Parser(Language(tree_sitter_rust.language())).parse(source).root_node):
-        if node.type != "mod_item" or node.child_by_field_name("body") is None:
-            continue
-        start, prev, attributes = node, node.prev_named_sibling, []
-        while prev is not None and prev.type == "attribute_item":
-            attributes.append(source[prev.start_byte : prev.end_byte].decode()[2:-1].strip())
-            start, prev = prev, prev.prev_named_sibling
-        if any(pattern.search(a) for a in attributes):
-            spans.append((start.start_point[0] + 1, node.end_point[0] + 1))
-    return spans
+    if language != "rust":
+        return marked
+    modules = rust_module_attributes(source.encode("utf-8", errors="replace"))
+    return marked + [(first, last) for first, last, attributes in modules if any(pattern.search(a) for a in attributes)]
 
 
 def _outside_tests(edit: FileEdit, spans: list[tuple[int, int]]) -> FileEdit:

@@ -444,6 +444,11 @@ RUST_WITH_UNIT_TESTS = '''
     mod tests {
         use super::*;
 
+        fn wrapped_line_numbers(line: &str, width: usize) -> usize {
+            // a helper of the tests (no #[test] of its own): test code as much as they are
+            wrap_line(line, width).len()
+        }
+
         #[test]
         fn test_wrap_long_line_with_line_numbers() {
             // a long line wraps; with line numbers the wrapped line keeps its number
@@ -459,8 +464,9 @@ RUST_WITH_UNIT_TESTS = '''
 
 
 def test_rust_unit_tests_in_a_source_file_give_way_to_the_code_they_test(tmp_path, capsys):
-    """`#[test]` functions inside the module they test repeat its words: they are not ranked as the code to change
-    (data/conventions/rust.toml `tests.attributes`), unless the task names them."""
+    """`#[test]` functions and their helpers inside the module they test (`#[cfg(test)] mod tests`) repeat its words:
+    they are not ranked as the code to change (data/conventions/rust.toml `tests.attributes`), unless the task names
+    them."""
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "wrapping.rs").write_text(textwrap.dedent(RUST_WITH_UNIT_TESTS).lstrip())
     index_repository(tmp_path)
@@ -472,6 +478,7 @@ def test_rust_unit_tests_in_a_source_file_give_way_to_the_code_they_test(tmp_pat
     tiers = {s["symbol"]: s["tier"] for s in doc["provenance"]["symbols"]}
     assert tiers["wrap_line"] == "primary"
     assert "test_wrap_long_line_with_line_numbers" not in tiers and "wraps_long_line_numbers_side_by_side" not in tiers
+    assert "wrapped_line_numbers" not in tiers
     assert main(["retrieve", f"{task}: `test_wrap_long_line_with_line_numbers` fails", "--repo", str(tmp_path),
                  "--format", "json"]) == 0
     tiers = {s["symbol"]: s["tier"] for s in json.loads(capsys.readouterr().out)["provenance"]["symbols"]}

@@ -154,6 +154,8 @@ def parse_treesitter(language: str, text: str) -> ParsedFile:
     walker = _Walker(SPEC_FACTORIES[language](source), source)
     walker.walk(tree.root_node)
     walker.resolve_receivers()
+    if language == "rust":
+        walker.symbols = _with_module_attributes(walker.symbols, rust_module_attributes(source, tree.root_node))
     error = None
     if tree.root_node.has_error:
         error = f"syntax error at line {_first_error_line(tree.root_node)}"
@@ -307,6 +309,37 @@ class _Walker:
 _OWNER_KINDS = frozenset({"class", "interface", "enum", "type_alias"})
 
 
+def rust_module_attributes(source: bytes, root: Node | None = None) -> list[tuple[int, int, tuple[str, ...]]]:
+    """(first line, last line, attributes) of each inline module (`#[cfg(test)] mod tests { ... }`) that has
+    attributes, its attribute lines included; `root` is the source's parsed tree (parsed here when None)."""
+    out, stack = [], [root or _parser("rust").parse(source).root_node]
+    while stack:
+        for child in stack.pop().named_children:
+            body = child.child_by_field_name("body") if child.type == "mod_item" else None
+            if body is None:
+                continue
+            start, attributes = _attribute_items(child, source)
+            if attributes:
+                out.append((start.start_point[0] + 1, child.end_point[0] + 1, attributes))
+            stack.append(body)
+    return out
+
+
+def _with_module_attributes(
+    symbols: list[ParsedSymbol], modules: list[tuple[int, int, tuple[str, ...]]]
+) -> list[ParsedSymbol]:
+    """Each item with the attributes of the modules around it among its decorators: a helper inside
+    `#[cfg(test)] mod tests` is test code as much as the `#[test]` functions beside it."""
+    from dataclasses import replace
+
+    out = []
+    for symbol in symbols:
+        inherited = [a for first, last, attributes in modules if first < symbol.start_line <= last for a in attributes]
+        extra = tuple(a for a in dict.fromkeys(inherited) if a not in symbol.decorators)
+        out.append(replace(symbol, decorators=symbol.decorators + extra) if extra else symbol)
+    return out
+
+
 def _replace_parent(symbol: ParsedSymbol, parent: int) -> ParsedSymbol:
     from dataclasses import replace
 
@@ -350,14 +383,19 @@ def _clean_comment(raw: str) -> str:
     return re.sub(r"^//[/!]?", "", raw).strip()
 
 
+def _attribute_items(node: Node, source: bytes) -> tuple[Node, tuple[str, ...]]:
+    """The first of the Rust attributes right before a node (the node when none), and their texts without `#[ ]`."""
+    start, prev, attributes = node, node.prev_named_sibling, []
+    while prev is not None and prev.type == "attribute_item":
+        attributes.insert(0, source[prev.start_byte : prev.end_byte].decode("utf-8", errors="replace")[2:-1].strip())
+        start, prev = prev, prev.prev_named_sibling
+    return start, tuple(attributes)
+
+
 def _leading_attributes(outer: Node, walker: _Walker) -> tuple[Node, tuple[str, ...]]:
     """The first node of a declaration including preceding Rust attributes, and its decorators."""
-    decorators: list[str] = []
-    start = outer
-    prev = outer.prev_named_sibling
-    while prev is not None and prev.type == "attribute_item":
-        decorators.insert(0, walker.text(prev)[2:-1].strip())
-        start, prev = prev, prev.prev_named_sibling
+    start, attributes = _attribute_items(outer, walker.source)
+    decorators = list(attributes)
     stack = list(outer.children)
     for child in stack:
         if child.type in ("decorator", "marker_annotation", "annotation"):
