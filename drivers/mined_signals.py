@@ -192,7 +192,8 @@ def relabeled(frame: pd.DataFrame, cases: pd.DataFrame, kind: str = "parts") -> 
     """The rows of the cases still in the case files, gold taken from them again: gold is a label, not a signal, so
     cases whose gold was derived again (`drivers.mine_cases --refresh-gold`) need no new collection."""
     column = "expected_files" if kind == "parts" else "expected_symbols"
-    gold = cases.set_index("case_id")[column].map(lambda items: {i for i in items or () if not i.endswith(MODULE_LEVEL)})
+    latest = cases.drop_duplicates("case_id", keep="last").set_index("case_id")[column]  # a later file wins
+    gold = latest.map(lambda items: {i for i in items or () if not i.endswith(MODULE_LEVEL)})
     frame = frame[frame["case_id"].isin(gold.index)]
     keys = frame["path"].astype(str)
     if kind == "symbols":

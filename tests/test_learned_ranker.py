@@ -216,8 +216,10 @@ def test_collection_indexes_each_case_from_the_previous_tree_and_resumes(tmp_pat
 
     # the gold of a case derived again (one case gone, the other's fix in another file): relabelled, not collected
     other = rows.loc[(rows["case_id"] == "ex__app-3") & ~rows["gold"], "path"].iloc[0]
+    stale = tmp_path / "stale.jsonl"  # the same case in two files: the later file's gold wins
+    stale.write_text(json.dumps(cases[1]) + "\n")
     case_file.write_text(json.dumps(cases[1] | {"gold_files": [other]}) + "\n")
-    assert mined_signals.main(["--relabel", "--cases", str(case_file), "--out", str(out)]) == 0
+    assert mined_signals.main(["--relabel", "--cases", str(stale), str(case_file), "--out", str(out)]) == 0
     fresh = mined_signals.read_signals(out)
     assert set(fresh["case_id"]) == {"ex__app-3"} and fresh.loc[fresh["gold"], "path"].tolist() == [other]
     kept = rows[rows["case_id"] == "ex__app-3"].reset_index(drop=True)
