@@ -8,7 +8,12 @@ from __future__ import annotations
 
 from functools import cache
 
+import pandas as pd
+
+from dataflows.lexical import Bm25Index
 from drivers.retriever import retrieval_driver
+
+EMPTY_LEXICON = Bm25Index.from_terms(pd.DataFrame(columns=["file_id", "term", "tf"]), "file_id")  # no files indexed
 
 
 @cache

@@ -8,13 +8,15 @@ import pandas as pd
 import pytest
 from hamilton import driver
 
+from dataflows.lexical import Bm25Index
 from dataflows.retrieval import issue_templates, task_analysis, word_tables
-from tests.retrieval_dag import run_node
+from tests.retrieval_dag import EMPTY_LEXICON, run_node
 
 
-def heuristic_task_query(text: str, files: pd.DataFrame):
-    """The heuristic task query of `text` against these KB files, as the retrieval DAG computes it."""
-    return run_node("heuristic_task_query", task_text=text, kb_files=files, issue_template_lines=frozenset())
+def heuristic_task_query(text: str, files: pd.DataFrame, lexicon: Bm25Index = EMPTY_LEXICON):
+    """The heuristic task query of `text` against these KB files (and their terms), as the retrieval DAG computes it."""
+    return run_node("heuristic_task_query", task_text=text, kb_files=files, issue_template_lines=frozenset(),
+                    file_lexicon=lexicon)  # fmt: skip
 
 
 def kb_files(paths: list[str], concepts: list[list[str]] | None = None) -> pd.DataFrame:
@@ -117,15 +119,32 @@ def test_keywords_weight_identifiers_over_prose():
     assert "the" not in q.keywords and "is" not in q.keywords
 
 
+def test_code_block_words_count_as_prose_and_named_identifiers_more():
+    q = heuristic_task_query("`quux_alpha` breaks, zulu_beta zulu_beta\n\n```\nwombat_gamma = 1\n```\n", FILES)
+    order = [q.keywords.index(k) for k in ("quux_alpha", "zulu_beta", "wombat_gamma")]
+    assert order == sorted(order)  # named 3x, written twice, once in the reproduction
+
+
+def test_keywords_no_indexed_file_contains_give_way():
+    rows = [(0, "pars", 1), (0, "key", 2), (1, "misbehav", 1)]
+    lexicon = Bm25Index.from_terms(pd.DataFrame(rows, columns=["file_id", "term", "tf"]), "file_id")
+    text = "Parsed key misbehaves\n\n```rust\nlet k = \"bbbbbb\".parse::<Key>();\n```\n"
+    assert set(heuristic_task_query(text, FILES, lexicon).keywords) == {"pars", "key", "misbehav"}
+    assert "bbbbbb" in heuristic_task_query(text, FILES).keywords  # no files indexed yet: every term kept
+
+
 def test_file_hint_from_a_github_url_and_no_hint_from_a_call():
     q = heuristic_task_query("See https://github.com/o/r/blob/main/pvlib/tools.py#L10 and response.json()", FILES)
     assert q.file_hints == ("pvlib/tools.py",)
 
 
+KB_INPUTS = {"kb_files": FILES, "kb_contents": NO_CONTENTS, "file_lexicon": EMPTY_LEXICON}
+
+
 def run_llm_variant(text: str, client) -> dict:
     """task_query and warnings from the llm_assist=True variant of the module."""
     dr = driver.Builder().with_modules(word_tables, issue_templates, task_analysis).with_config({"llm_assist": True}).build()
-    inputs = {"task_text": text, "kb_files": FILES, "kb_contents": NO_CONTENTS, "llm_client": client}
+    inputs = {"task_text": text, "llm_client": client, **KB_INPUTS}
     return dr.execute(["task_query", "task_analysis_warnings"], inputs=inputs)
 
 
@@ -154,6 +173,6 @@ def test_llm_variant_falls_back_with_a_warning(client):
 
 def test_default_variant_never_needs_an_llm_client():
     dr = driver.Builder().with_modules(word_tables, issue_templates, task_analysis).with_config({}).build()
-    inputs = {"task_text": "speed", "kb_files": FILES, "kb_contents": NO_CONTENTS}
+    inputs = {"task_text": "speed", **KB_INPUTS}
     out = dr.execute(["task_query", "task_analysis_warnings"], inputs=inputs)
     assert out["task_query"].keywords == ("speed",) and out["task_analysis_warnings"] == []

@@ -10,7 +10,7 @@ from dataflows.lexical import stable_order
 from dataflows.retrieval import vocabulary
 from dataflows.retrieval.models import TaskQuery
 from drivers.word_cache import word_tables
-from tests.retrieval_dag import run_node
+from tests.retrieval_dag import EMPTY_LEXICON, run_node
 from tests.test_signals import kb_files, kb_symbols
 
 PATHS = ("src/auth/LoginHandler.py", "src/auth/__init__.py", "src/cache_store/backends.py", "docs/Caching.md",
@@ -55,10 +55,11 @@ def test_signals_from_word_tables_given_as_overrides_equal_those_the_dag_builds(
 def test_task_concepts_from_the_kb_concept_vocabulary_equal_those_the_dag_builds():
     f = files()
     text = "Caching breaks the login of auth backends"
-    grounded = run_node("heuristic_task_query", task_text=text, kb_files=f, issue_template_lines=frozenset(),
-                        kb_concept_vocabulary=word_tables(f, symbols())["concept_vocabulary"])
+    inputs = {"task_text": text, "kb_files": f, "issue_template_lines": frozenset(), "file_lexicon": EMPTY_LEXICON}
+    vocabulary = word_tables(f, symbols())["concept_vocabulary"]
+    grounded = run_node("heuristic_task_query", **inputs, kb_concept_vocabulary=vocabulary)
     assert set(grounded.concepts) == {"auth", "backend", "caching", "login"}
-    assert grounded == run_node("heuristic_task_query", task_text=text, kb_files=f, issue_template_lines=frozenset())
+    assert grounded == run_node("heuristic_task_query", **inputs)
 
 
 def terms_of(codes: np.ndarray, labels: np.ndarray, name_terms: pd.DataFrame) -> pd.Series:
