@@ -76,7 +76,8 @@ def test_the_task_loses_template_lines_and_keeps_its_own_and_its_code():
 def _repo(root: Path, template_path: str, template: str) -> Path:
     files = {
         template_path: template,
-        "shop/parser.py": "def parse_list(text):\n    \"\"\"Split a comma list.\"\"\"\n    return text.split(',')[:-1]\n",
+        "shop/parser.py": "def parse_list(text):\n    \"\"\"Split a comma list (a trailing comma too, as Debian's do).\"\"\"\n"
+                          "    return text.split(',')[:-1]\n",
         "shop/bug_report.py": "def bug_report(current, expected):\n    \"\"\"Current and expected behavior of a bug.\"\"\"\n"
                               "    return {'current behavior': current, 'expected behavior': expected}\n",
         "examples/documentation.py": "# examples of the documentation: looked at\nEXAMPLES = ['documentation']\n",
