@@ -155,14 +155,14 @@ def _keywords(text: str, symbol_hints: list[str], known=lambda term: True) -> li
     weights: Counter = Counter()
     for t in terms(_prose(text)):
         weights[t] += 1
-    code = " ".join(_code_blocks(text) + _BACKTICK.findall(text) + symbol_hints)
-    for t in terms(" ".join(_BACKTICK.findall(text) + symbol_hints)):
+    named, blocks = " ".join(_BACKTICK.findall(text) + symbol_hints), " ".join(_code_blocks(text))
+    for t in terms(named):
         weights[t] += IDENTIFIER_WEIGHT
-    for t in terms(" ".join(_code_blocks(text))):
+    for t in terms(blocks):
         weights[t] += 1
     for ext in _EXTENSIONS:
         weights.pop(ext, None)
-    order = {t: i for i, t in enumerate(dict.fromkeys(terms(text) + terms(code)))}
+    order = {t: i for i, t in enumerate(dict.fromkeys(terms(text) + terms(blocks + " " + named)))}
     ranked = sorted(weights, key=lambda t: (-weights[t], order.get(t, 0)))
     return [t for t in ranked if known(t)][:MAX_KEYWORDS]
 
