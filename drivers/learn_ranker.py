@@ -10,8 +10,8 @@ the others in), and where the learned order's misses are (`ceiling`). Every case
 as a tree without git history would give it (unless --history-only), so one model serves both kinds of checkout.
 `--write-model` trains on every case and writes data/models/file_ranker.json. `--learning-curve` also measures, on
 the same folds, models trained on a growing share of the other folds' repositories and one trained and measured on
-every case (what the features can express at all): whether more mined fixes, or more evidence per file, is what a
-gap needs. Tables go to OUT as Parquet and a plot.
+every case (what the features can express at all), per set and language: whether more mined fixes, or more
+evidence per file, is what a gap needs. Tables go to OUT as Parquet and a plot.
 """
 
 from __future__ import annotations
@@ -123,8 +123,9 @@ def cross_validated(candidates: pd.DataFrame, cases: pd.DataFrame) -> pd.Series:
 
 
 def learning_curve(candidates: pd.DataFrame, cases: pd.DataFrame, shares: tuple[float, ...] = SHARES) -> pd.DataFrame:
-    """Acc@1/5/10 and MRR of every case ranked by models trained on a share of the other folds' repositories (drawn
-    once, in a fixed random order, so a larger share holds the smaller), then in-sample: trained on every case."""
+    """Acc@1/5/10 and MRR per signal set and language (and overall) of every case ranked by models trained on a share
+    of the other folds' repositories (drawn once, in a fixed random order, so a larger share holds the smaller), then
+    in-sample: trained on every case, what these features can express at all for each language."""
     fold_of = repository_folds(cases["repo"])
     order = list(np.random.default_rng(0).permutation(sorted(fold_of)))
     row_repo = candidates["case_id"].map(cases["repo"]).to_numpy()
@@ -140,19 +141,29 @@ def learning_curve(candidates: pd.DataFrame, cases: pd.DataFrame, shares: tuple[
             model = train(candidates[chosen])
             held = row_fold == fold if share else np.ones(len(candidates), bool)
             score[held] = model.predict(x[held])
-        m = _metrics(list(reranked_gold(candidates, cases, score)))
-        rows.append({"training": f"{share:.0%} of the other folds" if share else "in-sample (every case)",
-                     "training_cases": int(np.mean(trained)), **{k: round(m[k], 3) for k in ("acc@1", "acc@5", "acc@10", "mrr")}})  # fmt: skip
+        gold = reranked_gold(candidates, cases, score)
+        label = f"{share:.0%} of the other folds" if share else "in-sample (every case)"
+        for (signal_set, language), group in _set_language_groups(cases):
+            m = _metrics(list(gold.reindex(group.index)))
+            rows.append({"training": label, "training_cases": int(np.mean(trained)), "set": signal_set,
+                         "language": language, "cases": m["n"],
+                         **{k: round(m[k], 3) for k in ("acc@1", "acc@5", "acc@10", "mrr")}})  # fmt: skip
         print(f"learning curve: {rows[-1]}", file=sys.stderr, flush=True)
     return pd.DataFrame(rows)
+
+
+def _set_language_groups(cases: pd.DataFrame) -> list[tuple[tuple[str, str], pd.DataFrame]]:
+    """((set, language), cases) for every language of every signal set, each set as a whole, and all cases."""
+    groups = [((s, lang), g) for s, by_set in cases.groupby("set", sort=False)
+              for lang, g in [*by_set.groupby("language"), ("all", by_set)]]
+    return [*groups, (("all", "all"), cases)]
 
 
 def comparison(cases: pd.DataFrame, learned: pd.Series) -> pd.DataFrame:
     """Per signal set and language, and overall: the weighted sum's and the learned ranker's Acc@1/5/10 and MRR on
     the same cases."""
     rows = []
-    groups = [((s, lang), g) for s, by_set in cases.groupby("set", sort=False) for lang, g in [*by_set.groupby("language"), ("all", by_set)]]
-    for (signal_set, language), group in [*groups, (("all", "all"), cases)]:
+    for (signal_set, language), group in _set_language_groups(cases):
         reach = np.mean([r.max() <= CANDIDATES for r in group["sum_gold_ranks"]])
         for name, ranks in (("weighted sum", group["sum_gold_ranks"]), ("learned", learned.reindex(group.index))):
             m = _metrics(list(ranks))
@@ -244,9 +255,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.learning_curve:
         curve = learning_curve(candidates, cases)
         write_bytes_atomic(out / "learning_curve.parquet", parquet_bytes(curve))
-        write_bar_chart(curve.set_index("training")[["acc@1", "acc@5", "acc@10"]], out / "learning_curve.png",
+        overall = curve[(curve["set"] == "all") & (curve["language"] == "all")].set_index("training")
+        write_bar_chart(overall[["acc@1", "acc@5", "acc@10"]], out / "learning_curve.png",
                         "Learned ranker by training data (leave-repositories-out; last: in-sample)")  # fmt: skip
-        print(curve.to_string(index=False))
+        print("learning curve, Acc@5 per set and language by training data (last column: in-sample)")
+        print(curve.pivot_table(index=["set", "language"], columns="training", values="acc@5", sort=False).to_string())
     if args.write_model:
         model = train(candidates)
         trained_on = {"cases": len(cases), "repositories": int(cases["repo"].nunique()),

@@ -242,10 +242,13 @@ def test_shards_split_the_cases_without_overlap():
 def test_the_learning_curve_trains_on_growing_shares_of_other_repositories_then_in_sample(tmp_path):
     signals = tmp_path / "signals"
     (signals / "parts").mkdir(parents=True)
-    _mined_rows(120, 0).to_parquet(signals / "parts" / "1of1-0000.parquet")
+    rows = _mined_rows(120, 0)
+    rows.loc[rows["repo"].isin(["o/r0", "o/r1"]), "case_language"] = "rust"
+    rows.to_parquet(signals / "parts" / "1of1-0000.parquet")
     out = tmp_path / "out"
     assert learn_ranker.main(["--signals", str(signals), "--out", str(out), "--history-only", "--learning-curve"]) == 0
-    curve = pd.read_parquet(out / "learning_curve.parquet")
+    by_language = pd.read_parquet(out / "learning_curve.parquet")
+    curve = by_language[(by_language["set"] == "all") & (by_language["language"] == "all")]
     assert list(curve["training"]) == ["25% of the other folds", "50% of the other folds", "100% of the other folds",
                                        "in-sample (every case)"]  # fmt: skip
     # six repositories in five folds: a held-out fold's model learns from 1, then 2, then all 4-5 others
@@ -255,6 +258,12 @@ def test_the_learning_curve_trains_on_growing_shares_of_other_repositories_then_
     assert curve["acc@1"].iloc[2] == full.loc[("all", "all", "learned"), "acc@1"]  # same folds as the comparison
     assert curve["acc@1"].iloc[-1] >= curve["acc@1"].iloc[2]
     assert (out / "ceiling.parquet").is_file()
+    # per language too, so a language's gap can be told apart from what its features can express at all
+    languages = by_language[(by_language["set"] != "all") & (by_language["language"] != "all")]
+    assert set(languages["language"]) == {"python", "rust"} and set(languages["cases"]) == {40, 80}
+    for training, rows in languages.groupby("training"):
+        pooled = (rows["acc@5"] * rows["cases"]).sum() / rows["cases"].sum()
+        assert abs(pooled - curve.set_index("training").loc[training, "acc@5"]) < 0.01
 
 
 def test_the_ceiling_bounds_acc1_by_the_one_file_share_and_splits_misses():
