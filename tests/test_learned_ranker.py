@@ -261,8 +261,8 @@ def test_the_learning_curve_trains_on_growing_shares_of_other_repositories_then_
     # per language too, so a language's gap can be told apart from what its features can express at all
     languages = by_language[(by_language["set"] != "all") & (by_language["language"] != "all")]
     assert set(languages["language"]) == {"python", "rust"} and set(languages["cases"]) == {40, 80}
-    for training, rows in languages.groupby("training"):
-        pooled = (rows["acc@5"] * rows["cases"]).sum() / rows["cases"].sum()
+    for training, part in languages.groupby("training"):
+        pooled = (part["acc@5"] * part["cases"]).sum() / part["cases"].sum()
         assert abs(pooled - curve.set_index("training").loc[training, "acc@5"]) < 0.01
 
 
