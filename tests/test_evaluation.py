@@ -133,7 +133,10 @@ def test_seed_format_cases_take_index_or_id_as_case_id():
 
 
 def test_shared_eval_format_reads_the_real_dev_file():
-    text = Path("/work/shared/eval/dev.jsonl").read_text()
+    dev = Path(__file__).resolve().parents[2] / "shared" / "eval" / "dev.jsonl"  # shared/ lies beside the checkout
+    if not dev.is_file():
+        pytest.skip(f"the shared development cases are not beside this checkout ({dev})")
+    text = dev.read_text()
     frame = cases(case_records(text, "dev.jsonl"))
     first = frame.iloc[0]
     assert first["case_id"] == "sqlfluff__sqlfluff-1625"
