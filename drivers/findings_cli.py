@@ -9,12 +9,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from drivers.errors import CraError
+from drivers.home import home_default
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The subcommands and options of `cra findings`."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--db", help="findings store (default $CRA_HOME/findings.db, i.e. ~/.cra/findings.db)")
+    common.add_argument("--db", help=f"findings store (default {home_default('findings.db')})")
     sub = parser.add_subparsers(dest="findings_command", required=True)
 
     p = sub.add_parser("add", parents=[common], help="store one finding")

@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from drivers.errors import CraError
+from drivers.home import home_default
 
 SCOPES = "universal | language:L | project:P | project:P:task:T"
 
@@ -16,7 +17,7 @@ SCOPES = "universal | language:L | project:P | project:P:task:T"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The subcommands and options of `cra memory`."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--memory-dir", help="memory hierarchy root (default $CRA_HOME/memory, i.e. ~/.cra/memory)")
+    common.add_argument("--memory-dir", help=f"memory hierarchy root (default {home_default('memory')})")
     sub = parser.add_subparsers(dest="memory_command", required=True)
 
     p = sub.add_parser("add", parents=[common], help="store a memory")

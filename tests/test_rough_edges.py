@@ -1,0 +1,82 @@
+"""Rough edges a new user met (issue 54, item 7), each through the CLI: version, wrong paths, help texts that speak
+the user's words and show real defaults, and inputs that must be refused with one line."""
+
+import argparse
+import re
+from importlib.metadata import version
+
+import pytest
+
+from drivers.cli import build_parser, main
+
+
+def _run(capsys, *argv) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = main([str(a) for a in argv])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def _help(capsys, *argv) -> str:
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as done:
+        main([*argv, "--help"])
+    assert done.value.code == 0
+    return capsys.readouterr().out
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    return {name: sub for action in parser._actions if isinstance(action, argparse._SubParsersAction)
+            for name, sub in action.choices.items()}  # fmt: skip
+
+
+def _every_command() -> list[tuple[str, ...]]:
+    """Every command and subcommand of `cra`, as argv prefixes (a command's own options load when it is named)."""
+    commands = []
+    for name in _subcommands(build_parser([])):
+        commands += [(name,), *((name, child) for child in _subcommands(_subcommands(build_parser([name]))[name]))]
+    return commands
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.strip() == f"cra {version('cra')}"
+
+
+def test_a_repo_that_is_missing_or_a_file_is_named_as_such(tmp_path, capsys):
+    code, _, err = _run(capsys, "retrieve", "fix the parser", "--repo", tmp_path / "nowhere")
+    assert code == 2 and f"--repo {tmp_path / 'nowhere'} does not exist" in err and "knowledge base" not in err
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("x")
+    code, _, err = _run(capsys, "retrieve", "fix the parser", "--repo", a_file)
+    assert code == 2 and "is a file, not a directory" in err and "knowledge base" not in err
+    code, _, err = _run(capsys, "enrich", a_file, "--model", "m")
+    assert code == 2 and "is a file, not a directory" in err and "knowledge base" not in err
+
+
+def test_evaluate_without_a_repository_is_one_error(tmp_path, capsys):
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text('{"task": "fix the bm25 scores", "expected_files": ["lexical.py"]}\n')
+    code, out, err = _run(capsys, "evaluate", "--cases", cases)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "--repo" in err and "--mirror" in err and "--trees" in err
+
+
+def test_help_texts_speak_the_users_words(capsys):
+    commands = _every_command()
+    assert len(commands) > 15
+    for argv in commands:
+        text = " ".join(_help(capsys, *argv).split())
+        assert not re.search(r"\b(seed \d|Stage \d|issue \d+|#\d+)", text, re.IGNORECASE), (argv, text)
+
+
+def test_help_shows_the_real_default_under_cra_home(tmp_path, capsys, monkeypatch):
+    home = tmp_path / "elsewhere"
+    monkeypatch.setenv("CRA_HOME", str(home))
+    for argv, name in [(("retrieve",), "memory"), (("memory", "add"), "memory"), (("diagnose",), "memory"),
+                       (("report",), "escalations.db"), (("findings", "add"), "findings.db")]:  # fmt: skip
+        text = "".join(_help(capsys, *argv).split())  # argparse wraps long paths
+        assert str(home / name) in text, (argv, text)
+        assert "~/.cra" not in text
