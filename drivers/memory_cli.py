@@ -23,7 +23,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p = sub.add_parser("add", parents=[common], help="store a memory")
     p.add_argument("text", help="what to remember")
     p.add_argument("--scope", default="universal", help=f"{SCOPES} (default universal)")
-    p.add_argument("--category", help="e.g. preference, correction, decision, rule (default: the file's kind)")
+    p.add_argument("--category", help="e.g. preferences, corrections, decisions, rules (default: the kind its scope keeps; "
+                   "a singular is stored as the plural)")
     p.add_argument("--confidence", default="1.0", help="0-1 (default 1.0)")
 
     p = sub.add_parser("list", parents=[common], help="list every stored memory")
@@ -89,7 +90,9 @@ def _query(args, root: Path) -> int:
     from dataflows.memory.models import MemoryQuery
     from drivers.memory import query_memories
 
-    query = MemoryQuery(category=args.category, max_results=_number(args.limit, "--limit", "20", int, 1),
+    from drivers.memory_store import canonical_category
+
+    query = MemoryQuery(category=canonical_category(args.category) if args.category else None, max_results=_number(args.limit, "--limit", "20", int, 1),
                         min_confidence=_number(args.min_confidence, "--min-confidence", "0.8", high=1.0))  # fmt: skip
     budget = None if args.budget is None else _number(args.budget, "--budget", "1500", int)
     result, warnings = query_memories(root, query, project=args.project, language=args.language, task=args.task,

@@ -80,3 +80,41 @@ def test_help_shows_the_real_default_under_cra_home(tmp_path, capsys, monkeypatc
         text = "".join(_help(capsys, *argv).split())  # argparse wraps long paths
         assert str(home / name) in text, (argv, text)
         assert "~/.cra" not in text
+
+
+def test_findings_import_defaults_what_add_defaults_and_severity_is_a_fixed_set(tmp_path, capsys):
+    db = tmp_path / "findings.db"
+    code, _, err = _run(capsys, "findings", "add", "Unchecked error from os.Open", "--repo", "acme/shop", "--severity",
+                        "banana", "--db", db)  # fmt: skip
+    assert code == 2 and "banana" in err and "critical, major, minor, nit" in err
+    source = tmp_path / "findings.jsonl"
+    source.write_text('{"finding_text": "Nil map write in the cache", "repo": "acme/shop"}\n'
+                      '{"finding_text": "Leaked file handle", "repo": "acme/shop", "severity": "banana"}\n')
+    code, out, err = _run(capsys, "findings", "import", source, "--db", db)
+    assert code == 0 and "imported 1 findings" in out and "rejected 1 lines" in out
+    assert f"{source}:2: severity 'banana' is not one of critical, major, minor, nit" in err
+    code, out, _ = _run(capsys, "findings", "add", "Nil map write in the cache", "--repo", "acme/shop", "--db", db)
+    assert code == 0 and "already stored" in out  # the same defaults (file, severity, ...) as the import's
+
+
+def test_memory_import_numbers_entries_from_one_and_categories_have_one_spelling(tmp_path, capsys):
+    import json
+
+    store, source = tmp_path / "memory", tmp_path / "old"
+    (source / "projects" / "shop").mkdir(parents=True)
+    (source / "projects" / "shop" / "decisions.json").write_text(json.dumps({"decisions": [
+        {"content": "Money is stored in cents", "timestamp": "2026-01-01T00:00:00"},
+        {"timestamp": "2026-01-01T00:00:00"}]}))  # fmt: skip
+    code, out, _ = _run(capsys, "memory", "import", source, "--memory-dir", store)
+    assert code == 0 and "decisions.json entry 2 of 2: no content" in out
+    d = ("--memory-dir", store)
+    assert _run(capsys, "memory", "add", "Orders are immutable", "--scope", "project:shop", "--category", "decision", *d)[0] == 0
+    assert _run(capsys, "memory", "add", "Prices come from the catalogue", "--scope", "project:shop", *d)[0] == 0
+    written_by_older_cra = json.loads((store / "projects" / "shop" / "decisions.json").read_text())
+    written_by_older_cra["decisions"].append({"content": "No floats", "timestamp": "2026-01-02T00:00:00", "category": "decision"})
+    (store / "projects" / "shop" / "decisions.json").write_text(json.dumps(written_by_older_cra))
+    code, out, _ = _run(capsys, "memory", "list", "--json", *d)
+    assert {m["category"] for m in json.loads(out)} == {"decisions"} and len(json.loads(out)) == 4
+    for spelling in ("decision", "decisions"):
+        code, out, _ = _run(capsys, "memory", "query", "--project", "shop", "--category", spelling, "--json", *d)
+        assert json.loads(out)["total_found"] == 4
