@@ -142,7 +142,7 @@ def _retrieve(args) -> int:
     if args.verbose:
         print(verbose_report(result), file=sys.stderr)
     provenance = result.package.provenance
-    for warning in [*provenance.get("warnings", []), *provenance.get("memories", {}).get("warnings", [])]:
+    for warning in dict.fromkeys([*provenance.get("warnings", []), *provenance.get("memories", {}).get("warnings", [])]):
         print(f"warning: {warning}", file=sys.stderr)
     text = result.outputs[f"{args.format}_text"]
     if args.output:
@@ -238,7 +238,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("markdown", "prompt", "json"), default="markdown")
     p.add_argument("--template", help="prompt template file with {task} {context} {types} {tests}")
     p.add_argument("--weights", help="TOML file of signal weights overriding the defaults")
-    p.add_argument("--output", "-o", help="write the package here instead of stdout")
+    p.add_argument("--output", "-o", help="write the package to this file instead of stdout (missing folders are created; an existing file is replaced whole)")
     p.add_argument("--llm-assist", action="store_true", help="ask a local Ollama model when the task is too vague")
     p.add_argument("--model", default="qwen2.5-coder:7b", help="Ollama model for --llm-assist")
     p.add_argument("--memories", action="store_true", help="put the stored memories that apply (preferences, corrections, project decisions, task rules) at the top")

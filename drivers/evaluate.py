@@ -44,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cases", required=True, help="case file: JSON list or JSONL; each case a task with its expected files (task, expected_files), or a SWE-bench-style instance (instance_id, repo, base_commit, problem_statement, patch or gold_files)")
     parser.add_argument("--repo", help="repository for cases without repo_path/repo (relative repo_path resolves against it)")
     parser.add_argument("--engine", choices=ENGINES, default="local", help="where cases run (default local processes)")
-    parser.add_argument("--out", help="directory for summary.json and cases.parquet")
+    parser.add_argument("--out", help="directory for summary.json and cases.parquet (created with its parents if missing)")
     parser.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help=f"token budget per case (default {DEFAULT_BUDGET})")
     parser.add_argument("--budgets", default=DEFAULT_BUDGETS,
                         help=f"budgets of the per-budget metrics, comma-separated tokens or auto (default {DEFAULT_BUDGETS})")

@@ -118,3 +118,49 @@ def test_memory_import_numbers_entries_from_one_and_categories_have_one_spelling
     for spelling in ("decision", "decisions"):
         code, out, _ = _run(capsys, "memory", "query", "--project", "shop", "--category", spelling, "--json", *d)
         assert json.loads(out)["total_found"] == 4
+
+
+def _small_repo(root, files: dict[str, str]):
+    root.mkdir(parents=True)
+    for name, text in files.items():
+        (root / name).write_text(text)
+    return root
+
+
+def test_a_file_name_with_a_newline_stays_on_its_heading_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("CRA_CACHE", str(tmp_path / "cache"))
+    repo = _small_repo(tmp_path / "repo", {
+        "con\nfig.py": "import settings\n\ndef parse_config(text):\n    return dict(l.split('=') for l in text.splitlines())\n",
+        "settings.py": "def load_settings():\n    return {}\n"})  # fmt: skip
+    assert _run(capsys, "index", repo)[0] == 0
+    code, out, _ = _run(capsys, "retrieve", "fix parse_config and load_settings", "--repo", repo)
+    assert code == 0
+    lines = out.splitlines()
+    assert any(line.startswith("### con\\nfig.py (rank #") for line in lines), out
+    assert not any(line.startswith("fig.py") for line in lines), out
+
+
+def test_output_folders_are_created_as_the_help_says(tmp_path, capsys):
+    assert "missing folders are created" in " ".join(_help(capsys, "retrieve").split())
+    repo = _small_repo(tmp_path / "repo", {"settings.py": "def load_settings():\n    return {}\n"})
+    assert _run(capsys, "index", repo)[0] == 0
+    target = tmp_path / "new" / "dir" / "out.md"
+    assert _run(capsys, "retrieve", "fix load_settings", "--repo", repo, "-o", target)[0] == 0
+    assert "load_settings" in target.read_text()
+
+
+def test_enrich_without_ollama_says_one_thing(tmp_path, capsys):
+    repo = _small_repo(tmp_path / "repo", {"settings.py": "def load_settings():\n    return {}\n"})
+    assert _run(capsys, "index", repo)[0] == 0
+    code, _, err = _run(capsys, "enrich", repo, "--model", "m", "--host", "127.0.0.1:9")
+    assert code == 2 and err.count("\n") == 1 and "continuing" not in err and "http://127.0.0.1:9" in err
+
+
+def test_file_hints_that_match_nothing_are_one_warning(tmp_path, capsys):
+    repo = _small_repo(tmp_path / "repo", {"settings.py": "def load_settings():\n    return {}\n"})
+    assert _run(capsys, "index", repo)[0] == 0
+    missing = [f"module_{i}.py" for i in range(8)]
+    code, _, err = _run(capsys, "retrieve", f"load_settings breaks {' '.join(missing)}", "--repo", repo)
+    assert code == 0
+    hint_lines = [line for line in err.splitlines() if "file hint" in line]
+    assert hint_lines == [f"warning: 8 file hints match no indexed file: {', '.join(repr(m) for m in missing[:5])} and 3 more"]
