@@ -164,3 +164,30 @@ def test_file_hints_that_match_nothing_are_one_warning(tmp_path, capsys):
     assert code == 0
     hint_lines = [line for line in err.splitlines() if "file hint" in line]
     assert hint_lines == [f"warning: 8 file hints match no indexed file: {', '.join(repr(m) for m in missing[:5])} and 3 more"]
+
+
+def test_make_setup_says_what_it_installs_before_pip_runs():
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    plan = subprocess.run(["make", "-n", "-B", ".venv/.installed"], cwd=root, capture_output=True, text=True, check=True).stdout
+    lines = plan.splitlines()
+    install = next(i for i, line in enumerate(lines) if "pip install" in line and "-e" in line)
+    assert any(line.startswith("echo") and "installing" in line for line in lines[:install])
+    assert "--quiet" not in lines[install]  # pip shows what it fetches and builds
+
+
+def test_the_cl100k_cache_goes_where_cra_cache_says(tmp_path):
+    """Reported in issue 54 but not reproduced here: a guard that the installed `cra` keeps it so."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = _small_repo(tmp_path / "repo", {"settings.py": "def load_settings():\n    return {}\n"})
+    env = {**os.environ, "HOME": str(tmp_path / "home"), "CRA_CACHE": str(tmp_path / "cache"), "CRA_HOME": str(tmp_path / "cra")}
+    cra = Path(sys.executable).with_name("cra")
+    subprocess.run([str(cra), "index", str(repo)], env=env, capture_output=True, check=True)  # counts tokens
+    assert list((tmp_path / "cache").glob("bpe-*.marshal"))
+    assert not (tmp_path / "home" / ".cache").exists()
