@@ -8,9 +8,10 @@ TASK ?= The BM25 score of a query term that is repeated should count sub-linearl
 .PHONY: setup run test test-fast bench bench-scale eval dag clean
 
 $(VENV)/.installed: pyproject.toml
+	@echo "setup: installing cra and its dependencies into $(VENV) with pip (a few minutes the first time; pip lists what it fetches)"
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --progress-bar on -e '.[dev]'
 	touch $@
 
 setup: $(VENV)/.installed

@@ -14,6 +14,7 @@ import traceback
 from pathlib import Path
 
 from drivers.errors import CraError
+from drivers.home import home_default
 from drivers.output import write_text_atomic
 
 
@@ -110,11 +111,12 @@ def _read_task(args) -> str:
 
 def _retrieve(args) -> int:
     from drivers.kb import default_kb_dir, load_kb
+    from drivers.kb_dir import repo_dir
     from drivers.report import verbose_report
     from drivers.retriever import load_weights, retrieve
 
     task = _read_task(args)
-    repo = Path(args.repo)
+    repo = repo_dir(Path(args.repo))
     kb = load_kb(Path(args.kb) if args.kb else default_kb_dir(repo))
     template = None
     if args.template:
@@ -140,7 +142,7 @@ def _retrieve(args) -> int:
     if args.verbose:
         print(verbose_report(result), file=sys.stderr)
     provenance = result.package.provenance
-    for warning in [*provenance.get("warnings", []), *provenance.get("memories", {}).get("warnings", [])]:
+    for warning in dict.fromkeys([*provenance.get("warnings", []), *provenance.get("memories", {}).get("warnings", [])]):
         print(f"warning: {warning}", file=sys.stderr)
     text = result.outputs[f"{args.format}_text"]
     if args.output:
@@ -181,8 +183,9 @@ def _budget_tokens(budget: int | str) -> int:
 
 def _enrich(args) -> int:
     from drivers.enrich import enrich
+    from drivers.kb_dir import repo_dir
 
-    result = enrich(Path(args.path), Path(args.kb) if args.kb else None, args.model, args.limit, args.host, args.verbose)
+    result = enrich(repo_dir(Path(args.path), "Repository"), Path(args.kb) if args.kb else None, args.model, args.limit, args.host, args.verbose)
     print(f"enriched {result['labelled']} files with {result['model']} ({result['rejected']} answers rejected as malformed)")
     return 0
 
@@ -194,14 +197,25 @@ MODULE_COMMANDS = {
     "serve": ("drivers.serve", "serve warm knowledge bases to coding agents over MCP (stdio or HTTP)"),
     "dag": ("drivers.dag", "draw the index, retrieval and evaluation DAGs as SVG (needs Graphviz)"),
     "findings": ("drivers.findings_cli", "keep past review findings and recall the ones like a pull request"),
-    "diagnose": ("drivers.diagnose_cli", "escalation triggers on a handoff bundle, then bounded deep retrieval"),
+    "diagnose": ("drivers.diagnose_cli", "after a failed attempt: decide whether its error report is too thin, then gather logs, docs and memories"),
 }
+
+
+def _version() -> str:
+    """The installed distribution's version (`cra --version`)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("cra")
+    except PackageNotFoundError:
+        return "(not installed: run from a source tree)"
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The `cra` parser; of the MODULE_COMMANDS, only the one named in argv is imported and given its options."""
     chosen = next((a for a in (sys.argv[1:] if argv is None else argv) if not a.startswith("-")), None)
     parser = argparse.ArgumentParser(prog="cra", description="Context engine for coding agents.")
+    parser.add_argument("--version", action="version", version=f"cra {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("index", help="index a repository into its knowledge base")
@@ -224,15 +238,15 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("markdown", "prompt", "json"), default="markdown")
     p.add_argument("--template", help="prompt template file with {task} {context} {types} {tests}")
     p.add_argument("--weights", help="TOML file of signal weights overriding the defaults")
-    p.add_argument("--output", "-o", help="write the package here instead of stdout")
+    p.add_argument("--output", "-o", help="write the package to this file instead of stdout (missing folders are created; an existing file is replaced whole)")
     p.add_argument("--llm-assist", action="store_true", help="ask a local Ollama model when the task is too vague")
     p.add_argument("--model", default="qwen2.5-coder:7b", help="Ollama model for --llm-assist")
-    p.add_argument("--memories", action="store_true", help="add the scoped memories that apply (seed 003) at the top")
+    p.add_argument("--memories", action="store_true", help="put the stored memories that apply (preferences, corrections, project decisions, task rules) at the top")
     p.add_argument("--project", help="memory project (default: the repository's directory name)")
     p.add_argument("--language", help="memory language (default: that of the top-ranked files)")
-    p.add_argument("--memory-dir", help="memory hierarchy root (default $CRA_HOME/memory)")
+    p.add_argument("--memory-dir", help=f"memory hierarchy root (default {home_default('memory')})")
     p.add_argument("--task-id", help="escalation task: put its human guidance and failure context at the top")
-    p.add_argument("--db", help="escalation store for --task-id (default $CRA_HOME/escalations.db)")
+    p.add_argument("--db", help=f"escalation store for --task-id (default {home_default('escalations.db')})")
     p.add_argument("-v", "--verbose", action="store_true", help="print signal, tier and budget tables to stderr")
     p.set_defaults(run=_retrieve)
 

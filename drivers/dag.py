@@ -20,7 +20,7 @@ DAGS = ("index", "retrieval", "evaluation")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of `cra dag`."""
-    parser.add_argument("--out", default="dags", help="directory for index.svg, retrieval.svg, evaluation.svg (default ./dags)")
+    parser.add_argument("--out", default="dags", help="directory for index.svg, retrieval.svg, evaluation.svg (default ./dags; created with its parents if missing)")
 
 
 def dag_driver(name: str):

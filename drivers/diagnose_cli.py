@@ -14,13 +14,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from drivers.errors import CraError
+from drivers.home import home_default
 
 FORMATS = ("json", "markdown")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """`cra diagnose` options."""
-    p.add_argument("--bundle", required=True, help="the Stage 1 handoff bundle (JSON object), or - for stdin")
+    p.add_argument("--bundle", required=True, help="JSON file of what the failed attempt reported (error_message, stack_trace, root_cause, recent_changes, ...), or - for stdin")
     p.add_argument("--run-dir", required=True, help="the run's directory (artifacts, <phase-id>_attempt_<n>.log)")
     p.add_argument("--repo", default=".", help="repository root: docs/, src/, tests/ are the source of truth (default .)")
     p.add_argument("--phase-id", required=True, help="phase being diagnosed, e.g. phase_001")
@@ -29,8 +30,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=FORMATS, default="json", help="json (default) or markdown")
     p.add_argument("--adaptive-caps", action="store_true", help="scale the caps by priority (larger when high, smaller when low)")
     p.add_argument("--kb", help="KB directory to rank SOT files with (default REPO/.cra; none: keyword counts)")
-    p.add_argument("--memory-dir", help="memory hierarchy root (default $CRA_HOME/memory)")
-    p.add_argument("--db", help="escalation store for similar past failures (default $CRA_HOME/escalations.db)")
+    p.add_argument("--memory-dir", help=f"memory hierarchy root (default {home_default('memory')})")
+    p.add_argument("--db", help=f"escalation store for similar past failures (default {home_default('escalations.db')})")
     p.add_argument("--project", help="memory project (default the repository's directory name)")
     p.add_argument("--language", help="memory language, e.g. python")
 

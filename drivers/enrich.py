@@ -12,7 +12,7 @@ from pathlib import Path
 from dataflows.index.schema import TABLES
 from drivers.errors import CraError
 from drivers.kb import default_kb_dir, read_metadata, read_tables, write_kb
-from drivers.llm import ollama_client
+from drivers.llm import ollama_client, ollama_host
 from drivers.progress import Progress
 
 PROMPT = """You label source files for a code search engine.
@@ -37,9 +37,10 @@ def enrich(repo: Path, kb_dir: Path | None, model: str, limit: int | None = None
     """Ask the model about each non-test source file; returns counts of labelled and rejected answers."""
     kb_dir = Path(kb_dir) if kb_dir else default_kb_dir(Path(repo))
     metadata = read_metadata(kb_dir)
-    ask = ollama_client(model, host)
+    ask = ollama_client(model, host, warn=False)
     if ask is None:
-        raise CraError("No Ollama server is reachable, so nothing was changed. Start `ollama serve` (or set OLLAMA_HOST) and retry.")
+        raise CraError(f"No Ollama server answers at {ollama_host(host)}, so nothing was changed. Start `ollama serve` "
+                       "(or pass --host / set OLLAMA_HOST) and retry.")
     tables = read_tables(kb_dir, TABLES)
     files, symbols = tables["files"], tables["symbols"]
     names = symbols[symbols["parent_id"].isna()].groupby("file_id")["name"].agg(lambda s: ", ".join(s.head(30)))

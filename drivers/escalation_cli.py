@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from drivers.errors import CraError
+from drivers.home import home_default
 
 
 def _db(args) -> Path | None:
@@ -81,7 +82,7 @@ def _guide(args) -> int:
 
 def add_commands(subparsers) -> None:
     """Register the escalation commands on `cra`'s subparsers."""
-    db_help = "escalation store (default $CRA_HOME/escalations.db)"
+    db_help = f"escalation store (default {home_default('escalations.db')})"
 
     p = subparsers.add_parser("attempt", help="record a failed attempt at a task; escalates at the retry limit")
     p.add_argument("task_id", help="task id (a new id creates the task)")
@@ -91,7 +92,7 @@ def add_commands(subparsers) -> None:
     p.add_argument("--title", help="task title (set on creation, or changed)")
     p.add_argument("--max-retries", type=int, help="escalate after this many failed attempts (default 3)")
     p.add_argument("--context-file", help="file with the context at the time of failure (stored with the attempt)")
-    p.add_argument("--categories", help="TOML of extra error-category rules (default $CRA_HOME/error_categories.toml)")
+    p.add_argument("--categories", help=f"TOML of extra error-category rules (default {home_default('error_categories.toml')})")
     p.add_argument("--db", help=db_help)
     p.set_defaults(run=_attempt)
 

@@ -4,7 +4,7 @@ Default `drivers.home.cra_home() / "escalations.db"`. The file is marked as ours
 its schema version (PRAGMA user_version); opening an older store migrates it, one step per version, under a file
 lock. Every write is one `BEGIN IMMEDIATE` transaction with a busy timeout, so concurrent processes queue instead of
 losing writes. A file that is not SQLite, is damaged, belongs to another program or to a newer cra is refused with
-a CraError and left exactly as it was.
+a CraError and left exactly as it was; so is one whose damage shows only when a command reads the damaged pages.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from drivers.errors import CraError
-from drivers.transactions import sqlite_transaction, store_header
+from drivers.transactions import SQLITE_CORRUPT, SQLITE_NOTADB, damage_reported, sqlite_transaction, store_header
 from drivers.home import cra_home
 from drivers.locks import exclusive_lock
 
@@ -134,13 +134,19 @@ def open_store(db_path: Path | None = None) -> Iterator[sqlite3.Connection]:
         conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
     except (OSError, sqlite3.Error) as exc:
         raise CraError(f"Cannot open the escalation store {path} ({exc}). Choose a writable location with --db.") from None
-    with closing(conn):
+    with closing(conn), damage_reported(conn, path, "escalation store", _is_damage):
         conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
         if _schema_version(conn, path) != SCHEMA_VERSION:
             _migrate(conn, path)
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA synchronous = NORMAL")  # WAL: a commit survives any process crash; no fsync per commit
         yield conn
+
+
+def _is_damage(exc: BaseException) -> bool:
+    """Whether sqlite3 failed because the file is damaged (SQLITE_CORRUPT or SQLITE_NOTADB, any extended code)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return isinstance(exc, sqlite3.DatabaseError) and code is not None and code & 0xFF in (SQLITE_CORRUPT, SQLITE_NOTADB)
 
 
 def transaction(conn: sqlite3.Connection, write: bool = True):

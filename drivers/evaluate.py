@@ -41,10 +41,10 @@ BUDGET_TABLE_HEADS = ("gold_body", "bm25_gold_body", "gold_body_any", "gold_name
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of `cra evaluate`."""
-    parser.add_argument("--cases", required=True, help="case file: JSON list or JSONL (seed, eval-dir or SWE-bench format)")
+    parser.add_argument("--cases", required=True, help="case file: JSON list or JSONL; each case a task with its expected files (task, expected_files), or a SWE-bench-style instance (instance_id, repo, base_commit, problem_statement, patch or gold_files)")
     parser.add_argument("--repo", help="repository for cases without repo_path/repo (relative repo_path resolves against it)")
     parser.add_argument("--engine", choices=ENGINES, default="local", help="where cases run (default local processes)")
-    parser.add_argument("--out", help="directory for summary.json and cases.parquet")
+    parser.add_argument("--out", help="directory for summary.json and cases.parquet (created with its parents if missing)")
     parser.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help=f"token budget per case (default {DEFAULT_BUDGET})")
     parser.add_argument("--budgets", default=DEFAULT_BUDGETS,
                         help=f"budgets of the per-budget metrics, comma-separated tokens or auto (default {DEFAULT_BUDGETS})")
@@ -419,6 +419,10 @@ def run(args) -> int:
         frame = frame.head(max(args.limit, 0))
     if frame.empty:
         raise CraError(f"No cases to evaluate in {args.cases}" + (" after --limit." if args.limit is not None else "."))
+    if not (args.repo or args.trees or args.mirror) and frame["repo_path"].isna().all():
+        raise CraError(f"No case of {args.cases} says where its repository is (repo_path), and no --repo, --mirror or "
+                       "--trees was given. Pass --repo PATH for cases about one repository, or --mirror DIR / --trees "
+                       "DIR for cases that name a repository and a base commit.")
     summary, results = evaluate_cases(frame, args)
     print(summary_table(summary))
     for case_id, reason in summary["skipped"].items():

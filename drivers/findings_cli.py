@@ -9,25 +9,28 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from drivers.errors import CraError
+from drivers.home import home_default
+from drivers.finding_fields import DEFAULTS, SEVERITIES
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The subcommands and options of `cra findings`."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--db", help="findings store (default $CRA_HOME/findings.db, i.e. ~/.cra/findings.db)")
+    common.add_argument("--db", help=f"findings store (default {home_default('findings.db')})")
     sub = parser.add_subparsers(dest="findings_command", required=True)
 
     p = sub.add_parser("add", parents=[common], help="store one finding")
     p.add_argument("text", help="what the finding says")
     p.add_argument("--repo", required=True, help="repository as OWNER/NAME")
-    p.add_argument("--file", default="", dest="file_path", help="the file it is about")
-    p.add_argument("--severity", default="minor", help="e.g. critical, major, minor (default minor)")
-    p.add_argument("--category", default="correctness", help="e.g. correctness, security, performance")
-    p.add_argument("--outcome", default="accepted", help="what became of it, e.g. accepted, dismissed")
+    p.add_argument("--file", dest="file_path", help="the file it is about (default: none in particular)")
+    p.add_argument("--severity", help=f"one of {', '.join(SEVERITIES)} (default {DEFAULTS['severity']})")
+    p.add_argument("--category", help=f"e.g. correctness, security, performance (default {DEFAULTS['category']})")
+    p.add_argument("--outcome", help=f"what became of it, e.g. accepted, dismissed (default {DEFAULTS['outcome']})")
     p.add_argument("--created-at", help="ISO 8601 time (default now)")
 
     p = sub.add_parser("import", parents=[common], help="store findings from a JSONL file (one finding a line)")
-    p.add_argument("file", help="JSONL: finding_text, severity, category, file_path, outcome, repo, [created_at]")
+    p.add_argument("file", help="JSONL: finding_text and repo (OWNER/NAME); severity, category, file_path, outcome and "
+                   "created_at optional, defaulted as by `cra findings add`")
 
     p = sub.add_parser("query", parents=[common], help="the past findings most like a pull request, best first")
     p.add_argument("--title", required=True, help="pull request title")
@@ -57,8 +60,6 @@ def _add(args) -> int:
 
     raw = {"finding_text": args.text, "severity": args.severity, "category": args.category, "file_path": args.file_path,
            "outcome": args.outcome, "repo": args.repo, "created_at": args.created_at}  # fmt: skip
-    if not args.file_path:
-        raw["file_path"] = "-"  # a finding about no file in particular
     try:
         finding = validate_finding({k: v for k, v in raw.items() if v is not None}, datetime.now(timezone.utc))
     except ValueError as exc:
@@ -89,8 +90,9 @@ def _import(args) -> int:
     for line in bad:
         print(f"  {line}", file=sys.stderr)
     if bad and not good:
-        raise CraError(f"No line of {path} is a finding. Each line is a JSON object with finding_text, severity, "
-                       "category, file_path, outcome and repo (OWNER/NAME).")
+        raise CraError(f"No line of {path} is a finding. Each line is a JSON object with finding_text and repo "
+                       f"(OWNER/NAME), and optionally severity (one of {', '.join(SEVERITIES)}), category, file_path, "
+                       "outcome, created_at.")
     return 0
 
 

@@ -14,7 +14,8 @@ dropped, so the store and the lexical index of the code speak one vocabulary) fo
 isolation; it is written in the same transaction as the finding. A store written before it (schema 1) gets it
 filled on open, in one write transaction that re-checks the version once it holds the lock. Every write is one `BEGIN IMMEDIATE` transaction under a busy timeout, so
 concurrent importers queue instead of failing or losing rows; a finding already stored (same repository, file and
-text) is kept once. A file that is not a cra findings store is refused with a CraError and left as it was.
+text) is kept once. A file that is not a cra findings store, or one whose pages SQLite finds damaged, is refused
+with a CraError and left as it was.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import pandas as pd
 
 from dataflows.text import terms
 from drivers.errors import CraError
-from drivers.transactions import sqlite_transaction, store_header
+from drivers.transactions import damage_reported, sqlite_transaction, store_header
 from drivers.home import cra_home
 from drivers.locks import exclusive_lock
 
@@ -135,10 +136,13 @@ def open_store(db_path: Path | str | None = None) -> Iterator:
     path = Path(db_path) if db_path else default_db_path()
     if path.is_dir():
         raise CraError(f"{path} is a directory, not a findings store. Pass a file path with --db.")
+    import apsw
+
     conn = _connect(path)
     try:
-        _ensure_schema(conn, path)
-        yield conn
+        with damage_reported(conn, path, "findings store", lambda exc: isinstance(exc, apsw.CorruptError | apsw.NotADBError)):
+            _ensure_schema(conn, path)
+            yield conn
     finally:
         conn.close()
 

@@ -34,3 +34,14 @@ def check_writable(kb_dir: Path) -> None:
             f"KB directory {kb_dir} is not writable ({exc.strerror or exc}). "
             "Fix its permissions or choose another with --kb DIR."
         ) from None
+
+
+def repo_dir(repo: Path, flag: str = "--repo") -> Path:
+    """The repository root given on the command line; a CraError when it does not exist or is not a directory
+    (so the user is not told to index a path that is not there)."""
+    repo = Path(repo)
+    if not repo.exists():
+        raise CraError(f"{flag} {repo} does not exist. Pass the repository's root directory.")
+    if not repo.is_dir():
+        raise CraError(f"{flag} {repo} is a file, not a directory. Pass the repository's root directory.")
+    return repo

@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from drivers.errors import CraError
+from drivers.home import home_default
 
 SCOPES = "universal | language:L | project:P | project:P:task:T"
 
@@ -16,13 +17,14 @@ SCOPES = "universal | language:L | project:P | project:P:task:T"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The subcommands and options of `cra memory`."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--memory-dir", help="memory hierarchy root (default $CRA_HOME/memory, i.e. ~/.cra/memory)")
+    common.add_argument("--memory-dir", help=f"memory hierarchy root (default {home_default('memory')})")
     sub = parser.add_subparsers(dest="memory_command", required=True)
 
     p = sub.add_parser("add", parents=[common], help="store a memory")
     p.add_argument("text", help="what to remember")
     p.add_argument("--scope", default="universal", help=f"{SCOPES} (default universal)")
-    p.add_argument("--category", help="e.g. preference, correction, decision, rule (default: the file's kind)")
+    p.add_argument("--category", help="e.g. preferences, corrections, decisions, rules (default: the kind its scope keeps; "
+                   "a singular is stored as the plural)")
     p.add_argument("--confidence", default="1.0", help="0-1 (default 1.0)")
 
     p = sub.add_parser("list", parents=[common], help="list every stored memory")
@@ -88,7 +90,9 @@ def _query(args, root: Path) -> int:
     from dataflows.memory.models import MemoryQuery
     from drivers.memory import query_memories
 
-    query = MemoryQuery(category=args.category, max_results=_number(args.limit, "--limit", "20", int, 1),
+    from drivers.memory_store import canonical_category
+
+    query = MemoryQuery(category=canonical_category(args.category) if args.category else None, max_results=_number(args.limit, "--limit", "20", int, 1),
                         min_confidence=_number(args.min_confidence, "--min-confidence", "0.8", high=1.0))  # fmt: skip
     budget = None if args.budget is None else _number(args.budget, "--budget", "1500", int)
     result, warnings = query_memories(root, query, project=args.project, language=args.language, task=args.task,

@@ -30,6 +30,9 @@ LOCK_NAME = ".lock"
 LOCK_TIMEOUT = 30.0
 UNIVERSAL_FILES = (("profile.json", "general"), ("corrections.json", "corrections"))
 CORRECTION_CATEGORIES = frozenset({"correction", "corrections"})
+# one spelling per kind, the hierarchy's own keys (seed 003's categories); the singular a person may type, or an
+# older cra stored, reads as the same category
+_PLURAL = {"preference": "preferences", "correction": "corrections", "decision": "decisions", "rule": "rules"}
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+#-]{0,99}")
 _SCOPE_FORMS = "universal, language:L, project:P or project:P:task:T"
 
@@ -64,6 +67,12 @@ class StoreRead:
 def memory_root(memory_dir: Path | str | None = None) -> Path:
     """The memory hierarchy's root: the given directory, else $CRA_HOME/memory (default ~/.cra/memory)."""
     return Path(memory_dir) if memory_dir else cra_home() / "memory"
+
+
+def canonical_category(category: str) -> str:
+    """The one spelling of a category: the hierarchy's key (decisions, preferences, rules, corrections) for its
+    singular too; any other category as given."""
+    return _PLURAL.get(category.strip().lower(), category.strip())
 
 
 def check_name(name: str, what: str) -> str:
@@ -181,13 +190,14 @@ def _read_file(path: Path, key: str, scope: Scope) -> tuple[list[dict], list[str
     except ValueError as exc:
         return [], [f"skipped {path}: {exc}"]
     memories, problems = [], []
-    for i, item in enumerate(data.get(key, [])):
+    items = data.get(key, [])
+    for number, item in enumerate(items, 1):
         problem = _entry_problem(item)
         if problem:
-            problems.append(f"skipped {path} entry {i}: {problem}")
+            problems.append(f"skipped {path} entry {number} of {len(items)}: {problem}")
             continue
         memories.append({
-            "content": item["content"], "scope": str(scope), "category": item.get("category") or key,
+            "content": item["content"], "scope": str(scope), "category": canonical_category(item.get("category") or key),
             "confidence": float(item.get("confidence", 1.0)), "timestamp": item["timestamp"], "source": str(path),
         })  # fmt: skip
     return memories, problems
@@ -256,7 +266,7 @@ def add_memory(
         raise CraError(f"Confidence {confidence!r} is not a number between 0 and 1. Pass e.g. --confidence 0.8.")
     parsed = parse_scope(scope)
     path, key = scope_file(root, parsed, category)
-    entry = _entry(content, category or key, float(confidence), now.isoformat(timespec="seconds"))
+    entry = _entry(content, canonical_category(category or key), float(confidence), now.isoformat(timespec="seconds"))
     with store_lock(root):
         added, _ = _merge(path, key, [entry])
     return path, bool(added)

@@ -22,6 +22,7 @@ from dataflows.review import fusion, languages, query, rerank
 from dataflows.review.models import FindingsRecall, RerankConfig
 from drivers.embeddings import EmbeddingProvider, default_provider
 from drivers.errors import CraError
+from drivers.finding_fields import DEFAULTS, SEVERITIES
 from drivers.findings_store import (
     FINDING_COLUMNS, add_findings as store_findings, default_db_path, document_text, lexical_findings, nearest_findings,
     open_store, owner_of,
@@ -31,7 +32,7 @@ DEFAULT_TOP_K = 5
 CANDIDATE_DEPTH = 20  # candidates from each side before fusion (at least top_k)
 FUSIONS = ("rrf", "score")
 BM25_ALONE = "review findings come from BM25 keyword search alone (no semantic match)"
-REQUIRED = ("finding_text", "severity", "category", "file_path", "outcome", "repo")
+REQUIRED = ("finding_text", "repo")
 EMBED_BATCH = 1_000
 
 
@@ -105,13 +106,18 @@ def _reason(exc: BaseException) -> str:
 
 
 def validate_finding(raw: object, now: datetime) -> dict:
-    """A finding with every column as a clean string (created_at defaults to `now`); ValueError naming the problem."""
+    """A finding with every column as a clean string: finding_text and repo given, the others defaulted as `cra
+    findings add` defaults them (DEFAULTS; created_at `now`), severity one of SEVERITIES; ValueError naming the problem."""
     if not isinstance(raw, dict):
         raise ValueError(f"expected a JSON object, got {type(raw).__name__}")
-    missing = [k for k in REQUIRED if not isinstance(raw.get(k), str) or not raw[k].strip()]
+    raw = {**DEFAULTS, **{k: v for k, v in raw.items() if v is not None}}
+    missing = [k for k in (*REQUIRED, *DEFAULTS) if not isinstance(raw.get(k), str) or not raw[k].strip()]
     if missing:
         raise ValueError(f"missing or empty text field(s): {', '.join(missing)}")
-    finding = {k: raw[k].strip() for k in REQUIRED}
+    finding = {k: raw[k].strip() for k in (*REQUIRED, *DEFAULTS)}
+    finding["severity"] = finding["severity"].lower()
+    if finding["severity"] not in SEVERITIES:
+        raise ValueError(f"severity {raw['severity']!r} is not one of {', '.join(SEVERITIES)}")
     try:
         owner_of(finding["repo"])
     except CraError as exc:

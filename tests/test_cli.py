@@ -121,7 +121,7 @@ def test_weights_file_overrides_defaults(repo, capsys, tmp_path):
     "args, message",
     [
         (["index", "/no/such/dir"], "does not exist"),
-        (["retrieve", "x", "--repo", "/no/such/dir"], "cra index"),
+        (["retrieve", "x", "--repo", "/no/such/dir"], "--repo /no/such/dir does not exist"),
         (["retrieve", "x", "--task-file", "/no/such/file"], "Cannot read task file"),
     ],
 )

@@ -68,7 +68,7 @@ def test_malformed_unreadable_and_bad_entries_are_skipped_by_name(tmp_path):
     text = "\n".join(read.warnings)
     assert len(read.warnings) == 5
     for name, why in (("go.json", "not valid JSON"), ("rust.json", "not UTF-8"), ("corrections.json", "not a list"),
-                      ("coding.json entry 1", "confidence 3"), ("coding.json entry 2", "no content")):  # fmt: skip
+                      ("coding.json entry 2 of 3", "confidence 3"), ("coding.json entry 3 of 3", "no content")):  # fmt: skip
         assert any(name in w and why in w for w in read.warnings), (name, text)
 
 
@@ -161,7 +161,7 @@ def test_cli_import_merges_and_reports_rejections(tmp_path, capsys):
     code, out, _ = _cra(capsys, "memory", "import", str(source), "--memory-dir", str(target))
     assert code == 0
     assert out.splitlines()[0].startswith("imported 1 memories (1 already there") and "rejected 3" in out
-    assert "go.json: not valid JSON" in out and "profile.json entry 1: no content" in out and "notes.txt" in out
+    assert "go.json: not valid JSON" in out and "profile.json entry 2 of 2: no content" in out and "notes.txt" in out
     read = read_memories(target)
     assert sorted((m["scope"], m["content"]) for m in read.memories) == [
         ("project:hydra:task:coding", "Lint first"), ("universal", "Be brief")]

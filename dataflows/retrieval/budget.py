@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from dataflows.retrieval.models import BudgetCuts, BudgetPlan, FileContext, SymbolContext, TaskQuery
-from dataflows.retrieval.markdown import assertion_bullet, edges_between, ordered_files, package_markdown, shown_text
+from dataflows.retrieval.markdown import assertion_bullet, edges_between, ordered_files, package_markdown, shown_path, shown_text
 from dataflows.retrieval.precision import FLOOR_RANK
 from dataflows.retrieval.vocabulary import member_mask
 
@@ -87,7 +87,7 @@ def file_overhead(file_contexts: list[FileContext], context_edges: pd.DataFrame,
     """Tokens each file costs beyond its items: heading, fence, and its edges, each charged to the end that goes
     first (the one whose best piece is in a lower section, else the lower-ranked): the edge goes with it."""
     files = file_contexts
-    heading = [count_tokens(f"### {f.path} (rank #{f.relevance_rank})\n```{f.language}\n\n```") + 2 for f in files]
+    heading = [count_tokens(f"### {shown_path(f.path)} (rank #{f.relevance_rank})\n```{f.language}\n\n```") + 2 for f in files]
     overhead = np.array(heading, dtype=np.int64)
     edges = edges_between(ordered_files(files), context_edges)
     position = {f.path: i for i, f in enumerate(files)}

@@ -17,6 +17,21 @@ import pandas as pd
 from dataflows.retrieval.models import TIER_ORDER, FileContext, SymbolContext
 
 _HASH_COMMENT = frozenset({"python", "ruby", "shell", "bash", "toml", "yaml", "perl", "r", "elixir", "text", "markdown"})
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def shown_path(path: str) -> str:
+    """A file path as it can stand in one line of markdown: control characters (a newline or tab in a file name)
+    written as their escapes, so a name cannot end a heading or a list item early."""
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), path)
+
+
+def code_span(path: str) -> str:
+    """A path as inline code: `shown_path` between backtick runs longer than any inside it."""
+    text = shown_path(path)
+    ticks = "`" * (max((len(r) for r in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
 
 
 def package_markdown(
@@ -66,12 +81,12 @@ def sections(files: tuple[FileContext, ...], edges: tuple[tuple[str, str], ...])
         if kinds:
             types.append(_code_block(f, kinds, ", type context") + ("" if main else notes))
         if not main and not kinds and notes:
-            context.append(f"### {f.path} (rank #{f.relevance_rank})" + notes)
+            context.append(f"### {shown_path(f.path)} (rank #{f.relevance_rank})" + notes)
     return {
         "context": "\n\n".join(context),
         "types": "\n\n".join(types),
         "tests": "\n\n".join(b for b in tests if b),
-        "dependency_map": "\n".join(f"{src} → {dst}" for src, dst in edges),
+        "dependency_map": "\n".join(f"{shown_path(src)} → {shown_path(dst)}" for src, dst in edges),
     }
 
 
@@ -105,9 +120,9 @@ def _comment_marker(language: str) -> str:
 def _companion_note(companion) -> str:
     """One companion file: its path and note, then its latest entries in a fence."""
     if not companion.latest:
-        return f"- `{companion.path}`: {companion.note}"
+        return f"- {code_span(companion.path)}: {companion.note}"
     fence = _fence(companion.latest)
-    return f"- `{companion.path}`: {companion.note}\n{fence}\n{companion.latest}\n{fence}"
+    return f"- {code_span(companion.path)}: {companion.note}\n{fence}\n{companion.latest}\n{fence}"
 
 
 def _fence(text: str) -> str:
@@ -131,7 +146,7 @@ def _code_block(f: FileContext, symbols: list[SymbolContext], suffix: str) -> st
         owner, previous = here, s.qualified_name
     code = "\n\n".join(texts)
     fence = _fence(code)
-    return f"### {f.path} (rank #{f.relevance_rank}{suffix})\n{fence}{f.language}\n{code}\n{fence}"
+    return f"### {shown_path(f.path)} (rank #{f.relevance_rank}{suffix})\n{fence}{f.language}\n{code}\n{fence}"
 
 
 def _file_notes(f: FileContext, depends_on: Iterable[str]) -> str:
@@ -139,7 +154,7 @@ def _file_notes(f: FileContext, depends_on: Iterable[str]) -> str:
     notes = ""
     targets = list(depends_on)
     if targets:
-        notes += "\n**Depends on**: " + ", ".join(f"`{t}`" for t in targets)
+        notes += "\n**Depends on**: " + ", ".join(code_span(t) for t in targets)
     bodies = "\n".join(s.body for s in f.symbols if s.body)
     why = [c for c in f.rationale_comments if c not in bodies]
     if why:
@@ -150,7 +165,7 @@ def _file_notes(f: FileContext, depends_on: Iterable[str]) -> str:
 def _test_block(f: FileContext) -> str:
     """A test file: its matching tests as code, then the assertions of tests whose body is not shown."""
     shown = {s.name for s in f.symbols if s.body is not None}
-    block = _code_block(f, list(f.symbols), "") if f.symbols else f"### {f.path} (rank #{f.relevance_rank})"
+    block = _code_block(f, list(f.symbols), "") if f.symbols else f"### {shown_path(f.path)} (rank #{f.relevance_rank})"
     bullets = [assertion_bullet(a) for a in f.test_assertions or () if a.partition(": ")[0] not in shown]
     return block + ("\n" + "\n".join(bullets) if bullets else "")
 

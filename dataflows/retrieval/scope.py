@@ -128,12 +128,22 @@ def scope_warnings(
     """What the user should know about this scope: the index's own warnings (e.g. sources left out, no history),
     LLM fallback, unmatched or ambiguous file hints, no matches."""
     warnings = [*kb_warnings, *task_analysis_warnings]
+    unmatched, broad = [], []
     for hint in task_query.file_hints:
         count = int(path_matches(kb_files["path"], hint).sum()) if not kb_files.empty else 0
         if count == 0:
-            warnings.append(f"file hint '{hint}' matches no indexed file")
+            unmatched.append(hint)
         elif count > MAX_FILES_PER_FILE_HINT:
-            warnings.append(f"file hint '{hint}' matches {count} files; none used as seeds")
+            broad.append((hint, count))
+    if len(unmatched) == 1:
+        warnings.append(f"file hint '{unmatched[0]}' matches no indexed file")
+    elif unmatched:
+        warnings.append(f"{len(unmatched)} file hints match no indexed file: {_listed(unmatched)}")
+    if len(broad) == 1:
+        warnings.append(f"file hint '{broad[0][0]}' matches {broad[0][1]} files; none used as seeds")
+    elif broad:
+        warnings.append(f"{len(broad)} file hints match more than {MAX_FILES_PER_FILE_HINT} files each; none used as "
+                        f"seeds: {_listed([f'{hint} ({count})' for hint, count in broad])}")
     if kb_files.empty:
         warnings.append("the knowledge base has no files; nothing to scope")
     elif _nothing_matched(signal_matrix):
@@ -141,3 +151,9 @@ def scope_warnings(
             f"no file matched the task; scope falls back to the {FALLBACK_SIZE} most imported files"
         )
     return warnings
+
+
+def _listed(items: list[str], shown: int = 5) -> str:
+    """The first few items quoted, then how many more: one warning line however many there are."""
+    head = ", ".join(f"'{item}'" for item in items[:shown])
+    return head + (f" and {len(items) - shown} more" if len(items) > shown else "")
