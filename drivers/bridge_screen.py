@@ -1,4 +1,4 @@
-"""Screen learned vocabulary bridges (issue 21): do task words point, across repositories, to code words they do not
+"""Screen learned vocabulary bridges: do task words point, across repositories, to code words they do not
 share, well enough to re-order the files the pipeline already ranks?
 
     python -m drivers.bridge_screen --train $CRA_CACHE/mined/train.jsonl --cases all.jsonl --results DIR [--out OUT]

@@ -1,4 +1,4 @@
-"""Load the per-language convention tables (`data/conventions/*.toml`, issue 18) for the index and retrieval
+"""Load the per-language convention tables (`data/conventions/*.toml`) for the index and retrieval
 dataflows."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Runs the diagnostics dataflow (seed 000, Stage 2A): escalation triggers on a handoff bundle, then bounded deep
+"""Runs the diagnostics dataflow: escalation triggers on a handoff bundle, then bounded deep
 retrieval from the run directory, the repository's docs/, src/ and tests/, and memory.
 
 Read-only and bounded. The run directory and the repository are walked with `os.scandir` (stat only); symlinks are

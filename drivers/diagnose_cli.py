@@ -1,4 +1,4 @@
-"""`cra diagnose`: escalation triggers on a handoff bundle, then bounded deep retrieval (seed 000, Stage 2A).
+"""`cra diagnose`: escalation triggers on a handoff bundle, then bounded deep retrieval.
 
 Prints the retrieval bundle (JSON, the seed's fields plus `escalate` and `triggers`; or markdown). Exit 0 whenever
 the inputs are usable, escalating or not; 2 with one line when they are not (no such bundle file or directory,

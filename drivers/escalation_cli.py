@@ -1,4 +1,4 @@
-"""`cra attempt`, `cra retry --all`, `cra report`, `cra guide`: the guided-escalation commands (seed 004)."""
+"""`cra attempt`, `cra retry --all`, `cra report`, `cra guide`: the guided-escalation commands."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`cra findings add|import|query`: keep past review findings and recall the ones like a pull request (seed 002)."""
+"""`cra findings add|import|query`: keep past review findings and recall the ones like a pull request."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""Fit the symbol-signal weights on evaluation cases, cross-validated leave-one-repository-out (issue 17).
+"""Fit the symbol-signal weights on evaluation cases, cross-validated leave-one-repository-out.
 
     python -m drivers.fit_symbol_weights --cases ../shared/eval/dev.jsonl ../shared/eval/dev_extra.jsonl \
         --mirror ../.mirror [--write-weights]
-    python -m drivers.fit_symbol_weights --signals ~/.cache/cra/mined/signals   # the mined cases (issue 21)
+    python -m drivers.fit_symbol_weights --signals ~/.cache/cra/mined/signals   # the mined cases
 
 1. For every case with gold functions: materialise and index its tree (cached), run the retrieval DAG up to
    `symbol_signal_matrix`, label each candidate with whether the real fix changed it (`out/symbols/signals.parquet`).

@@ -1,4 +1,4 @@
-"""Per-language figures of `cra evaluate` runs (issue 18): Acc@1/5/10 of the pipeline with BM25 beside it, and
+"""Per-language figures of `cra evaluate` runs: Acc@1/5/10 of the pipeline with BM25 beside it, and
 Acc@5 apart for one-file and multi-file fixes (Acc@k needs every gold file in the top k, so a language whose fixes
 span more files scores lower at the same per-file quality).
 

@@ -1,4 +1,4 @@
-"""Train and measure the learned file ranker on mined signals (issue 21; extra `tune`: LightGBM, scikit-learn).
+"""Train and measure the learned file ranker on mined signals (extra `tune`: LightGBM, scikit-learn).
 
     python -m drivers.learn_ranker --signals DIR [DIR ...] [--write-model]
 

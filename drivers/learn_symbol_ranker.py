@@ -1,4 +1,4 @@
-"""Measure a learned symbol ranker against the shipped linear symbol weights, leave-repositories-out (issue 21; extra
+"""Measure a learned symbol ranker against the shipped linear symbol weights, leave-repositories-out (extra
 `tune`: LightGBM).
 
     python -m drivers.learn_symbol_ranker --signals ~/.cache/cra/mined/dev-signals ~/.cache/cra/mined/signals

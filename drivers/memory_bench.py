@@ -1,4 +1,4 @@
-"""Memory query latency (seed 003: < 100 ms for 50 memories in 10 files): `python -m drivers.memory_bench`.
+"""Memory query latency (target: < 100 ms for 50 memories in 10 files): `python -m drivers.memory_bench`.
 
 Two synthetic stores in a temporary directory: 50 memories in 10 files, and 10,000 memories that all apply to
 the queried context (universal, go, project hydra, its task coding). Measured in-process (store read + Hamilton
@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
             write_store(root, layout)
             rows.append((name, measure(root, args.repeats if layout is SMALL else max(3, args.repeats // 3))))
     columns = list(rows[0][1])
-    print("memory query latency, median ms as wall (CPU) (seed 003 target: < 100 ms for 50 memories in 10 files);"
+    print("memory query latency, median ms as wall (CPU) (target: < 100 ms for 50 memories in 10 files);"
           f" load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")  # fmt: skip
     print(f"{'store':<28}" + "".join(f"{c:>24}" for c in columns))
     for name, figures in rows:

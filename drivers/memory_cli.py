@@ -1,4 +1,4 @@
-"""`cra memory add|list|query|import`: keep and query scoped memories (seed 003). Imports stay light until run."""
+"""`cra memory add|list|query|import`: keep and query scoped memories. Imports stay light until run."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Scoped memories on disk: seed 003's JSON hierarchy, readable and editable by people.
+"""Scoped memories on disk: a JSON hierarchy, readable and editable by people.
 
     <root>/profile.json                       {"general":     [memory, ...]}   scope universal
     <root>/corrections.json                   {"corrections": [...]}           scope universal
@@ -30,7 +30,7 @@ LOCK_NAME = ".lock"
 LOCK_TIMEOUT = 30.0
 UNIVERSAL_FILES = (("profile.json", "general"), ("corrections.json", "corrections"))
 CORRECTION_CATEGORIES = frozenset({"correction", "corrections"})
-# one spelling per kind, the hierarchy's own keys (seed 003's categories); the singular a person may type, or an
+# one spelling per kind, the hierarchy's own keys (its category names); the singular a person may type, or an
 # older cra stored, reads as the same category
 _PLURAL = {"preference": "preferences", "correction": "corrections", "decision": "decisions", "rule": "rules"}
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+#-]{0,99}")

@@ -1,5 +1,5 @@
-"""Mine cases from the fix history of git mirrors: the development set beyond Python (issue 18) and the training
-set of the learned ranker (issue 21).
+"""Mine cases from the fix history of git mirrors: the development set beyond Python and the training
+set of the learned ranker.
 
     python -m drivers.mine_cases --mirror ../.mirror                 # data/eval/multilang.jsonl (committed)
     python -m drivers.mine_cases --mirror ../.mirror --set train     # $CRA_CACHE/mined/train.jsonl (regenerated)

@@ -1,4 +1,4 @@
-"""Collect the per-file signal matrix of every mined case, the learned ranker's training data (issue 21).
+"""Collect the per-file signal matrix of every mined case, the learned ranker's training data.
 
     python -m drivers.mined_signals --mirror ../.mirror [--per-repo 40] [--shard 1/2] [--out DIR]
     python -m drivers.mined_signals --relabel --cases FILE [FILE ...] [--out DIR]

@@ -1,5 +1,5 @@
 """What a package carries at its top beside the code, as `PinnedSection`s for `retriever.retrieve`: the human
-guidance and failure context of a retried task (seed 004) and the agent's scoped memories (seed 003)."""
+guidance and failure context of a retried task and the agent's scoped memories."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pandas as pd
 
 from dataflows.retrieval.models import PinnedSection
 
-MEMORY_BUDGET = 1_500  # seed 003's memory section (700 universal / 500 language / 300 project) ...
+MEMORY_BUDGET = 1_500  # the memory section (700 universal / 500 language / 300 project) ...
 MEMORY_SHARE = 8  # ... but never more than an eighth of the package: the code stays the point of it
 TOP_FILES = 10  # the files whose language is the task's when none is given
 

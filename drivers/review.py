@@ -1,4 +1,4 @@
-"""Runs review-finding recall (seed 002): the query dataflow, one embedding call, the store's k-nearest and FTS5
+"""Runs review-finding recall: the query dataflow, one embedding call, the store's k-nearest and FTS5
 BM25 candidates, their fusion, the language re-rank.
 
 `recall_findings` is what a review calls: it never fails the review. No embedding provider or an embedding error

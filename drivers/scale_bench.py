@@ -1,4 +1,4 @@
-"""`make bench-scale`: how `cra index` and `cra retrieve` grow with the number of files (issue 19).
+"""`make bench-scale`: how `cra index` and `cra retrieve` grow with the number of files.
 
 Indexes generated trees of 1k, 5k, 20k, 50k and 100k files (Python, Go, TypeScript and Java modules that import
 each other) and, with `--real`, OpenJDK 17's source (65,000

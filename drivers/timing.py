@@ -1,4 +1,4 @@
-"""What each signal costs: its index-time nodes, its lexicon load and its request-time nodes (issue 5).
+"""What each signal costs: its index-time nodes, its lexicon load and its request-time nodes.
 
     python -m drivers.timing --repo PATH [--task TEXT ...]
 

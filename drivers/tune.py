@@ -1,4 +1,4 @@
-"""Fit the signal weights on evaluation cases, cross-validated leave-one-repository-out (issue 5).
+"""Fit the signal weights on evaluation cases, cross-validated leave-one-repository-out.
 
     python -m drivers.tune --cases ../shared/eval/dev.jsonl ../shared/eval/dev_extra.jsonl --mirror ../.mirror
 

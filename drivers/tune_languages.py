@@ -1,4 +1,4 @@
-"""Weights per language family only where LORO CV says they beat one shared fit (issue 18).
+"""Weights per language family only where LORO CV says they beat one shared fit.
 
     python -m drivers.tune --cases data/eval/multilang.jsonl --mirror ../.mirror --out out/tune-ml
     python -m drivers.tune_languages --cases data/eval/multilang.jsonl --signals out/tune-ml/signals.parquet

@@ -1,4 +1,4 @@
-"""Context assembly and rendering (seed 001 step 6): ordering, edges, type dedup, markdown, prompt, JSON."""
+"""Context assembly and rendering: ordering, edges, type dedup, markdown, prompt, JSON."""
 
 from __future__ import annotations
 

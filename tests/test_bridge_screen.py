@@ -1,4 +1,4 @@
-"""The vocabulary-bridge screen (issue 21): a bridge needs fixes in several repositories, a case is scored without its
+"""The vocabulary-bridge screen: a bridge needs fixes in several repositories, a case is scored without its
 own repository, and the screen runs end to end on an indexed tree."""
 
 from __future__ import annotations

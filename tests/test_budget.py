@@ -1,4 +1,4 @@
-"""Token budget (seed 001 step 5) on a ~20k-token package, counted with the real cl100k encoding."""
+"""Token budget on a ~20k-token package, counted with the real cl100k encoding."""
 
 from __future__ import annotations
 

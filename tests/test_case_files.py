@@ -1,4 +1,4 @@
-"""Case files for `cra evaluate` in every JSON layout (seed 001's own example first), and the errors of broken ones."""
+"""Case files for `cra evaluate` in every JSON layout (the `seed` example first), and the errors of broken ones."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from drivers.errors import CraError
 from drivers.evaluate import load_cases
 from tests.fixture_repo import make_repo
 
-# seed 001, step 8, "Evaluation case format (JSON)": verbatim, one pretty-printed object
+# the reference example of the `seed` case format: verbatim, one pretty-printed object
 SEED_EXAMPLE = """{
   "task": "fix the login validation bug when LDAP source is used",
   "expected_files": ["src/auth/handler.py", "src/auth/ldap.py", "tests/test_auth.py"],

@@ -1,4 +1,4 @@
-"""`cra index` and `cra retrieve` end to end on the fixture repository: seed 001's gate criteria + errors."""
+"""`cra index` and `cra retrieve` end to end on the fixture repository: acceptance criteria (gate N below) + errors."""
 
 import json
 import subprocess

@@ -1,4 +1,4 @@
-"""Companion files (issue 18): a changelog most fix commits change is learned from the repository's history at index
+"""Companion files: a changelog most fix commits change is learned from the repository's history at index
 time and shown in the package as a note with its latest entries, not ranked as code."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Language conventions as data (issue 18): test <-> source mapping, module resolution through manifests,
+"""Language conventions as data: test <-> source mapping, module resolution through manifests,
 non-source paths, each on a small fixture tree indexed through `drivers.indexer.index_frames`; the tables'
 loader; and the case miner on a fixture git history."""
 

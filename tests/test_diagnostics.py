@@ -1,4 +1,4 @@
-"""Diagnostics (seed 000, Stage 2A): the four triggers and priority, bounded deep retrieval (caps, 24 h window,
+"""Diagnostics: the four triggers and priority, bounded deep retrieval (caps, 24 h window,
 ranking, truncation, memory), isolation (nothing written, protected paths, symlinks, '..', binary, a 1 GB log) and
 `cra diagnose` through `drivers.cli.main`."""
 

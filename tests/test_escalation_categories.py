@@ -1,4 +1,4 @@
-"""Error categories (seed 004) over real-world messages, a user's table, and the four failure patterns."""
+"""Error categories over real-world messages, a user's table, and the four failure patterns."""
 
 import pandas as pd
 import pytest

@@ -1,4 +1,4 @@
-"""The escalation report against seed 004's layout, as JSON, with similar past failures; the prompt sections."""
+"""The escalation report against the reference layout, as JSON, with similar past failures; the prompt sections."""
 
 import json
 
@@ -6,7 +6,7 @@ from drivers import escalation_store as store
 from drivers.escalation import guidance_context_for, mark_done, record_attempt, report_text
 from drivers.escalation import guide as give_guidance
 
-# seed 004, "Escalation Report Structure", verbatim (its command is `agent`, ours `cra`)
+# the reference example of the report's layout, verbatim (its command is `agent`, ours `cra`)
 SEED_REPORT = """\
 ## Root Cause Analysis
 **Failure Pattern**: consistent

@@ -1,4 +1,4 @@
-"""Fitting the symbol-signal weights (issue 17) on a synthetic signal frame: the fit finds the signal that tells."""
+"""Fitting the symbol-signal weights on a synthetic signal frame: the fit finds the signal that tells."""
 
 from __future__ import annotations
 

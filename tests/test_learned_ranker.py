@@ -1,4 +1,4 @@
-"""The learned file ranker (issue 21): mined signal collection, training and leave-repositories-out measurement,
+"""The learned file ranker: mined signal collection, training and leave-repositories-out measurement,
 the numpy evaluation of the shipped model, and its place in a request."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The learned symbol ranker's measurement (issue 21): trained on other repositories' cases of every signal set,
+"""The learned symbol ranker's measurement: trained on other repositories' cases of every signal set,
 measured on the first set's cases only, each case once."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Scoped memory retrieval (seed 003): its ten scenarios, the lexical factor, the budget and the memory section."""
+"""Scoped memory retrieval: its ten scenarios, the lexical factor, the budget and the memory section."""
 
 import json
 from datetime import datetime, timedelta, timezone

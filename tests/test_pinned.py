@@ -1,5 +1,5 @@
-"""`cra retrieve --memories --task-id ID`: the human guidance and failure context of a retried task (seed 004) and the
-scoped memories (seed 003) open the package, are never evicted, and fit inside its budget with the code."""
+"""`cra retrieve --memories --task-id ID`: the human guidance and failure context of a retried task and the
+scoped memories open the package, are never evicted, and fit inside its budget with the code."""
 
 from __future__ import annotations
 

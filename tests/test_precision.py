@@ -1,4 +1,4 @@
-"""Precision tiers (seed 001 step 4) on a hand-built scope: what is primary, supporting, type context, excluded."""
+"""Precision tiers on a hand-built scope: what is primary, supporting, type context, excluded."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Re-indexing (issue 19): a re-index after files are touched, added or deleted builds exactly the KB a fresh index
+"""Re-indexing: a re-index after files are touched, added or deleted builds exactly the KB a fresh index
 of the same tree builds, and a re-index of an unchanged tree writes nothing."""
 
 from __future__ import annotations

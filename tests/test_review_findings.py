@@ -1,4 +1,4 @@
-"""Review-finding recall (seed 002): query construction, fusion of vector and BM25 candidates, language re-rank,
+"""Review-finding recall: query construction, fusion of vector and BM25 candidates, language re-rank,
 store isolation (vectors and FTS5), the FTS migration, BM25 alone without a model, fail-open, the real model, the CLI
 and concurrent importers."""
 

@@ -1,4 +1,4 @@
-"""Rough edges a new user met (issue 54, item 7), each through the CLI: version, wrong paths, help texts that speak
+"""Rough edges a new user met, each through the CLI: version, wrong paths, help texts that speak
 the user's words and show real defaults, and inputs that must be refused with one line."""
 
 import argparse
@@ -179,7 +179,7 @@ def test_make_setup_says_what_it_installs_before_pip_runs():
 
 
 def test_the_cl100k_cache_goes_where_cra_cache_says(tmp_path):
-    """Reported in issue 54 but not reproduced here: a guard that the installed `cra` keeps it so."""
+    """Reported by a user but not reproduced here: a guard that the installed `cra` keeps it so."""
     import os
     import subprocess
     import sys

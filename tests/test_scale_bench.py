@@ -1,4 +1,4 @@
-"""The scale benchmark's own pieces (issue 19): its generated trees index as the languages they claim, and the
+"""The scale benchmark's own pieces: its generated trees index as the languages they claim, and the
 growth exponent it reports is the slope of the log-log fit."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""partner_affinity (issue 18): the files a fix edits besides the best match, found through co-change and imports
+"""partner_affinity: the files a fix edits besides the best match, found through co-change and imports
 with the first pass's best files (anchors)."""
 
 from __future__ import annotations

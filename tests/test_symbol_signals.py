@@ -1,4 +1,4 @@
-"""The symbol signal matrix and ranking (issue 17), each signal on a small repository indexed as a user would."""
+"""The symbol signal matrix and ranking, each signal on a small repository indexed as a user would."""
 
 from __future__ import annotations
 

@@ -1,1 +1,1 @@
-"""Diagnostics (seed 000, Stage 2A): escalation triggers on a thin handoff bundle, bounded deep retrieval."""
+"""Diagnostics: escalation triggers on a thin handoff bundle (an agent's failure report), bounded deep retrieval."""

@@ -1,4 +1,4 @@
-"""The retrieval bundle (seed 000's JSON, plus `escalate` and `triggers`) and its JSON and markdown renderings."""
+"""The retrieval bundle (what deep retrieval found, plus `escalate` and `triggers`), rendered as JSON and markdown."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def retrieval_bundle(
     memory_entries: tuple[MemoryEntry, ...],
     sot_ranking: str,
 ) -> RetrievalBundle:
-    """What Stage 2A hands on: priority, the triggers' verdicts and (when escalating or forced) the evidence."""
+    """What deep retrieval hands on: priority, the triggers' verdicts and (when escalating or forced) the evidence."""
     stamp = (now if now.tzinfo else now.replace(tzinfo=timezone.utc)).astimezone(timezone.utc)
     if not retrieval_wanted:
         run_artifacts, sot_files, memory_entries = (), (), ()

@@ -1,4 +1,4 @@
-"""Typed results of diagnostics (seed 000): the normalised handoff bundle, one trigger's verdict, the caps, the
+"""Typed results of diagnostics: the normalised handoff bundle, one trigger's verdict, the caps, the
 entries of each retrieval category and the retrieval bundle with the seed's JSON shape."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 
 @dataclass(frozen=True)
 class Handoff:
-    """The Stage 1 handoff bundle's fields as text, whatever types the harness wrote (None and junk become empty)."""
+    """The handoff bundle's fields as text, whatever types the harness wrote (None and junk become empty)."""
 
     error_message: str
     stack_trace: str
@@ -84,7 +84,7 @@ class MemoryEntry:
 
 @dataclass(frozen=True)
 class RetrievalBundle:
-    """Stage 2A's answer: the seed's retrieval bundle plus whether to escalate and every trigger's verdict."""
+    """Deep retrieval's answer: the retrieval bundle plus whether to escalate and every trigger's verdict."""
 
     phase_id: str
     timestamp: str

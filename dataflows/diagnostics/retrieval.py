@@ -1,4 +1,4 @@
-"""Bounded deep retrieval (seed 000, Stage 2A): which run artifacts, source-of-truth files and memories go out.
+"""Bounded deep retrieval: which run artifacts, source-of-truth files and memories go out.
 
 The driver gathers candidate files (path, size, mtime, kind: run_artifact | sot) without reading them, reads the
 text of those these nodes rank first (never more of a file than its category's byte cap), and passes the texts in
@@ -48,7 +48,7 @@ def retrieval_caps__adaptive(retrieval_priority: str) -> RetrievalCaps:
 
 
 def retrieval_keywords(handoff: Handoff) -> frozenset[str]:
-    """Words over 4 characters of the error message and root cause, lower-cased (seed 000), punctuation trimmed."""
+    """Words over 4 characters of the error message and root cause, lower-cased, punctuation trimmed."""
     words = f"{handoff.error_message} {handoff.root_cause}".lower().split()
     return frozenset(w for w in (w.strip(string.punctuation) for w in words) if len(w) >= MIN_KEYWORD_CHARS)
 

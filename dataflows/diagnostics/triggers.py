@@ -1,4 +1,4 @@
-"""Escalation triggers (seed 000): is the Stage 1 handoff bundle too thin to act on, and how urgently?
+"""Escalation triggers: is the agent's handoff bundle (its failure report) too thin to act on, and how urgently?
 
 Four triggers, each a node returning (fired, reason): an empty or minimal bundle, an error message without
 actionable context, repeated failures in earlier attempts' logs, no clear root cause. Priority is high when two or
@@ -127,12 +127,12 @@ def fired_triggers(triggers: tuple[TriggerResult, ...]) -> int:
 
 
 def retrieval_priority(fired_triggers: int) -> str:
-    """high for two or more fired triggers, medium for one, low for none (seed 000)."""
+    """high for two or more fired triggers, medium for one, low for none."""
     return "high" if fired_triggers >= 2 else "medium" if fired_triggers == 1 else "low"
 
 
 def escalate(fired_triggers: int) -> bool:
-    """Whether Stage 1's evidence is too thin: any trigger fired."""
+    """Whether the handoff bundle's evidence is too thin: any trigger fired."""
     return fired_triggers > 0
 
 

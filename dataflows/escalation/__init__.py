@@ -1,1 +1,1 @@
-"""Guided escalation (seed 004): error categories, failure patterns, reports, human guidance in prompts."""
+"""Guided escalation: error categories, failure patterns, reports, human guidance in prompts."""

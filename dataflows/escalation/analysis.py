@@ -20,7 +20,7 @@ def _categorised(attempts: pd.DataFrame, attempt_categories: pd.Series) -> pd.Da
 
 
 def failure_patterns(attempts: pd.DataFrame, attempt_categories: pd.Series) -> pd.Series:
-    """Pattern of each task's failures (seed 004): one attempt, one category throughout, mostly network, or varied."""
+    """Pattern of each task's failures: one attempt, one category throughout, mostly network, or varied."""
     frame = _categorised(attempts, attempt_categories)
     groups = frame.groupby("task_id", sort=False)["category"]
     n, distinct = groups.size(), groups.nunique()

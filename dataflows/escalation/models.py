@@ -1,4 +1,4 @@
-"""Typed results of guided escalation (seed 004): one attempt, a similar past failure, the escalation report."""
+"""Typed results of guided escalation: one attempt, a similar past failure, the escalation report."""
 
 from __future__ import annotations
 

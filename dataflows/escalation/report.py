@@ -1,4 +1,4 @@
-"""The escalation report of one task (seed 004), and its renderings: the seed's markdown layout and JSON."""
+"""The escalation report of one task, and its renderings: markdown (root cause, attempts, interventions) and JSON."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def _indented(text: str) -> str:
 
 
 def report_markdown(escalation_report: EscalationReport) -> str:
-    """The report in seed 004's markdown layout (title line; similar failures and guidance only when present)."""
+    """The report as markdown (title line; similar failures and guidance only when present)."""
     r = escalation_report
     n = r.total_attempts
     lines = [f"# Escalation Report: {r.task_id}" + (f" ({r.original_title})" if r.original_title else ""), "",

@@ -1,4 +1,4 @@
-"""Similar past failures (beyond seed 004): earlier escalated tasks of the same category whose error messages are
+"""Similar past failures: earlier escalated tasks of the same category whose error messages are
 lexically close to this task's (BM25 of `dataflows.lexical`), listed with the guidance they were given."""
 
 from __future__ import annotations

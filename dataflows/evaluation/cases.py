@@ -1,7 +1,7 @@
 """Evaluation cases: three case-file formats normalised into one frame, and gold symbols from a fix patch.
 
 Formats (detected per record):
-  seed      {task, expected_files, expected_symbols, repo_path?, id?}            (seed 001, step 8)
+  seed      {task, expected_files, expected_symbols, repo_path?, id?}            (hand-written cases)
   shared    {instance_id, repo, base_commit, problem_statement, gold_files, gold_functions}
   swebench  {instance_id, repo, base_commit, problem_statement, patch}           (raw SWE-bench)
 Pure: the caller reads the file and, for swebench records, the pre-fix sources the patch touches.

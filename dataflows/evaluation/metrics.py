@@ -1,11 +1,11 @@
-"""Retrieval quality metrics (seed 001 step 8): per case from a ranking and a package, then aggregated.
+"""Retrieval quality metrics: per case from a ranking and a package, then aggregated.
 
 Conventions: file_precision@k divides by the files actually in the top k (fewer than k when the ranking
 is shorter); metrics of a case with no expected files are NaN and left out of means. Expected symbols are
 `path::Qualified.name` (`path::<module>` = found when the file is in the package) or, in seed-format
 cases, a bare name matched against any package symbol's name or qualified name.
 
-Function metrics (issue 17) score the symbol ranking and the package against the gold *functions*: the expected
+Function metrics score the symbol ranking and the package against the gold *functions*: the expected
 symbols other than `path::<module>` (a case with none gets NaN). A gold function is carried by an enclosing symbol
 (its class) whose body is in: in a ranking it counts at the enclosing symbol's rank only when it is not ranked
 itself. Budget metrics are suffixed with the budget they were measured at (`gold_body@8192`, `gold_body@auto`).

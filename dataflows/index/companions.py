@@ -1,4 +1,4 @@
-"""Companion files (issue 18): non-source files a repository's fixes change alongside the code (CHANGELOG.md,
+"""Companion files: non-source files a repository's fixes change alongside the code (CHANGELOG.md,
 History.md, release-notes/...), learned from its own history at index time.
 
 A request shows them with a one-line note and their latest entries instead of ranking them against code.

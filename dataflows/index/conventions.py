@@ -1,4 +1,4 @@
-"""Per-language conventions as data (issue 18): helpers over the tables of `data/conventions/*.toml`.
+"""Per-language conventions as data: helpers over the tables of `data/conventions/*.toml`.
 
 Not a Hamilton module: pure functions the index nodes, the retrieval's symbol table (and the case miner) call
 with the `language_conventions` input, a dict language -> table loaded by the driver

@@ -88,7 +88,7 @@ TABLES: dict[str, dict[str, pa.DataType]] = {
     "commits": {"commit": _str, "time": _i64, "author": _str, "message": _str, "n_files": _i32},
     "commit_files": {"commit": _str, "path": _str},
     "cochange": {"file_a": _i32, "file_b": _i32, "count": _i32},  # file_a < file_b
-    # non-source files most fix commits change too (changelogs, release notes): shown, not ranked (issue 18)
+    # non-source files most fix commits change too (changelogs, release notes): shown, not ranked
     "companions": {"path": _str, "share": _f64, "n_fix_commits": _i32, "latest": _str},
     # lexical index: term frequencies (kept for incremental rebuilds) and BM25 weights (queried)
     "file_terms": {"file_id": _i32, "term": _str, "tf": _i32},

@@ -1,4 +1,4 @@
-"""Typed results of memory retrieval (seed 003): the query, each retrieved memory with its reason, the result."""
+"""Typed results of memory retrieval: the query, each retrieved memory with its reason, the result."""
 
 from __future__ import annotations
 

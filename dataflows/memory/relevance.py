@@ -1,4 +1,4 @@
-"""How relevant each memory is to the current context (seed 003's RelevanceScorer, one node per factor).
+"""How relevant each memory is to the current context (weighted factors, one node per factor).
 
 Inputs: `memories` (one row per memory: content, scope, category, confidence, timestamp), the context (`project`,
 `language`, `task`, `task_text`) and `now`. Every factor is a 0-1 Series over the memories' index;

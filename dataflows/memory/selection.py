@@ -1,4 +1,4 @@
-"""Which memories go out: those that apply to the context, best first, inside a token budget (seed 003).
+"""Which memories go out: those that apply to the context, best first, inside a token budget.
 
 Two outputs: `retrieval_result` (the seed's query / budget-aware query: one budget over the ranked memories) and
 `memory_context` (its Phase 7 section: 700 universal / 500 language / 300 project tokens of 1,500, scaled to the
@@ -16,7 +16,7 @@ import pandas as pd
 
 from dataflows.memory.models import MemoryContext, MemoryQuery, RetrievalResult, RetrievedMemory
 
-BUCKETS = {"universal": 700, "language": 500, "project": 300}  # seed 003 Phase 7, of 1,500 tokens
+BUCKETS = {"universal": 700, "language": 500, "project": 300}  # the memory section's split of its 1,500 tokens
 SECTION_HEADING = "## Memories\n\n"
 BUCKET_OF_KIND = {"universal": "universal", "language": "language", "project": "project", "task": "project"}
 

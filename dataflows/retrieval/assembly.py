@@ -1,4 +1,4 @@
-"""Context assembly (seed 001 step 6): the budgeted files become one ordered, deduplicated ContextPackage.
+"""Context assembly: the budgeted files become one ordered, deduplicated ContextPackage.
 
 Files by relevance rank, symbols primary -> supporting -> type context (then by line), each symbol once in the
 file that defines it, import edges only between files the package contains, provenance for every choice.
@@ -26,7 +26,7 @@ def included_edges(budgeted_files: list[FileContext], context_edges: pd.DataFram
 
 def companion_notes(kb_companions: pd.DataFrame | None = None) -> tuple[CompanionNote, ...]:
     """Changelogs / release notes the repository's fixes usually change too (learned at index time), as notes
-    shown beside the code instead of files ranked against it (issue 18)."""
+    shown beside the code instead of files ranked against it."""
     if kb_companions is None or kb_companions.empty:
         return ()
     rows = zip(kb_companions["path"], kb_companions["share"], kb_companions["n_fix_commits"], kb_companions["latest"])

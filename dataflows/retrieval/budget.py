@@ -1,8 +1,8 @@
-"""Token budget (seed 001 step 5): cut the package to the budget, least relevant first, never over it.
+"""Token budget: cut the package to the budget, least relevant first, never over it.
 
 Plan: the task gets up to 512 tokens (at most half the budget), the files holding primary code their headings; the
 rest is shared 75% primary, 5% tests, 10% supporting, 5% type context, 5% rationale (a file shown only for the lower
-sections pays its heading out of them; seed 001's 60/10/15/10/5 left gold bodies out at 8k: primaries are now the
+sections pays its heading out of them; the first plan's 60/10/15/10/5 left gold bodies out at 8k: primaries are now the
 symbol ranking's best, so they earn the room), and a section needing less than its share passes the surplus on.
 Outlines (signatures of the top files' other definitions) have no share: they get what the others leave.
 When the package is too big, sections are cut bottom-up (outline, rationale, type context, supporting, tests, primary)

@@ -1,4 +1,4 @@
-"""Signal combination (seed 001, step 3): effective weights and the per-file signal matrix.
+"""Signal combination: effective weights and the per-file signal matrix.
 
 Two passes: every signal but the second-pass ones (`partner_affinity`) is scored first; the best files of that
 first pass are the anchors the second-pass signals relate every other file to; `signal_frame` holds both.

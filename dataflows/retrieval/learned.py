@@ -1,4 +1,4 @@
-"""The learned file ranker (issue 21): features of the weighted sum's best files, and a boosted-tree model over them.
+"""The learned file ranker: features of the weighted sum's best files, and a boosted-tree model over them.
 
 The weighted sum ranks every file; the model re-orders its CANDIDATES best, where the fixes' files almost always
 are, with what a sum cannot express: interactions between signals, each file's rank among the candidates, its size

@@ -1,4 +1,4 @@
-"""Typed results of the retrieval pipeline (seed 001): the task query and the context package."""
+"""Typed results of the retrieval pipeline: the task query and the context package."""
 
 from __future__ import annotations
 

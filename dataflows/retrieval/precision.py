@@ -1,4 +1,4 @@
-"""Stage 2 precision (seed 001 step 4): which symbols of the scoped files enter the package, and at what depth.
+"""Precision, retrieval's second stage: which symbols of the scoped files enter the package, and at what depth.
 
 primary       the best of the symbol ranking (`symbol_signals`: one row per definition of CANDIDATE_KINDS in the
               scope's source files, one column per signal), PRIMARY_CANDIDATES of them; the budget keeps the best that fit.

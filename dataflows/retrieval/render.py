@@ -1,4 +1,4 @@
-"""Rendering of the context package (seed 001 step 6): markdown, model prompt and JSON views of one package.
+"""Rendering of the context package: markdown, model prompt and JSON views of one package.
 
 The package is data; these nodes only format it (with `markdown.package_markdown`, which the budget stage also
 measures, so the token count it enforces is the token count of exactly this text).

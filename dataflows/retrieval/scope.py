@@ -1,4 +1,4 @@
-"""Stage 1 scope (seed 001, step 3): seeds, top-N by total score, 1-hop import and co-change expansion."""
+"""The scope, retrieval's first stage: seed files, top-N by total score, 1-hop import and co-change expansion."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The one list of scoring signals: each signal's name, default weight, whether seed 001 names it, and the nodes
+"""The one list of scoring signals: each signal's name, default weight, whether it is original, and the nodes
 and KB lexicon that exist only for it; the role priors and task-type adjustments; and the one validation of
 user weights. Constants and a helper, not Hamilton nodes: `combination` builds its nodes from them,
 `drivers.retriever` validates with them, `drivers.tune` and `drivers.timing` iterate them.
@@ -15,7 +15,7 @@ class Signal:
 
     name: str
     default_weight: float  # before task-type adjustment and normalisation (the shipped profile may replace it)
-    seed: bool  # one of seed 001's eight signals (the others are the BM25 signals added since)
+    seed: bool  # one of the eight original signals (the others are the BM25 signals added since)
     helper_nodes: tuple[str, ...] = ()  # request-time nodes besides its own that exist only for it
     index_nodes: tuple[str, ...] = ()  # index-time nodes that exist only for it
     lexicon: str | None = None  # the KB lexicon it loads
@@ -44,7 +44,7 @@ SEED_SIGNALS: tuple[str, ...] = tuple(s.name for s in SIGNAL_LIST if s.seed)
 FIRST_PASS_SIGNALS: tuple[str, ...] = tuple(s.name for s in SIGNAL_LIST if not s.second_pass)
 SECOND_PASS_SIGNALS: tuple[str, ...] = tuple(s.name for s in SIGNAL_LIST if s.second_pass)
 DEFAULT_WEIGHTS: dict[str, float] = {s.name: s.default_weight for s in SIGNAL_LIST}
-# seed 001's task-type adjustments: named weights replaced before normalisation
+# task-type adjustments: named weights replaced before normalisation
 TASK_TYPE_WEIGHTS: dict[str, dict[str, float]] = {
     "bug_fix": {"recency": 0.15, "structural_centrality": 0.0},
     "refactor": {"structural_centrality": 0.15},

@@ -1,4 +1,4 @@
-"""Scoring signals (seed 001, step 2) and seed files: each signal is a 0-1 Series over every file_id.
+"""Scoring signals and seed files: each signal is a 0-1 Series over every file_id.
 
 Every signal is vectorised over the KB frames (string ops, merges, group-bys); loops run only over the
 handful of hints, keywords and hops. A signal whose data is missing is 0 for every file.
@@ -136,7 +136,7 @@ def path_match(
     kb_path_components: WordIndex,
     kb_path_words: WordIndex,
 ) -> pd.Series:
-    """0-1 per file: task keywords matching its path components, file name above directory (seed 001, signal 1)."""
+    """0-1 per file: task keywords matching its path components, file name above directory (signal 1)."""
     if kb_files.empty or not task_query.keywords:
         return _zeros(kb_files)
     return _saturated_hits(kb_files, _keyword_path_hits(kb_path_components, kb_path_words, list(task_query.keywords)))

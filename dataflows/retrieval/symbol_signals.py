@@ -1,4 +1,4 @@
-"""The symbol signal matrix (issue 17): which function bodies of the scope the task is about, signal by signal.
+"""The symbol signal matrix: which function bodies of the scope the task is about, signal by signal.
 
 The file matrix decides which files; this one ranks the definitions inside them, one row per candidate symbol
 (functions, methods, classes, interfaces, type aliases and enums of the scope's source files) and one 0-1 column per

@@ -1,4 +1,4 @@
-"""Task analysis (seed 001, step 1): the task text -> a `TaskQuery` of hints, keywords, type and concepts.
+"""Task analysis: the task text -> a `TaskQuery` of hints, keywords, type and concepts.
 
 Deterministic by default; `@config.when(llm_assist=True)` asks an LLM client (an input) only when the
 heuristics find almost nothing (fewer than 3 keywords and no hints).
@@ -55,7 +55,7 @@ _PATH_SEPARATOR = re.compile(r"(?<=\w)::(?=[A-Za-z_])")
 _JAVADOC_MEMBER = re.compile(r"(?<=[A-Za-z0-9_])#(?=[a-z_])")
 _BUILTIN_NAMES = frozenset(dir(builtins)) | {"self", "cls", "super", "main", "setup"}
 
-# seed 001's keyword classes, plus close synonyms; ties resolve in this order
+# the words that classify a task by type, plus close synonyms; ties resolve in this order
 TASK_TYPE_WORDS: dict[str, tuple[str, ...]] = {
     "bug_fix": ("fix", "bug", "broken", "error", "crash", "fail", "failure", "wrong", "incorrect", "regression",
                 "exception", "traceback", "issue", "unexpected"),
@@ -221,7 +221,7 @@ def task_keywords(analysed_text: str, symbol_hints: list[str], file_lexicon: Bm2
 
 
 def task_type(task_text: str) -> str:
-    """bug_fix, feature, refactor, test or investigation, by seed 001's keyword classes (a traceback votes bug_fix;
+    """bug_fix, feature, refactor, test or investigation, by the words of TASK_TYPE_WORDS (a traceback votes bug_fix;
     so does the heading of a bug-report template)."""
     return _task_type(task_text, bool(_PY_FRAME.search(task_text) or _EXCEPTION_LINE.search(task_text)))
 
@@ -241,7 +241,7 @@ def heuristic_task_query(
     task_concepts: list[str],
     trace_frames: list[tuple[str, str]],
 ) -> TaskQuery:
-    """The task parsed by deterministic heuristics (seed 001 step 1): what every variant starts from."""
+    """The task parsed by deterministic heuristics: what every variant starts from."""
     return TaskQuery(
         raw_description=task_text,
         task_type=task_type,

@@ -1,1 +1,1 @@
-"""Review-finding recall (seed 002): multi-signal retrieval query, language classification, language re-rank."""
+"""Review-finding recall: multi-signal retrieval query, language classification, language re-rank."""

@@ -1,4 +1,4 @@
-"""Which programming languages a pull request touches and which language each stored finding is about (seed 002).
+"""Which programming languages a pull request touches and which language each stored finding is about.
 
 Languages come from file paths through the indexer's table (`dataflows.index.parsers.language_of`, 80+ extensions
 and file names). Documentation and configuration formats (markdown, JSON, YAML, ...) and unknown paths classify as

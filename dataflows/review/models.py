@@ -1,4 +1,4 @@
-"""Typed values of review-finding recall (seed 002): the query's signals, the re-rank factors, recalled findings."""
+"""Typed values of review-finding recall: the query's signals, the re-rank factors, recalled findings."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The retrieval query: one text built from the pull request's signals, capped at 600 characters (seed 002, RET-01).
+"""The retrieval query: one text built from the pull request's signals, capped at 600 characters.
 
 Parts appear in the seed's order (title, body excerpt, [type], Languages, Risk, Author, file paths, one per line)
 but the budget goes to them in priority order: title > body excerpt > languages > risk signals > conventional type >
