@@ -4,12 +4,12 @@ retrieval from the run directory, the repository's docs/, src/ and tests/, and m
 Read-only and bounded. The run directory and the repository are walked with `os.scandir` (stat only); symlinks are
 never followed, `.git/`, `.autonomous_runs/` and `*.db` files are never entered or read, and only regular files are
 opened (O_NOFOLLOW, inside the root). A file is read only as far as its category's byte cap (10 KB of a run artifact,
-from its start as the seed truncates; the newest 64 KB of an earlier attempt's log for trigger 3), and only the
+from its start; the newest 64 KB of an earlier attempt's log for trigger 3), and only the
 files the ranking reaches are read; binary and undecodable files are skipped. Nothing is written anywhere.
 
-`should_escalate` and `get_retrieval_priority` keep the seed's names for harnesses that call them; `diagnose` gives
+`should_escalate` and `get_retrieval_priority` keep the names existing harnesses call them by; `diagnose` gives
 the whole retrieval bundle. SOT files are ranked by the retrieval pipeline's lexical and symbol signals when the
-repository has a usable KB (`.cra/`, or `kb_dir`), else by the seed's keyword counts; the bundle's stats say which.
+repository has a usable KB (`.cra/`, or `kb_dir`), else by keyword counts; the bundle's stats say which.
 """
 
 from __future__ import annotations
@@ -320,7 +320,7 @@ def diagnose(
     if first["retrieval_wanted"]:
         candidates = _candidates(run_root, repo_root)
         ranking = _kb_ranking(kb_path, first["retrieval_task_text"], warnings)
-        if ranking is None:  # the seed's keyword counts need the (capped) text of every SOT candidate
+        if ranking is None:  # keyword counts need the (capped) text of every SOT candidate
             sot = candidates[candidates["kind"].eq("sot")].sort_values("mtime", ascending=False).head(KEYWORD_SCAN_FILES)
             for cid, path in zip(sot.index, sot["path"]):
                 text = read_text(repo_root, path, caps.sot_files.max_bytes)

@@ -1,6 +1,6 @@
 """`cra diagnose`: escalation triggers on a handoff bundle, then bounded deep retrieval.
 
-Prints the retrieval bundle (JSON, the seed's fields plus `escalate` and `triggers`; or markdown). Exit 0 whenever
+Prints the retrieval bundle (JSON, entries and stats plus `escalate` and `triggers`; or markdown). Exit 0 whenever
 the inputs are usable, escalating or not; 2 with one line when they are not (no such bundle file or directory,
 bundle not JSON or not an object, bad phase id or attempt). A null or empty bundle is an empty bundle (a warning).
 """

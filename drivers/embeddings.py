@@ -85,7 +85,7 @@ class VoyageProvider:
     api_key: str
     model: str = "voyage-code-3"
     dimension: int = 1024
-    distance_threshold: float = 0.3  # the seed's default for this model
+    distance_threshold: float = 0.3  # the default threshold for this model
 
     def generate(self, text: str, input_type: InputType = "query") -> np.ndarray | None:
         if not (text or "").strip():

@@ -197,7 +197,7 @@ def add_findings(conn, findings: Sequence[dict], vectors: np.ndarray, model: str
 def nearest_findings(
     conn, query_vector: np.ndarray, model: str, repo: str | None, top_k: int, sharing_enabled: bool = False
 ) -> pd.DataFrame:
-    """The top_k findings nearest the query (cosine distance), as the seed's isolation layer scopes them: the
+    """The top_k findings nearest the query (cosine distance), scoped by repository: the
     repository's own; with `sharing_enabled`, every repository of its owner; with no repository, the whole store."""
     columns = ["finding_id", *FINDING_COLUMNS, "distance"]
     table = _vector_table(conn, model, None)

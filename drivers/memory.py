@@ -1,7 +1,7 @@
 """Runs the memory dataflow: reads the store for a context, builds the Hamilton driver, executes a query.
 
 `query_memories` answers `cra memory query`; `memory_context_for` gives the retrieval driver its memory section
-and provenance. The store is read only for the files that apply to the context (as the seed's loader does).
+and provenance. The store is read only for the files that apply to the context.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from drivers.tokens import count_tokens
 
 COLUMNS = ("content", "scope", "category", "confidence", "timestamp", "source")
 DEFAULT_MEMORY_BUDGET = 1_500
-CONTEXT_MAX_RESULTS = 1_000  # the seed's budget-aware query ranks this many before filling the budget
+CONTEXT_MAX_RESULTS = 1_000  # the budget-aware query ranks this many before filling the budget
 
 
 @lru_cache(maxsize=1)
@@ -83,7 +83,7 @@ def memory_context_for(
     budget: int, now: datetime, task: str | None = None,
 ) -> tuple[str, dict]:
     """(markdown section, provenance dict) for a context package: what the retrieval driver adds under its own
-    allocation (the seed's section is DEFAULT_MEMORY_BUDGET = 1,500 tokens, split 700/500/300). The markdown is
+    allocation (the default section is DEFAULT_MEMORY_BUDGET = 1,500 tokens, split 700/500/300). The markdown is
     empty when no memory applies; provenance names the directory, the split's use and any warnings."""
     root = memory_root(memory_dir)
     section, warnings = memory_section(root, project, language, task_text, budget, now, task)

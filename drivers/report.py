@@ -1,4 +1,4 @@
-"""The human-readable tables of `cra retrieve -v`: the seed's tuning view of a request."""
+"""The human-readable tables of `cra retrieve -v`: a tuning view of a request."""
 
 from __future__ import annotations
 

@@ -54,7 +54,7 @@ def test_report_follows_the_seed_layout_line_by_line(tmp_path):
     seed = SEED_REPORT.replace("`agent guide", "`cra guide").splitlines()
     assert len(ours) - 2 == len(seed)
     for mine, theirs in zip(ours[2:], seed):
-        if theirs.endswith("..."):  # the seed elides the hypothesis after its opening words
+        if theirs.endswith("..."):  # the reference example elides the hypothesis after its opening words
             assert mine.startswith(theirs[:-3]) and len(mine) > len(theirs)
         else:
             assert mine == theirs

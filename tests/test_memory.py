@@ -1,4 +1,4 @@
-"""Scoped memory retrieval: its ten scenarios, the lexical factor, the budget and the memory section."""
+"""Scoped memory retrieval: ten scenarios (one test each), the lexical factor, the budget and the memory section."""
 
 import json
 from datetime import datetime, timedelta, timezone
@@ -169,7 +169,7 @@ def test_every_factor_is_a_node_in_zero_one(store):
     assert ((factors >= 0) & (factors <= 1)).all().all()
     assert factors["scope_match"].tolist() == [0.8, 0.3, 0.2]  # universal, another language, another project
     assert factors["recency"].tolist() == [1.0, 0.5, 0.2]  # fresh, unknown, over half a year
-    # "a" has no index terms, so the seed's weights alone: .5 x .8 + .2 x 1 + .2 x .9 + .1 x .3 (not this task)
+    # "a" has no index terms, so the four base weights alone: .5 x .8 + .2 x 1 + .2 x .9 + .1 x .3 (not this task)
     assert out["relevance_score"][0] == pytest.approx(0.81)
 
 

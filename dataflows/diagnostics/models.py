@@ -1,5 +1,5 @@
 """Typed results of diagnostics: the normalised handoff bundle, one trigger's verdict, the caps, the
-entries of each retrieval category and the retrieval bundle with the seed's JSON shape."""
+entries of each retrieval category and the retrieval bundle with its JSON shape."""
 
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ class RetrievalBundle:
     sot_ranking: str  # kb | keywords
 
     def to_dict(self) -> dict:
-        """The seed's JSON (field names and stats), with escalate, triggers and stats.sot_ranking added."""
+        """The bundle as JSON (entries and stats), with escalate, triggers and stats.sot_ranking added."""
         def size(entries) -> int:
             return sum(e.size for e in entries)
 

@@ -3,7 +3,7 @@
 The driver gathers candidate files (path, size, mtime, kind: run_artifact | sot) without reading them, reads the
 text of those these nodes rank first (never more of a file than its category's byte cap), and passes the texts in
 (`candidate_texts`, by candidate id; binary and undecodable files are simply absent). Each category is filled in
-rank order up to its file and byte caps; the entry that would overflow the byte cap is cut with the seed's marker
+rank order up to its file and byte caps; the entry that would overflow the byte cap is cut with TRUNCATION_MARKER
 when more than 100 bytes of room are left, and retrieval of that category stops there.
 """
 
@@ -19,26 +19,26 @@ from hamilton.function_modifiers import config
 from dataflows.diagnostics.models import ArtifactEntry, Caps, Handoff, MemoryEntry, RetrievalCaps, SotEntry
 
 SEED_CAPS = RetrievalCaps(run_artifacts=Caps(5, 10 * 1024), sot_files=Caps(3, 15 * 1024), memory_entries=Caps(5, 5 * 1024))
-# the seed's "adaptive caps": high priority ~7 files / 15 KB of run artifacts, low ~3 files / 5 KB; (files, bytes) factors
+# "adaptive caps": high priority ~7 files / 15 KB of run artifacts, low ~3 files / 5 KB; (files, bytes) factors
 ADAPTIVE_FACTORS = {"high": (1.4, 1.5), "medium": (1.0, 1.0), "low": (0.6, 0.5)}
 RECENCY_WINDOW_S = 24 * 3600
 TRUNCATION_MARKER = "\n[... truncated ...]\n"
 MIN_TRUNCATED_BYTES = 100  # a cut entry needs more room than this to be worth sending
 MARKER_ROOM = 25  # bytes kept free for the marker
-MIN_KEYWORD_CHARS = 5  # the seed keeps words longer than 4 characters
+MIN_KEYWORD_CHARS = 5  # keywords are words longer than 4 characters
 SOT_DIRS = ("docs", "src", "tests")
 KB_SIGNALS = ("lexical_match", "symbol_lexical_match", "symbol_match")  # the retrieval pipeline's lexical + symbol signals
 
 
 @config.when(adaptive_caps=False)
 def retrieval_caps__seed() -> RetrievalCaps:
-    """The seed's fixed caps: run artifacts 5 files / 10 KB, SOT files 3 / 15 KB, memory entries 5 / 5 KB."""
+    """The fixed caps: run artifacts 5 files / 10 KB, SOT files 3 / 15 KB, memory entries 5 / 5 KB."""
     return SEED_CAPS
 
 
 @config.when(adaptive_caps=True)
 def retrieval_caps__adaptive(retrieval_priority: str) -> RetrievalCaps:
-    """The seed's caps scaled by priority (its future "adaptive caps"): larger when high, smaller when low."""
+    """The fixed caps scaled by priority ("adaptive caps"): larger when high, smaller when low."""
     files, size = ADAPTIVE_FACTORS[retrieval_priority]
 
     def scaled(c: Caps) -> Caps:
@@ -85,7 +85,7 @@ def run_artifact_order(run_candidates: pd.DataFrame, now: datetime) -> pd.DataFr
 def sot_relevance__keywords(
     sot_candidates: pd.DataFrame, candidate_texts: pd.Series, retrieval_keywords: frozenset[str]
 ) -> pd.Series:
-    """Per SOT candidate, the seed's relevance: occurrences of every keyword in its (read part of the) content."""
+    """Per SOT candidate, its keyword relevance: occurrences of every keyword in its (read part of the) content."""
     texts = candidate_texts.reindex(sot_candidates.index).fillna("").astype(str).str.lower()
     score = pd.Series(0, index=sot_candidates.index, dtype="int64")
     for keyword in sorted(retrieval_keywords):

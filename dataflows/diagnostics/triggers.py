@@ -19,7 +19,7 @@ MIN_ACTIONABLE_CHARS = 30  # trigger 2: a shorter one is too terse to act on
 MIN_ROOT_CAUSE_CHARS = 20  # trigger 4: a shorter root cause is not a diagnosis
 GENERIC_PHRASES = ("unknown error", "internal error", "something went wrong")
 UNCLEAR_PHRASES = ("unknown", "unclear", "investigate", "not sure")
-FAILURE_MARKERS = ("ERROR:", "FAILED", "Exception:", "Traceback:")  # as the seed writes them (case matters)
+FAILURE_MARKERS = ("ERROR:", "FAILED", "Exception:", "Traceback:")  # matched as written (case matters)
 # a file path, a file or dotted module name, or a line number: what makes an error message actionable
 _LOCATOR = re.compile(r"[/\\]\w|\b\w[\w-]*\.[A-Za-z_]\w*|\bline\s+\d+|:\d+\b", re.IGNORECASE)
 
@@ -115,7 +115,7 @@ def triggers(
     repeated_failures_trigger: tuple[bool, str],
     root_cause_trigger: tuple[bool, str],
 ) -> tuple[TriggerResult, ...]:
-    """The four triggers' verdicts, in the seed's order."""
+    """The four triggers' verdicts, trigger 1 to 4."""
     named = (("empty_bundle", empty_bundle_trigger), ("lacks_actionable_context", actionable_context_trigger),
              ("repeated_failures", repeated_failures_trigger), ("no_clear_root_cause", root_cause_trigger))  # fmt: skip
     return tuple(TriggerResult(name, bool(fired), reason) for name, (fired, reason) in named)

@@ -19,7 +19,7 @@ class RetryAttempt:
 
 @dataclass(frozen=True)
 class SimilarFailure:
-    """An earlier escalated task whose errors look like this one's, and the guidance it was given (beyond the seed)."""
+    """An earlier escalated task whose errors look like this one's, and the guidance it was given."""
 
     task_id: str
     title: str

@@ -4,7 +4,7 @@ Inputs: `memories` (one row per memory: content, scope, category, confidence, ti
 `language`, `task`, `task_text`) and `now`. Every factor is a 0-1 Series over the memories' index;
 `relevance_factors` joins them so a notebook can look at every column, `relevance_score` weighs them.
 
-Weights: the seed's scope 0.5, recency 0.2, confidence 0.2, task 0.1. When a task text is given, those four keep
+Weights: scope 0.5, recency 0.2, confidence 0.2, task 0.1. When a task text is given, those four keep
 80% of the weight and `lexical_relevance` (BM25 of the task text against each memory, 0-1) takes 20%. A full
 lexical match is then worth 0.2, more than the whole recency range (0.16 x 0.8): within a scope, the memory about
 the task comes first; across scopes it can lift a universal memory about the task (0.8 x 0.4) over an unrelated
@@ -22,7 +22,7 @@ import pandas as pd
 from dataflows.lexical import Bm25Index
 from dataflows.text import terms
 
-# The seed's table gives the context's language 1.0, above its project (0.9), yet its own scenario 6 and priority
+# A scope table could give the context's language 1.0, above its project (0.9), yet the expected order and the priority
 # list rank task > project > language > universal ("language 0.8-1.0"): 0.85 keeps both.
 OWN_LANGUAGE = 0.85
 SEED_WEIGHTS = {"scope_match": 0.5, "recency": 0.2, "confidence": 0.2, "task_match": 0.1}
@@ -55,7 +55,7 @@ def _same(column: pd.Series, value: str | None) -> pd.Series:
 
 
 def scope_match(scope_parts: pd.DataFrame, project: str | None, language: str | None, task: str | None) -> pd.Series:
-    """0-1 per memory: how closely its scope fits the context (the seed's table: own task 1.0, own project 0.9,
+    """0-1 per memory: how closely its scope fits the context (own task 1.0, own project 0.9,
     own language 0.85, universal 0.8, same project's other task 0.7, other language 0.3, other project 0.2)."""
     kind, same_project = scope_parts["kind"], _same(scope_parts["project"], project)
     values = np.select(
@@ -76,7 +76,7 @@ def memory_age_days(memories: pd.DataFrame, now: datetime) -> pd.Series:
 
 
 def recency(memory_age_days: pd.Series) -> pd.Series:
-    """0-1 per memory: the seed's decay by whole days of age (1.0 under a week ... 0.2 from half a year; 0.5 unknown)."""
+    """0-1 per memory: a decay by whole days of age (1.0 under a week ... 0.2 from half a year; 0.5 unknown)."""
     days = np.floor(memory_age_days.to_numpy(dtype=float))
     with np.errstate(invalid="ignore"):
         values = np.select([days < step for step in AGE_STEPS], AGE_VALUES, OLD_AGE)
@@ -84,7 +84,7 @@ def recency(memory_age_days: pd.Series) -> pd.Series:
 
 
 def confidence(memories: pd.DataFrame) -> pd.Series:
-    """0-1 per memory: how sure whoever stored it was (1.0 when not said, as in the seed)."""
+    """0-1 per memory: how sure whoever stored it was (1.0 when not said)."""
     return pd.to_numeric(memories["confidence"], errors="coerce").fillna(1.0).clip(0.0, 1.0).astype(float)
 
 
@@ -144,7 +144,7 @@ def relevance_factors(
 
 
 def relevance_weights(task_text_terms: list[str]) -> pd.Series:
-    """Weight per factor: the seed's 0.5/0.2/0.2/0.1; with a task text those take 80% and lexical_relevance 20%."""
+    """Weight per factor: 0.5/0.2/0.2/0.1; with a task text those take 80% and lexical_relevance 20%."""
     weights = pd.Series({**SEED_WEIGHTS, "lexical_relevance": 0.0})
     if task_text_terms:
         weights = weights * (1.0 - LEXICAL_SHARE)
@@ -166,7 +166,7 @@ def relevance_reason(
     language: str | None,
     task: str | None,
 ) -> pd.Series:
-    """Per memory, why it matched (the seed's explain: universal / lang:L / project / task:T, recent / old,
+    """Per memory, why it matched (universal / lang:L / project / task:T, recent / old,
     high-conf; plus "about the task" for a strong lexical match; "default" when nothing stands out)."""
     kind, same_project = scope_parts["kind"], _same(scope_parts["project"], project)
     scope = np.select(

@@ -1,7 +1,7 @@
 """Which memories go out: those that apply to the context, best first, inside a token budget.
 
-Two outputs: `retrieval_result` (the seed's query / budget-aware query: one budget over the ranked memories) and
-`memory_context` (its Phase 7 section: 700 universal / 500 language / 300 project tokens of 1,500, scaled to the
+Two outputs: `retrieval_result` (the plain / budget-aware query: one budget over the ranked memories) and
+`memory_context` (the memory section: 700 universal / 500 language / 300 project tokens of 1,500, scaled to the
 budget, what one scope leaves unused passed on to the next). Tokens are those of each memory's rendered line,
 counted by the `count_tokens` input (cl100k); a line ends in a newline and the next starts with "-", so the
 section costs exactly the heading plus its lines, and both outputs re-check that they stay inside the budget.
@@ -107,13 +107,13 @@ def budgeted_memories(ranked_memories: pd.DataFrame, memory_tokens: pd.Series, b
 def retrieval_result(
     budgeted_memories: pd.DataFrame, memory_tokens: pd.Series, matching_memories: pd.DataFrame
 ) -> RetrievalResult:
-    """The seed's RetrievalResult: returned memories with score and reason, how many matched, their tokens."""
+    """The query's result: returned memories with score and reason, how many matched, their tokens."""
     return RetrievalResult(_retrieved(budgeted_memories), len(matching_memories), len(budgeted_memories),
                            int(memory_tokens.reindex(budgeted_memories.index).sum()))  # fmt: skip
 
 
 def memory_allocations(memory_budget: int, count_tokens: Callable) -> pd.Series:
-    """Tokens per bucket: the seed's 700/500/300 of 1,500, scaled to what the budget leaves after the heading."""
+    """Tokens per bucket: 700/500/300 of 1,500, scaled to what the budget leaves after the heading."""
     usable = max(0, memory_budget - count_tokens(SECTION_HEADING))
     shares = pd.Series(BUCKETS, dtype=float)
     allocations = (shares * usable // shares.sum()).astype(int)

@@ -3,7 +3,7 @@
 Two passes: every signal but the second-pass ones (`partner_affinity`) is scored first; the best files of that
 first pass are the anchors the second-pass signals relate every other file to; `signal_frame` holds both.
 
-Weights: profile (`data/weights.toml`, fitted by `drivers.tune`; else the seed's defaults) -> task-type
+Weights: profile (`data/weights.toml`, fitted by `drivers.tune`; else `signal_list`'s defaults) -> task-type
 adjustment -> user override -> signals that are zero for every file get 0 -> renormalised to sum 1.
 A file's score is its weighted sum times its role prior (source code 1, tests and docs/data less: the
 files a fix edits are source files; code under examples/, docs/, benchmarks/ or vendored directories counts as

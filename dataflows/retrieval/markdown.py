@@ -171,7 +171,7 @@ def _test_block(f: FileContext) -> str:
 
 
 def assertion_bullet(assertion: str) -> str:
-    """'test_name: assert x' -> '- `test_name`: asserts `assert x`' as in the seed's Test Expectations."""
+    """'test_name: assert x' -> '- `test_name`: asserts `assert x`' as in the Test Expectations section."""
     name, _, line = assertion.partition(": ")
     return f"- `{name}`: asserts `{line}`"
 

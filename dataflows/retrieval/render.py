@@ -35,7 +35,7 @@ _NONE = "(none)"
 
 
 def markdown_text(context_package: ContextPackage) -> str:
-    """The package as the seed's markdown (Task, Primary Context, Type Context, Test Expectations, Dependency Map)."""
+    """The package as markdown (Task, Primary Context, Type Context, Test Expectations, Dependency Map)."""
     package = context_package
     return package_markdown(package.task_query.raw_description, package.files, package.dependency_edges, package.companions,
                             package.pinned)

@@ -2,7 +2,7 @@
 
 Languages come from file paths through the indexer's table (`dataflows.index.parsers.language_of`, 80+ extensions
 and file names). Documentation and configuration formats (markdown, JSON, YAML, ...) and unknown paths classify as
-None: the seed's pitfall 4 keeps findings on such files neutral in the re-rank, neither boosted nor penalised.
+None: findings on such files (a JSON config in a Go change) stay neutral in the re-rank, neither boosted nor penalised.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass
 
 @dataclass(frozen=True)
 class RetrievalSignals:
-    """What is known about the pull request at hand, as the seed's `RetrievalQuerySignals`."""
+    """What is known about the pull request at hand: the signals the query is built from."""
 
     pr_title: str
     pr_body: str = ""

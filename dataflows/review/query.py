@@ -1,8 +1,8 @@
 """The retrieval query: one text built from the pull request's signals, capped at 600 characters.
 
-Parts appear in the seed's order (title, body excerpt, [type], Languages, Risk, Author, file paths, one per line)
+Parts appear in a fixed order (title, body excerpt, [type], Languages, Risk, Author, file paths, one per line)
 but the budget goes to them in priority order: title > body excerpt > languages > risk signals > conventional type >
-author tier > file paths. The seed names the first five in that order; the two short tags come before the paths,
+author tier > file paths. The first five are the original priority; the two short tags come before the paths,
 which fill what is left path by path. A part that does not fit is cut (title, body) or dropped (lists keep whole
 items, tags are whole or absent), so the query never exceeds the cap and one embedding call serves the review.
 """
@@ -40,7 +40,7 @@ def retrieval_signals(
     risk_signals: list[str] | None = None,
     author_tier: str | None = None,
 ) -> RetrievalSignals:
-    """The pull request's signals, each cut to the seed's caps (body 200 chars, 5 languages, 3 risks, 15 paths)."""
+    """The pull request's signals, each cut to its cap (body 200 chars, 5 languages, 3 risks, 15 paths)."""
     clean = lambda items: tuple(str(i).strip() for i in items or () if str(i).strip())  # noqa: E731
     return RetrievalSignals(
         pr_title=" ".join((pr_title or "").split()),

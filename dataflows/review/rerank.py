@@ -2,7 +2,7 @@
 
 Input `vector_candidates`: the store's nearest findings (columns finding_text, severity, category, file_path,
 outcome, repo, distance = cosine distance of the finding's embedding to the query's). The threshold applies to the
-original distance (the seed's contract), before fusion: a vector hit beyond it loses its vector vote (it stays only
+original distance, before fusion: a vector hit beyond it loses its vector vote (it stays only
 if BM25 found it too). `dataflows.review.fusion` then joins the BM25 candidates; the language re-rank multiplies the
 fused distance, so it only reorders what fusion kept. The multipliers are mild (0.85 / 1.15): language breaks
 near-ties but never lifts a far same-language finding over a close cross-language one (a reorder needs the fused
@@ -24,7 +24,7 @@ FIELDS = ("finding_text", "severity", "category", "file_path", "outcome", "repo"
 
 
 def thresholded_findings(vector_candidates: pd.DataFrame, distance_threshold: float) -> pd.DataFrame:
-    """The vector candidates whose original distance is within the threshold (the seed's contract: before fusion
+    """The vector candidates whose original distance is within the threshold (before fusion
     and any re-rank)."""
     distance = pd.to_numeric(vector_candidates.get("distance", pd.Series(dtype=float)), errors="coerce")
     return vector_candidates[distance.le(distance_threshold).to_numpy()]
@@ -60,7 +60,7 @@ def recalled_findings(rerank_by_language: pd.DataFrame, top_k: int = 5) -> tuple
 
 
 def findings_section(recalled_findings: tuple[RecalledFinding, ...], max_context_chars: int = DEFAULT_MAX_CONTEXT_CHARS) -> str:
-    """The prompt section of prior findings (as the seed's buildRetrievalContextSection), whole lines within the
+    """The prompt section of prior findings, whole lines within the
     character budget; empty when there is nothing to show."""
     lines, used = [], len(SECTION_HEADING) + len(SECTION_INTRO) + 4
     for f in recalled_findings:
