@@ -9,6 +9,7 @@ import gc
 import importlib
 import logging
 import os
+import signal
 import sys
 import traceback
 from pathlib import Path
@@ -22,6 +23,7 @@ def _index(args) -> int:
         gc.disable()  # the run left (45 ms after a one-file re-index of Django), just before the process exits
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")  # before Arrow loads: see index_memory._arrow_from_malloc
     from drivers.indexer import index_repository, resumable_batches
+    from drivers.interrupts import Interrupted, exit_code_of, terminate_as_interrupt
     from drivers.kb_dir import default_kb_dir
     from drivers.progress import Progress
 
@@ -33,16 +35,18 @@ def _index(args) -> int:
         print("cra: another `cra index` is writing this knowledge base; waiting for it to finish", file=sys.stderr)
 
     try:
-        stats = index_repository(Path(args.path), Path(args.kb) if args.kb else None, history=args.history,
-                                 max_file_bytes=args.max_file_bytes, workers=args.workers, on_wait=waiting,
-                                 on_progress=progress.update if progress else None)
-    except KeyboardInterrupt:
+        with terminate_as_interrupt():  # SIGTERM (timeout, CI, schedulers) stops the run as Ctrl-C does
+            stats = index_repository(Path(args.path), Path(args.kb) if args.kb else None, history=args.history,
+                                     max_file_bytes=args.max_file_bytes, workers=args.workers, on_wait=waiting,
+                                     on_progress=progress.update if progress else None)
+    except KeyboardInterrupt as exc:
         if progress:
             progress.close()
         kept = resumable_batches(Path(args.kb) if args.kb else default_kb_dir(Path(args.path)))
         resume = f"; {kept} parsed batches are kept: run `cra index` again to resume" if kept else ""
-        print(f"cra: interrupted; the knowledge base was left as it was{resume}", file=sys.stderr)
-        return 130
+        by = f" by {exc.args[0]}" if isinstance(exc, Interrupted) and exc.signum != signal.SIGINT else ""
+        print(f"cra: interrupted{by}; the knowledge base was left as it was{resume}", file=sys.stderr)
+        return exit_code_of(exc)
     finally:
         if progress:
             progress.close()
