@@ -25,11 +25,11 @@ def _index(args) -> int:
     from drivers.indexer import index_repository, resumable_batches
     from drivers.interrupts import Interrupted, exit_code_of, terminate_as_interrupt
     from drivers.kb_dir import default_kb_dir
-    from drivers.progress import Progress
+    from drivers.progress import Progress, progress_shown
 
     if args.workers is not None and args.workers < 1:
         raise CraError(f"--workers must be at least 1 (got {args.workers}).")
-    progress = Progress("parsing", unit="files") if args.verbose else None
+    progress = Progress("parsing", unit="files", enabled=True, stage_label="indexing") if progress_shown(args.verbose) else None
 
     def waiting() -> None:
         print("cra: another `cra index` is writing this knowledge base; waiting for it to finish", file=sys.stderr)
@@ -38,7 +38,7 @@ def _index(args) -> int:
         with terminate_as_interrupt():  # SIGTERM (timeout, CI, schedulers) stops the run as Ctrl-C does
             stats = index_repository(Path(args.path), Path(args.kb) if args.kb else None, history=args.history,
                                      max_file_bytes=args.max_file_bytes, workers=args.workers, on_wait=waiting,
-                                     on_progress=progress.update if progress else None)
+                                     on_progress=progress)
     except KeyboardInterrupt as exc:
         if progress:
             progress.close()
@@ -214,7 +214,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--history", type=int, default=2000, help="commits of git history to read (default 2000)")
     p.add_argument("--max-file-bytes", type=int, default=1_000_000, help="skip larger files (default 1 MB)")
     p.add_argument("--workers", type=int, help="processes for parsing (default: one per core when 600+ files changed)")
-    p.add_argument("-v", "--verbose", action="store_true", help="show progress")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="show progress also where stderr is not a terminal (on one, it is shown anyway)")
     p.set_defaults(run=_index)
 
     p = sub.add_parser("retrieve", help="build the context package for a task")

@@ -182,9 +182,11 @@ class IndexFailed(CraError):
         )
 
 
-class ParseProgress(lifecycle.TaskReturnHook):
+class ParseProgress(lifecycle.TaskReturnHook, lifecycle.NodeExecutionHook):
     """Calls on_progress(done, total) as batches of parsed files come back (in the driver's process, so it works
-    with the process pool too): (0, total) once the changed files are known, then after every batch."""
+    with the process pool too): (0, total) once the changed files are known, then after every batch; and, where
+    on_progress has a `stage` method (`drivers.progress.Progress`), stage(node name) before each node the driver's
+    process runs, so the minutes before and after the parse are not silent."""
 
     def __init__(self, on_progress: Callable[[int, int], None]):
         self.on_progress, self.done, self.total = on_progress, 0, 0
@@ -203,6 +205,14 @@ class ParseProgress(lifecycle.TaskReturnHook):
         if "parsed_batch" in result:
             self.done += len(result["parsed_batch"].errors)
             self.on_progress(self.done, self.total)
+
+    def run_before_node_execution(self, *, node_name: str, **kwargs) -> None:
+        stage = getattr(self.on_progress, "stage", None)
+        if stage is not None and node_name not in ("parse_batches", "parsed_batch"):  # (those: the count above)
+            stage(node_name.removeprefix("kb_").replace("_", " "))
+
+    def run_after_node_execution(self, **kwargs) -> None:
+        """Nothing to do after a node (the hook interface requires the method)."""
 
 
 def index_driver(
