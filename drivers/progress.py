@@ -54,7 +54,7 @@ class Progress:
         if done > 0 and elapsed > 0.5:
             rate = done / elapsed
             shown = f"{rate:,.0f}/s" if rate >= 1 else f"{rate * 60:,.1f}/min"
-            text += f" ({shown}" + (f", ~{_duration((total - done) / rate)} left)" if done < total else ")")
+            text += f" ({shown}" + (f", ~{duration_text((total - done) / rate)} left)" if done < total else ")")
         return text
 
     def update(self, done: int, total: int) -> None:
@@ -78,7 +78,7 @@ class Progress:
         if not self.enabled or not self._terminal:  # (not throttled: a few dozen stages a run, each worth seeing)
             return
         self._last, self._shown = now, True
-        self.stream.write("\r" + f"{self.stage_label}: {text} ({_duration(now - self._started)})".ljust(60)[:200])
+        self.stream.write("\r" + f"{self.stage_label}: {text} ({duration_text(now - self._started)})".ljust(60)[:200])
         self.stream.flush()
 
     def note(self, text: str) -> None:
@@ -98,8 +98,8 @@ class Progress:
             self.stream.flush()
 
 
-def _duration(seconds: float) -> str:
-    """`42 s`, `7 min`, `2.5 h`: an ETA as a person reads it."""
+def duration_text(seconds: float) -> str:
+    """A duration as a person reads it: `42 s`, `7 min`, `2.5 h`."""
     if seconds < 100:
         return f"{seconds:,.0f} s"
     if seconds < 6000:

@@ -76,3 +76,14 @@ def test_progress_can_be_turned_off_on_a_terminal_and_on_in_a_log(repo, tmp_path
     done = subprocess.run([str(CRA), "index", str(repo), "--kb", str(tmp_path / "kb2"), "--history", "0"],
                           capture_output=True, text=True, timeout=300, env=_env(tmp_path, CRA_PROGRESS="1"))
     assert "parsing: 40/40 files" in done.stderr and "\r" not in done.stderr  # a log: whole lines
+
+
+@pytest.mark.parametrize("shown", ["1", "0"], ids=["terminal", "log"])
+def test_cra_evaluate_lines_say_the_time_left_only_where_progress_is_shown(tmp_path, monkeypatch, capsys, shown):
+    from tests.test_evaluation import run_fixture
+
+    monkeypatch.setenv("CRA_PROGRESS", shown)  # (as a terminal on stderr does; a pseudo-terminal needs no fixture)
+    run_fixture(tmp_path, monkeypatch, "local")
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("[1/4] login")]
+    assert len(lines) == 1  # one line per case, as before
+    assert ("left" in lines[0]) == (shown == "1")
