@@ -9,10 +9,6 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Iterable, Iterator
-from typing import TypeVar
-
-T = TypeVar("T")
 
 
 def progress_shown(asked: bool = False, stream=None) -> bool:
@@ -106,16 +102,3 @@ def duration_text(seconds: float) -> str:
         return f"{seconds / 60:,.0f} min"
     return f"{seconds / 3600:,.1f} h"
 
-
-def tracked(items: Iterable[T], label: str, total: int | None = None, unit: str = "", enabled: bool | None = None) -> Iterator[T]:
-    """items, with a `Progress` line updated after each (the loops of the research commands over their cases)."""
-    items = list(items) if total is None else items
-    total = len(items) if total is None else total
-    progress = Progress(label, enabled=enabled, unit=unit)
-    progress.update(0, total)
-    try:
-        for done, item in enumerate(items, start=1):
-            yield item
-            progress.update(done, total)
-    finally:
-        progress.close()
