@@ -9,6 +9,7 @@ import gc
 import importlib
 import logging
 import os
+import signal
 import sys
 import traceback
 from pathlib import Path
@@ -23,27 +24,30 @@ def _index(args) -> int:
         gc.disable()  # the run left (45 ms after a one-file re-index of Django), just before the process exits
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")  # before Arrow loads: see index_memory._arrow_from_malloc
     from drivers.indexer import index_repository, resumable_batches
+    from drivers.interrupts import Interrupted, exit_code_of, terminate_as_interrupt
     from drivers.kb_dir import default_kb_dir
-    from drivers.progress import Progress
+    from drivers.progress import Progress, progress_shown
 
     if args.workers is not None and args.workers < 1:
         raise CraError(f"--workers must be at least 1 (got {args.workers}).")
-    progress = Progress("parsing", unit="files") if args.verbose else None
+    progress = Progress("parsing", unit="files", enabled=True, stage_label="indexing") if progress_shown(args.verbose) else None
 
     def waiting() -> None:
         print("cra: another `cra index` is writing this knowledge base; waiting for it to finish", file=sys.stderr)
 
     try:
-        stats = index_repository(Path(args.path), Path(args.kb) if args.kb else None, history=args.history,
-                                 max_file_bytes=args.max_file_bytes, workers=args.workers, on_wait=waiting,
-                                 on_progress=progress.update if progress else None)
-    except KeyboardInterrupt:
+        with terminate_as_interrupt():  # SIGTERM (timeout, CI, schedulers) stops the run as Ctrl-C does
+            stats = index_repository(Path(args.path), Path(args.kb) if args.kb else None, history=args.history,
+                                     max_file_bytes=args.max_file_bytes, workers=args.workers, on_wait=waiting,
+                                     on_progress=progress)
+    except KeyboardInterrupt as exc:
         if progress:
             progress.close()
         kept = resumable_batches(Path(args.kb) if args.kb else default_kb_dir(Path(args.path)))
         resume = f"; {kept} parsed batches are kept: run `cra index` again to resume" if kept else ""
-        print(f"cra: interrupted; the knowledge base was left as it was{resume}", file=sys.stderr)
-        return 130
+        by = f" by {exc.args[0]}" if isinstance(exc, Interrupted) and exc.signum != signal.SIGINT else ""
+        print(f"cra: interrupted{by}; the knowledge base was left as it was{resume}", file=sys.stderr)
+        return exit_code_of(exc)
     finally:
         if progress:
             progress.close()
@@ -224,7 +228,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--history", type=int, default=2000, help="commits of git history to read (default 2000)")
     p.add_argument("--max-file-bytes", type=int, default=1_000_000, help="skip larger files (default 1 MB)")
     p.add_argument("--workers", type=int, help="processes for parsing (default: one per core when 600+ files changed)")
-    p.add_argument("-v", "--verbose", action="store_true", help="show progress")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="show progress also where stderr is not a terminal (on one, it is shown anyway)")
     p.set_defaults(run=_index)
 
     p = sub.add_parser("retrieve", help="build the context package for a task")

@@ -104,7 +104,9 @@ def index_tree(job: dict) -> dict:
         done = {"key": job["key"], "tree": None, "status": "failed", "reason": f"indexing failed: {exc}", "history": False}
     done["seconds"] = time.perf_counter() - started
     note = "" if done["history"] or done["tree"] is None else " (no git history)"
-    print(f"[tree] {job['key']}: {done['status']} {done['reason'] or ''}{note} ({done['seconds']:.1f}s)", file=sys.stderr, flush=True)
+    place = f" {job['tree_order'] + 1}/{job['fanout_size']}" if "tree_order" in job else ""
+    print(f"[tree{place}] {job['key']}: {done['status']} {done['reason'] or ''}{note} ({done['seconds']:.1f}s"
+          f"{_time_left(job, job.get('tree_order', 0))})", file=sys.stderr, flush=True)
     return done
 
 
@@ -150,12 +152,33 @@ def _bm25_ranking(kb, task: str) -> list[str]:
     return ranked["path"].tolist()
 
 
+def _stamp(jobs: list[dict], order_key: str) -> None:
+    """Give each job of a fan-out its place and the fan-out's start, for the time left its line shows."""
+    started = time.time()
+    for order, job in enumerate(jobs):
+        job.setdefault(order_key, order)
+        job.update(fanout_started=started, fanout_size=len(jobs))
+
+
+def _time_left(job: dict, order: int) -> str:
+    """`, ~3 min left` on a terminal (`drivers.progress`): the fan-out's pace so far over the items after this one
+    (items finish about in order, a few at a time); nothing in a log."""
+    from drivers.progress import duration_text, progress_shown
+
+    if "fanout_started" not in job or not progress_shown():
+        return ""
+    done, total = order + 1, job["fanout_size"]
+    left = (time.time() - job["fanout_started"]) / done * (total - done)
+    return f", ~{duration_text(left)} left" if done < total else ""
+
+
 def _progress_line(job: dict, row: dict) -> str:
     head = f"[{job['case_order'] + 1}/{job['n_cases']}] {row['case_id']}"
     if row["status"] != "ok":
-        return f"{head}: {row['status']} ({row['reason']})"
+        return f"{head}: {row['status']} ({row['reason']}){_time_left(job, job['case_order'])}"
     return (f"{head}: acc@10 {row['file_acc@10']:.0f}  mrr {row['mrr']:.2f}  bm25 mrr {row['bm25_mrr']:.2f}  "
-            f"fn mrr {_fmt(row['function_mrr'])}  pkg recall {row['package_file_recall']:.2f}  {row['latency_s']:.2f}s")
+            f"fn mrr {_fmt(row['function_mrr'])}  pkg recall {row['package_file_recall']:.2f}  {row['latency_s']:.2f}s"
+            + _time_left(job, job["case_order"]))
 
 
 def evaluate_case(job: dict, budget: int = DEFAULT_BUDGET, budgets: tuple[int | str, ...] = ()) -> dict:
@@ -386,9 +409,11 @@ def evaluate_cases(frame: pd.DataFrame, args) -> tuple[dict, pd.DataFrame]:
     bare = []
     try:
         if tree_jobs:
+            _stamp(tree_jobs, "tree_order")
             indexed = engine.run("indexed_trees", {"tree_jobs": tree_jobs, "index_tree": index_tree})
             _attach_trees(case_jobs, indexed)
             bare = sorted(indexed.loc[(indexed["status"] == "ok") & ~indexed["history"].astype(bool), "key"]) if len(indexed) else []
+        _stamp(case_jobs, "case_order")
         evaluate_one = partial(evaluate_case, budget=args.budget, budgets=budgets)
         results = engine.run("case_results", {"case_jobs": case_jobs, "evaluate_case": evaluate_one})
     finally:

@@ -17,7 +17,6 @@ import os
 import shutil
 import signal
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from concurrent.futures.process import BrokenProcessPool
@@ -39,6 +38,7 @@ from drivers.conventions import load_conventions
 from drivers.errors import CraError
 from drivers.git_history import git_head, git_log, git_tracked
 from drivers.index_memory import BytesRelease, CollectingExecutor, HeapTrim, TableSpill, releasing
+from drivers.interrupts import STOP_SIGNALS, Interrupted, die_with_parent, stops_deferred
 from drivers.sources import SourceScan, scan_sources
 
 INDEX_MODULES = (discovery, parsing, edges, history, metadata, lexical_terms, commit_terms, health, companions)
@@ -47,27 +47,32 @@ PARALLEL_MIN_FILES = 2 * parsing.BATCH_FILES  # below this, process start-up and
 _POLL_SECONDS = 0.02
 
 
-_INTERRUPTED = threading.Event()  # Ctrl-C during a parallel run: raised where the driver's loop polls, see below
+_RECEIVED: list[int] = []  # Ctrl-C or SIGTERM during a parallel run: raised where the driver's loop polls, see below
+
+
+def _raise_received() -> None:
+    """Raise the stop signal received meanwhile, if any, as `Interrupted`."""
+    if _RECEIVED:
+        raise Interrupted(_RECEIVED[0])
 
 
 class _WaitingFuture(executors.TaskFutureWrappingPythonFuture):
-    """A pool future whose state query blocks briefly while it runs, and where a Ctrl-C received meanwhile is raised:
-    a KeyboardInterrupt raised inside concurrent.futures' own locking would leave a lock held and the pool's
-    shutdown waiting on it for ever."""
+    """A pool future whose state query blocks briefly while it runs, and where a Ctrl-C (or SIGTERM) received
+    meanwhile is raised: a KeyboardInterrupt raised inside concurrent.futures' own locking would leave a lock held
+    and the pool's shutdown waiting on it for ever."""
 
     def get_state(self):
         concurrent.futures.wait([self.future], timeout=_POLL_SECONDS)
-        if _INTERRUPTED.is_set():
-            raise KeyboardInterrupt
+        _raise_received()
         return super().get_state()
 
 
 class _InterruptCheck(lifecycle.NodeExecutionHook):
-    """Raises a deferred Ctrl-C before the next node the driver's process runs (the nodes after the parallel block)."""
+    """Raises a deferred Ctrl-C or SIGTERM before the next node the driver's process runs (the nodes after the
+    parallel block)."""
 
     def run_before_node_execution(self, **kwargs) -> None:
-        if _INTERRUPTED.is_set():
-            raise KeyboardInterrupt
+        _raise_received()
 
     def run_after_node_execution(self, **kwargs) -> None:
         """Nothing to do after a node (the hook interface requires the method)."""
@@ -75,27 +80,26 @@ class _InterruptCheck(lifecycle.NodeExecutionHook):
 
 @contextlib.contextmanager
 def _interrupts_deferred(parallel: bool):
-    """While a parallel run is on (in the main thread), Ctrl-C only sets _INTERRUPTED: `_WaitingFuture` and
-    `_InterruptCheck` raise it where no lock of the pool's is held."""
-    if not parallel or threading.current_thread() is not threading.main_thread():
+    """While a parallel run is on (in the main thread), Ctrl-C and SIGTERM only note their signal: `_WaitingFuture`
+    and `_InterruptCheck` raise it where no lock of the pool's is held."""
+    if not parallel:
         yield
         return
-    _INTERRUPTED.clear()
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: _INTERRUPTED.set())
-    try:
+    with stops_deferred(_RECEIVED):
         yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-        _INTERRUPTED.clear()
 
 
 def _worker_started() -> None:
-    """In a new worker: ignore Ctrl-C (the terminal sends it to every process of the group; the driver stops the run,
-    and a worker finishes, and saves, see `parsing.parsed_batch`, the batch it is on instead of printing a traceback);
-    and keep the garbage collector off the imported modules' objects and out of the parse's way: a parse allocates
-    millions of short-lived objects, and collecting every 700 of them while scanning the 70,000 objects the imports
-    left took 8% of a worker's time on Java (the frozen objects are what a fork of the driver used to share)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    """In a new worker: end with the driver's process, however that ends (`die_with_parent`: a `kill -9` of `cra
+    index` left its workers, fork server and resource tracker running, 650 MB, re-parented to init); ignore Ctrl-C
+    and SIGTERM (the terminal, `timeout` or a scheduler send them to every process of the group; the driver stops
+    the run, and a worker finishes, and saves, see `parsing.parsed_batch`, the batch it is on instead of printing a
+    traceback); and keep the garbage collector off the imported modules' objects and out of the parse's way: a parse
+    allocates millions of short-lived objects, and collecting every 700 of them while scanning the 70,000 objects the
+    imports left took 8% of a worker's time on Java (the frozen objects are what a fork of the driver used to share)."""
+    die_with_parent()
+    for stop in STOP_SIGNALS:
+        signal.signal(stop, signal.SIG_IGN)
     gc.freeze()
     gc.set_threshold(100_000, 50, 1000)
 
@@ -178,9 +182,11 @@ class IndexFailed(CraError):
         )
 
 
-class ParseProgress(lifecycle.TaskReturnHook):
+class ParseProgress(lifecycle.TaskReturnHook, lifecycle.NodeExecutionHook):
     """Calls on_progress(done, total) as batches of parsed files come back (in the driver's process, so it works
-    with the process pool too): (0, total) once the changed files are known, then after every batch."""
+    with the process pool too): (0, total) once the changed files are known, then after every batch; and, where
+    on_progress has a `stage` method (`drivers.progress.Progress`), stage(node name) before each node the driver's
+    process runs, so the minutes before and after the parse are not silent."""
 
     def __init__(self, on_progress: Callable[[int, int], None]):
         self.on_progress, self.done, self.total = on_progress, 0, 0
@@ -199,6 +205,14 @@ class ParseProgress(lifecycle.TaskReturnHook):
         if "parsed_batch" in result:
             self.done += len(result["parsed_batch"].errors)
             self.on_progress(self.done, self.total)
+
+    def run_before_node_execution(self, *, node_name: str, **kwargs) -> None:
+        stage = getattr(self.on_progress, "stage", None)
+        if stage is not None and node_name not in ("parse_batches", "parsed_batch"):  # (those: the count above)
+            stage(node_name.removeprefix("kb_").replace("_", " "))
+
+    def run_after_node_execution(self, **kwargs) -> None:
+        """Nothing to do after a node (the hook interface requires the method)."""
 
 
 def index_driver(
@@ -325,6 +339,8 @@ def index_frames(
     except Exception as exc:  # a worker died or a node failed: one line that names it, the previous KB stays live
         raise IndexFailed(exc, workers) from exc
     finally:
+        if workers > 1:  # (also when the run was interrupted or failed: the fork server is not left to init to reap)
+            _stop_worker_imports()
         if temporary:
             shutil.rmtree(inputs["contents_dir"], ignore_errors=True)
     stats = {

@@ -85,8 +85,16 @@ def _collector_paused():
             gc.enable()
 
 
+def _stage(on_progress, text: str) -> None:
+    """Tell a progress display that has stages (`drivers.progress.Progress.stage`) what the run is doing."""
+    stage = getattr(on_progress, "stage", None)
+    if stage is not None:
+        stage(text)
+
+
 def _index_locked(repo: Path, kb_dir: Path, history, max_file_bytes, on_progress, history_from, workers) -> dict:
     started = time.perf_counter()  # the whole run: reading the previous KB, indexing, writing the new one
+    _stage(on_progress, "looking for changes")
     walk = sources.source_paths(repo)
     cache = stat_cache.read_cache(kb_dir)  # (read once: the fast exit and the scan both consult it)
     if history_from is None:
@@ -117,6 +125,7 @@ def _index_locked(repo: Path, kb_dir: Path, history, max_file_bytes, on_progress
                 notes.append("previous KB not reused: it was written by another version of the index code")
         except CraError as exc:
             notes.append(f"previous KB not reused: {exc}")
+    _stage(on_progress, "reading the tree")
     scanned_ns = time.time_ns()
     known = _known_files(cache, previous, skipped)  # (scan_sources is looked up on its module: tests/kb_compare.py substitutes it)
     scan = sources.scan_sources(repo, max_file_bytes=max_file_bytes, known=known, walk=walk)
@@ -139,6 +148,7 @@ def _index_locked(repo: Path, kb_dir: Path, history, max_file_bytes, on_progress
             "index_code": stat_cache.code_digest(),  # a KB of other index code is never reused (see above)
             "stats": stats,
         }
+        _stage(on_progress, "writing the knowledge base")
         version = write_kb(kb_dir, tables, metadata, previous, written={"contents": contents_dir / CONTENTS_FILE},
                            trim_heap=stats["n_parsed"] >= PARALLEL_MIN_FILES)
     finally:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -31,6 +30,7 @@ from drivers.figures import parquet_bytes
 from drivers.fit_symbol_weights import case_symbol_rows
 from drivers.home import cache_root
 from drivers.output import write_bytes_atomic
+from drivers.progress import Progress
 from drivers.tune import case_signal_rows
 
 PART = 25  # cases per written part: what an interruption can cost
@@ -156,7 +156,9 @@ def collect(cases: pd.DataFrame, out: Path, mirror: Path, shard: tuple[int, int]
     done = done_cases(parts)
     todo = cases[~cases["case_id"].isin(done)]
     n_part = len(list(parts.glob(f"{shard_name}-*.parquet")))
-    trees, frames, symbol_frames, written, started = Trees(mirror), [], [], 0, time.perf_counter()
+    trees, frames, symbol_frames, written = Trees(mirror), [], [], 0
+    progress = Progress(f"collecting ({len(cases) - len(todo)} of {len(cases)} done before)", unit="cases")
+    progress.update(0, len(todo))  # (on a terminal, or with CRA_PROGRESS=1 in a log)
     try:
         for i, case in enumerate(todo.to_dict("records"), start=1):
             kb = trees.kb(case)
@@ -168,10 +170,9 @@ def collect(cases: pd.DataFrame, out: Path, mirror: Path, shard: tuple[int, int]
                 write_bytes_atomic(out / "symbols" / name, parquet_bytes(pd.concat(symbol_frames)))
                 write_bytes_atomic(parts / name, parquet_bytes(pd.concat(frames)))  # last: it marks the cases done
                 n_part, written, frames, symbol_frames = n_part + 1, written + len(frames), [], []
-            rate = i / (time.perf_counter() - started)
-            print(f"[{len(cases) - len(todo) + i}/{len(cases)}] {case['case_id']}  {rate:.2f} cases/s, "
-                  f"ETA {(len(todo) - i) / rate / 60:.0f} min", file=sys.stderr, flush=True)
+            progress.update(i, len(todo))
     finally:
+        progress.close()
         trees.close()
     return written
 

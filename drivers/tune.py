@@ -55,14 +55,18 @@ def case_signal_rows(case: dict, kb) -> pd.DataFrame:
 def collect(cases: pd.DataFrame, locate_kb, rows_of=case_signal_rows) -> pd.DataFrame:
     """Rows (`rows_of(case, kb)`: file signals by default) of all cases whose KB can be had (locate_kb(case) ->
     KnowledgeBase or None)."""
-    frames = []
+    from drivers.progress import Progress
+
+    frames, progress = [], Progress("collecting", unit="cases")  # (on a terminal, or with CRA_PROGRESS=1)
+    progress.update(0, len(cases))
     for i, case in enumerate(cases.to_dict("records"), start=1):
         kb = locate_kb(case)
         if kb is None:
-            print(f"[{i}/{len(cases)}] {case['case_id']}: skipped (no tree)", file=sys.stderr)
-            continue
-        frames.append(rows_of(case, kb))
-        print(f"[{i}/{len(cases)}] {case['case_id']}", file=sys.stderr)
+            progress.note(f"[{i}/{len(cases)}] {case['case_id']}: skipped (no tree)")
+        else:
+            frames.append(rows_of(case, kb))
+        progress.update(i, len(cases))
+    progress.close()
     return pd.concat(frames, ignore_index=True)
 
 

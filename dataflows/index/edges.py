@@ -37,6 +37,7 @@ PROJECT_LANGUAGES = frozenset({"csharp"})
 _MAX_NESTING = 8
 _GO_MODULE = re.compile(r"^\s*module\s+(\S+)", re.MULTILINE)
 _BINDING_COLUMNS = ["file_id", "dst_file_id", "local", "member"]
+PY_ROOTS = ("", "src/")  # where absolute Python imports start when no __init__.py names the module (PEP 420)
 GLOB = "*"  # the local name of a glob import's binding (Rust `use m::*`): every name of m is bound
 PATH_LANGUAGES = frozenset({"c", "cpp", "ruby", "php"})  # imports that name files
 NAMESPACE_LANGUAGES = frozenset({"csharp", "php"})  # imports that name namespaces / namespaced classes
@@ -190,12 +191,28 @@ class _Resolver:
             elif lang == "go" and not path.endswith("_test.go"):
                 self.go_dirs[package].append(int(fid))
 
-    def _py_module(self, name: str, package: str) -> int | None:
-        """The file of a python module, preferring one next to the importer when the name is ambiguous."""
+    def _py_module(self, name: str, package: str, anchor: str | None = None, written: str | None = None) -> int | None:
+        """The file of a python module, preferring one next to the importer when the name is ambiguous; else, as in a
+        namespace package (a directory without __init__.py, which gives no module its dotted name), the file at the
+        path the import names (`written`, default name) from the repository root or src/. A relative import (anchor:
+        the directory its dots name, "" for the root) is looked up by its path first, as Python does."""
+        if anchor is not None and (found := self._py_file((f"{anchor}/" if anchor else "",), written or "")) is not None:
+            return found
         found = self.py_modules.get(name)
         if not found:
-            return None
+            return None if anchor is not None else self._py_file(PY_ROOTS, name if written is None else written)
         return next((fid for fid, pkg in found if pkg == package), found[0][0])
+
+    def _py_file(self, roots: tuple[str, ...], dotted: str) -> int | None:
+        """`b.helper` -> b/helper.py or b/helper/__init__.py under the first of roots holding one (what Python finds
+        with that root on its path)."""
+        rel = dotted.replace(".", "/")
+        for root in roots:
+            base = (root + rel).rstrip("/")
+            for candidate in (f"{base}.py", f"{base}/__init__.py") if base else ("__init__.py",):
+                if candidate in self.by_path:
+                    return int(self.by_path[candidate])
+        return None
 
     def _python_module_binding(self, full: str, package: str, local: str):
         """`import full [as local]`: the module's file (or its nearest enclosing package) bound to local."""
@@ -207,10 +224,12 @@ class _Resolver:
         return [] if dst is None else [(dst, local, None)]
 
     def python(self, path: str, module: str, package: str, target: str, names: list[str], level: int):
+        anchor = None  # an absolute import
         if level > 0:
             parts = module.split(".") if path.endswith("__init__.py") else module.split(".")[:-1]
             parts = parts[: len(parts) - (level - 1)] if level > 1 else parts
             full = ".".join([*parts, target] if target else parts)
+            anchor = path.rsplit("/", level)[0] if path.count("/") >= level else ""  # the directory `.`/`..` names
         else:
             full = target
         if not names:
@@ -225,11 +244,13 @@ class _Resolver:
         for name in names:
             orig, _, alias = name.partition(" as ")
             orig, local = orig.strip(), (alias or orig).strip()
-            sub = self._py_module(f"{full}.{orig}" if full else orig, package) if orig != "*" else None
+            sub = None
+            if orig != "*":
+                sub = self._py_module(f"{full}.{orig}" if full else orig, package, anchor, f"{target}.{orig}" if target else orig)
             if sub is not None:
                 out.append((sub, local, None))
                 continue
-            dst = self._py_module(full, package)
+            dst = self._py_module(full, package, anchor, target)
             if dst is not None:
                 out.append((dst, None if orig == "*" else local, None if orig == "*" else orig))
         return list(dict.fromkeys(out))
