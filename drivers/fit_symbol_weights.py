@@ -23,6 +23,7 @@ import pandas as pd
 
 from dataflows.evaluation.metrics import function_metrics
 from dataflows.retrieval.symbol_signals import DEFAULT_SYMBOL_WEIGHTS, SYMBOL_SIGNALS, symbol_ranking
+from drivers.mined_signals import case_symbol_rows, read_signals
 from drivers.output import write_text_atomic
 
 WEIGHTS_FILE = Path(__file__).resolve().parent.parent / "data" / "symbol_weights.toml"
@@ -30,21 +31,6 @@ NEGATIVES = 150  # per case: the hardest by lexical + file score, and as many dr
 L2 = 1e-3
 STEPS = 300
 UNFITTED = ("tests",)  # no development case names a test: these keep their hand-set weight
-
-
-def case_symbol_rows(case: dict, kb) -> pd.DataFrame:
-    """Every candidate symbol's signals for one case, labelled with whether the fix changed it (and the language
-    family of its gold)."""
-    from dataflows.index.parsers import language_of
-    from drivers.mine_cases import FAMILY
-    from drivers.retriever import retrieve
-
-    matrix = retrieve(kb, case["task"], outputs=("symbol_signal_matrix",)).outputs["symbol_signal_matrix"]
-    gold = {s for s in case.get("expected_symbols") or [] if not s.endswith("::<module>")}
-    keys = matrix["path"].astype(str) + "::" + matrix["qualified_name"].astype(str)
-    language = language_of(next(iter(sorted(gold)), "").split("::")[0]) or "unknown"
-    return matrix.assign(gold=keys.isin(gold).to_numpy(), case_id=case["case_id"], repo=case["repo"], n_gold=len(gold),
-                         language=FAMILY.get(language, language))
 
 
 def ranking_metrics(frame: pd.DataFrame, weights: dict[str, float]) -> dict[str, float]:
@@ -136,8 +122,6 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("pass --cases FILE... and --mirror DIR, or --signals DIR")
     out = Path(args.out)
     if args.signals:
-        from drivers.mined_signals import read_signals
-
         frame = read_signals(Path(args.signals), "symbols")
     else:
         frame = case_rows(args, case_symbol_rows)

@@ -33,7 +33,7 @@ from drivers.retriever import RANKER_FILE as MODEL_FILE
 from drivers.errors import CraError, exit_code
 from drivers.figures import parquet_bytes, write_bar_chart
 from drivers.output import write_bytes_atomic, write_text_atomic
-from drivers.tune import _case_means
+from drivers.tune import case_means
 
 FOLDS = 5
 SHARES = (0.25, 0.5, 1.0)  # of the other folds' repositories, for --learning-curve
@@ -76,7 +76,7 @@ def case_candidates(frame: pd.DataFrame, profile: dict | None) -> tuple[pd.DataF
 
 
 def _metrics(gold_ranks: list[np.ndarray]) -> dict[str, float]:
-    return _case_means([rank_metrics(r, len(r)) for r in gold_ranks])
+    return case_means([rank_metrics(r, len(r)) for r in gold_ranks])
 
 
 def reranked_gold(candidates: pd.DataFrame, cases: pd.DataFrame, score: np.ndarray) -> pd.Series:

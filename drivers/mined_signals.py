@@ -27,7 +27,6 @@ from dataflows.evaluation.cases import MODULE_SYMBOL
 from dataflows.retrieval.symbol_signals import SYMBOL_SIGNALS
 from drivers.errors import CraError, exit_code
 from drivers.figures import parquet_bytes
-from drivers.fit_symbol_weights import case_symbol_rows
 from drivers.home import cache_root
 from drivers.output import write_bytes_atomic
 from drivers.progress import Progress
@@ -69,6 +68,21 @@ def chosen_cases(cases: pd.DataFrame, per_repo: int | None, shard: tuple[int, in
     order = sorted(sizes.index, key=lambda r: (-sizes[r], r))
     mine = {repo for i, repo in enumerate(order) if i % shard[1] == shard[0] - 1}
     return cases[cases["repo"].isin(mine)]
+
+
+def case_symbol_rows(case: dict, kb) -> pd.DataFrame:
+    """Every candidate symbol's signals for one case, labelled with whether the fix changed it (and the language
+    family of its gold)."""
+    from dataflows.index.parsers import language_of
+    from drivers.mine_cases import FAMILY
+    from drivers.retriever import retrieve
+
+    matrix = retrieve(kb, case["task"], outputs=("symbol_signal_matrix",)).outputs["symbol_signal_matrix"]
+    gold = {s for s in case.get("expected_symbols") or [] if not s.endswith("::<module>")}
+    keys = matrix["path"].astype(str) + "::" + matrix["qualified_name"].astype(str)
+    language = language_of(next(iter(sorted(gold)), "").split("::")[0]) or "unknown"
+    return matrix.assign(gold=keys.isin(gold).to_numpy(), case_id=case["case_id"], repo=case["repo"], n_gold=len(gold),
+                         language=FAMILY.get(language, language))
 
 
 def case_rows(case: dict, kb) -> pd.DataFrame:

@@ -95,7 +95,7 @@ class Ranker:
             prior = role_prior(is_test, peripheral, test_prior, non_source_prior)
             score, total = file_scores(values, effective_weights(configured, live), prior, seed)
             parts.append(rank_metrics(ranks_of(gold, total, score, path_order), len(gold)))
-        return _case_means(parts)
+        return case_means(parts)
 
     def objective(self, weights: np.ndarray) -> float:
         m = self.metrics(weights)
@@ -223,10 +223,10 @@ def _ranked_metrics(frame: pd.DataFrame) -> dict[str, float]:
     """Acc@k and MRR of a frame with a `score` column (ties pessimistic: a gold file ranks after its equals)."""
     rank = frame.groupby("case_id")["score"].rank(ascending=False, method="max")
     gold = rank[frame["gold"]].groupby(frame.loc[frame["gold"], "case_id"])
-    return _case_means([rank_metrics(ranks.to_numpy(), len(ranks)) for _, ranks in gold])
+    return case_means([rank_metrics(ranks.to_numpy(), len(ranks)) for _, ranks in gold])
 
 
-def _case_means(parts: list[dict[str, float]]) -> dict[str, float]:
+def case_means(parts: list[dict[str, float]]) -> dict[str, float]:
     """Tune's figures (acc@1, acc@5, acc@10, mrr, n) as means of per-case `rank_metrics`."""
     n = len(parts)
     means = {name: sum(p[f"file_{name}" if name != "mrr" else name] for p in parts) / (n or 1)
