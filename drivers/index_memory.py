@@ -8,7 +8,6 @@ text, the parsed batches, each term frame) until the run ends: on a large tree m
 from __future__ import annotations
 
 import gc
-import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,6 +18,8 @@ import pyarrow as pa
 from hamilton import driver
 from hamilton.execution import executors, graph_functions, grouping, state
 from hamilton.lifecycle import api as lifecycle
+
+from drivers.heap import arrow_from_malloc, glibc_trim
 
 
 class ReleasingResultCache(state.DictBasedResultCache):
@@ -177,7 +178,7 @@ class HeapTrim(lifecycle.NodeExecutionHook):
     def __init__(self):
         self.trim = glibc_trim()
         if self.trim is not None:
-            _arrow_from_malloc()
+            arrow_from_malloc()
 
     def __getstate__(self) -> dict:
         return {"trim": None}  # (a ctypes function does not pickle; workers do not trim)
@@ -209,30 +210,6 @@ class BytesRelease(lifecycle.NodeExecutionHook):
         if node_name == "decoded_files" and self.source_files is not None:
             self.source_files["data"] = None
             self.source_files = None
-
-
-def glibc_trim() -> Callable[[], None] | None:
-    """malloc_trim(0) of this process's glibc, with large allocations set to come from mmap (M_MMAP_THRESHOLD at
-    256 KiB instead of glibc's sliding one); None where there is no glibc."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL("libc.so.6")
-        libc.mallopt(-3, 256 * 1024)  # M_MMAP_THRESHOLD
-        return lambda: libc.malloc_trim(0)
-    except (OSError, AttributeError):
-        return None
-
-
-def _arrow_from_malloc() -> None:
-    """Arrow's buffers (every string column of pandas 3) from malloc from now on, instead of Arrow's mimalloc pool,
-    which keeps the pages it frees: malloc_trim then hands those back too. On a 20,000-file tree the peak of an
-    index run went from 898 to 870 MB, in the same time; `cra index` sets ARROW_DEFAULT_MEMORY_POOL before Arrow
-    loads, which also covers what Arrow's C++ code allocates on its own: 825 MB."""
-    import pyarrow as pa
-
-    if not os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
-        pa.set_memory_pool(pa.system_memory_pool())
 
 
 def releasing(built: driver.Driver, spill: TableSpill | None = None) -> driver.Driver:

@@ -184,7 +184,7 @@ def write_kb(kb_dir: Path, tables: dict[str, pd.DataFrame], metadata: dict, prev
     from, once these are built (the caller's last use: OpenJDK's texts, comments and file terms are not held while
     its symbol lexicon is built).
 
-    trim_heap: hand freed memory back to the system after each job (`drivers.index_memory.glibc_trim`): for a run
+    trim_heap: hand freed memory back to the system after each job (`drivers.heap.glibc_trim`): for a run
     over many files, where the peak matters; a small re-index is faster without."""
     kb_dir = Path(kb_dir)
     check_writable(kb_dir)
@@ -197,7 +197,7 @@ def write_kb(kb_dir: Path, tables: dict[str, pd.DataFrame], metadata: dict, prev
     if previous:
         previous.clear()
 
-    from drivers.index_memory import glibc_trim  # (an index run's module: loaded already when a KB is written)
+    from drivers.heap import glibc_trim
 
     # each table is let go of once the jobs that read it (its write, and the lexicon or word tables built from it) are
     # done: the caller's was the last use
