@@ -8,13 +8,14 @@ from functools import lru_cache
 from pathlib import Path
 
 from drivers.errors import CraError
-
-CONVENTIONS_DIR = Path(__file__).resolve().parent.parent / "data" / "conventions"
+from drivers.shipped import shipped_path
 
 
 @lru_cache(maxsize=8)
-def load_conventions(directory: Path = CONVENTIONS_DIR) -> dict[str, dict]:
-    """language -> its convention table, from every TOML file in `directory` (a table names its `languages`)."""
+def load_conventions(directory: Path | None = None) -> dict[str, dict]:
+    """language -> its convention table, from every TOML file in `directory` (default: the shipped tables; a table
+    names its `languages`)."""
+    directory = shipped_path("conventions") if directory is None else directory
     tables: dict[str, dict] = {}
     for path in sorted(Path(directory).glob("*.toml")):
         try:

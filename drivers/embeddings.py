@@ -20,9 +20,15 @@ from typing import Literal, Protocol
 
 import numpy as np
 
+from drivers.shipped import shipped_path
+
 InputType = Literal["query", "document"]
-STATIC_MODEL_DIR = Path(__file__).resolve().parent.parent / "data" / "models" / "minilm-l6-static"
 MAX_TOKENS = 512
+
+
+def static_model_dir() -> Path:
+    """The shipped static model (`data/models/minilm-l6-static`)."""
+    return shipped_path("models", "minilm-l6-static")
 
 
 class EmbeddingProvider(Protocol):
@@ -43,7 +49,7 @@ class EmbeddingProvider(Protocol):
 class StaticModelProvider:
     """A model2vec-format static model: mean of the text's token vectors, L2-normalised (query = document)."""
 
-    directory: Path = STATIC_MODEL_DIR
+    directory: Path = field(default_factory=lambda: static_model_dir())
     distance_threshold: float = 0.4  # measured: 99% of right findings that reach a top 5 are within 0.40
     model: str = field(init=False)
     dimension: int = field(init=False)
@@ -107,12 +113,13 @@ def _static(directory: str) -> StaticModelProvider:
 
 def default_provider(name: str = "static", directory: Path | None = None) -> tuple[EmbeddingProvider | None, list[str]]:
     """(provider, warnings): the named provider (static | voyage), or None and why when it cannot be used."""
+    directory = static_model_dir() if directory is None and name != "voyage" else directory
     try:
         if name == "voyage":
             key = os.environ.get("VOYAGE_API_KEY")
             if not key:
                 return None, ["the voyage provider needs VOYAGE_API_KEY"]
             return VoyageProvider(key), []
-        return _static(str(directory or STATIC_MODEL_DIR)), []
+        return _static(str(directory)), []
     except Exception as exc:  # noqa: BLE001 - any load failure means no provider: fail open
         return None, [f"no embedding provider ({type(exc).__name__}: {exc})"]

@@ -22,9 +22,9 @@ from dataflows.escalation.models import EscalationReport
 from drivers import escalation_store as store
 from drivers.errors import CraError
 from drivers.home import cra_home
+from drivers.shipped import shipped_path
 
 MODULES = (categories, analysis, similarity, report, prompt)
-CATEGORY_FILE = Path(__file__).resolve().parent.parent / "data" / "error_categories.toml"
 USER_CATEGORY_FILE = "error_categories.toml"  # under cra_home(), read when present
 DEFAULT_MAX_RETRIES = 3
 PAST_FAILURE_LIMIT = 500  # similar past failures are looked for among this many latest reports of the category
@@ -53,7 +53,7 @@ def escalation_driver() -> driver.Driver:
 
 @lru_cache(maxsize=1)
 def _default_table() -> dict:
-    with open(CATEGORY_FILE, "rb") as handle:
+    with open(shipped_path("error_categories.toml"), "rb") as handle:
         return tomllib.load(handle)
 
 

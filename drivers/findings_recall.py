@@ -117,9 +117,9 @@ def _encoders(methods: list[str], model_dir: str | None, findings: list[dict]) -
         if method == "bm25":
             out[method] = (_by_keys(_bm25_ranker), 0.0)
         elif method in ("static", *STORE_METHODS):
-            from drivers.embeddings import STATIC_MODEL_DIR, StaticModelProvider
+            from drivers.embeddings import StaticModelProvider, static_model_dir
 
-            provider = StaticModelProvider(Path(model_dir) if model_dir else STATIC_MODEL_DIR)
+            provider = StaticModelProvider(Path(model_dir) if model_dir else static_model_dir())
             if method == "static":
                 out[method] = (_by_keys(_vector_ranker(provider.generate_many)), time.perf_counter() - start)
             else:

@@ -25,8 +25,9 @@ from dataflows.evaluation.metrics import function_metrics
 from dataflows.retrieval.symbol_signals import DEFAULT_SYMBOL_WEIGHTS, SYMBOL_SIGNALS, symbol_ranking
 from drivers.mined_signals import case_symbol_rows, read_signals
 from drivers.output import write_text_atomic
+from drivers.shipped import shipped_path
 
-WEIGHTS_FILE = Path(__file__).resolve().parent.parent / "data" / "symbol_weights.toml"
+WEIGHTS_FILE = shipped_path("symbol_weights.toml")
 NEGATIVES = 150  # per case: the hardest by lexical + file score, and as many drawn at random
 L2 = 1e-3
 STEPS = 300

@@ -22,6 +22,7 @@ from dataflows.retrieval.signal_list import KNOBS, checked_weights
 from drivers.conventions import load_conventions
 from drivers.errors import CraError
 from drivers.kb import KnowledgeBase
+from drivers.shipped import shipped_path
 from drivers.tokens import count_tokens
 
 # the retrieval DAG, stage by stage (word_tables: nodes a request gets as overrides from the loaded KB)
@@ -31,9 +32,6 @@ DEFAULT_BUDGET = 32_768
 DEFAULT_SCOPE_SIZE = 75
 MIN_BUDGET = 256
 AUTO_BUDGET_CAP = 8_192  # --budget auto: the package stops where the symbol scores fall off, never above this
-PROFILE_FILE = Path(__file__).resolve().parent.parent / "data" / "weights.toml"
-SYMBOL_PROFILE_FILE = PROFILE_FILE.with_name("symbol_weights.toml")
-RANKER_FILE = PROFILE_FILE.parent / "models" / "file_ranker.json"
 
 
 @dataclass(frozen=True)
@@ -112,31 +110,29 @@ def load_weights(path: Path) -> dict[str, float]:
 
 
 @lru_cache(maxsize=1)
-def default_weight_profile() -> dict | None:
-    """The shipped profile (`data/weights.toml`: fitted weights, priors, task-type adjustments), if present."""
-    if not PROFILE_FILE.is_file():
-        return None
-    data = _read_toml(PROFILE_FILE)
-    profile = {"weights": _numbers(data.get("weights", {}), PROFILE_FILE), "priors": _numbers(data.get("priors", {}), PROFILE_FILE)}
+def default_weight_profile() -> dict:
+    """The shipped profile (`data/weights.toml`: fitted weights, priors, task-type adjustments)."""
+    path = shipped_path("weights.toml")
+    data = _read_toml(path)
+    profile = {"weights": _numbers(data.get("weights", {}), path), "priors": _numbers(data.get("priors", {}), path)}
     if "task_types" in data:
-        profile["task_types"] = {t: _numbers(v, PROFILE_FILE) for t, v in data["task_types"].items()}
+        profile["task_types"] = {t: _numbers(v, path) for t, v in data["task_types"].items()}
     return profile
 
 
 @lru_cache(maxsize=1)
 def default_file_ranker():
-    """The shipped learned file ranker (`data/models/file_ranker.json`, `drivers.learn_ranker`), if present."""
+    """The shipped learned file ranker (`data/models/file_ranker.json`, `drivers.learn_ranker`)."""
     from dataflows.retrieval.learned import TreeModel
 
-    return TreeModel.read(RANKER_FILE) if RANKER_FILE.is_file() else None
+    return TreeModel.read(shipped_path("models", "file_ranker.json"))
 
 
 @lru_cache(maxsize=1)
-def default_symbol_weights() -> dict | None:
-    """The shipped symbol-signal weights (`data/symbol_weights.toml`, fitted by `drivers.tune_symbols`), if present."""
-    if not SYMBOL_PROFILE_FILE.is_file():
-        return None
-    return _numbers(_read_toml(SYMBOL_PROFILE_FILE).get("weights", {}), SYMBOL_PROFILE_FILE)
+def default_symbol_weights() -> dict:
+    """The shipped symbol-signal weights (`data/symbol_weights.toml`, fitted by `drivers.fit_symbol_weights`)."""
+    path = shipped_path("symbol_weights.toml")
+    return _numbers(_read_toml(path).get("weights", {}), path)
 
 
 def retrieve(

@@ -13,6 +13,7 @@ and hashed again. This module is light to import (no pandas): `cra index` on an 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import time
@@ -23,16 +24,18 @@ from pathlib import Path
 from drivers.git_history import git_head
 from drivers.kb_dir import live_version
 from drivers.output import write_text_atomic
+from drivers.shipped import shipped_path
 from drivers.sources import SourcePaths
 
 CACHE_FILE = "scan-cache.json"
 RACY_NS = 2_000_000_000  # mtime granularity of the coarsest file systems we may meet (FAT: 2 s)
 _FORMAT = 2
-_ROOT = Path(__file__).resolve().parent.parent
-# the code and tables an index run's output depends on: a change to any of them means the tree must be re-indexed
-_CODE = ("dataflows/index", "dataflows/lexical.py", "dataflows/text.py", "dataflows/retrieval/vocabulary.py",
-         "dataflows/retrieval/word_tables.py", "data/conventions", "drivers/sources.py", "drivers/indexer.py",
-         "drivers/index_dag.py", "drivers/kb.py", "drivers/word_cache.py")  # fmt: skip
+# the code and tables an index run's output depends on (modules and packages by import name, shipped data folders):
+# a change to any of them means the tree must be re-indexed
+_CODE = ("dataflows.index", "dataflows.lexical", "dataflows.text", "dataflows.retrieval.vocabulary",
+         "dataflows.retrieval.word_tables", "drivers.sources", "drivers.indexer", "drivers.index_dag", "drivers.kb",
+         "drivers.word_cache")  # fmt: skip
+_DATA = ("conventions",)
 
 
 @dataclass(frozen=True)
@@ -71,14 +74,21 @@ def sha1_of(path: str) -> str | None:
 
 @lru_cache(maxsize=1)
 def code_digest() -> str:
-    """sha1 of every file in _CODE (the index code, the convention tables), in a fixed order."""
+    """sha1 of every file in _CODE (the index code) and _DATA (the convention tables), in a fixed order."""
     digest = hashlib.sha1()
-    for name in _CODE:
-        path = _ROOT / name
+    named = [(name, _source_root(name)) for name in _CODE] + [(name, shipped_path(name)) for name in _DATA]
+    for name, path in named:
         files = sorted(p for p in path.rglob("*") if p.suffix in (".py", ".toml")) if path.is_dir() else [path]
         for file in (f for f in files if f.is_file()):
-            digest.update(file.relative_to(_ROOT).as_posix().encode() + b"\0" + file.read_bytes() + b"\0")
+            relative = file.relative_to(path).as_posix() if path.is_dir() else ""
+            digest.update(f"{name}/{relative}".encode() + b"\0" + file.read_bytes() + b"\0")
     return digest.hexdigest()
+
+
+def _source_root(module: str) -> Path:
+    """A package's folder or a module's file, found without importing it."""
+    spec = importlib.util.find_spec(module)
+    return Path(next(iter(spec.submodule_search_locations))) if spec.submodule_search_locations else Path(spec.origin)
 
 
 def index_fingerprint(repo: Path, walk: SourcePaths, history: int, max_file_bytes: int) -> str:

@@ -25,8 +25,9 @@ from dataflows.retrieval.signal_list import DEFAULT_PRIORS, DEFAULT_WEIGHTS, SEE
 from dataflows.retrieval.ranking import effective_weights, file_scores, non_source, ranks_of, role_prior
 from drivers.figures import parquet_bytes, write_bar_chart
 from drivers.output import write_bytes_atomic, write_text_atomic
+from drivers.shipped import shipped_path
 
-WEIGHTS_FILE = Path(__file__).resolve().parent.parent / "data" / "weights.toml"
+WEIGHTS_FILE = shipped_path("weights.toml")
 GRID = (0.0, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0)
 PRIOR_GRID = (0.1, 0.2, 0.35, 0.5, 0.75, 1.0)  # never 0: tests and docs stay reachable as context
 

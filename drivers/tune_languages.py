@@ -78,7 +78,7 @@ def family_comparison(frame: pd.DataFrame, profile: dict | None = None, fits: tu
 def main(argv: list[str] | None = None) -> int:
     import tomllib
 
-    from drivers.retriever import PROFILE_FILE
+    from drivers.shipped import shipped_path
 
     parser = argparse.ArgumentParser(prog="python -m drivers.tune_languages", description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", nargs="+", required=True, help="the case files (their records' `language`)")
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     frame = pd.concat([pd.read_parquet(Path(s)) for s in args.signals], ignore_index=True)
     frame = frame.join(pd.concat([case_languages(Path(c)) for c in args.cases]), on="case_id")
-    profile = tomllib.loads(PROFILE_FILE.read_text()) if PROFILE_FILE.exists() else None
+    profile = tomllib.loads(shipped_path("weights.toml").read_text())
     table = family_comparison(frame[frame["language"].notna()], profile, tuple(args.fits.split(",")))
     print(table.to_string(float_format=lambda x: f"{x:.3f}"))
     return 0

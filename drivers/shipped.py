@@ -1,0 +1,24 @@
+"""The defaults shipped with cra (weights, the learned ranker, conventions, error categories, the embedding model):
+files of the data package, found through importlib.resources, so an installed wheel reads them as a checkout does."""
+
+from __future__ import annotations
+
+from importlib.resources import files
+from pathlib import Path
+
+from drivers.errors import CraError
+
+DATA_PACKAGE = "data"  # the import package of the repository's data/
+
+
+def shipped_path(*parts: str) -> Path:
+    """The shipped file or folder data/<parts>; a missing one is an error naming it (cra never runs on without it)."""
+    name = "/".join(parts) or "data"
+    try:
+        resource = files(DATA_PACKAGE).joinpath(*parts)
+    except ModuleNotFoundError:
+        resource = None
+    if resource is None or not (resource.is_file() or resource.is_dir()):
+        raise CraError(f"The shipped data file {name} is missing from this installation of cra ({DATA_PACKAGE}). "
+                       "Reinstall it: pip install --force-reinstall cra-engine.")  # fmt: skip
+    return Path(str(resource))
