@@ -29,12 +29,13 @@ from dataflows.evaluation.metrics import rank_metrics
 from dataflows.retrieval.learned import CANDIDATES, FEATURES, TreeModel, candidate_features, lightgbm_spec
 from dataflows.retrieval.ranking import effective_weights, file_scores, role_prior
 from dataflows.retrieval.signal_list import DEFAULT_PRIORS, DEFAULT_WEIGHTS, SIGNALS
-from drivers.retriever import RANKER_FILE as MODEL_FILE
 from drivers.errors import CraError, exit_code
 from drivers.figures import parquet_bytes, write_bar_chart
 from drivers.output import write_bytes_atomic, write_text_atomic
+from drivers.shipped import shipped_path
 from drivers.tune import case_means
 
+MODEL_FILE = shipped_path("models", "file_ranker.json")
 FOLDS = 5
 SHARES = (0.25, 0.5, 1.0)  # of the other folds' repositories, for --learning-curve
 HISTORY_SIGNALS = ("cochange_affinity", "recency", "history_match")  # 0 for every file of a tree without git history
