@@ -4,7 +4,6 @@ reads, no research tooling or benchmarks, and an installed `cra` that answers ou
 import json
 import os
 import re
-import site
 import subprocess
 import sys
 import zipfile
@@ -47,7 +46,7 @@ def test_the_installed_cra_answers_outside_the_checkout(wheel, tmp_path):
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     [packages] = (venv / "lib").glob("python3*/site-packages")
     # the dependencies come from this environment's site-packages (no network); its editable finder is not loaded
-    (packages / "zz_dependencies.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    (packages / "zz_dependencies.pth").write_text("\n".join(p for p in sys.path if p.endswith("site-packages")) + "\n")
     subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q", "--no-deps",
                     str(wheel)], check=True, capture_output=True)
     repo = make_repo(tmp_path / "repo")
