@@ -200,14 +200,14 @@ def test_an_empty_file_becomes_a_store(tmp_path, capsys):
 FIRST_OPENER = """
 import sys
 from pathlib import Path
-from drivers.{module} import open_store
+from {module} import open_store
 for i in range(int(sys.argv[2])):
     with open_store(Path(sys.argv[1]) / f"s{{i}}.db") as conn:
         assert conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] > 0  # opened, with our tables
 """
 
 
-@pytest.mark.parametrize("module", ["escalation_store", "findings_store"])
+@pytest.mark.parametrize("module", ["drivers.escalation_store", "drivers.findings_store"])
 def test_processes_racing_to_create_a_store_all_open_it(tmp_path, module):
     """Each of 4 processes opens the same 40 new stores in turn: every open succeeds whoever creates the file (the
     header was once read in three statements, and a creator's commit in between looked like another program's db)."""
