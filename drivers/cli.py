@@ -35,7 +35,7 @@ def _index(args) -> int:
     try:
         stats = index_repository(Path(args.path), Path(args.kb) if args.kb else None, history=args.history,
                                  max_file_bytes=args.max_file_bytes, workers=args.workers, on_wait=waiting,
-                                 on_progress=progress.update if progress else None)
+                                 on_progress=progress.update if progress else None, rebuild=args.rebuild)
     except KeyboardInterrupt:
         if progress:
             progress.close()
@@ -210,6 +210,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--history", type=int, default=2000, help="commits of git history to read (default 2000)")
     p.add_argument("--max-file-bytes", type=int, default=1_000_000, help="skip larger files (default 1 MB)")
     p.add_argument("--workers", type=int, help="processes for parsing (default: one per core when 600+ files changed)")
+    p.add_argument("--rebuild", action="store_true", help="parse every file again and write a fresh knowledge base "
+                                                          "(a damaged one is rebuilt without it)")
     p.add_argument("-v", "--verbose", action="store_true", help="show progress")
     p.set_defaults(run=_index)
 

@@ -32,7 +32,7 @@ _ROOT = Path(__file__).resolve().parent.parent
 # the code and tables an index run's output depends on: a change to any of them means the tree must be re-indexed
 _CODE = ("dataflows/index", "dataflows/lexical.py", "dataflows/text.py", "dataflows/retrieval/vocabulary.py",
          "dataflows/retrieval/word_tables.py", "data/conventions", "drivers/sources.py", "drivers/indexer.py",
-         "drivers/index_dag.py", "drivers/kb.py", "drivers/word_cache.py")  # fmt: skip
+         "drivers/index_dag.py", "drivers/kb.py", "drivers/kb_check.py", "drivers/word_cache.py")  # fmt: skip
 
 
 @dataclass(frozen=True)
