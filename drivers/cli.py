@@ -109,13 +109,16 @@ def _read_task(args) -> str:
 
 
 def _retrieve(args) -> int:
-    from drivers.kb import default_kb_dir, load_kb
+    from drivers.freshness import fresh_kb, indexed_root
+    from drivers.kb import default_kb_dir
     from drivers.report import verbose_report
     from drivers.retriever import load_weights, retrieve
 
     task = _read_task(args)
     repo = Path(args.repo)
-    kb = load_kb(Path(args.kb) if args.kb else default_kb_dir(repo))
+    kb_dir = Path(args.kb) if args.kb else default_kb_dir(repo)
+    tree = repo if args.kb is None or args.repo != "." else indexed_root(kb_dir) or repo  # (--kb alone: its tree)
+    kb = fresh_kb(tree, kb_dir, args.refresh, lambda message: print(f"warning: {message}", file=sys.stderr))
     template = None
     if args.template:
         try:
@@ -220,6 +223,9 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--task-file", help="read the task description from this file")
     p.add_argument("--repo", default=".", help="repository root (default .)")
     p.add_argument("--kb", help="KB directory (default REPO/.cra)")
+    p.add_argument("--refresh", action=argparse.BooleanOptionalAction,
+                   help="re-index changed files first (default: only when the KB is older than a tree of at most "
+                        "2,000 files; larger ones get a warning)")
     p.add_argument("--budget", type=_budget, default=32_768,
                    help="token budget (default 32768), or auto: only the bodies scoring near the best (at most 8192)")
     p.add_argument("--scope-size", type=int, default=75, help="files kept by score before expansion (default 75)")
