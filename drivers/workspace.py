@@ -207,9 +207,7 @@ class Workspace:
         with repo.lock:
             if damaged.version is None or live_version(repo.kb_dir) == damaged.version:
                 repo.kb, repo.loaded_version = None, None
-                repo.last_index = index_repository(repo.root, repo.kb_dir, history=self.history, rebuild=True)
-                version = live_version(repo.kb_dir)
-                repo.built_version, repo.fingerprint = version, None  # (the next request walks the tree again)
+                self._index(repo, tree_fingerprint(repo.root), rebuild=True)
             self._load(repo)
         return True
 
@@ -226,8 +224,8 @@ class Workspace:
             self._index(repo, fingerprint)
         self._load(repo)
 
-    def _index(self, repo: Repository, fingerprint: str) -> None:
-        repo.last_index = index_repository(repo.root, repo.kb_dir, history=self.history)
+    def _index(self, repo: Repository, fingerprint: str, rebuild: bool = False) -> None:
+        repo.last_index = index_repository(repo.root, repo.kb_dir, history=self.history, rebuild=rebuild)
         version = live_version(repo.kb_dir)
         repo.built_version, repo.fingerprint = version, fingerprint
         write_text_atomic(repo.kb_dir / STATE_FILE, json.dumps({"version": version, "fingerprint": fingerprint}) + "\n")
