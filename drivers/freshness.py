@@ -2,10 +2,10 @@
 (`drivers.stat_cache`) against the files' stats now. Light to import (no pandas).
 
 Edited and removed files: every file the last index saw is stat'ed (a sample of SAMPLE_FILES on larger trees); one
-whose stat (size, mtime, inode) moved is hashed (up to HASH_LIMIT of them) so that a `touch` or a checkout of the same content does not
-count. Added files: a file added (or renamed) changes its directory's mtime, so the directories of the indexed files
-are stat'ed, and only when one changed since the last scan is the tree walked as the index walks it (`source_paths`)
-to find what is new. Not seen: a file added to a directory holding no indexed file at all, and on file systems with
+whose stat (size, mtime, inode) moved is hashed (up to HASH_LIMIT of them) so that a `touch` or a checkout of the same
+content does not count. Added files: a file added (or renamed) changes its directory's mtime, so the directories of
+the indexed files are stat'ed, and only when one changed since the last scan is the tree walked as the index walks it
+(`source_paths`) to find what is new. Not seen: a file added to a directory holding no indexed file at all, and on file systems with
 coarse timestamps, a change within the same tick as the scan began (`cra index` itself reads such files again).
 """
 
@@ -27,7 +27,8 @@ AUTO_REFRESH_FILES = 2_000  # trees of at most this many files are re-indexed by
 
 @dataclass(frozen=True)
 class Staleness:
-    """How a tree moved since its KB was indexed (counts of a sample when `sampled` files of `indexed` were looked at)."""
+    """How a tree moved since its KB was indexed (counts of a sample when `sampled` of the `indexed` files were
+    looked at)."""
 
     changed: int
     added: int
@@ -40,7 +41,8 @@ class Staleness:
         return bool(self.changed or self.added or self.removed)
 
     def describe(self) -> str:
-        parts = [f"{n} {what}" for n, what in ((self.changed, "changed"), (self.added, "added"), (self.removed, "removed")) if n]
+        counts = ((self.changed, "changed"), (self.added, "added"), (self.removed, "removed"))
+        parts = [f"{n} {what}" for n, what in counts if n]
         of = f" (of {self.sampled:,} of its {self.indexed:,} files looked at)" if self.sampled < self.indexed else ""
         return f"{', '.join(parts)} since it was indexed{of}"
 
@@ -120,7 +122,8 @@ def fresh_kb(repo: Path, kb_dir: Path, refresh: bool | None, warn):
     when it is None and the KB turns out older than a tree of at most AUTO_REFRESH_FILES files; a KB older than a
     larger tree (or with refresh False) is answered from as it is, after warn(message) says so and how to update it.
     The staleness check runs before the load, not beside it in a thread: its many short stat calls each wait for the
-    GIL behind the load's decoding (a convoy: 0.73 s for check and load together on Django, 0.33 s one after the other)."""
+    GIL behind the load's decoding (a convoy: 0.73 s for check and load together on Django, 0.33 s one after the
+    other)."""
     from drivers.kb import load_kb
 
     if refresh:
