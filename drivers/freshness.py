@@ -5,8 +5,8 @@ Edited and removed files: every file the last index saw is stat'ed (a sample of 
 whose stat (size, mtime, inode) moved is hashed (up to HASH_LIMIT of them) so that a `touch` or a checkout of the same
 content does not count. Added files: a file added (or renamed) changes its directory's mtime, so the directories of
 the indexed files are stat'ed, and only when one changed since the last scan is the tree walked as the index walks it
-(`source_paths`) to find what is new. Not seen: a file added to a directory holding no indexed file at all, and on file systems with
-coarse timestamps, a change within the same tick as the scan began (`cra index` itself reads such files again).
+(`source_paths`) to find what is new. Not seen: a file added to a directory holding no indexed file at all, and on
+file systems with coarse timestamps, a change within the same tick as the scan began (`cra index` reads those again).
 """
 
 from __future__ import annotations
