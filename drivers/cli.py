@@ -39,7 +39,7 @@ def _index(args) -> int:
         with terminate_as_interrupt():  # SIGTERM (timeout, CI, schedulers) stops the run as Ctrl-C does
             stats = index_repository(Path(args.path), Path(args.kb) if args.kb else None, history=args.history,
                                      max_file_bytes=args.max_file_bytes, workers=args.workers, on_wait=waiting,
-                                     on_progress=progress)
+                                     on_progress=progress, rebuild=args.rebuild)
     except KeyboardInterrupt as exc:
         if progress:
             progress.close()
@@ -114,14 +114,17 @@ def _read_task(args) -> str:
 
 
 def _retrieve(args) -> int:
-    from drivers.kb import default_kb_dir, load_kb
+    from drivers.freshness import fresh_kb, indexed_root
+    from drivers.kb import default_kb_dir
     from drivers.kb_dir import repo_dir
     from drivers.report import verbose_report
     from drivers.retriever import load_weights, retrieve
 
     task = _read_task(args)
     repo = repo_dir(Path(args.repo))
-    kb = load_kb(Path(args.kb) if args.kb else default_kb_dir(repo))
+    kb_dir = Path(args.kb) if args.kb else default_kb_dir(repo)
+    tree = repo if args.kb is None or args.repo != "." else indexed_root(kb_dir) or repo  # (--kb alone: its tree)
+    kb = fresh_kb(tree, kb_dir, args.refresh, lambda message: print(f"warning: {message}", file=sys.stderr))
     template = None
     if args.template:
         try:
@@ -228,6 +231,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--history", type=int, default=2000, help="commits of git history to read (default 2000)")
     p.add_argument("--max-file-bytes", type=int, default=1_000_000, help="skip larger files (default 1 MB)")
     p.add_argument("--workers", type=int, help="processes for parsing (default: one per core when 600+ files changed)")
+    p.add_argument("--rebuild", action="store_true", help="parse every file again and write a fresh knowledge base "
+                                                          "(a damaged one is rebuilt without it)")
     p.add_argument("-v", "--verbose", action="store_true",
                    help="show progress also where stderr is not a terminal (on one, it is shown anyway)")
     p.set_defaults(run=_index)
@@ -237,6 +242,9 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--task-file", help="read the task description from this file")
     p.add_argument("--repo", default=".", help="repository root (default .)")
     p.add_argument("--kb", help="KB directory (default REPO/.cra)")
+    p.add_argument("--refresh", action=argparse.BooleanOptionalAction,
+                   help="re-index changed files first (default: only when the KB is older than a tree of at most "
+                        "2,000 files; larger ones get a warning)")
     p.add_argument("--budget", type=_budget, default=32_768,
                    help="token budget (default 32768), or auto: only the bodies scoring near the best (at most 8192)")
     p.add_argument("--scope-size", type=int, default=75, help="files kept by score before expansion (default 75)")

@@ -17,7 +17,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from drivers import sources, stat_cache, tokens
+from drivers import kb_check, sources, stat_cache, tokens
 from drivers.errors import CraError
 from drivers.kb_dir import check_writable, default_kb_dir
 from drivers.locks import exclusive_lock
@@ -56,8 +56,12 @@ def index_repository(
     history_from: tuple[Path, str] | None = None,
     workers: int | None = None,
     on_wait=None,
+    rebuild: bool = False,
 ) -> dict:
     """Index (or incrementally re-index) a repository into its KB; returns the run's statistics.
+
+    The live version is checked first (`drivers.kb_check.live_damage`): a damaged one is rebuilt from the tree, as
+    every version is with rebuild=True (nothing of the live version, nor parsed batches an interrupted run left, used).
 
     One index run per KB at a time: a second run waits for the first (on_wait() is called once if it has to),
     then re-indexes incrementally from what the first wrote."""
@@ -66,7 +70,7 @@ def index_repository(
     check_writable(kb_dir)
     with exclusive_lock(index_lock_path(kb_dir), on_wait=on_wait), _collector_paused():
         try:
-            return _index_locked(repo, kb_dir, history, max_file_bytes, on_progress, history_from, workers)
+            return _index_locked(repo, kb_dir, history, max_file_bytes, on_progress, history_from, workers, rebuild)
         finally:
             tokens.release()
 
@@ -92,12 +96,21 @@ def _stage(on_progress, text: str) -> None:
         stage(text)
 
 
-def _index_locked(repo: Path, kb_dir: Path, history, max_file_bytes, on_progress, history_from, workers) -> dict:
+def _index_locked(repo: Path, kb_dir: Path, history, max_file_bytes, on_progress, history_from, workers,
+                  rebuild: bool = False) -> dict:
     started = time.perf_counter()  # the whole run: reading the previous KB, indexing, writing the new one
     _stage(on_progress, "looking for changes")
     walk = sources.source_paths(repo)
-    cache = stat_cache.read_cache(kb_dir)  # (read once: the fast exit and the scan both consult it)
-    if history_from is None:
+    damage = None if rebuild else kb_check.live_damage(kb_dir)
+    notes = []
+    if rebuild:
+        shutil.rmtree(kb_dir / RESUME_DIR, ignore_errors=True)
+        notes.append("rebuilt from the source tree (--rebuild): every file parsed again")
+    elif damage is not None:
+        notes.append(f"the knowledge base was damaged ({damage}): rebuilt from the source tree")
+    reuse = not rebuild and damage is None
+    cache = stat_cache.read_cache(kb_dir) if reuse else None  # (read once: the fast exit and the scan both consult it)
+    if history_from is None and reuse:
         unchanged = stat_cache.unchanged_stats(repo, kb_dir, walk, history, max_file_bytes, cache)
         if unchanged is not None:
             return {**unchanged, "seconds": round(time.perf_counter() - started, 3)}
@@ -107,8 +120,8 @@ def _index_locked(repo: Path, kb_dir: Path, history, max_file_bytes, on_progress
     from drivers.index_dag import PARALLEL_MIN_FILES, index_frames
     from drivers.kb import live_version, read_metadata, read_tables, write_kb
 
-    previous, skipped, import_context, notes = None, {}, None, []
-    if live_version(kb_dir) is not None:
+    previous, skipped, import_context = None, {}, None
+    if reuse and live_version(kb_dir) is not None:
         try:
             previous_metadata = read_metadata(kb_dir)
             if cache is not None and cache.entries and not any(path in walk.paths for path in cache.entries):
@@ -125,6 +138,7 @@ def _index_locked(repo: Path, kb_dir: Path, history, max_file_bytes, on_progress
                 notes.append("previous KB not reused: it was written by another version of the index code")
         except CraError as exc:
             notes.append(f"previous KB not reused: {exc}")
+            reuse = reuse and not isinstance(exc, kb_check.KbDamaged)  # (nothing of a damaged version is linked)
     _stage(on_progress, "reading the tree")
     scanned_ns = time.time_ns()
     known = _known_files(cache, previous, skipped)  # (scan_sources is looked up on its module: tests/kb_compare.py substitutes it)
@@ -150,7 +164,7 @@ def _index_locked(repo: Path, kb_dir: Path, history, max_file_bytes, on_progress
         }
         _stage(on_progress, "writing the knowledge base")
         version = write_kb(kb_dir, tables, metadata, previous, written={"contents": contents_dir / CONTENTS_FILE},
-                           trim_heap=stats["n_parsed"] >= PARALLEL_MIN_FILES)
+                           trim_heap=stats["n_parsed"] >= PARALLEL_MIN_FILES, reuse_live=reuse)
     finally:
         shutil.rmtree(contents_dir, ignore_errors=True)
     shutil.rmtree(kb_dir / RESUME_DIR, ignore_errors=True)

@@ -37,6 +37,7 @@ from dataflows.index.schema import REQUEST_TABLES, SCHEMA_VERSION, TABLES, arrow
 from dataflows.lexical import Bm25Index
 from dataflows.retrieval import vocabulary
 from drivers.errors import CraError
+from drivers.kb_check import INVENTORY_KEY, KbDamaged, clear_damage, inventory, mark_damaged, version_damage
 from drivers.kb_dir import CURRENT, KB_DIRNAME, check_writable, default_kb_dir, live_version  # noqa: F401 (re-exported)
 from drivers.word_cache import read_word_tables, word_input_digests, word_table_overrides, word_tables, write_word_tables
 
@@ -170,7 +171,7 @@ def _link_or_copy(source: Path, target: Path) -> None:
 
 
 def write_kb(kb_dir: Path, tables: dict[str, pd.DataFrame], metadata: dict, previous: dict[str, pd.DataFrame] | None = None,
-             written: dict[str, Path] | None = None, trim_heap: bool = True) -> Path:
+             written: dict[str, Path] | None = None, trim_heap: bool = True, reuse_live: bool = True) -> Path:
     """Write all tables + metadata (plus the BM25 index of each given term table and, given files and symbols, the
     word tables) into a fresh version directory, then point CURRENT at it.
 
@@ -185,7 +186,11 @@ def write_kb(kb_dir: Path, tables: dict[str, pd.DataFrame], metadata: dict, prev
     its symbol lexicon is built).
 
     trim_heap: hand freed memory back to the system after each job (`drivers.heap.glibc_trim`): for a run
-    over many files, where the peak matters; a small re-index is faster without."""
+    over many files, where the peak matters; a small re-index is faster without.
+
+    reuse_live: False when the live version is damaged: none of its files is linked (nor its word tables).
+
+    The metadata records every file's size and footer (`drivers.kb_check.inventory`), checked before reuse."""
     kb_dir = Path(kb_dir)
     check_writable(kb_dir)
     staging = Path(tempfile.mkdtemp(dir=kb_dir, prefix=".tmp-"))
@@ -233,7 +238,7 @@ def write_kb(kb_dir: Path, tables: dict[str, pd.DataFrame], metadata: dict, prev
     if tables.get("files") is not None and tables.get("symbols") is not None:
         digests = word_input_digests(tables["files"], tables["symbols"])
         metadata = {**metadata, "word_inputs": digests}
-        previous_version = live_version(kb_dir)
+        previous_version = live_version(kb_dir) if reuse_live else None
         words = [lambda: (write_word_tables(staging, tables["files"], tables["symbols"], previous_version, digests),
                           done("files", "symbols"))]  # fmt: skip
         jobs_reading.update(["files", "symbols"])
@@ -246,7 +251,8 @@ def write_kb(kb_dir: Path, tables: dict[str, pd.DataFrame], metadata: dict, prev
     try:
         with ThreadPoolExecutor(max_workers=len(groups)) as pool:
             list(pool.map(lambda group: [job() for job in group], groups))
-        (staging / _METADATA).write_text(json.dumps({**metadata, "schema_version": SCHEMA_VERSION}, indent=2, default=str))
+        metadata = {**metadata, "schema_version": SCHEMA_VERSION, INVENTORY_KEY: inventory(staging)}
+        (staging / _METADATA).write_text(json.dumps(metadata, indent=2, default=str))
         version = kb_dir / f"v-{time.strftime('%Y%m%dT%H%M%S')}-{staging.name[5:]}"
         staging.rename(version)
     except BaseException:
@@ -255,6 +261,7 @@ def write_kb(kb_dir: Path, tables: dict[str, pd.DataFrame], metadata: dict, prev
     pointer_tmp = kb_dir / f".{_CURRENT}.tmp"
     pointer_tmp.write_text(version.name)
     os.replace(pointer_tmp, kb_dir / _CURRENT)
+    clear_damage(kb_dir)
     for old in kb_dir.iterdir():  # earlier versions and debris of interrupted runs
         if old.is_dir() and old != version and (old.name.startswith(("v-", ".tmp-"))):
             shutil.rmtree(old, ignore_errors=True)
@@ -270,7 +277,7 @@ def read_metadata(kb_dir: Path) -> dict:
     try:
         metadata = json.loads((version / _METADATA).read_text())
     except (OSError, ValueError) as exc:
-        raise CraError(f"The knowledge base at {kb_dir} is damaged ({exc}). Re-run `cra index REPO`.") from None
+        raise KbDamaged(kb_dir, version.name, f"{_METADATA}: {exc}") from None
     found = metadata.get("schema_version")
     if found != SCHEMA_VERSION:
         raise CraError(
@@ -293,15 +300,18 @@ def read_tables(kb_dir: Path, names, arrow_lists: bool = False) -> dict[str, pd.
     """Selected tables of the live version as pandas frames (arrow_lists: see `_read_table`)."""
     read_metadata(kb_dir)
     version = live_version(Path(kb_dir))
-    try:
-        names = list(names)
-        if len(names) == 1:
-            return {names[0]: _read_table(version, names[0], arrow_lists)}
-        with ThreadPoolExecutor(max_workers=4) as pool:  # Parquet decoding releases the GIL
-            frames = pool.map(lambda name: _read_table(version, name, arrow_lists), names)
-            return dict(zip(names, frames))
-    except (OSError, pa.ArrowException) as exc:
-        raise CraError(f"The knowledge base at {kb_dir} is damaged ({exc}). Re-run `cra index REPO`.") from None
+
+    def read(name: str) -> pd.DataFrame:
+        try:
+            return _read_table(version, name, arrow_lists)
+        except (OSError, pa.ArrowException) as exc:
+            raise mark_damaged(kb_dir, f"{table_file(name)}: {exc}") from None
+
+    names = list(names)
+    if len(names) == 1:
+        return {names[0]: read(names[0])}
+    with ThreadPoolExecutor(max_workers=4) as pool:  # Parquet decoding releases the GIL
+        return dict(zip(names, pool.map(read, names)))
 
 
 def _read_terms(kb_dir: Path, name: str) -> pd.DataFrame:
@@ -314,7 +324,7 @@ def _read_terms(kb_dir: Path, name: str) -> pd.DataFrame:
             return frame.assign(term=frame["term"].astype("category"))
         return pq.ParquetFile(version / f"{name}.parquet", read_dictionary=["term"]).read().to_pandas()  # (an older version's)
     except (OSError, pa.ArrowException) as exc:
-        raise CraError(f"The knowledge base at {kb_dir} is damaged ({exc}). Re-run `cra index REPO`.") from None
+        raise mark_damaged(kb_dir, f"{table_file(name)}: {exc}") from None
 
 
 @dataclass
@@ -343,7 +353,7 @@ class KnowledgeBase:
         try:
             found = _read_lexicon(version, terms) if version is not None else None
         except (OSError, pa.ArrowException) as exc:
-            raise CraError(f"The knowledge base at {self.kb_dir} is damaged ({exc}). Re-run `cra index REPO`.") from None
+            raise mark_damaged(self.kb_dir, f"{terms}{_LEXICON_SUFFIX}: {exc}") from None
         return found if found is not None else Bm25Index.from_terms(_read_terms(self.kb_dir, terms), LEXICONS[terms])
 
     @cached_property
@@ -365,7 +375,7 @@ class KnowledgeBase:
         try:
             found = read_word_tables(version) if version is not None else {}
         except (OSError, ValueError, KeyError, pa.ArrowException) as exc:
-            raise CraError(f"The knowledge base at {self.kb_dir} is damaged ({exc}). Re-run `cra index REPO`.") from None
+            raise mark_damaged(self.kb_dir, f"word tables: {exc}") from None
         return found or word_tables(self.files, self.tables["symbols"])
 
     @cached_property
@@ -395,6 +405,9 @@ def load_kb(kb_dir: Path) -> KnowledgeBase:
     metadata = read_metadata(kb_dir)
     key = (str(kb_dir), (kb_dir / _CURRENT).read_text().strip())
     if key not in _LOADED:
+        damage = version_damage(kb_dir / key[1], metadata)  # (a few small reads: each file's size and footer)
+        if damage is not None:
+            raise mark_damaged(kb_dir, damage)
         _LOADED.clear()
         _LOADED[key] = KnowledgeBase(kb_dir, metadata, read_tables(kb_dir, REQUEST_TABLES, arrow_lists=True))
     return _LOADED[key]

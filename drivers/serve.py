@@ -26,14 +26,26 @@ INSTRUCTIONS = (
     "definitions by name."
 )
 
-def _tool(fn):
+def _tool(fn, ws=None):
     """Run a tool body: a CraError becomes a tool error with its message; anything else a tool error naming the
-    bug, its traceback on stderr; the server keeps serving either way."""
+    bug, its traceback on stderr; the server keeps serving either way. With the workspace (tools that read a KB):
+    a KB found damaged while answering is rebuilt once (`Workspace.repair`), then the call is answered."""
     from mcp.server.mcpserver.exceptions import ToolError
+
+    from drivers.kb_check import KbDamaged
+
+    def answer(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except KbDamaged as exc:
+            if ws is None or not ws.repair(exc):
+                raise
+            log.warning("%s Rebuilt it.", exc)
+            return fn(*args, **kwargs)
 
     def run(*args, **kwargs):
         try:
-            return fn(*args, **kwargs)
+            return answer(*args, **kwargs)
         except CraError as exc:
             raise ToolError(str(exc)) from None
         except Exception as exc:  # a bug in cra, not the caller's doing
@@ -77,7 +89,7 @@ def build_server(ws):
             "Only the function bodies that score near the best one (a few hundred to a few thousand tokens), "
             "instead of filling the budget; the JSON says where it stopped."))] = False,  # fmt: skip
     ) -> str:
-        return _tool(mcp_tools.get_context)(ws, task, repo, "auto" if compact else budget, format, memories, task_id)
+        return _tool(mcp_tools.get_context, ws)(ws, task, repo, "auto" if compact else budget, format, memories, task_id)
 
     @server.tool(description=(
         "Explain why one file is or is not in the context for a task: its rank, every ranking signal with its "
@@ -89,14 +101,14 @@ def build_server(ws):
         repo: Repo = None,
         budget: Annotated[int | None, Field(ge=256, le=1_000_000, description="Token budget, as for get_context.")] = None,
     ) -> dict[str, Any]:
-        return _tool(mcp_tools.explain_file)(ws, task, path, repo, budget)
+        return _tool(mcp_tools.explain_file, ws)(ws, task, path, repo, budget)
 
     @server.tool(description=(
         "Re-index a repository now (incremental: only changed files are parsed) and return the index summary: files "
         "by language, symbols, edges, history, what was skipped. get_context re-indexes by itself when files "
         "change; call this after large changes such as a branch switch, or to see what the index holds."))  # fmt: skip
     def index(repo: Repo = None) -> dict[str, Any]:
-        return _tool(mcp_tools.index)(ws, repo)
+        return _tool(mcp_tools.index, ws)(ws, repo)
 
     @server.tool(description=(
         "Find definitions (functions, classes, methods, types) by name in the repository's index: exact names "
@@ -107,7 +119,7 @@ def build_server(ws):
         repo: Repo = None,
         limit: Annotated[int, Field(ge=1, le=500, description="At most this many symbols (default 20).")] = 20,
     ) -> dict[str, Any]:
-        return _tool(mcp_tools.search_symbols)(ws, query, repo, limit)
+        return _tool(mcp_tools.search_symbols, ws)(ws, query, repo, limit)
 
     @server.tool(description=(
         "Scoped memories that apply to this work: the user's preferences and corrections, language rules, project "
@@ -154,7 +166,7 @@ def build_server(ws):
         format: Annotated[Literal["json", "markdown"], Field(description="json (the retrieval bundle) or markdown.")] = "json",
         adaptive_caps: Annotated[bool, Field(description="Scale the caps by priority.")] = False,
     ) -> str:
-        return _tool(mcp_tools.diagnose)(ws, bundle, run_dir, phase_id, attempt, repo, force, format, adaptive_caps)
+        return _tool(mcp_tools.diagnose, ws)(ws, bundle, run_dir, phase_id, attempt, repo, force, format, adaptive_caps)
 
     _escalation_tools(server)
     return server
@@ -222,12 +234,21 @@ def _watch(ws, stop: threading.Event) -> None:
 def _warm(ws) -> None:
     """At start, in the background: index (or refresh) every served repository and run one request, so an agent's
     first call finds the KB loaded and its lexicons built (it waits on the repository's lock if it comes sooner)."""
+    from drivers.kb_check import KbDamaged
     from drivers.retriever import retrieve
+
+    def warm(root: Path) -> None:
+        with ws.fresh(str(root)) as (_, kb):
+            retrieve(kb, "warm up: load the knowledge base", budget=1024)
 
     for root in list(ws.repos):
         try:
-            with ws.fresh(str(root)) as (_, kb):
-                retrieve(kb, "warm up: load the knowledge base", budget=1024)
+            try:
+                warm(root)
+            except KbDamaged as exc:  # rebuilt once, as a request would
+                log.warning("%s Rebuilding it.", exc)
+                ws.repair(exc)
+                warm(root)
         except Exception as exc:  # the first request reports it to the agent
             log.warning("warming %s failed: %s", root, exc)
 

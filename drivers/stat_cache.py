@@ -20,12 +20,15 @@ import time
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from drivers.git_history import git_head
 from drivers.kb_dir import live_version
 from drivers.output import write_text_atomic
 from drivers.shipped import shipped_path
-from drivers.sources import SourcePaths
+
+if TYPE_CHECKING:  # (the type only: `cra retrieve`'s staleness check reads the cache without the walk's modules)
+    from drivers.sources import SourcePaths
 
 CACHE_FILE = "scan-cache.json"
 RACY_NS = 2_000_000_000  # mtime granularity of the coarsest file systems we may meet (FAT: 2 s)
@@ -34,7 +37,7 @@ _FORMAT = 2
 # a change to any of them means the tree must be re-indexed
 _CODE = ("dataflows.index", "dataflows.lexical", "dataflows.text", "dataflows.retrieval.vocabulary",
          "dataflows.retrieval.word_tables", "drivers.sources", "drivers.indexer", "drivers.index_dag", "drivers.kb",
-         "drivers.word_cache")  # fmt: skip
+         "drivers.kb_check", "drivers.word_cache")  # fmt: skip
 _DATA = ("conventions",)
 
 

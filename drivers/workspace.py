@@ -198,6 +198,19 @@ class Workspace:
             self._load(repo)
             return repo, repo.last_index
 
+    def repair(self, damaged) -> bool:
+        """Rebuild a served KB that a request found damaged (a `drivers.kb_check.KbDamaged`), unless another request
+        rebuilt it meanwhile; False when no served repository keeps its KB there (then nothing is done)."""
+        repo = next((r for r in list(self.repos.values()) if r.kb_dir == Path(damaged.kb_dir).resolve()), None)
+        if repo is None:
+            return False
+        with repo.lock:
+            if damaged.version is None or live_version(repo.kb_dir) == damaged.version:
+                repo.kb, repo.loaded_version = None, None
+                self._index(repo, tree_fingerprint(repo.root), rebuild=True)
+            self._load(repo)
+        return True
+
     def _refresh(self, repo: Repository) -> None:
         """Call with repo.lock held: index if the tree moved since the live KB was built, load if not loaded."""
         if repo.watched and not repo.changed and repo.kb is not None and live_version(repo.kb_dir) == repo.loaded_version:
@@ -211,8 +224,8 @@ class Workspace:
             self._index(repo, fingerprint)
         self._load(repo)
 
-    def _index(self, repo: Repository, fingerprint: str) -> None:
-        repo.last_index = index_repository(repo.root, repo.kb_dir, history=self.history)
+    def _index(self, repo: Repository, fingerprint: str, rebuild: bool = False) -> None:
+        repo.last_index = index_repository(repo.root, repo.kb_dir, history=self.history, rebuild=rebuild)
         version = live_version(repo.kb_dir)
         repo.built_version, repo.fingerprint = version, fingerprint
         write_text_atomic(repo.kb_dir / STATE_FILE, json.dumps({"version": version, "fingerprint": fingerprint}) + "\n")

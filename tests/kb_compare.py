@@ -5,7 +5,7 @@
 
 `index --scan FILE` reads the files git tracks in REPO, pickles them into FILE the first time and feeds the pickled
 scan on later runs, so two runs of different code index exactly the same files (a change in how the tree is walked
-or .gitignore is read stays out of the comparison). Only wall-clock fields of the metadata (index time stamp, seconds) are ignored.
+or .gitignore is read stays out of the comparison). Only wall-clock fields of the metadata (index time stamp, seconds) and the record of file sizes and footers are ignored.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import pandas as pd
 import pyarrow as pa
 
 WALL_CLOCK = {"indexed_at", "seconds"}
+LAYOUT = {"table_files"}  # each file's size and footer digest (drivers.kb_check): how it was written, not what it holds
 
 
 def _live(kb_dir: Path) -> Path:
@@ -38,7 +39,7 @@ def _sorted(frame: pd.DataFrame) -> pd.DataFrame:
 def _without_clock(value, ignore: frozenset | set = frozenset()):
     """Metadata with its wall-clock fields (and the `ignore` keys) taken out, at any depth."""
     if isinstance(value, dict):
-        return {k: _without_clock(v, ignore) for k, v in value.items() if k not in WALL_CLOCK and k not in ignore}
+        return {k: _without_clock(v, ignore) for k, v in value.items() if k not in WALL_CLOCK | LAYOUT and k not in ignore}
     if isinstance(value, list):
         return [_without_clock(v, ignore) for v in value]
     return value
