@@ -181,24 +181,24 @@ def _js_is_top_level_argument(node: Node) -> bool:
 
 
 def _js_pair(node: Node, walker: Walker) -> Decl | None:
-    """`key: function () {}` / `key: () => ...` in an object literal held by a name (`_js_holder`)."""
+    """`key: function () {}` / `key: () => ...` in an object literal held by a name (`_js_holder`): a method of
+    that object, like `key() {}`."""
     value = node.child_by_field_name("value")
     if value is None or value.type not in _FUNCTION_VALUES:
         return None
     name, holder = _js_key(node, walker), _js_holder(node.parent, walker)
     if not name or holder is None:
         return None
-    return Decl(name, "function", node, value.child_by_field_name("body"), qualifier=holder[0], makes_class=holder[1])
+    return Decl(name, "method", node, value.child_by_field_name("body"), qualifier=holder[0], makes_class=holder[1])
 
 
 def _js_object_method(node: Node, name: Node, walker: Walker) -> Decl:
-    """A method of a class, or of an object literal: qualified by its holder (`_js_holder`) when it has one, a
-    function when the module holds it (`module.exports = { a() {} }`)."""
+    """A method of a class, or of an object literal: then qualified by its holder (`_js_holder`) when it has one."""
     body = node.child_by_field_name("body")
     holder = _js_holder(node.parent, walker) if node.parent is not None and node.parent.type == "object" else None
     if holder is None:
         return Decl(walker.text(name), "method", node, body)
-    return Decl(walker.text(name), "function", node, body, qualifier=holder[0], makes_class=holder[1])
+    return Decl(walker.text(name), "method", node, body, qualifier=holder[0], makes_class=holder[1])
 
 
 def _js_is_top_level(declaration: Node) -> bool:
