@@ -213,7 +213,7 @@ def test_typescript_imports_references_comments():
         ("./a", ("x",), 1),
         ("../b", ("a", "b"), 2),
         ("./c2", ("c",), 3),
-        ("./c", ("c",), 4),
+        ("./c", ("c", "* as c"), 4),  # (the module's export `c`, or the module itself: `c.f()`)
         ("./d", (), 16),
     ]
     assert references_of(result, "add") == {("Point", "annotation"), ("helper", "call")}
@@ -323,7 +323,7 @@ def test_rust_str_macro_calls_parse():
 def test_javascript_and_tsx_share_the_extractor():
     js = parsed("javascript", "const h = require('./h');\nfunction main() { h.run(); }\n")
     assert symbol_rows(js) == [("main", "function", 2, 2, None)]
-    assert js.imports == [ParsedImport(target="./h", names=("h",), line=1)]
+    assert js.imports == [ParsedImport(target="./h", names=("h", "* as h"), line=1)]
     assert references_of(js, "main") == {("h.run", "call")}
     tsx = parsed("tsx", "export const App = (p: Props) => <div>{render(p)}</div>;\n")
     assert symbol_rows(tsx) == [("App", "function", 1, 1, None)]

@@ -280,8 +280,9 @@ class _Resolver:
         dst = self._js_file(posixpath.normpath(posixpath.join(package, target))) if target.startswith(".") else self._js_bare(target)
         if dst is None:
             return []
-        bound = [n.partition(" as ") for n in names if n and n != "*"]
-        return [(dst, (alias or orig).strip(), orig.strip()) for orig, _, alias in bound] or [(dst, None, None)]
+        bound = [n.partition(" as ") for n in names if n and n != "*"]  # "* as m": the module itself, bound to m
+        return [(dst, (alias or orig).strip(), None if orig.strip() == "*" else orig.strip()) for orig, _, alias in bound] \
+            or [(dst, None, None)]
 
     def go(self, target: str, names: list[str]):
         for prefix, directory in self.go_modules.items():
@@ -587,6 +588,15 @@ def _enclosing_class(symbols: pd.DataFrame) -> pd.Series:
     return pd.Series(ids[found[has]], index=ids[has], name="owner")
 
 
+def _sibling_refs(refs: pd.DataFrame, own: pd.DataFrame) -> pd.DataFrame:
+    """`this.x` in a function of no class, assigned as a member of an object (JS `res.redirect = function () {
+    this.location() }`): refs with column sibling, the qualified name of that object's member x (`res.location`)."""
+    qualified = own.set_index("symbol_id")["qualified_name"].reindex(refs["symbol_id"].to_numpy()).fillna("").tolist()
+    holder = [name.rpartition(".")[0] for name in qualified]
+    refs = refs.assign(sibling=[f"{h}.{last}" for h, last in zip(holder, refs["last"].tolist())], holder=holder)
+    return refs[refs["holder"] != ""].astype({"sibling": object})
+
+
 def _lookup(refs: pd.DataFrame, targets: pd.DataFrame, left_on: list[str], right_on: list[str], priority: float) -> pd.DataFrame:
     """Candidate (ref row, dst symbol) pairs of one resolution rule, tagged with its priority."""
     if refs.empty or targets.empty:  # an empty side may carry float64 keys that cannot merge with strings
@@ -732,7 +742,8 @@ def kb_symbol_edges(
     """Symbol -> symbol edges (call/base/annotation), best candidate per reference, unresolved ones dropped:
     references of symbol_edge_files resolved now, the other files' edges carried over (ids re-keyed).
 
-    Rules in order: same-file module-level name; self/this/cls.x -> member x of the enclosing class; a name
+    Rules in order: same-file module-level name; self/this/cls.x -> member x of the enclosing class (outside a
+    class, in a function assigned as `obj.f`, the same file's `obj.x`); a name
     imported into the file (`from m import f`, `from m import f as g`); `alias.f` for an imported module
     (`import m as alias`); `Class.x` for a class defined in or imported into the file; finally a same-file
     nested definition of that name; in Go and Java, after imported names, a top-level name (a class, for `Class.x`)
@@ -811,7 +822,7 @@ def _resolved_symbol_edges(
     refs["name"] = refs["name"].str.replace("::", ".", regex=False)  # Rust / C++ / PHP paths: `Type::new` is `Type.new`
     if refs.empty:
         return pd.DataFrame(columns=["src_symbol_id", "dst_symbol_id", "kind"])
-    columns = ["symbol_id", "file_id", "name", "parent_id", "kind"]
+    columns = ["symbol_id", "file_id", "name", "parent_id", "kind", "qualified_name"]
     split = refs["name"].str.rpartition(".")
     packages = packages if packages is not None else pd.Series(dtype=object)
     refs = refs.assign(ref=range(len(refs)), prefix=split[0], last=split[2],
@@ -822,7 +833,7 @@ def _resolved_symbol_edges(
     reexported = reexported if reexported is not None else pd.DataFrame(columns=_BINDING_COLUMNS)
     reachable = (kb_symbols["file_id"].isin(refs["file_id"]) | kb_symbols["file_id"].isin(import_bindings["dst_file_id"])
                  | kb_symbols["file_id"].isin(in_package) | kb_symbols["file_id"].isin(reexported["dst_file_id"]))  # fmt: skip
-    symbols = kb_symbols.loc[reachable, columns].astype({"name": object, "kind": object})
+    symbols = kb_symbols.loc[reachable, columns].astype({"name": object, "kind": object, "qualified_name": object})
     own = symbols[symbols["file_id"].isin(refs["file_id"])]
     top = symbols[symbols["parent_id"].isna()]
     modules = import_bindings[import_bindings["member"].isna() & import_bindings["local"].notna() & (import_bindings["local"] != GLOB)]
@@ -836,6 +847,7 @@ def _resolved_symbol_edges(
     module_members = modules.merge(top, left_on="dst_file_id", right_on="file_id", suffixes=("_b", ""))
     owner = _enclosing_class(own)
     self_refs = dotted[dotted["prefix"].isin(SELF_NAMES)].join(owner, on="symbol_id", how="inner")
+    siblings = _sibling_refs(dotted[dotted["prefix"].isin(SELF_NAMES) & ~dotted["symbol_id"].isin(owner.index)], own)
     classes = pd.concat([
         top[top["kind"].isin(CLASS_KINDS) & top["file_id"].isin(refs["file_id"])][["file_id", "name", "symbol_id"]],
         imported.rename(columns={"local": "name"})[["file_id", "name", "symbol_id"]],
@@ -854,6 +866,7 @@ def _resolved_symbol_edges(
     candidates = pd.concat([
         same_file,
         _lookup(self_refs, own, ["owner", "last"], ["parent_id", "name"], 1),
+        _lookup(siblings, own, ["file_id", "sibling"], ["file_id", "qualified_name"], 1.5),
         _lookup(plain, imported, ["file_id", "name"], ["file_id", "local"], 2),
         _lookup(plain, through, ["file_id", "name"], ["file_id", "local"], 2.2),
         _lookup(plain.dropna(subset=["package"]), peers, ["package", "name"], ["package", "name"], 2.5),

@@ -88,8 +88,8 @@ def _symbol_bodies(lines: list[str], symbols: list[ParsedSymbol]) -> list[str]:
             bodies.append("\n".join(lines[first:last]))
             continue
         own, line = [], first
-        for member in sorted(members[idx], key=lambda m: m.start_line):
-            own.extend(lines[line : max(member.start_line - 1, line)])
+        for member in sorted(members[idx], key=lambda m: m.start_line):  # (a member may lie past its owner's end:
+            own.extend(lines[line : min(max(member.start_line - 1, line), last)])  # Go methods, JS prototypes)
             line = max(line, member.end_line)
         own.extend(lines[line:last])
         bodies.append("\n".join([*own, *(m.name for m in members[idx])]))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import threading
+from dataclasses import replace
 from tree_sitter import Language, Node, Parser
 
 from dataflows.index.parsers.models import (
@@ -192,6 +193,7 @@ class _Walker:
         self._comments: list[tuple[int, str]] = []
         self._seen: set[tuple[int, str, str]] = set()
         self._receivers: list[tuple[int, str]] = []  # (symbol, receiver type) for Go methods
+        self._classes: set[str] = set()  # receivers that are classes whatever they are declared as (JS prototypes)
         self._type_bases: list[tuple[str, str]] = []  # (type, base) declared outside the type: Rust `impl Trait for Type`
         self._file_namespace: str | None = None  # C# `namespace A.B;` / PHP `namespace A\B;` (statement form)
 
@@ -283,6 +285,8 @@ class _Walker:
         idx = len(self.symbols) - 1
         if decl.qualifier or qualifier:
             self._receivers.append((idx, prefix))
+            if decl.makes_class:
+                self._classes.add(prefix)
         return idx
 
     def resolve_receivers(self) -> None:
@@ -290,10 +294,17 @@ class _Walker:
         this file (by qualified name, else by its last name); impl traits are its bases."""
         by_name = {s.name: i for i, s in enumerate(self.symbols) if s.parent is None and s.kind != "method"}
         by_qualified = {s.qualified_name: i for i, s in enumerate(self.symbols) if s.kind in _OWNER_KINDS}
+        made: set[int] = set()  # constructors found to be classes: `function Foo` with `Foo.prototype.bar = ...`
         for idx, receiver in self._receivers:
             owner = by_qualified.get(receiver, by_name.get(receiver.rpartition(".")[2]))
             if owner is not None and owner != idx and self.symbols[idx].parent is None:
                 self.symbols[idx] = _replace_parent(self.symbols[idx], owner)
+                if receiver in self._classes and self.symbols[owner].kind == "function":
+                    self.symbols[owner] = replace(self.symbols[owner], kind="class")
+                    made.add(owner)
+        for idx, s in enumerate(self.symbols):  # (their `this.f = function` in the constructor: methods too)
+            if s.kind == "function" and s.parent in made:
+                self.symbols[idx] = replace(s, kind="method")
         for type_name, base in self._type_bases:
             if type_name in by_name:
                 self._ref(by_name[type_name], base, "base")

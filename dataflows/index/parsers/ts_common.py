@@ -40,6 +40,7 @@ class Decl:
     body: Node | None
     qualifier: str | None = None  # Go receiver / C++ `Class::` / Ruby `Outer::`: qualified name "Type.method"
     bases: list[Node | str] = field(default_factory=list)  # base type nodes, or names already normalised
+    makes_class: bool = False  # the qualifier's own symbol is a class: JS `Foo.prototype.bar = function` (constructor Foo)
 
 
 @dataclass(frozen=True)
