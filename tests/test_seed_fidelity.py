@@ -1,0 +1,93 @@
+"""Seed fidelity (issue 55): bare method names in seed-format cases, the no-match fallback with history, seed 001's
+gates in `cra evaluate`, and the seed variants selectable by one flag."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from drivers import evaluate
+from drivers.cli import main
+from tests.fixture_repo import make_repo
+
+
+def run_evaluate(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser()
+    evaluate.add_arguments(parser)
+    return evaluate.run(parser.parse_args(argv))
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    root = make_repo(tmp_path_factory.mktemp("fidelity") / "repo")
+    assert main(["index", str(root)]) == 0
+    return root
+
+
+def _evaluate_cases(tmp_path, monkeypatch, repo, records, *extra):
+    monkeypatch.setenv("CRA_CACHE", str(tmp_path / "cache"))
+    cases_file = tmp_path / "cases.jsonl"
+    cases_file.write_text("".join(json.dumps(r) + "\n" for r in records))
+    out = tmp_path / "out"
+    code = run_evaluate(["--cases", str(cases_file), "--repo", str(repo), "--out", str(out), "--workers", "1", *extra])
+    assert code == 0
+    import pandas as pd
+
+    return json.loads((out / "summary.json").read_text()), pd.read_parquet(out / "cases.parquet").set_index("case_id")
+
+
+INVOICE_TASK = "Invoice total_amount should round the invoice total to cents"
+
+
+def test_a_bare_method_name_scores_like_its_qualified_form_when_its_class_is_shown_whole(tmp_path, monkeypatch, repo):
+    """`total_amount` sits inside `Invoice`, which the budget shows whole: the bare seed-format name is found, its body
+    counts, and token efficiency counts the method's own tokens (not the whole class) in both forms."""
+    records = [
+        {"id": "bare", "task": INVOICE_TASK, "expected_files": ["app/billing/invoice.py"],
+         "expected_symbols": ["total_amount"]},
+        {"id": "qualified", "task": INVOICE_TASK, "expected_files": ["app/billing/invoice.py"],
+         "expected_symbols": ["app/billing/invoice.py::Invoice.total_amount"]},
+    ]
+    _, rows = _evaluate_cases(tmp_path, monkeypatch, repo, records, "--budgets", "4096", "--budget", "4096")
+    widened = [w for w in json.loads(json.dumps(_widened(repo)))]
+    assert any(w["symbol"] == "Invoice" and "Invoice.total_amount" in w["members"] for w in widened)
+    bare, qualified = rows.loc["bare"], rows.loc["qualified"]
+    assert bare["symbol_recall"] == qualified["symbol_recall"] == 1.0
+    assert bare["gold_body@4096"] == qualified["gold_body@4096"] == 1.0
+    assert bare["token_efficiency"] == pytest.approx(qualified["token_efficiency"])
+    assert bare["token_efficiency@4096"] == pytest.approx(qualified["token_efficiency@4096"])
+    assert 0 < bare["token_efficiency"] < _class_share(repo)  # the method's tokens, less than the class's
+
+
+def _package(repo, budget="4096"):
+    import io
+    import contextlib
+
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        assert main(["retrieve", INVOICE_TASK, "--repo", str(repo), "--format", "json", "--budget", budget]) == 0
+    return json.loads(buffer.getvalue())
+
+
+def _widened(repo):
+    return _package(repo)["provenance"]["budget"]["widened"]
+
+
+def _class_share(repo):
+    doc = _package(repo)
+    invoice = next(s for f in doc["files"] for s in f["symbols"] if s["qualified_name"] == "Invoice")
+    return invoice["tokens"] / doc["token_count"]
+
+
+def test_a_task_with_no_evidence_falls_back_to_central_files_with_a_warning_in_a_git_repository(repo, capsys):
+    """With history, recency used to anchor the second pass on the newest files and every file 'matched'."""
+    capsys.readouterr()
+    assert main(["retrieve", "qwxzy plorbnik vuzzfrat", "--repo", str(repo), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert any("falls back" in w for w in doc["provenance"]["warnings"])
+    assert {row["added_by"] for row in doc["provenance"]["scope"]} == {"score"}
+    assert len(doc["provenance"]["scope"]) == min(10, len(doc["provenance"]["scope"])) >= 3
+    assert all(row["signals"]["partner_affinity"] == 0 for row in doc["provenance"]["scope"])
