@@ -91,3 +91,34 @@ def test_a_task_with_no_evidence_falls_back_to_central_files_with_a_warning_in_a
     assert {row["added_by"] for row in doc["provenance"]["scope"]} == {"score"}
     assert len(doc["provenance"]["scope"]) == min(10, len(doc["provenance"]["scope"])) >= 3
     assert all(row["signals"]["partner_affinity"] == 0 for row in doc["provenance"]["scope"])
+
+
+def test_sot_falls_back_to_keyword_counts_when_the_kb_scores_nothing(tmp_path, monkeypatch):
+    """Seed 000 with a KB on a small documentation-only repository: every KB score was 0 and the document with five
+    keyword matches was left out for newer ones; now the seed's counts rank them and `stats.sot_ranking` says so."""
+    import os
+    import time
+    from datetime import datetime, timezone
+
+    from drivers.diagnose import diagnose
+    from drivers.indexer import index_repository
+
+    monkeypatch.setenv("CRA_HOME", str(tmp_path / "home"))
+    run, repo = tmp_path / "run", tmp_path / "repo"
+    run.mkdir()
+    docs = {"docs/deployment.md": "Rolling out: the lag alarm fires when replication falls behind.\n"
+                                  "Replication lag above the threshold pages on-call; check replication slots, "
+                                  "replication workers and replication networks.\n"}
+    docs |= {f"docs/page{i}.md": f"Page {i} of the handbook: office hours and holidays.\n" for i in range(4)}
+    now = time.time()
+    for age, (rel, text) in enumerate(docs.items()):
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+        stamp = now - 3600 * (10 - age)  # the matching document is the oldest
+        os.utime(repo / rel, (stamp, stamp))
+    index_repository(repo, history=0)
+    bundle = {"error_message": "replica overloaded", "root_cause": "Unknown"}  # no indexed word: KB scores 0
+    d = diagnose(bundle, run, repo, "phase_001", 1, now=datetime.now(timezone.utc), force=True).bundle.to_dict()
+    assert d["sot_files"][0]["path"] == "docs/deployment.md"
+    assert d["sot_files"][0]["relevance_score"] == 5  # 'replica' inside 'replication' five times
+    assert d["stats"]["sot_ranking"].startswith("keywords (")
