@@ -200,7 +200,7 @@ def _evaluate(job: dict, tree: Path, budget: int, budgets: tuple[int | str, ...]
         **ranking_metrics(bm25_paths, expected_files, prefix="bm25_"),
         **function_metrics(ranks),
         **function_metrics(bm25_ranks, prefix="bm25_"),
-        **_budget_curve(kb, job["task"], expected_symbols, budgets, {budget: result.package}, bm25_symbols),
+        **_budget_curve(kb, job["task"], expected_symbols, budgets, {budget: result.package}, bm25_symbols, expected_files),
         "latency_s": result.seconds,
         "token_count": result.package.token_count,
         "budget": result.package.budget,
@@ -224,7 +224,7 @@ def _bm25_symbol_ranking(kb, task: str) -> pd.DataFrame:
 
 
 def _budget_curve(kb, task: str, expected_symbols: list[str] | None, budgets: tuple[int | str, ...],
-                  packages: dict, bm25_symbols: pd.DataFrame) -> dict:
+                  packages: dict, bm25_symbols: pd.DataFrame, expected_files: list[str] | None = None) -> dict:
     """Per budget: the pipeline's package metrics (one request per budget not already retrieved) and BM25's bodies
     within the same budget (for auto: within the tokens the auto package took)."""
     from dataflows.evaluation.metrics import bm25_budget_metrics, budget_metrics
@@ -233,7 +233,7 @@ def _budget_curve(kb, task: str, expected_symbols: list[str] | None, budgets: tu
     out: dict = {}
     for b in budgets:
         package = packages.get(b) or retrieve(kb, task, budget=b).package
-        out |= budget_metrics(package, expected_symbols, str(b))
+        out |= budget_metrics(package, expected_symbols, str(b), expected_files)
         out |= bm25_budget_metrics(bm25_symbols, expected_symbols, package.token_count if b == "auto" else b, str(b))
     return out
 
@@ -366,7 +366,19 @@ def summary_table(summary: dict) -> str:
         for b in summary["budgets"]:
             cells = [_fmt(summary.get(f"{name}@{b}"), ".0f" if name.endswith("tokens") else ".3f") for name in BUDGET_TABLE_METRICS]
             lines.append(f"{b!s:<10}" + "".join(f"{cell:>15}" for cell in cells))
+    if summary.get("seed_gates"):
+        lines.append("seed 001 gates (package means): file recall > .8, file precision > .5, token efficiency > .6")
+        for b, gates in summary["seed_gates"].items():
+            cells = [f"{_GATE_HEADS[m]} {_fmt(g['value'])} {_verdict(g['met'])}" for m, g in gates.items()]
+            lines.append(f"{b!s:<10}" + "   ".join(cells))
     return "\n".join(lines)
+
+
+_GATE_HEADS = {"package_file_recall": "recall", "package_file_precision": "precision", "token_efficiency": "token_eff"}
+
+
+def _verdict(met: bool | None) -> str:
+    return "not measured" if met is None else ("met" if met else "MISSED")
 
 
 def _write_outputs(out: Path, summary: dict, results: pd.DataFrame) -> None:
@@ -378,7 +390,7 @@ def _write_outputs(out: Path, summary: dict, results: pd.DataFrame) -> None:
 
 def evaluate_cases(frame: pd.DataFrame, args) -> tuple[dict, pd.DataFrame]:
     """Index the cases' trees and evaluate every case on the chosen engine: (summary, one row per case)."""
-    from dataflows.evaluation.metrics import summary as summarise
+    from dataflows.evaluation.metrics import seed_gates, summary as summarise
 
     budgets = parse_budgets(args.budgets)
     case_jobs, tree_jobs = _plan(frame, args)
@@ -398,6 +410,7 @@ def evaluate_cases(frame: pd.DataFrame, args) -> tuple[dict, pd.DataFrame]:
     summary["skipped"] = dict(zip(skipped["case_id"], skipped["reason"]))
     summary.update(engine=args.engine, budget=args.budget, budgets=list(budgets), cases_file=str(args.cases),
                    trees_without_history=bare)  # fmt: skip
+    summary["seed_gates"] = seed_gates(summary, budgets)
     return summary, results
 
 

@@ -122,3 +122,23 @@ def test_sot_falls_back_to_keyword_counts_when_the_kb_scores_nothing(tmp_path, m
     assert d["sot_files"][0]["path"] == "docs/deployment.md"
     assert d["sot_files"][0]["relevance_score"] == 5  # 'replica' inside 'replication' five times
     assert d["stats"]["sot_ranking"].startswith("keywords (")
+
+
+def test_evaluate_reports_seed_001_gates_per_budget_auto_included(tmp_path, monkeypatch, repo, capsys):
+    records = [{"id": "invoice", "task": INVOICE_TASK, "expected_files": ["app/billing/invoice.py"],
+                "expected_symbols": ["app/billing/invoice.py::Invoice.total_amount"]},
+               {"id": "login", "task": "fix the login validation bug when the LDAP source is used in validate_login",
+                "expected_files": ["app/auth/handler.py", "app/auth/ldap.py"], "expected_symbols": ["validate_login"]}]
+    summary_doc, rows = _evaluate_cases(tmp_path, monkeypatch, repo, records, "--budgets", "4096,auto")
+    printed = capsys.readouterr().out
+    gates = summary_doc["seed_gates"]
+    assert list(gates) == ["4096", "auto"]
+    for label, row in gates.items():
+        assert set(row) == {"package_file_recall", "package_file_precision", "token_efficiency"}
+        for metric, gate in row.items():
+            mean = rows[f"{metric}@{label}"].mean()
+            assert gate["value"] == pytest.approx(mean) and gate["met"] == (mean > gate["threshold"])
+    assert [g["threshold"] for g in gates["auto"].values()] == [0.8, 0.5, 0.6]
+    assert "seed 001 gates" in printed
+    line = next(x for x in printed.splitlines() if x.startswith("auto") and "recall" in x)
+    assert ("MISSED" in line) == (not all(g["met"] for g in gates["auto"].values()))

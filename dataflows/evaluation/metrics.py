@@ -41,7 +41,10 @@ FUNCTION_METRICS = (
     *(f"function_acc@{k}" for k in FUNCTION_KS),
     "function_mrr",
 )
-BUDGET_METRICS = ("gold_body", "gold_body_any", "gold_named", "token_efficiency", "package_tokens")
+BUDGET_METRICS = ("gold_body", "gold_body_any", "gold_named", "token_efficiency", "package_tokens", "package_file_recall",
+                  "package_file_precision")
+# seed 001's Phase 2 gate: "file-level recall > 0.8, precision > 0.5, token efficiency > 0.6" (of the package)
+SEED_GATES = (("package_file_recall", 0.8), ("package_file_precision", 0.5), ("token_efficiency", 0.6))
 BASELINE_PREFIX = "bm25_"
 BASELINE_BUDGET_METRICS = (f"{BASELINE_PREFIX}gold_body", f"{BASELINE_PREFIX}package_tokens")
 SUMMARY_METRICS = (
@@ -217,12 +220,18 @@ def function_metrics(gold_ranks: list[int | None], prefix: str = "") -> dict[str
     return out
 
 
-def budget_metrics(package: ContextPackage, expected_symbols: list[str] | None, label: str) -> dict[str, float]:
+def budget_metrics(package: ContextPackage, expected_symbols: list[str] | None, label: str,
+                   expected_files: list[str] | None = None) -> dict[str, float]:
     """The package at one budget against the gold functions: share whose body is in (own or enclosing), whether
-    any is, share named at any depth (signature included), token efficiency, and the package's tokens."""
+    any is, share named at any depth (signature included), token efficiency, and the package's tokens; against the
+    gold files (when given), the package's file recall and precision (seed 001's gates)."""
     gold = gold_functions(expected_symbols)
     out = dict.fromkeys((f"{m}@{label}" for m in BUDGET_METRICS), float("nan"))
     out[f"package_tokens@{label}"] = float(package.token_count)
+    if expected_files:
+        files = package_metrics(package, expected_files, None)
+        out[f"package_file_recall@{label}"] = files["package_file_recall"]
+        out[f"package_file_precision@{label}"] = files["package_file_precision"]
     if not gold:
         return out
     symbols = package_symbols(package)
@@ -307,6 +316,18 @@ def expected_file_signals(
         row.update({c: float(by_path.at[path, c]) if indexed else None for c in signal_cols})
         rows.append(row)
     return rows
+
+
+def seed_gates(summary: dict, labels) -> dict[str, dict[str, dict]]:
+    """Per budget label, seed 001's gates on the summary's means: value, threshold, met (None: not measured)."""
+    out: dict[str, dict[str, dict]] = {}
+    for label in labels:
+        out[str(label)] = {}
+        for metric, threshold in SEED_GATES:
+            value = summary.get(f"{metric}@{label}")
+            met = None if value is None or (isinstance(value, float) and np.isnan(value)) else bool(value > threshold)
+            out[str(label)][metric] = {"value": value, "threshold": threshold, "met": met}
+    return out
 
 
 def summary(case_results: pd.DataFrame, n_skipped: int = 0) -> dict:
