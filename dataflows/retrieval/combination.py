@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from hamilton.data_quality.base import DataValidator, ValidationResult
-from hamilton.function_modifiers import check_output_custom, group, inject, source
+from hamilton.function_modifiers import check_output_custom, config, group, inject, source
 
 from dataflows.retrieval.learned import TreeModel, learned_order
 from dataflows.retrieval.models import TaskQuery
@@ -28,10 +28,18 @@ ANCHORS = 3  # first-pass files a second-pass signal relates the others to
 _TASK_DEPENDENT = [i for i, name in enumerate(FIRST_PASS_SIGNALS) if name not in PRIOR_SIGNALS]
 
 
-def configured_signal_weights(task_query: TaskQuery, weights_override: dict | None, weight_profile: dict | None) -> pd.Series:
+@config.when(seed_task_types=True)
+def seed_task_type_weights__on() -> dict[str, dict[str, float]]:
+    """Seed 001's task-type adjustments (bug_fix: recency .15, centrality 0; refactor: centrality .15; test: symbol
+    match .30) applied over the profile's weights even where the profile turns them off (`--seed-variants task_types`)."""
+    return TASK_TYPE_WEIGHTS
+
+
+def configured_signal_weights(task_query: TaskQuery, weights_override: dict | None, weight_profile: dict | None,
+                              seed_task_type_weights: dict | None = None) -> pd.Series:
     """Raw weight per signal: profile (or defaults), then the task type's adjustment, then the user's override."""
     profile = weight_profile or {}
-    task_types = profile.get("task_types", TASK_TYPE_WEIGHTS)
+    task_types = seed_task_type_weights or profile.get("task_types", TASK_TYPE_WEIGHTS)
     weights = {**DEFAULT_WEIGHTS, **profile.get("weights", {}), **task_types.get(task_query.task_type, {})}
     weights.update({k: v for k, v in checked_weights(weights_override).items() if k in SIGNALS})
     if sum(weights.values()) <= 0:
