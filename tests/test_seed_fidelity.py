@@ -142,3 +142,15 @@ def test_evaluate_reports_seed_001_gates_per_budget_auto_included(tmp_path, monk
     assert "seed 001 gates" in printed
     line = next(x for x in printed.splitlines() if x.startswith("auto") and "recall" in x)
     assert ("MISSED" in line) == (not all(g["met"] for g in gates["auto"].values()))
+
+
+def test_json_carries_the_seeds_names_beside_ours(repo, capsys):
+    capsys.readouterr()
+    assert main(["retrieve", INVOICE_TASK, "--repo", str(repo), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["task_query"] == doc["task"] and doc["task_query"]["raw_description"] == INVOICE_TASK
+    files = {f["path"]: f for f in doc["files"]}
+    invoice = files["app/billing/invoice.py"]
+    assert isinstance(invoice["file_id"], int)
+    assert all(s["file_id"] == invoice["file_id"] and isinstance(s["symbol_id"], int) for s in invoice["symbols"])
+    assert len({s["symbol_id"] for f in doc["files"] for s in f["symbols"]}) == sum(len(f["symbols"]) for f in doc["files"])
