@@ -56,6 +56,8 @@ def test_a_bare_method_name_scores_like_its_qualified_form_when_its_class_is_sho
     assert any(w["symbol"] == "Invoice" and "Invoice.total_amount" in w["members"] for w in widened)
     bare, qualified = rows.loc["bare"], rows.loc["qualified"]
     assert bare["symbol_recall"] == qualified["symbol_recall"] == 1.0
+    assert bare["function_mrr"] == qualified["function_mrr"] > 0  # the bare name is found in the symbol ranking too
+    assert list(bare["gold_function_ranks"]) == list(qualified["gold_function_ranks"])
     assert bare["gold_body@4096"] == qualified["gold_body@4096"] == 1.0
     assert bare["token_efficiency"] == pytest.approx(qualified["token_efficiency"])
     assert bare["token_efficiency@4096"] == pytest.approx(qualified["token_efficiency@4096"])
@@ -154,3 +156,21 @@ def test_json_carries_the_seeds_names_beside_ours(repo, capsys):
     assert isinstance(invoice["file_id"], int)
     assert all(s["file_id"] == invoice["file_id"] and isinstance(s["symbol_id"], int) for s in invoice["symbols"])
     assert len({s["symbol_id"] for f in doc["files"] for s in f["symbols"]}) == sum(len(f["symbols"]) for f in doc["files"])
+
+
+def test_each_seed_variant_is_one_switch_and_an_unknown_one_is_refused(repo, tmp_path, capsys):
+    from drivers.kb import load_kb
+    from drivers.retriever import retrieve
+
+    kb = load_kb(repo / ".cra")
+    task = "Fix the login validation bug in handler.py: validate_login accepts short passwords for LDAP users"
+    ours = retrieve(kb, task, budget=2000).package.provenance["budget"]["allocation"]
+    seed = retrieve(kb, task, budget=2000, seed_variants=("budget_split",)).package.provenance["budget"]["allocation"]
+    assert ours["primary"] / ours["supporting"] == pytest.approx(7.5, rel=0.02)
+    assert seed["primary"] / seed["supporting"] == pytest.approx(4.0, rel=0.02)  # 60 / 15
+    cases_file = tmp_path / "cases.jsonl"
+    cases_file.write_text(json.dumps({"task": task, "expected_files": ["app/auth/handler.py"]}) + "\n")
+    capsys.readouterr()
+    code = main(["evaluate", "--cases", str(cases_file), "--repo", str(repo), "--seed-variants", "budget_split,nonsense"])
+    err = capsys.readouterr().err
+    assert code == 2 and "nonsense" in err and "budget_split" in err and "Traceback" not in err

@@ -98,9 +98,10 @@ def _gold_rows(symbols: pd.DataFrame, gold: str) -> tuple[pd.Series, pd.Series]:
     """Rows of a symbol frame (path, qualified_name, optional name) that are one expected symbol, and rows that
     enclose it (same file, their qualified name a dotted prefix of its); a bare name is matched by name anywhere."""
     qualified = symbols["qualified_name"].astype(str)
-    if "::" not in gold:
-        names = symbols["name"] if "name" in symbols else qualified.str.rsplit(".", n=1).str[-1]
-        return (names == gold) | (qualified == gold), pd.Series(False, index=symbols.index)
+    if "::" not in gold:  # a symbol ranking's `name` column is a signal (a number), not the name: use the last part
+        last = qualified.str.rsplit(".", n=1).str[-1]
+        named = symbols["name"].astype(str) == gold if "name" in symbols and symbols["name"].dtype == object else False
+        return (last == gold) | (qualified == gold) | named, pd.Series(False, index=symbols.index)
     path, name = gold.split("::", 1)
     in_file = symbols["path"] == path
     enclosing = pd.Series(False, index=symbols.index)
