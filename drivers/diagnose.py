@@ -9,7 +9,8 @@ files the ranking reaches are read; binary and undecodable files are skipped. No
 
 `should_escalate` and `get_retrieval_priority` keep the names existing harnesses call them by; `diagnose` gives
 the whole retrieval bundle. SOT files are ranked by the retrieval pipeline's lexical and symbol signals when the
-repository has a usable KB (`.cra/`, or `kb_dir`), else by keyword counts; the bundle's stats say which.
+repository has a usable KB (`.cra/`, or `kb_dir`), else by keyword counts (also when the KB scores nothing, or
+sends a file without keyword matches while one with them is left out); the bundle's `stats.sot_ranking` says which.
 """
 
 from __future__ import annotations
@@ -320,12 +321,12 @@ def diagnose(
     if first["retrieval_wanted"]:
         candidates = _candidates(run_root, repo_root)
         ranking = _kb_ranking(kb_path, first["retrieval_task_text"], warnings)
-        if ranking is None:  # keyword counts need the (capped) text of every SOT candidate
-            sot = candidates[candidates["kind"].eq("sot")].sort_values("mtime", ascending=False).head(KEYWORD_SCAN_FILES)
-            for cid, path in zip(sot.index, sot["path"]):
-                text = read_text(repo_root, path, caps.sot_files.max_bytes)
-                if text is not None:
-                    texts[cid] = text
+        # keyword counts (the KB ranking's check too) need the capped text of every SOT candidate
+        sot = candidates[candidates["kind"].eq("sot")].sort_values("mtime", ascending=False).head(KEYWORD_SCAN_FILES)
+        for cid, path in zip(sot.index, sot["path"]):
+            text = read_text(repo_root, path, caps.sot_files.max_bytes)
+            if text is not None:
+                texts[cid] = text
         if project is None:
             from drivers.memory_store import check_name
 

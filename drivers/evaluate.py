@@ -53,6 +53,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--address", help="Dask scheduler address (default: a LocalCluster)")
     parser.add_argument("--limit", type=int, help="evaluate only the first N cases")
     parser.add_argument("--workers", type=int, help="parallel workers (default: CPUs, at most one per item)")
+    parser.add_argument("--seed-variants", default="",
+                        help="comma-separated seed 001 behaviours to use instead of ours: task_types, budget_split, "
+                             "floor, eviction, primaries, or all (README: deviations from the seeds)")
 
 
 # --- cases ---------------------------------------------------------------------------------------
@@ -181,13 +184,14 @@ def _progress_line(job: dict, row: dict) -> str:
             + _time_left(job, job["case_order"]))
 
 
-def evaluate_case(job: dict, budget: int = DEFAULT_BUDGET, budgets: tuple[int | str, ...] = ()) -> dict:
+def evaluate_case(job: dict, budget: int = DEFAULT_BUDGET, budgets: tuple[int | str, ...] = (),
+                  seed_variants: tuple[str, ...] = ()) -> dict:
     """Retrieve for one case against its tree's KB and score the ranking, the package and the BM25 baseline."""
     row = {"case_id": job["case_id"], "case_order": job["case_order"], "repo": job.get("repo"), "tree": job.get("tree"),
            "status": "skipped", "reason": job.get("reason")}
     if job.get("tree") is not None and row["reason"] is None:
         try:
-            row.update(_evaluate(job, Path(job["tree"]), budget, budgets))
+            row.update(_evaluate(job, Path(job["tree"]), budget, budgets, seed_variants))
             row["status"] = "ok"
         except Exception as exc:  # a case that breaks is reported, the run goes on
             row.update(status="error", reason=f"{type(exc).__name__}: {exc}")
@@ -195,7 +199,7 @@ def evaluate_case(job: dict, budget: int = DEFAULT_BUDGET, budgets: tuple[int | 
     return row
 
 
-def _evaluate(job: dict, tree: Path, budget: int, budgets: tuple[int | str, ...]) -> dict:
+def _evaluate(job: dict, tree: Path, budget: int, budgets: tuple[int | str, ...], seed_variants: tuple[str, ...] = ()) -> dict:
     from dataflows.evaluation.metrics import (
         expected_file_signals, function_metrics, gold_function_ranks, gold_functions, package_metrics, ranking_metrics,
     )
@@ -208,7 +212,7 @@ def _evaluate(job: dict, tree: Path, budget: int, budgets: tuple[int | str, ...]
         expected_symbols = expected_symbols_from_patch(tree, job["patch"])
     expected_symbols = None if expected_symbols is None else list(expected_symbols)
     kb = load_kb(default_kb_dir(tree))
-    result = retrieve(kb, job["task"], budget=budget, outputs=("symbol_ranking",))
+    result = retrieve(kb, job["task"], budget=budget, outputs=("symbol_ranking",), seed_variants=seed_variants)
     scope_paths = result.scope.sort_values("rank")["path"].tolist()
     bm25_paths = _bm25_ranking(kb, job["task"])
     gold = gold_functions(expected_symbols)
@@ -223,7 +227,8 @@ def _evaluate(job: dict, tree: Path, budget: int, budgets: tuple[int | str, ...]
         **ranking_metrics(bm25_paths, expected_files, prefix="bm25_"),
         **function_metrics(ranks),
         **function_metrics(bm25_ranks, prefix="bm25_"),
-        **_budget_curve(kb, job["task"], expected_symbols, budgets, {budget: result.package}, bm25_symbols),
+        **_budget_curve(kb, job["task"], expected_symbols, budgets, {budget: result.package}, bm25_symbols, expected_files,
+                        seed_variants),
         "latency_s": result.seconds,
         "token_count": result.package.token_count,
         "budget": result.package.budget,
@@ -247,7 +252,8 @@ def _bm25_symbol_ranking(kb, task: str) -> pd.DataFrame:
 
 
 def _budget_curve(kb, task: str, expected_symbols: list[str] | None, budgets: tuple[int | str, ...],
-                  packages: dict, bm25_symbols: pd.DataFrame) -> dict:
+                  packages: dict, bm25_symbols: pd.DataFrame, expected_files: list[str] | None = None,
+                  seed_variants: tuple[str, ...] = ()) -> dict:
     """Per budget: the pipeline's package metrics (one request per budget not already retrieved) and BM25's bodies
     within the same budget (for auto: within the tokens the auto package took)."""
     from dataflows.evaluation.metrics import bm25_budget_metrics, budget_metrics
@@ -255,8 +261,8 @@ def _budget_curve(kb, task: str, expected_symbols: list[str] | None, budgets: tu
 
     out: dict = {}
     for b in budgets:
-        package = packages.get(b) or retrieve(kb, task, budget=b).package
-        out |= budget_metrics(package, expected_symbols, str(b))
+        package = packages.get(b) or retrieve(kb, task, budget=b, seed_variants=seed_variants).package
+        out |= budget_metrics(package, expected_symbols, str(b), expected_files)
         out |= bm25_budget_metrics(bm25_symbols, expected_symbols, package.token_count if b == "auto" else b, str(b))
     return out
 
@@ -389,7 +395,19 @@ def summary_table(summary: dict) -> str:
         for b in summary["budgets"]:
             cells = [_fmt(summary.get(f"{name}@{b}"), ".0f" if name.endswith("tokens") else ".3f") for name in BUDGET_TABLE_METRICS]
             lines.append(f"{b!s:<10}" + "".join(f"{cell:>15}" for cell in cells))
+    if summary.get("seed_gates"):
+        lines.append("seed 001 gates (package means): file recall > .8, file precision > .5, token efficiency > .6")
+        for b, gates in summary["seed_gates"].items():
+            cells = [f"{_GATE_HEADS[m]} {_fmt(g['value'])} {_verdict(g['met'])}" for m, g in gates.items()]
+            lines.append(f"{b!s:<10}" + "   ".join(cells))
     return "\n".join(lines)
+
+
+_GATE_HEADS = {"package_file_recall": "recall", "package_file_precision": "precision", "token_efficiency": "token_eff"}
+
+
+def _verdict(met: bool | None) -> str:
+    return "not measured" if met is None else ("met" if met else "MISSED")
 
 
 def _write_outputs(out: Path, summary: dict, results: pd.DataFrame) -> None:
@@ -401,7 +419,7 @@ def _write_outputs(out: Path, summary: dict, results: pd.DataFrame) -> None:
 
 def evaluate_cases(frame: pd.DataFrame, args) -> tuple[dict, pd.DataFrame]:
     """Index the cases' trees and evaluate every case on the chosen engine: (summary, one row per case)."""
-    from dataflows.evaluation.metrics import summary as summarise
+    from dataflows.evaluation.metrics import seed_gates, summary as summarise
 
     budgets = parse_budgets(args.budgets)
     case_jobs, tree_jobs = _plan(frame, args)
@@ -414,7 +432,7 @@ def evaluate_cases(frame: pd.DataFrame, args) -> tuple[dict, pd.DataFrame]:
             _attach_trees(case_jobs, indexed)
             bare = sorted(indexed.loc[(indexed["status"] == "ok") & ~indexed["history"].astype(bool), "key"]) if len(indexed) else []
         _stamp(case_jobs, "case_order")
-        evaluate_one = partial(evaluate_case, budget=args.budget, budgets=budgets)
+        evaluate_one = partial(evaluate_case, budget=args.budget, budgets=budgets, seed_variants=_seed_variants(args))
         results = engine.run("case_results", {"case_jobs": case_jobs, "evaluate_case": evaluate_one})
     finally:
         engine.close()
@@ -422,8 +440,15 @@ def evaluate_cases(frame: pd.DataFrame, args) -> tuple[dict, pd.DataFrame]:
     summary = summarise(results, n_skipped=len(skipped))
     summary["skipped"] = dict(zip(skipped["case_id"], skipped["reason"]))
     summary.update(engine=args.engine, budget=args.budget, budgets=list(budgets), cases_file=str(args.cases),
-                   trees_without_history=bare)  # fmt: skip
+                   trees_without_history=bare, seed_variants=list(_seed_variants(args)))  # fmt: skip
+    summary["seed_gates"] = seed_gates(summary, budgets)
     return summary, results
+
+
+def _seed_variants(args) -> tuple[str, ...]:
+    from drivers.retriever import checked_seed_variants
+
+    return checked_seed_variants(getattr(args, "seed_variants", "") or "")
 
 
 def run(args) -> int:
@@ -433,6 +458,7 @@ def run(args) -> int:
     if args.budget < MIN_BUDGET:
         raise CraError(f"--budget {args.budget} is too small to hold a task and any code; use at least {MIN_BUDGET}.")
     parse_budgets(args.budgets)  # a bad list is refused before any indexing
+    _seed_variants(args)  # and so is an unknown seed variant
     if args.repo and not Path(args.repo).is_dir():
         raise CraError(f"--repo {args.repo} is not a directory. Pass the repository root.")
     for flag in ("trees", "mirror"):

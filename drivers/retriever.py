@@ -32,6 +32,14 @@ DEFAULT_BUDGET = 32_768
 DEFAULT_SCOPE_SIZE = 75
 MIN_BUDGET = 256
 AUTO_BUDGET_CAP = 8_192  # --budget auto: the package stops where the symbol scores fall off, never above this
+# the original retrieval specification's behaviour where ours deviates, each one switch (`--seed-variants`; README "Deviations from the seeds")
+SEED_VARIANTS = {
+    "task_types": "seed's task-type weight adjustments (bug_fix: recency .15, centrality 0; ...)",
+    "budget_split": "seed's section split 60/10/15/10/5 (ours 75/5/10/5/5)",
+    "floor": "seed's floor: every primary of a seed file (ours: the two best-ranked symbols)",
+    "eviction": "seed's eviction: lower tiers evicted whole, then primary bodies demoted (ours: demote first)",
+    "primaries": "seed's gate 4: primaries only from seed files or symbols the task names (ours: top of the ranking)",
+}
 
 
 @dataclass(frozen=True)
@@ -45,21 +53,35 @@ class Retrieval:
     seconds: float
 
 
-def retrieval_driver(llm_assist: bool = False, adapters: tuple = ()) -> driver.Driver:
-    """The retrieval DAG (every module of MODULES), configured for this request; built once per configuration
-    unless lifecycle adapters (e.g. `drivers.timing.NodeTimer`) are attached."""
+def retrieval_driver(llm_assist: bool = False, adapters: tuple = (), seed_variants: tuple[str, ...] = ()) -> driver.Driver:
+    """The retrieval DAG (every module of MODULES), configured for this request (LLM assist, the seed variants
+    switched on); built once per configuration unless lifecycle adapters (e.g. `drivers.timing.NodeTimer`) are
+    attached."""
+    variants = checked_seed_variants(seed_variants)
     if not adapters:
-        return _shared_driver(llm_assist)
-    return _builder(llm_assist).with_adapters(*adapters).build()
+        return _shared_driver(llm_assist, variants)
+    return _builder(llm_assist, variants).with_adapters(*adapters).build()
 
 
-@lru_cache(maxsize=2)
-def _shared_driver(llm_assist: bool) -> driver.Driver:
-    return _builder(llm_assist).build()
+@lru_cache(maxsize=8)
+def _shared_driver(llm_assist: bool, seed_variants: tuple[str, ...] = ()) -> driver.Driver:
+    return _builder(llm_assist, seed_variants).build()
 
 
-def _builder(llm_assist: bool) -> driver.Builder:
-    return driver.Builder().with_modules(*MODULES).with_config({"llm_assist": llm_assist})
+def _builder(llm_assist: bool, seed_variants: tuple[str, ...] = ()) -> driver.Builder:
+    variants = {f"seed_{name}": name in seed_variants for name in SEED_VARIANTS}
+    return driver.Builder().with_modules(*MODULES).with_config({"llm_assist": llm_assist, **variants})
+
+
+def checked_seed_variants(names) -> tuple[str, ...]:
+    """The seed variants asked for, sorted and known (`all`: every one); CraError naming the valid ones otherwise."""
+    names = [n.strip() for n in (names.split(",") if isinstance(names, str) else names or ()) if n and n.strip()]
+    if "all" in names:
+        return tuple(sorted(SEED_VARIANTS))
+    unknown = sorted(set(names) - set(SEED_VARIANTS))
+    if unknown:
+        raise CraError(f"Unknown seed variant(s) {', '.join(unknown)}. Valid: {', '.join(SEED_VARIANTS)}, or all.")
+    return tuple(sorted(set(names)))
 
 
 def kb_inputs(kb: KnowledgeBase) -> dict:
@@ -148,12 +170,14 @@ def retrieve(
     outputs: tuple[str, ...] = (),
     adapters: tuple = (),
     pinned_sections: tuple[PinnedSection, ...] | Callable[[pd.DataFrame], tuple[PinnedSection, ...]] = (),
+    seed_variants: tuple[str, ...] = (),
 ) -> Retrieval:
     """Run the pipeline; `outputs` names extra nodes to return (e.g. "markdown_text", "symbol_tiers");
     `adapters` are Hamilton lifecycle hooks watching the run (e.g. per-node timing); `pinned_sections` go at the
     top of the package (guidance, memories), or a function of the ranked scope that makes them (the ranking is
     then computed once and reused). `budget="auto"` stops adding bodies where the symbol scores fall off (at most
-    AUTO_BUDGET_CAP tokens) and says where and why in `provenance.auto_budget`."""
+    AUTO_BUDGET_CAP tokens) and says where and why in `provenance.auto_budget`. `seed_variants` switches on seed
+    001's behaviour where ours deviates (SEED_VARIANTS)."""
     budget_mode = "auto" if budget == "auto" else "fixed"
     budget = AUTO_BUDGET_CAP if budget == "auto" else budget
     if not task_text or not task_text.strip():
@@ -183,7 +207,7 @@ def retrieve(
         inputs["llm_client"] = llm_client
     wanted = ["context_package", "scope", "signal_matrix", *outputs]
     started = time.perf_counter()
-    dag, overrides = retrieval_driver(llm_assist, adapters), kb.task_free_overrides
+    dag, overrides = retrieval_driver(llm_assist, adapters, seed_variants), kb.task_free_overrides
     if callable(pinned_sections):
         ranked = dag.execute(["task_query", "signal_matrix", "scope"], inputs=inputs, overrides=overrides)
         overrides, pinned_sections = overrides | ranked, pinned_sections(ranked["scope"])

@@ -18,14 +18,14 @@ def retrieval_bundle(
     run_artifacts: tuple[ArtifactEntry, ...],
     sot_files: tuple[SotEntry, ...],
     memory_entries: tuple[MemoryEntry, ...],
-    sot_ranking: str,
+    sot_ranking_used: str,
 ) -> RetrievalBundle:
     """What deep retrieval hands on: priority, the triggers' verdicts and (when escalating or forced) the evidence."""
     stamp = (now if now.tzinfo else now.replace(tzinfo=timezone.utc)).astimezone(timezone.utc)
     if not retrieval_wanted:
         run_artifacts, sot_files, memory_entries = (), (), ()
     return RetrievalBundle(phase_id, stamp.strftime("%Y-%m-%dT%H:%M:%SZ"), retrieval_priority, escalate, triggers,
-                           run_artifacts, sot_files, memory_entries, sot_ranking)  # fmt: skip
+                           run_artifacts, sot_files, memory_entries, sot_ranking_used)  # fmt: skip
 
 
 def bundle_json(retrieval_bundle: RetrievalBundle) -> str:

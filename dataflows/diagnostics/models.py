@@ -94,7 +94,7 @@ class RetrievalBundle:
     run_artifacts: tuple[ArtifactEntry, ...]
     sot_files: tuple[SotEntry, ...]
     memory_entries: tuple[MemoryEntry, ...]
-    sot_ranking: str  # kb | keywords
+    sot_ranking: str  # kb | keywords | keywords (why the KB's ranking was not used)
 
     def to_dict(self) -> dict:
         """The bundle as JSON (entries and stats), with escalate, triggers and stats.sot_ranking added."""

@@ -81,8 +81,7 @@ def run_artifact_order(run_candidates: pd.DataFrame, now: datetime) -> pd.DataFr
     return ranked.sort_values(["in_window", "mtime", "path"], ascending=[False, False, True], kind="stable")
 
 
-@config.when(sot_ranking="keywords")
-def sot_relevance__keywords(
+def sot_keyword_counts(
     sot_candidates: pd.DataFrame, candidate_texts: pd.Series, retrieval_keywords: frozenset[str]
 ) -> pd.Series:
     """Per SOT candidate, its keyword relevance: occurrences of every keyword in its (read part of the) content."""
@@ -93,13 +92,47 @@ def sot_relevance__keywords(
     return score
 
 
-@config.when(sot_ranking="kb")
-def sot_relevance__kb(sot_candidates: pd.DataFrame, kb_ranking: pd.DataFrame) -> pd.Series:
+@config.when(sot_ranking="keywords")
+def sot_relevance__keywords(sot_keyword_counts: pd.Series) -> pd.Series:
+    """Per SOT candidate, the seed's keyword counts (no usable KB)."""
+    return sot_keyword_counts
+
+
+@config.when(sot_ranking="keywords")
+def sot_ranking_used__keywords() -> str:
+    """What ranked the SOT files: the seed's keyword counts."""
+    return "keywords"
+
+
+def sot_kb_scores(sot_candidates: pd.DataFrame, kb_ranking: pd.DataFrame) -> pd.Series:
     """Per SOT candidate, the retrieval pipeline's lexical and symbol signals for the failure (sum of KB_SIGNALS;
     kb_ranking is its signal matrix); files the KB does not hold score 0."""
     per_path = kb_ranking.set_index("path")[list(KB_SIGNALS)].sum(axis=1)
     per_path = per_path[~per_path.index.duplicated()]
     return sot_candidates["path"].map(per_path).fillna(0.0).astype(float).round(4)
+
+
+@config.when(sot_ranking="kb")
+def sot_ranking_used__kb(
+    sot_candidates: pd.DataFrame, sot_kb_scores: pd.Series, sot_keyword_counts: pd.Series, retrieval_caps: RetrievalCaps
+) -> str:
+    """What ranks the SOT files: the KB's signals, unless they score nothing, or the files they would send include
+    one without a keyword match while a file with matches is left out (a small documentation-only repository scored
+    0 everywhere and lost a document with five matches); then the seed's keyword counts, saying why."""
+    if not (sot_kb_scores > 0).any():
+        return "keywords (the KB scored no file)" if (sot_keyword_counts > 0).any() else "kb"
+    order = sot_candidates.assign(kb=sot_kb_scores).sort_values(["kb", "mtime", "path"], ascending=[False, False, True],
+                                                                  kind="stable").index  # fmt: skip
+    picks, rest = order[: retrieval_caps.sot_files.max_files], order[retrieval_caps.sot_files.max_files:]
+    if (sot_keyword_counts[picks] == 0).any() and (sot_keyword_counts[rest] > 0).any():
+        return "keywords (the KB ranked a file without keyword matches above one with them)"
+    return "kb"
+
+
+@config.when(sot_ranking="kb")
+def sot_relevance__kb(sot_kb_scores: pd.Series, sot_keyword_counts: pd.Series, sot_ranking_used: str) -> pd.Series:
+    """Per SOT candidate, the KB's score, or the seed's keyword counts where `sot_ranking_used` fell back to them."""
+    return sot_kb_scores if sot_ranking_used == "kb" else sot_keyword_counts
 
 
 def sot_order(sot_candidates: pd.DataFrame, sot_relevance: pd.Series) -> pd.DataFrame:

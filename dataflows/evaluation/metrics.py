@@ -41,7 +41,10 @@ FUNCTION_METRICS = (
     *(f"function_acc@{k}" for k in FUNCTION_KS),
     "function_mrr",
 )
-BUDGET_METRICS = ("gold_body", "gold_body_any", "gold_named", "token_efficiency", "package_tokens")
+BUDGET_METRICS = ("gold_body", "gold_body_any", "gold_named", "token_efficiency", "package_tokens", "package_file_recall",
+                  "package_file_precision")
+# seed 001's Phase 2 gate: "file-level recall > 0.8, precision > 0.5, token efficiency > 0.6" (of the package)
+SEED_GATES = (("package_file_recall", 0.8), ("package_file_precision", 0.5), ("token_efficiency", 0.6))
 BASELINE_PREFIX = "bm25_"
 BASELINE_BUDGET_METRICS = (f"{BASELINE_PREFIX}gold_body", f"{BASELINE_PREFIX}package_tokens")
 SUMMARY_METRICS = (
@@ -76,22 +79,29 @@ def rank_metrics(ranks: np.ndarray, n_expected: int, n_ranked: int | None = None
 
 
 def package_symbols(package: ContextPackage) -> pd.DataFrame:
-    """One row per symbol in a package: path, key `path::qualified_name`, name, tokens, whether its body is in."""
-    rows = [
-        (f.path, f"{f.path}::{s.qualified_name}", s.name, s.qualified_name, s.tokens, s.body is not None)
-        for f in package.files
-        for s in f.symbols
-    ]
-    return pd.DataFrame(rows, columns=["path", "key", "name", "qualified_name", "tokens", "has_body"])
+    """One row per symbol in a package: path, key `path::qualified_name`, name, tokens, whether its body is in, and
+    `inside` (the qualified name of the class shown whole that carries it as a member, else None). A member's
+    tokens are its own: its count when its body was shown alone, else its share of its holder's lines."""
+    rows = []
+    for f in package.files:
+        for s in f.symbols:
+            rows.append((f.path, f"{f.path}::{s.qualified_name}", s.name, s.qualified_name, s.tokens, s.body is not None, None))
+            held = s.body is not None
+            lines = max(s.end_line - s.start_line + 1, 1)
+            for m in s.members:
+                own = m.tokens if m.body is not None else s.tokens * (m.end_line - m.start_line + 1) / lines
+                rows.append((f.path, f"{f.path}::{m.qualified_name}", m.name, m.qualified_name, own, held, s.qualified_name))
+    return pd.DataFrame(rows, columns=["path", "key", "name", "qualified_name", "tokens", "has_body", "inside"])
 
 
 def _gold_rows(symbols: pd.DataFrame, gold: str) -> tuple[pd.Series, pd.Series]:
     """Rows of a symbol frame (path, qualified_name, optional name) that are one expected symbol, and rows that
     enclose it (same file, their qualified name a dotted prefix of its); a bare name is matched by name anywhere."""
     qualified = symbols["qualified_name"].astype(str)
-    if "::" not in gold:
-        names = symbols["name"] if "name" in symbols else qualified.str.rsplit(".", n=1).str[-1]
-        return (names == gold) | (qualified == gold), pd.Series(False, index=symbols.index)
+    if "::" not in gold:  # a symbol ranking's `name` column is a signal (a number), not the name: use the last part
+        last = qualified.str.rsplit(".", n=1).str[-1]
+        named = symbols["name"].astype(str) == gold if "name" in symbols and symbols["name"].dtype == object else False
+        return (last == gold) | (qualified == gold) | named, pd.Series(False, index=symbols.index)
     path, name = gold.split("::", 1)
     in_file = symbols["path"] == path
     enclosing = pd.Series(False, index=symbols.index)
@@ -126,6 +136,32 @@ def _relevant_symbol_mask(symbols: pd.DataFrame, expected_symbols: list[str]) ->
     return mask
 
 
+def _relevant_tokens(symbols: pd.DataFrame, expected_symbols: list[str]) -> float:
+    """Tokens of the package that are gold code, each line counted once: a gold symbol's own tokens (a method shown
+    inside its class whole counts its share, not the class), what is nested in a gold symbol, and the whole body of
+    an enclosing symbol only when the gold symbol has no row of its own (a class shown whole without members)."""
+    relevant = pd.Series(False, index=symbols.index)
+    for gold in gold_functions(expected_symbols):
+        own, enclosing = _gold_rows(symbols, gold)
+        relevant |= own
+        if "::" in gold:
+            path, name = gold.split("::", 1)
+            relevant |= (symbols["path"] == path) & symbols["qualified_name"].str.startswith(name + ".")
+        if not own.any():
+            relevant |= enclosing & symbols["has_body"]
+    inside = symbols["inside"] if "inside" in symbols else pd.Series(None, index=symbols.index, dtype=object)
+    holders = set(zip(symbols.loc[relevant & inside.isna(), "path"], symbols.loc[relevant & inside.isna(), "qualified_name"]))
+    counted_twice = inside.notna() & pd.Series([(p, q) in holders for p, q in zip(symbols["path"], inside)], index=symbols.index, dtype=bool)
+    return float(symbols.loc[relevant & ~counted_twice, "tokens"].sum())
+
+
+def _holds_gold(symbols: pd.DataFrame, expected_symbols: list[str]) -> pd.Series:
+    """Shown symbols (classes shown whole) that carry a gold member among their members."""
+    relevant = _relevant_symbol_mask(symbols, expected_symbols)
+    holders = set(zip(symbols.loc[relevant & symbols["inside"].notna(), "path"], symbols.loc[relevant & symbols["inside"].notna(), "inside"]))
+    return pd.Series([(p, q) in holders for p, q in zip(symbols["path"], symbols["qualified_name"])], index=symbols.index, dtype=bool) & symbols["inside"].isna()
+
+
 def package_metrics(
     package: ContextPackage, expected_files: list[str], expected_symbols: list[str] | None
 ) -> dict[str, float]:
@@ -141,17 +177,18 @@ def package_metrics(
     }
     if expected_symbols:
         found = [_symbol_found(symbols, package_paths, g) for g in expected_symbols]
-        relevant = _relevant_symbol_mask(symbols, expected_symbols)
+        shown = symbols["inside"].isna()  # precision counts the pieces shown, a class shown whole once
+        relevant = _relevant_symbol_mask(symbols, expected_symbols) | _holds_gold(symbols, expected_symbols)
         module_files = {g.split("::", 1)[0] for g in expected_symbols if g.endswith("::" + MODULE_SYMBOL)}
         out["symbol_recall"] = sum(found) / len(found)
-        out["symbol_precision"] = float(relevant.mean()) if len(symbols) else 0.0
-        relevant_tokens = symbols.loc[relevant, "tokens"].sum()
+        out["symbol_precision"] = float(relevant[shown].mean()) if shown.any() else 0.0
+        relevant_tokens = _relevant_tokens(symbols, expected_symbols)
         if module_files and not relevant.any():  # only module-level gold: count the gold files' package symbols
             relevant_tokens = symbols.loc[symbols["path"].isin(module_files), "tokens"].sum()
     else:
         out["symbol_recall"] = nan
         out["symbol_precision"] = nan
-        relevant_tokens = symbols.loc[symbols["path"].isin(expected), "tokens"].sum()
+        relevant_tokens = symbols.loc[symbols["path"].isin(expected) & symbols["inside"].isna(), "tokens"].sum()
     out["token_efficiency"] = float(relevant_tokens) / package.token_count if package.token_count else 0.0
     return out
 
@@ -184,19 +221,25 @@ def function_metrics(gold_ranks: list[int | None], prefix: str = "") -> dict[str
     return out
 
 
-def budget_metrics(package: ContextPackage, expected_symbols: list[str] | None, label: str) -> dict[str, float]:
+def budget_metrics(package: ContextPackage, expected_symbols: list[str] | None, label: str,
+                   expected_files: list[str] | None = None) -> dict[str, float]:
     """The package at one budget against the gold functions: share whose body is in (own or enclosing), whether
-    any is, share named at any depth (signature included), token efficiency, and the package's tokens."""
+    any is, share named at any depth (signature included), token efficiency, and the package's tokens; against the
+    gold files (when given), the package's file recall and precision (seed 001's gates)."""
     gold = gold_functions(expected_symbols)
     out = dict.fromkeys((f"{m}@{label}" for m in BUDGET_METRICS), float("nan"))
     out[f"package_tokens@{label}"] = float(package.token_count)
+    if expected_files:
+        files = package_metrics(package, expected_files, None)
+        out[f"package_file_recall@{label}"] = files["package_file_recall"]
+        out[f"package_file_precision@{label}"] = files["package_file_precision"]
     if not gold:
         return out
     symbols = package_symbols(package)
     paths = set(symbols["path"])
     bodies = [_body_in(symbols, g) for g in gold]
     named = [_symbol_found(symbols, paths, g) for g in gold]
-    relevant_tokens = symbols.loc[_relevant_symbol_mask(symbols, gold), "tokens"].sum()
+    relevant_tokens = _relevant_tokens(symbols, gold)
     out[f"gold_body@{label}"] = float(np.mean(bodies))
     out[f"gold_body_any@{label}"] = float(any(bodies))
     out[f"gold_named@{label}"] = float(np.mean(named))
@@ -274,6 +317,18 @@ def expected_file_signals(
         row.update({c: float(by_path.at[path, c]) if indexed else None for c in signal_cols})
         rows.append(row)
     return rows
+
+
+def seed_gates(summary: dict, labels) -> dict[str, dict[str, dict]]:
+    """Per budget label, seed 001's gates on the summary's means: value, threshold, met (None: not measured)."""
+    out: dict[str, dict[str, dict]] = {}
+    for label in labels:
+        out[str(label)] = {}
+        for metric, threshold in SEED_GATES:
+            value = summary.get(f"{metric}@{label}")
+            met = None if value is None or (isinstance(value, float) and np.isnan(value)) else bool(value > threshold)
+            out[str(label)][metric] = {"value": value, "threshold": threshold, "met": met}
+    return out
 
 
 def summary(case_results: pd.DataFrame, n_skipped: int = 0) -> dict:

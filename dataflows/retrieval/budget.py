@@ -26,6 +26,7 @@ from functools import cache, lru_cache
 
 import numpy as np
 import pandas as pd
+from hamilton.function_modifiers import config
 
 from dataflows.retrieval.models import BudgetCuts, BudgetPlan, FileContext, SymbolContext, TaskQuery
 from dataflows.retrieval.markdown import assertion_bullet, edges_between, ordered_files, package_markdown, shown_path, shown_text
@@ -35,6 +36,9 @@ from dataflows.retrieval.vocabulary import member_mask
 TASK_ALLOCATION = 512
 SECTION_SHARES = {"primary": 0.75, "tests": 0.05, "supporting": 0.10, "type_context": 0.05, "rationale": 0.05,
                   "outline": 0.0}
+# seed 001's split (`--seed-variants budget_split`): primary 60%, tests 10%, supporting 15%, type context 10%, rationale 5%
+SEED_SECTION_SHARES = {"primary": 0.60, "tests": 0.10, "supporting": 0.15, "type_context": 0.10, "rationale": 0.05,
+                       "outline": 0.0}
 EVICTION_ORDER = ("outline", "rationale", "type_context", "supporting", "tests", "primary")
 REFILL_ROUNDS = 3
 REFILL_MIN_SLACK = 0.005  # a refill round re-renders the package: not worth it for under 0.5% of the budget
@@ -43,15 +47,37 @@ _TRUNCATION_MARK = " […]"
 WIDEN_RANK = 5  # a class holding one of the symbol ranking's five best may take less relevant pieces' room to be whole
 
 
-def budget_items(file_contexts: list[FileContext], count_tokens: Callable) -> pd.DataFrame:
-    """One row per piece the budget can cut (symbol, test assertion, rationale comment) with its token costs."""
+@config.when(seed_budget_split=True)
+def section_shares__seed() -> dict[str, float]:
+    """Seed 001's section split, 60/10/15/10/5 (primary/tests/supporting/type context/rationale)."""
+    return SEED_SECTION_SHARES
+
+
+@config.when(seed_floor=True)
+def floor_rule__seed() -> str:
+    """Seed 001's floor: every primary of a seed file (besides the task), whatever its rank."""
+    return "seed_files"
+
+
+@config.when(seed_eviction=True)
+def eviction_rule__seed() -> str:
+    """Seed 001's eviction: whole tiers bottom-up first (no demotion there), then primary bodies demoted, then evicted."""
+    return "tiers_first"
+
+
+def budget_items(file_contexts: list[FileContext], count_tokens: Callable, floor_rule: str = "best_ranked") -> pd.DataFrame:
+    """One row per piece the budget can cut (symbol, test assertion, rationale comment) with its token costs; the
+    floor is the FLOOR_RANK best-ranked primaries, or (`floor_rule` 'seed_files', seed 001) the seed files' primaries."""
     rows = []
     for fi, f in enumerate(file_contexts):
         base = (fi, f.file_id, f.path, f.score, f.relevance_rank)
         for pos, s in enumerate(f.symbols):
             demotable = s.body is not None
             signature = count_tokens(shown_text(None, s.docstring, s.signature, f.language)) if demotable else s.tokens
-            floor = s.relevance == "primary" and s.rank is not None and s.rank <= FLOOR_RANK
+            if floor_rule == "seed_files":
+                floor = s.relevance == "primary" and f.added_by == "seed"
+            else:
+                floor = s.relevance == "primary" and s.rank is not None and s.rank <= FLOOR_RANK
             priority = f.score if s.score is None else s.score
             rows.append((*base, "symbol", pos, s.qualified_name, _section(f, s), s.start_line, floor, priority,
                          s.tokens + 1, signature + 1, demotable))  # +1: the blank line between symbols
@@ -129,12 +155,14 @@ def section_room(
     return max(0, int(code_budget) - correction - int(file_overhead[primary_files].sum()))
 
 
-def section_allocation(budget_item_columns: dict[str, np.ndarray], section_room: int) -> dict[str, int]:
-    """Tokens per section: SECTION_SHARES of the room, and what a section does not need flows to the others by share
-    (outlines get what is left)."""
+def section_allocation(budget_item_columns: dict[str, np.ndarray], section_room: int,
+                       section_shares: dict[str, float] | None = None) -> dict[str, int]:
+    """Tokens per section: SECTION_SHARES (or `section_shares`) of the room, and what a section does not need flows
+    to the others by share (outlines get what is left)."""
+    shares = section_shares or SECTION_SHARES
     section, full = budget_item_columns["section"].astype(object), budget_item_columns["full"].astype(np.int64)
-    demand = np.array([int(full[section == s].sum()) for s in SECTION_SHARES], dtype=float)
-    return _flowed_allocation(demand, section_room)
+    demand = np.array([int(full[section == s].sum()) for s in shares], dtype=float)
+    return _flowed_allocation(demand, section_room, shares)
 
 
 def budget_cuts(
@@ -149,10 +177,12 @@ def budget_cuts(
     count_tokens: Callable,
     context_edges: pd.DataFrame,
     budget_mode: str = "fixed",
+    eviction_rule: str = "demote_first",
 ) -> BudgetCuts:
     """Each item's state (full, body demoted, evicted) and cut order: cut bottom-up to the section allocation, then
     measure the real markdown and cut or refill best-first until it fits (demotion and eviction are one loop)."""
-    code_budget, items, overhead = int(code_budget), budget_item_columns, file_overhead
+    code_budget, overhead = int(code_budget), file_overhead
+    items = {**budget_item_columns, "_tiers_first": eviction_rule == "tiers_first"}
     task = allotted_task_text
     cuts = _Cuts.none(len(items["file"]))
     measured = {(cuts.state.tobytes(), task): unbudgeted_tokens}  # (state, task) -> tokens: none is rendered twice
@@ -222,6 +252,7 @@ def budget_plan(
     unbudgeted_tokens: int,
     code_budget: int,
     count_tokens: Callable,
+    section_shares: dict[str, float] | None = None,
 ) -> BudgetPlan:
     """The files as the cuts leave them (classes shown whole where the cuts widened them), the task text that fits,
     and the report explaining the cuts."""
@@ -247,7 +278,7 @@ def budget_plan(
         "after": int(cuts.tokens),
         "allocation": {"task_cap": min(TASK_ALLOCATION, code_budget // 2), "task": task_tokens}
         | {"rendering_overhead": int(code_budget - task_tokens - section_room)}
-        | {s: int(round(share * section_room)) for s, share in SECTION_SHARES.items()},
+        | {s: int(round(share * section_room)) for s, share in (section_shares or SECTION_SHARES).items()},
         "allocation_after_flow": {"task": task_tokens} | {s: int(v) for s, v in section_allocation.items()},
         "used": {s: int(tokens[sections == s].sum()) for s in SECTION_SHARES},
         "evicted": [e | {"tokens": int(full) - 1} for e, full in zip(_entries(evicted_items), evicted_items["full"])],
@@ -375,10 +406,10 @@ def _piece(kind: str, pos: int, symbol: str | None, section: str, cost: int, sco
     return kind, pos, symbol, section, 0, False, score, cost, cost, False
 
 
-def _flowed_allocation(demand: np.ndarray, available: float) -> dict[str, int]:
-    """Section shares of the available tokens (demand: per section, in SECTION_SHARES order); what a section does
+def _flowed_allocation(demand: np.ndarray, available: float, section_shares: dict[str, float] = SECTION_SHARES) -> dict[str, int]:
+    """Section shares of the available tokens (demand: per section, in section_shares order); what a section does
     not need flows to the others by share."""
-    shares = np.array(list(SECTION_SHARES.values()), dtype=float)
+    shares = np.array(list(section_shares.values()), dtype=float)
     alloc = shares * available
     for _ in range(len(shares)):
         capped = demand <= alloc
@@ -388,7 +419,7 @@ def _flowed_allocation(demand: np.ndarray, available: float) -> dict[str, int]:
             break
         weights = shares[~capped] if shares[~capped].sum() > 0 else np.ones(int((~capped).sum()))  # outline: the rest
         alloc[~capped] += surplus * weights / weights.sum()
-    return dict(zip(SECTION_SHARES, np.round(alloc).astype(np.int64).tolist()))
+    return dict(zip(section_shares, np.round(alloc).astype(np.int64).tolist()))
 
 
 def _cut_sequence(
@@ -401,11 +432,13 @@ def _cut_sequence(
     section = np.array([rank_of.get(s, np.nan) for s in items["section"].tolist()], dtype=float)
     live = ~np.isnan(section) & (items["floor"].astype(bool) == floor) & (state != EVICTED)
     body = live & items["demotable"].astype(bool) & (state == FULL)
+    if items.get("_tiers_first"):  # seed 001: lower tiers are evicted whole; only primaries are demoted first
+        body &= items["section"].astype(object) == "primary"
     idx = np.concatenate([np.flatnonzero(body), np.flatnonzero(live)])
     phase = np.concatenate([np.zeros(body.sum()), np.ones(live.sum())])
     full, demoted = items["full"].astype(np.int64), items["demoted"].astype(np.int64)
     saving = np.where(phase == 0, full[idx] - demoted[idx], demoted[idx])  # an evicted body was demoted first
-    by_item = items["section"][idx] == "primary"
+    by_item = (items["section"][idx] == "primary") & (not items.get("_tiers_first"))
     keys = (-items["line"][idx], -items["rank"][idx], np.where(by_item, phase, 0), items["priority"][idx],
             np.where(by_item, 0, phase), section[idx])
     order = np.lexsort(keys)

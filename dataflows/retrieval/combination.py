@@ -16,21 +16,30 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from hamilton.data_quality.base import DataValidator, ValidationResult
-from hamilton.function_modifiers import check_output_custom, group, inject, source
+from hamilton.function_modifiers import check_output_custom, config, group, inject, source
 
 from dataflows.retrieval.learned import TreeModel, learned_order
 from dataflows.retrieval.models import TaskQuery
 from dataflows.retrieval.ranking import effective_weights, file_scores, role_prior, roles
-from dataflows.retrieval.signal_list import (DEFAULT_PRIORS, DEFAULT_WEIGHTS, FIRST_PASS_SIGNALS, SECOND_PASS_SIGNALS,
+from dataflows.retrieval.signal_list import (DEFAULT_PRIORS, DEFAULT_WEIGHTS, FIRST_PASS_SIGNALS, PRIOR_SIGNALS, SECOND_PASS_SIGNALS,
                                              SIGNALS, TASK_TYPE_WEIGHTS, checked_weights)
 
 ANCHORS = 3  # first-pass files a second-pass signal relates the others to
+_TASK_DEPENDENT = [i for i, name in enumerate(FIRST_PASS_SIGNALS) if name not in PRIOR_SIGNALS]
 
 
-def configured_signal_weights(task_query: TaskQuery, weights_override: dict | None, weight_profile: dict | None) -> pd.Series:
+@config.when(seed_task_types=True)
+def seed_task_type_weights__on() -> dict[str, dict[str, float]]:
+    """Seed 001's task-type adjustments (bug_fix: recency .15, centrality 0; refactor: centrality .15; test: symbol
+    match .30) applied over the profile's weights even where the profile turns them off (`--seed-variants task_types`)."""
+    return TASK_TYPE_WEIGHTS
+
+
+def configured_signal_weights(task_query: TaskQuery, weights_override: dict | None, weight_profile: dict | None,
+                              seed_task_type_weights: dict | None = None) -> pd.Series:
     """Raw weight per signal: profile (or defaults), then the task type's adjustment, then the user's override."""
     profile = weight_profile or {}
-    task_types = profile.get("task_types", TASK_TYPE_WEIGHTS)
+    task_types = seed_task_type_weights or profile.get("task_types", TASK_TYPE_WEIGHTS)
     weights = {**DEFAULT_WEIGHTS, **profile.get("weights", {}), **task_types.get(task_query.task_type, {})}
     weights.update({k: v for k, v in checked_weights(weights_override).items() if k in SIGNALS})
     if sum(weights.values()) <= 0:
@@ -79,14 +88,17 @@ def anchor_files(
     first_pass_frame: pd.DataFrame, configured_signal_weights: pd.Series, file_prior: pd.Series, seed_files: pd.Series
 ) -> pd.Series:
     """file_id -> its first-pass total as a share of the best one, for the ANCHORS best files of the first pass
-    (seeds first; weights in force over the first-pass signals): what second-pass signals relate files to."""
+    (seeds first; weights in force over the first-pass signals) that the task ties to (a seed, or a task-dependent
+    signal above 0): what second-pass signals relate files to. A task with no evidence has no anchors (with history,
+    recency alone made every file a partner of the most recent ones, and nothing fell back to the central files)."""
     configured = configured_signal_weights.reindex(FIRST_PASS_SIGNALS).fillna(0.0).to_numpy()
     values = first_pass_frame[list(FIRST_PASS_SIGNALS)].to_numpy()
     prior = file_prior.reindex(first_pass_frame.index).fillna(1.0).to_numpy()
     seed = first_pass_frame.index.isin(seed_files.index)
     score, total = file_scores(values, effective_weights(configured, (values > 0).any(axis=0)), prior, seed)
     ranked = pd.DataFrame({"total": total, "score": score}, index=first_pass_frame.index)
-    ranked = ranked[ranked["total"] > 0].sort_values(["total", "score"], ascending=False, kind="stable").head(ANCHORS)
+    evidence = seed | (values[:, _TASK_DEPENDENT] > 0).any(axis=1)  # recency alone ties no file to the task
+    ranked = ranked[(ranked["total"] > 0) & evidence].sort_values(["total", "score"], ascending=False, kind="stable").head(ANCHORS)
     share = ranked["total"] / ranked["total"].max() if len(ranked) else ranked["total"]
     return share.rename("share")
 

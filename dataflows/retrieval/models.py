@@ -139,11 +139,15 @@ class ContextPackage:
     pinned: tuple[PinnedSection, ...] = ()
 
     def to_json_dict(self) -> dict:
-        """The JSON contract of `cra retrieve --format json` (names are a public interface)."""
+        """The JSON contract of `cra retrieve --format json` (names are a public interface; seed 001's names
+        `task_query`, `file_id` and `symbol_id` stand beside ours)."""
+        task = self.task_query.to_dict()
         return {
-            "task": self.task_query.to_dict(),
+            "task": task,
+            "task_query": task,
             "files": [
                 {
+                    "file_id": f.file_id,
                     "path": f.path,
                     "language": f.language,
                     "relevance_rank": f.relevance_rank,
@@ -152,6 +156,8 @@ class ContextPackage:
                     "seed_reason": f.seed_reason,
                     "symbols": [
                         {
+                            "symbol_id": s.symbol_id,
+                            "file_id": s.file_id,
                             "name": s.name,
                             "qualified_name": s.qualified_name,
                             "kind": s.kind,

@@ -24,6 +24,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
+from hamilton.function_modifiers import config
 
 from dataflows.lexical import Bm25Index
 from dataflows.retrieval import vocabulary
@@ -49,6 +50,7 @@ OUTLINE_KINDS = ("class", "interface", "enum", "type_alias", "function", "method
 PRIMARY_CANDIDATES = 150  # ranked symbols offered a body; the budget cuts the lowest-scored first ...
 PRIMARY_SHARE = 0.25  # ... among those scoring at least this share of the best (the rest are context, not the task)
 FLOOR_RANK = 2  # the best-ranked symbols are the package's floor: cut last
+SEED_PRIMARY_SIGNALS = ("name", "mention", "trace")  # seed gate 4: a symbol whose name the task matches (or a frame)
 AUTO_SHARE = 0.9  # --budget auto: bodies of the symbols scoring at least this share of the best ...
 AUTO_MAX = 5  # ... at most this many
 REASON_SIGNALS = 3  # a ranked primary's reason names its strongest signals
@@ -83,11 +85,25 @@ def scoped_symbols(scope: pd.DataFrame, kb_symbol_table: SymbolTable) -> ScopedS
                          src[inside], dst[inside], np.isin(table.edge_kind[inside], TYPE_EDGE_KINDS))  # fmt: skip
 
 
+@config.when(seed_primaries=True)
+def seed_primary_pool__on(symbol_ranking: pd.DataFrame, scope: pd.DataFrame) -> pd.DataFrame:
+    """Seed 001's gate 4 (`--seed-variants primaries`): the ranked symbols that may be primaries are those of seed
+    files or whose name the task's words match or mention; the whole ranking when none is."""
+    seed_paths = scope.loc[scope["seed"].astype(bool), "path"]
+    matched = symbol_ranking["path"].isin(seed_paths).to_numpy().copy()
+    for signal in SEED_PRIMARY_SIGNALS:
+        if signal in symbol_ranking:
+            matched |= symbol_ranking[signal].to_numpy(dtype=float) > 0
+    return symbol_ranking[matched] if matched.any() else symbol_ranking
+
+
 def ranked_primaries(symbol_ranking: pd.DataFrame, symbol_weights: dict[str, float],
-                     budget_mode: str) -> pd.DataFrame:
+                     budget_mode: str, seed_primary_pool: pd.DataFrame | None = None) -> pd.DataFrame:
     """The top of the symbol ranking offered a body (symbol_id, rank, score, reason): up to PRIMARY_CANDIDATES
-    scoring at least PRIMARY_SHARE of the best, or with `budget_mode` 'auto' at least AUTO_SHARE (at most AUTO_MAX)."""
-    ranked = symbol_ranking[symbol_ranking["score"] > 0]
+    scoring at least PRIMARY_SHARE of the best, or with `budget_mode` 'auto' at least AUTO_SHARE (at most AUTO_MAX);
+    with seed 001's gate 4 on, only from `seed_primary_pool`."""
+    pool = symbol_ranking if seed_primary_pool is None else seed_primary_pool
+    ranked = pool[pool["score"] > 0]
     share, most = (AUTO_SHARE, AUTO_MAX) if budget_mode == "auto" else (PRIMARY_SHARE, PRIMARY_CANDIDATES)
     if len(ranked):
         ranked = ranked[ranked["score"] >= share * ranked["score"].iloc[0]].head(most)

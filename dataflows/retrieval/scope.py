@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dataflows.retrieval.signal_list import SIGNALS
+from dataflows.retrieval.signal_list import PRIOR_SIGNALS, SIGNALS
 from dataflows.retrieval.models import TaskQuery
 from dataflows.retrieval.signals import MAX_FILES_PER_FILE_HINT
 from dataflows.retrieval.hints import path_matches
@@ -13,8 +13,6 @@ from dataflows.retrieval.hints import path_matches
 MIN_COCHANGE = 3  # co-change partners of a seed join the scope from this many shared commits
 FALLBACK_SIZE = 10  # files scoped when nothing matches: the most imported ones
 SCOPE_COLUMNS = ["path", "rank", "total_score", "seed", "seed_reason", "added_by", "is_test", *SIGNALS]
-# task-independent priors: they order files but never make a file "match" the task on their own
-PRIOR_SIGNALS = ("recency", "structural_centrality")
 
 
 def _matching(signal_matrix: pd.DataFrame) -> pd.Series:

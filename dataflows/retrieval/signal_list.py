@@ -43,6 +43,8 @@ SIGNALS: tuple[str, ...] = tuple(s.name for s in SIGNAL_LIST)
 SEED_SIGNALS: tuple[str, ...] = tuple(s.name for s in SIGNAL_LIST if s.seed)
 FIRST_PASS_SIGNALS: tuple[str, ...] = tuple(s.name for s in SIGNAL_LIST if not s.second_pass)
 SECOND_PASS_SIGNALS: tuple[str, ...] = tuple(s.name for s in SIGNAL_LIST if s.second_pass)
+# task-independent priors: they order files but never make a file "match" (or anchor) the task on their own
+PRIOR_SIGNALS: tuple[str, ...] = ("recency", "structural_centrality")
 DEFAULT_WEIGHTS: dict[str, float] = {s.name: s.default_weight for s in SIGNAL_LIST}
 # task-type adjustments: named weights replaced before normalisation
 TASK_TYPE_WEIGHTS: dict[str, dict[str, float]] = {

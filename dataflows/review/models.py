@@ -24,6 +24,9 @@ class RerankConfig:
 
     same_language_boost: float = 0.85
     cross_language_penalty: float = 1.15
+    # what the multipliers scale: "fused" (ours: fusion's distance, defined for every finding) or "original" (seed 002:
+    # the cosine distance; findings only BM25 found have none and go after the vector hits, in fusion's order)
+    basis: str = "fused"
 
 
 @dataclass(frozen=True)

@@ -42,9 +42,16 @@ def rerank_by_language(
     known = language.notna().to_numpy()
     match = known & language.isin(set(pr_languages)).to_numpy()
     factor = np.where(match, rerank_config.same_language_boost, np.where(known, rerank_config.cross_language_penalty, 1.0))
-    out = fused_findings.assign(
-        language_match=match, adjusted_distance=fused_findings["fused_distance"].to_numpy(dtype=float) * factor
-    )
+    fused = fused_findings["fused_distance"].to_numpy(dtype=float)
+    if rerank_config.basis == "original":  # seed 002's re-rank, measured as `review-seed` by drivers.findings_recall
+        original = pd.to_numeric(fused_findings.get("distance", pd.Series(np.nan, index=fused_findings.index)),
+                                 errors="coerce").to_numpy(dtype=float)  # fmt: skip
+        lexical_only = np.isnan(original)
+        out = fused_findings.assign(language_match=match, adjusted_distance=np.where(lexical_only, fused, original) * factor,
+                                    _lexical_only=lexical_only)  # fmt: skip
+        out = out.sort_values(["_lexical_only", "adjusted_distance", "fused_distance"], kind="stable")
+        return out.drop(columns="_lexical_only")
+    out = fused_findings.assign(language_match=match, adjusted_distance=fused * factor)
     return out.sort_values(["adjusted_distance", "fused_distance"], kind="stable")
 
 
