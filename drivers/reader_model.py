@@ -144,7 +144,7 @@ class NumpyReader:
 
 
 def export_reader(state: dict[str, np.ndarray], tokenizer_file: Path, out: Path, dtype: str = "int8",
-                  trained: dict | None = None) -> Path:
+                  trained: dict | None = None, max_tokens: int = MAX_TOKENS) -> Path:
     """Write a model directory NumpyReader reads from a trained state dict (numpy arrays, names as
     BertForSequenceClassification's); returns the weights file."""
     from safetensors.numpy import save_file
@@ -153,7 +153,7 @@ def export_reader(state: dict[str, np.ndarray], tokenizer_file: Path, out: Path,
     out.mkdir(parents=True, exist_ok=True)
     layers = 1 + max(int(k.split(".")[3]) for k in state if k.startswith("bert.encoder.layer."))
     hidden = state["bert.embeddings.word_embeddings.weight"].shape[1]
-    config = {"layers": layers, "heads": max(1, hidden // 32), "hidden": int(hidden), "max_tokens": MAX_TOKENS,
+    config = {"layers": layers, "heads": max(1, hidden // 32), "hidden": int(hidden), "max_tokens": max_tokens,
               "query_tokens": QUERY_TOKENS, "dtype": dtype, "source": SOURCE, "license": "Apache-2.0",
               "trained": trained or {}}  # fmt: skip
     weights = out / "model.safetensors"
@@ -170,6 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--export", required=True, help="a checkpoint of drivers.train_reader (its .pt file)")
     parser.add_argument("--out", required=True, help="the model directory to write")
     parser.add_argument("--dtype", default="int8", choices=("int8", "float16"))
+    parser.add_argument("--check", help="a pairs Parquet file (drivers.reader_pairs): score one case's pairs with the "
+                                        "checkpoint in torch and the export in numpy, print how far they differ")
     args = parser.parse_args(argv)
     import torch
 
@@ -178,9 +180,41 @@ def main(argv: list[str] | None = None) -> int:
     checkpoint = torch.load(args.export, map_location="cpu", weights_only=False)
     state = {k: v.float().numpy() for k, v in checkpoint["model"].items()}
     weights = export_reader(state, source_model_dir() / "tokenizer.json", Path(args.out), args.dtype,
-                            {"step": checkpoint.get("step"), "heldout": checkpoint.get("heldout_repos")})  # fmt: skip
+                            {"step": checkpoint.get("step"), "heldout": checkpoint.get("heldout_repos")},
+                            checkpoint.get("max_tokens", MAX_TOKENS))  # fmt: skip
     print(f"{weights}: {weights.stat().st_size / 2**20:.1f} MiB ({args.dtype})")
+    if args.check:
+        print(agreement(checkpoint["model"], Path(args.out), Path(args.check)))
     return 0
+
+
+def agreement(state: dict, exported: Path, pairs_file: Path, n: int = 10) -> dict:
+    """Scores of the first case's first n pairs of a pairs file, by the torch checkpoint (float32) and by the numpy
+    export: the largest difference, whether they order the pairs alike, and numpy's time on this machine."""
+    import time
+
+    import pandas as pd
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification
+
+    from drivers.train_reader import source_model_dir
+
+    pairs = pd.read_parquet(pairs_file)
+    case = pairs[(pairs["case_id"] == pairs["case_id"].iloc[0]) & (pairs["kind"] == "file")].head(n)
+    reader = NumpyReader.read(exported)
+    started = time.perf_counter()
+    ours = reader.scores(case["query"].iloc[0], case["passage"].tolist())
+    numpy_s = time.perf_counter() - started
+    model = BertForSequenceClassification(BertConfig.from_pretrained(str(source_model_dir()), num_labels=1)).eval()
+    model.load_state_dict(state)
+    ids, types, mask = pair_ids(reader.tokenizer, case["query"].iloc[0], case["passage"].tolist(),
+                                int(reader.config["max_tokens"]), int(reader.config["query_tokens"]))  # fmt: skip
+    with torch.no_grad():
+        theirs = model(input_ids=torch.tensor(ids), token_type_ids=torch.tensor(types),
+                       attention_mask=torch.tensor(mask)).logits[:, 0].numpy()  # fmt: skip
+    same_order = bool((np.argsort(-ours, kind="stable") == np.argsort(-theirs, kind="stable")).all())
+    return {"pairs": len(case), "tokens": int(ids.shape[1]), "max_abs_diff": float(np.abs(ours - theirs).max()),
+            "score_range": float(np.ptp(theirs)), "same_order": same_order, "numpy_s": round(numpy_s, 3)}
 
 
 if __name__ == "__main__":
