@@ -220,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     if step == 0:
         evaluate()  # the untrained head: the baseline every later figure is read against
     model.train()
-    losses, seen, started = [], 0, time.perf_counter()
+    losses, seen, started, cpu = [], 0, time.perf_counter(), time.process_time()
     while step < args.steps:
         rng = np.random.default_rng([args.seed, step])
         queries, passages, sizes = [], [], []
@@ -243,13 +243,14 @@ def main(argv: list[str] | None = None) -> int:
         optimizer.step()
         scheduler.step()
         step += 1
-        losses.append(float(loss))
+        losses.append(loss.item())
         seen += len(queries)
         if step % 10 == 0:
             elapsed = time.perf_counter() - started
             log({"event": "train", "step": step, "loss": round(float(np.mean(losses)), 4), "lr": scheduler.get_last_lr()[0],
-                 "pairs_per_s": round(seen / elapsed, 2), "s_per_step": round(elapsed / len(losses), 2)})  # fmt: skip
-            losses, seen, started = [], 0, time.perf_counter()
+                 "pairs_per_s": round(seen / elapsed, 2), "s_per_step": round(elapsed / len(losses), 2),
+                 "cpu_s_per_step": round((time.process_time() - cpu) / len(losses), 2)})  # fmt: skip
+            losses, seen, started, cpu = [], 0, time.perf_counter(), time.process_time()
         if step % args.eval_every == 0 or step == args.steps:
             save()
             evaluate()
@@ -258,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
             fresh = tuple(sorted((f.name, f.stat().st_mtime) for f in Path(args.pairs).glob("*/*.parquet")))
             if fresh != stamp:
                 pairs, groups, sample, stamp = load()
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
     return 0
 
 
