@@ -301,15 +301,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--refresh-gold", action="store_true",
                         help="keep the cases of the case file (--out or the set's default) and derive their gold "
                              "edits and functions again with today's parsers")
+    parser.add_argument("--repos", nargs="+", metavar="OWNER/NAME",
+                        help="mine only these repositories of the set (default: every one; those not mirrored are "
+                             "skipped with a note)")
     args = parser.parse_args(argv)
     out = Path(args.out) if args.out else default_out(args.set)
     if args.refresh_gold:
         return _refresh_gold(out, Path(args.mirror))
     per_repo = args.per_repo or PER_REPO_OF[args.set]
+    chosen = set(args.repos or ())
+    unknown = sorted(chosen - {r for repos in SETS[args.set].values() for r in repos})
+    if unknown:
+        print(f"error: {', '.join(unknown)} not in the {args.set} set; pass repositories of drivers/mine_cases.py's "
+              f"{args.set} lists", file=sys.stderr)
+        return 2
     conventions = load_conventions()
     cases, totals = [], Counter()
     for family, repos in SETS[args.set].items():
         for repo in repos:
+            if chosen and repo not in chosen:
+                continue
             git_dir = mirror_git_dir(Path(args.mirror), repo)
             if not git_dir.is_dir():
                 print(f"{repo}: no mirror at {git_dir}; fetch it (github:{repo})", file=sys.stderr)

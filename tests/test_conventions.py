@@ -191,6 +191,26 @@ def test_miner_keeps_issue_fixes_and_counts_what_each_filter_removed(tmp_path):
     assert removed["commits read"] == 5
 
 
+def test_miner_mines_only_the_repositories_named(tmp_path, capsys):
+    from drivers.mine_cases import main
+
+    repo = _tree(tmp_path / "r", {"parse.go": "package m\n\nfunc Parse() int {\n\treturn 1\n}\n"})
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "initial import")
+    (repo / "parse.go").write_text("package m\n\nfunc Parse() int {\n\treturn 2\n}\n")
+    _git(repo, "commit", "-qam", "Fix Parse returning the wrong count for empty input (#12)")
+    mirror = tmp_path / "mirror"
+    subprocess.run(["git", "clone", "-q", "--bare", str(repo), str(mirror / "spf13+cobra" / "repo")], check=True)
+    out = tmp_path / "train.jsonl"
+    assert main(["--mirror", str(mirror), "--set", "train", "--repos", "spf13/cobra", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "spf13/cobra (go): 1 cases" in err and "no mirror" not in err  # no other repository tried
+    assert [json.loads(line)["repo"] for line in out.read_text().splitlines()] == ["spf13/cobra"]
+    assert main(["--mirror", str(mirror), "--set", "train", "--repos", "ex/nowhere", "--out", str(out)]) == 2
+    assert capsys.readouterr().err.startswith("error: ex/nowhere not in the train set")
+
+
 def test_miner_leaves_out_a_generated_amalgamation_a_cpp_fix_also_changed(tmp_path):
     from drivers.mine_cases import mine_repository
 
