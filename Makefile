@@ -28,22 +28,22 @@ test-fast: setup  # while developing: everything but the end-to-end runs on real
 	$(PY) -m pytest -q -m "not slow"
 
 bench: setup
-	$(PY) -m drivers.bench
+	$(PY) -m cra.drivers.bench.speed
 
 bench-scale: setup  # index / request growth over generated 1k-100k-file trees and OpenJDK's source (~1 h, 3 GB of cache)
-	$(PY) -m drivers.scale_bench --real
+	$(PY) -m cra.drivers.bench.scale --real
 
 bench-findings: setup  # review-findings store: insert and query latency with 10,000 findings
-	$(PY) -m drivers.findings_bench
+	$(PY) -m cra.drivers.bench.findings
 
 bench-escalation: setup  # escalation store with 10,000 tasks / 100,000 attempts: record and report medians
-	$(PY) -m drivers.escalation_bench
+	$(PY) -m cra.drivers.bench.escalation
 
 bench-memory: setup
-	$(PY) -m drivers.memory_bench
+	$(PY) -m cra.drivers.bench.memory
 
 bench-diagnose: setup  # cold `cra diagnose`: 5,000 files / 2 GB of logs (sparse) against Django with a KB
-	$(PY) -m drivers.diagnose_bench
+	$(PY) -m cra.drivers.bench.diagnose
 
 eval: setup
 	$(CRA) evaluate --cases ../shared/eval/dev.jsonl --mirror ../.mirror --out out/eval-dev

@@ -9,7 +9,6 @@ repository.
 from __future__ import annotations
 
 import bisect
-
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -85,7 +84,9 @@ def _doc_positions(docs: pd.Series) -> tuple[np.ndarray, np.ndarray]:
 
 @dataclass(frozen=True, eq=False)
 class Bm25Index:
-    vocab: np.ndarray | ArrowVocabulary  # distinct terms, sorted (object array or Arrow strings): found by binary search
+    vocab: (
+        np.ndarray | ArrowVocabulary
+    )  # distinct terms, sorted (object array or Arrow strings): found by binary search
     starts: np.ndarray  # postings of vocab[i] are [starts[i], starts[i + 1])
     doc_ids: np.ndarray  # the doc id (file_id / symbol_id) of each doc position
     postings_doc: np.ndarray  # doc position of each posting, grouped by term
@@ -95,8 +96,13 @@ class Bm25Index:
     def from_terms(cls, frame: pd.DataFrame, doc_col: str, k1: float = K1, b: float = B) -> Bm25Index:
         """Index a frame with columns (doc_col, term, tf)."""
         if frame.empty:
-            return cls.from_arrays(np.array([], dtype=object), np.zeros(1, dtype=np.int64), np.array([], dtype=np.int64),
-                                   np.array([], dtype=np.int64), np.array([]))  # fmt: skip
+            return cls.from_arrays(
+                np.array([], dtype=object),
+                np.zeros(1, dtype=np.int64),
+                np.array([], dtype=np.int64),
+                np.array([], dtype=np.int64),
+                np.array([]),
+            )
         # the rows' codes first, while nothing else is held: ordering postings by term takes most of the memory
         term_codes, vocab = sorted_term_codes(frame["term"])
         df = np.bincount(term_codes, minlength=len(vocab))
@@ -112,7 +118,9 @@ class Bm25Index:
         tf = frame["tf"].to_numpy()
         doc_len = np.zeros(len(doc_ids))
         for start in range(0, len(doc_pos), _CHUNK):  # sums of integer counts: exact in any grouping
-            doc_len += np.bincount(doc_pos[start : start + _CHUNK], weights=tf[start : start + _CHUNK], minlength=len(doc_ids))
+            doc_len += np.bincount(
+                doc_pos[start : start + _CHUNK], weights=tf[start : start + _CHUNK], minlength=len(doc_ids)
+            )
         del doc_pos
         avg_len = doc_len.mean() or 1.0
         n_docs = len(doc_ids)
@@ -120,7 +128,9 @@ class Bm25Index:
         starts = np.concatenate([[0], np.cumsum(df)])  # postings by term: each term's df postings in a row
         term_of = np.repeat(np.arange(len(df), dtype=np.int32), df)
         weight = np.empty(len(order), dtype=np.float64)
-        for start in range(0, len(order), _CHUNK):  # a chunk of postings at a time, each step of the formula in its order
+        for start in range(
+            0, len(order), _CHUNK
+        ):  # a chunk of postings at a time, each step of the formula in its order
             end = start + _CHUNK
             counts = tf[order[start:end]].astype(np.float64)
             # weight = idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * doc_len / avg_len))
@@ -141,8 +151,13 @@ class Bm25Index:
     def from_arrays(cls, vocab, starts, doc_ids, postings_doc, postings_weight) -> Bm25Index:
         """The index from its persisted arrays (`arrays()`), as numpy arrays of the stored types."""
         vocab = vocab if isinstance(vocab, ArrowVocabulary) else np.asarray(vocab, dtype=object)
-        return cls(vocab, np.asarray(starts, dtype=np.int64), np.asarray(doc_ids),
-                   np.asarray(postings_doc, dtype=np.int32), np.asarray(postings_weight, dtype=np.float64))  # fmt: skip
+        return cls(
+            vocab,
+            np.asarray(starts, dtype=np.int64),
+            np.asarray(doc_ids),
+            np.asarray(postings_doc, dtype=np.int32),
+            np.asarray(postings_weight, dtype=np.float64),
+        )
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The compact persisted form: name -> array, names as in ARRAYS."""

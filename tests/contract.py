@@ -1,13 +1,45 @@
 """The `--format json` contract, checked on every test retrieval: names other tools depend on."""
 
 TASK_KEYS = {"raw_description", "task_type", "keywords", "file_hints", "symbol_hints", "error_patterns", "concepts"}
-FILE_KEYS = {"path", "language", "relevance_rank", "score", "added_by", "seed_reason", "symbols", "rationale_comments",
-             "test_assertions"}
-SYMBOL_KEYS = {"name", "qualified_name", "kind", "relevance", "signature", "body", "docstring", "start_line", "end_line", "tokens"}
+FILE_KEYS = {
+    "path",
+    "language",
+    "relevance_rank",
+    "score",
+    "added_by",
+    "seed_reason",
+    "symbols",
+    "rationale_comments",
+    "test_assertions",
+}
+SYMBOL_KEYS = {
+    "name",
+    "qualified_name",
+    "kind",
+    "relevance",
+    "signature",
+    "body",
+    "docstring",
+    "start_line",
+    "end_line",
+    "tokens",
+}
 SCOPE_KEYS = {"path", "rank", "total_score", "seed", "seed_reason", "added_by", "signals"}
-SIGNALS = {"path_match", "symbol_match", "dependency_proximity", "cochange_affinity", "recency", "domain_match",
-           "concept_overlap", "structural_centrality", "lexical_match", "symbol_lexical_match", "history_match",
-           "title_match", "partner_affinity"}
+SIGNALS = {
+    "path_match",
+    "symbol_match",
+    "dependency_proximity",
+    "cochange_affinity",
+    "recency",
+    "domain_match",
+    "concept_overlap",
+    "structural_centrality",
+    "lexical_match",
+    "symbol_lexical_match",
+    "history_match",
+    "title_match",
+    "partner_affinity",
+}
 
 
 def assert_json_contract(doc: dict) -> None:

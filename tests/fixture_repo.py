@@ -76,11 +76,11 @@ class Invoice:
 def format_currency(value: float) -> str:
     return f"${value:.2f}"
 ''',
-    "app/utils.py": '''def slugify(text: str) -> str:
+    "app/utils.py": """def slugify(text: str) -> str:
     return "-".join(text.lower().split())
-''',
+""",
     "app/broken.py": "def oops(:\n    pass\n",
-    "tests/test_auth.py": '''from app.auth.handler import validate_login
+    "tests/test_auth.py": """from app.auth.handler import validate_login
 from app.auth.types import LoginRequest
 
 
@@ -93,45 +93,45 @@ def test_valid_login_returns_token():
 def test_invalid_password_returns_error():
     result = validate_login(LoginRequest("ann", "short"))
     assert result.success is False
-''',
-    "tests/test_billing.py": '''from app.billing.invoice import Invoice
+""",
+    "tests/test_billing.py": """from app.billing.invoice import Invoice
 from app.auth.handler import logout
 
 
 def test_total_amount():
     assert Invoice([("a", 1.0), ("b", 2.0)]).total_amount() == 3.0
-''',
-    "web/src/api.ts": '''export interface Session {
+""",
+    "web/src/api.ts": """export interface Session {
   token: string;
 }
 
 export function fetchSession(user: string): Session {
   return { token: user };
 }
-''',
-    "web/src/login.ts": '''import { fetchSession, Session } from "./api";
+""",
+    "web/src/login.ts": """import { fetchSession, Session } from "./api";
 
 export class LoginForm {
   submit(user: string): Session {
     return fetchSession(user);
   }
 }
-''',
+""",
     "web/src/index.ts": 'export { LoginForm } from "./login";\n',
     "go.mod": "module example.com/demo\n\ngo 1.21\n",
-    "server/main.go": '''package server
+    "server/main.go": """package server
 
 // Serve starts the HTTP server.
 func Serve(port int) error {
 	return listen(port)
 }
-''',
-    "server/util.go": '''package server
+""",
+    "server/util.go": """package server
 
 func listen(port int) error {
 	return nil
 }
-''',
+""",
 }
 
 # later commits: (message, {path: appended text}); handler + ldap change together three times
@@ -145,8 +145,15 @@ HISTORY = [
 
 def commit_git(repo: Path, *args: str, when: int) -> None:
     date = f"{1_700_000_000 + when * 86_400} +0000"
-    env = {**os.environ, "GIT_AUTHOR_NAME": "Dev", "GIT_AUTHOR_EMAIL": "dev@example.com", "GIT_COMMITTER_NAME": "Dev",
-           "GIT_COMMITTER_EMAIL": "dev@example.com", "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "Dev",
+        "GIT_AUTHOR_EMAIL": "dev@example.com",
+        "GIT_COMMITTER_NAME": "Dev",
+        "GIT_COMMITTER_EMAIL": "dev@example.com",
+        "GIT_AUTHOR_DATE": date,
+        "GIT_COMMITTER_DATE": date,
+    }
     subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
 
 

@@ -22,7 +22,9 @@ import pandas as pd
 import pyarrow as pa
 
 WALL_CLOCK = {"indexed_at", "seconds"}
-LAYOUT = {"table_files"}  # each file's size and footer digest (drivers.kb_check): how it was written, not what it holds
+LAYOUT = {
+    "table_files"
+}  # each file's size and footer digest (cra.drivers.kb.check): how it was written, not what it holds
 
 
 def _live(kb_dir: Path) -> Path:
@@ -33,13 +35,19 @@ def _live(kb_dir: Path) -> Path:
 def _sorted(frame: pd.DataFrame) -> pd.DataFrame:
     """The frame in a canonical row order: sorted by every column whose values sort (the key is among them)."""
     keys = [c for c in frame.columns if frame[c].map(lambda v: isinstance(v, (str, int, float, bool, bytes))).all()]
-    return frame.sort_values(keys, kind="stable", ignore_index=True) if keys and len(frame) else frame.reset_index(drop=True)
+    return (
+        frame.sort_values(keys, kind="stable", ignore_index=True)
+        if keys and len(frame)
+        else frame.reset_index(drop=True)
+    )
 
 
 def _without_clock(value, ignore: frozenset | set = frozenset()):
     """Metadata with its wall-clock fields (and the `ignore` keys) taken out, at any depth."""
     if isinstance(value, dict):
-        return {k: _without_clock(v, ignore) for k, v in value.items() if k not in WALL_CLOCK | LAYOUT and k not in ignore}
+        return {
+            k: _without_clock(v, ignore) for k, v in value.items() if k not in WALL_CLOCK | LAYOUT and k not in ignore
+        }
     if isinstance(value, list):
         return [_without_clock(v, ignore) for v in value]
     return value
@@ -87,7 +95,7 @@ def _differing_keys(a: dict, b: dict, prefix: str = "") -> list[str]:
 
 def _tracked_scan(repo: Path):
     """The files git tracks in repo (regular files up to 1 MB), as the source scan `cra index` would make."""
-    from drivers.sources import SourceScan
+    from cra.drivers.index.sources import SourceScan
 
     listed = subprocess.run(["git", "-C", str(repo), "ls-files", "-z"], capture_output=True, check=True).stdout
     rows = []
@@ -104,7 +112,8 @@ def _tracked_scan(repo: Path):
 def _index(repo: Path, kb_dir: Path, scan_file: Path | None) -> None:
     """Index repo into kb_dir as `cra index` does (without its progress bar), the scan read from (or first written
     to) scan_file."""
-    from drivers import indexer, kb, sources
+    from cra.drivers.index import indexer, sources
+    from cra.drivers.kb import store as kb
 
     if scan_file is not None:
         if scan_file.exists():

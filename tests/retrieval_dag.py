@@ -1,7 +1,7 @@
 """Run one node of the retrieval DAG on small frames, the way a request runs it (test support).
 
 Values for the DAG's inputs go in as inputs, values for its nodes (a TaskQuery, a scope) as overrides; the word
-tables a test does not give are built by their nodes (`dataflows.retrieval.word_tables`) from the frames.
+tables a test does not give are built by their nodes (`cra.dataflows.retrieval.word_tables`) from the frames.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from functools import cache
 
 import pandas as pd
 
-from dataflows.lexical import Bm25Index
-from drivers.retriever import retrieval_driver
+from cra.dataflows.lexical import Bm25Index
+from cra.drivers.retrieval.retriever import retrieval_driver
 
 EMPTY_LEXICON = Bm25Index.from_terms(pd.DataFrame(columns=["file_id", "term", "tf"]), "file_id")  # no files indexed
 

@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 import tiktoken
 
-from dataflows.retrieval.assembly import context_package, included_edges
-from dataflows.retrieval.budget import EVICTION_ORDER, SECTION_SHARES
-from dataflows.retrieval.models import FileContext, SymbolContext, TaskQuery
-from dataflows.retrieval.render import markdown_text
+from cra.dataflows.retrieval.assembly import context_package, included_edges
+from cra.dataflows.retrieval.budget import EVICTION_ORDER, SECTION_SHARES
+from cra.dataflows.retrieval.models import FileContext, SymbolContext, TaskQuery
+from cra.dataflows.retrieval.render import markdown_text
 from tests.retrieval_dag import run_node
 
 N_FILES = 30
@@ -32,14 +32,40 @@ def count_tokens(text: str) -> int:
 
 def body(name: str, n_lines: int) -> str:
     lines = [f"def {name}(request, settings):", f'    """Handle {name} for the request."""']
-    lines += [f"    value_{i} = compute_{i}(request.alpha_{i}, settings.beta) + offset_{i}  # step {i}" for i in range(n_lines)]
+    lines += [
+        f"    value_{i} = compute_{i}(request.alpha_{i}, settings.beta) + offset_{i}  # step {i}"
+        for i in range(n_lines)
+    ]
     return "\n".join(lines + ["    return value_0"])
 
 
-def symbol(file_id: int, sid: int, name: str, relevance: str, text: str | None, signature: str, line: int,
-           rank: int | None = None) -> SymbolContext:
-    sc = SymbolContext(sid, file_id, name, name, "function", relevance, signature, text, f"Doc of {name}.", line,
-                       line + 30, 0, f"fixture {relevance}", rank, None if rank is None else 1 - rank / 100)  # fmt: skip
+def symbol(
+    file_id: int,
+    sid: int,
+    name: str,
+    relevance: str,
+    text: str | None,
+    signature: str,
+    line: int,
+    rank: int | None = None,
+) -> SymbolContext:
+    sc = SymbolContext(
+        sid,
+        file_id,
+        name,
+        name,
+        "function",
+        relevance,
+        signature,
+        text,
+        f"Doc of {name}.",
+        line,
+        line + 30,
+        0,
+        f"fixture {relevance}",
+        rank,
+        None if rank is None else 1 - rank / 100,
+    )
     rendered = text if text is not None else f"# Doc of {name}.\n{signature}"
     return SymbolContext(**{**sc.__dict__, "tokens": count_tokens(rendered)})
 
@@ -53,14 +79,29 @@ def symbol_rank(i: int) -> int:
 def source_file(i: int) -> FileContext:
     config = f"class Config{i}:\n    mode: str = 'strict'\n    retries: int = {i}\n    timeout_s: float = 1.5"
     symbols = (
-        symbol(i, 10 * i, f"handle_{i}", "primary", body(f"handle_{i}", 19), f"def handle_{i}(request, settings):", 10,
-               symbol_rank(i)),
+        symbol(
+            i,
+            10 * i,
+            f"handle_{i}",
+            "primary",
+            body(f"handle_{i}", 19),
+            f"def handle_{i}(request, settings):",
+            10,
+            symbol_rank(i),
+        ),
         symbol(i, 10 * i + 1, f"helper_{i}", "supporting", None, f"def helper_{i}(value: int) -> int:", 50),
         symbol(i, 10 * i + 2, f"Config{i}", "type_context", config, f"class Config{i}:", 80),
     )
-    return FileContext(i, f"src/pkg/mod_{i}.py", "python", i + 1, 1.0 if i in SEEDS else round(0.9 - i / 40, 4),
-                       "seed" if i in SEEDS else "score", symbols,
-                       (f"Workaround for vendor bug {i}: the API returns stale data",))  # fmt: skip
+    return FileContext(
+        i,
+        f"src/pkg/mod_{i}.py",
+        "python",
+        i + 1,
+        1.0 if i in SEEDS else round(0.9 - i / 40, 4),
+        "seed" if i in SEEDS else "score",
+        symbols,
+        (f"Workaround for vendor bug {i}: the API returns stale data",),
+    )
 
 
 def suite_file(j: int) -> FileContext:
@@ -68,8 +109,17 @@ def suite_file(j: int) -> FileContext:
     text = body(f"test_handle_{j}", 4) + "\n    assert value_0 == 1\n    assert settings.beta is not None"
     sym = symbol(fid, 1000 + j, f"test_handle_{j}", "primary", text, f"def test_handle_{j}(request, settings):", 1)
     assertions = (f"test_handle_{j}: assert value_0 == 1", f"test_handle_{j}: assert settings.beta is not None")
-    return FileContext(fid, f"tests/test_mod_{j}.py", "python", N_FILES + j + 1, round(0.3 - j / 100, 4), "score",
-                       (sym,), (), assertions)  # fmt: skip
+    return FileContext(
+        fid,
+        f"tests/test_mod_{j}.py",
+        "python",
+        N_FILES + j + 1,
+        round(0.3 - j / 100, 4),
+        "score",
+        (sym,),
+        (),
+        assertions,
+    )
 
 
 def files() -> list[FileContext]:
@@ -85,12 +135,18 @@ def kb_edges() -> pd.DataFrame:
 def scope() -> pd.DataFrame:
     fs = files()
     return pd.DataFrame(
-        {"path": [f.path for f in fs], "rank": [f.relevance_rank for f in fs], "total_score": [f.score for f in fs],
-         "seed": [f.added_by == "seed" for f in fs], "seed_reason": [f.seed_reason for f in fs],
-         "added_by": [f.added_by for f in fs],
-         "is_test": [f.test_assertions is not None for f in fs], "path_match": 0.5},
+        {
+            "path": [f.path for f in fs],
+            "rank": [f.relevance_rank for f in fs],
+            "total_score": [f.score for f in fs],
+            "seed": [f.added_by == "seed" for f in fs],
+            "seed_reason": [f.seed_reason for f in fs],
+            "added_by": [f.added_by for f in fs],
+            "is_test": [f.test_assertions is not None for f in fs],
+            "path_match": 0.5,
+        },
         index=pd.Index([f.file_id for f in fs], name="file_id"),
-    )  # fmt: skip
+    )
 
 
 def query(text: str = "Fix handle_0 and handle_1: they drop the retry settings.") -> TaskQuery:
@@ -99,8 +155,9 @@ def query(text: str = "Fix handle_0 and handle_1: they drop the retry settings."
 
 def budget_node(name: str, fs: list[FileContext], budget: int, q: TaskQuery | None = None):
     """One node of the budget stage for these file contexts, as a request computes it."""
-    return run_node(name, file_contexts=fs, task_query=q or query(), budget=budget, count_tokens=count_tokens,
-                    kb_edges=kb_edges())
+    return run_node(
+        name, file_contexts=fs, task_query=q or query(), budget=budget, count_tokens=count_tokens, kb_edges=kb_edges()
+    )
 
 
 @cache
@@ -110,11 +167,24 @@ def run(budget: int, text: str | None = None):
     fs = files()
     plan = budget_node("budget_plan", fs, budget, q)
     task_text = plan.task_text
-    tiers = pd.DataFrame([(s.symbol_id, f.file_id, s.relevance, s.reason) for f in fs for s in f.symbols],
-                         columns=["symbol_id", "file_id", "tier", "reason"])  # fmt: skip
+    tiers = pd.DataFrame(
+        [(s.symbol_id, f.file_id, s.relevance, s.reason) for f in fs for s in f.symbols],
+        columns=["symbol_id", "file_id", "tier", "reason"],
+    )
     edges = included_edges(plan.files, kb_edges())
-    package = context_package(q, task_text, plan.files, edges, budget, plan.report, scope(),
-                              pd.Series({"path_match": 1.0}), [], tiers, count_tokens)  # fmt: skip
+    package = context_package(
+        q,
+        task_text,
+        plan.files,
+        edges,
+        budget,
+        plan.report,
+        scope(),
+        pd.Series({"path_match": 1.0}),
+        [],
+        tiers,
+        count_tokens,
+    )
     return plan.report, package, markdown_text(package)
 
 
@@ -222,8 +292,18 @@ def outlined_files() -> list[FileContext]:
     out = []
     for f in files():
         if f.test_assertions is None:
-            extra = tuple(symbol(f.file_id, 10 * f.file_id + 5 + k, f"other_{f.file_id}_{k}", "outline", None,
-                                 f"def other_{f.file_id}_{k}(self, value: int) -> int:", 100 + 10 * k) for k in range(4))  # fmt: skip
+            extra = tuple(
+                symbol(
+                    f.file_id,
+                    10 * f.file_id + 5 + k,
+                    f"other_{f.file_id}_{k}",
+                    "outline",
+                    None,
+                    f"def other_{f.file_id}_{k}(self, value: int) -> int:",
+                    100 + 10 * k,
+                )
+                for k in range(4)
+            )
             f = replace(f, symbols=f.symbols + extra)
         out.append(f)
     return out
@@ -267,8 +347,12 @@ def test_evicted_and_demoted_items_are_the_reported_cuts_in_cut_order(budget):
     kept = {(f.path, s.name) for f in package.files for s in f.symbols}
     symbols = evicted[evicted["kind"] == "symbol"]
     assert not kept & set(zip(symbols["path"], symbols["symbol"]))
-    assert all(s.body is None for f in package.files for s in f.symbols if (f.path, s.name) in
-               set(zip(demoted["path"], demoted["symbol"])))  # fmt: skip
+    assert all(
+        s.body is None
+        for f in package.files
+        for s in f.symbols
+        if (f.path, s.name) in set(zip(demoted["path"], demoted["symbol"]))
+    )
 
 
 def test_section_allocation_shares_the_room_and_flows_what_a_section_does_not_need():
@@ -291,42 +375,70 @@ def test_budget_cuts_keep_the_task_whole_when_it_fits_and_cut_it_when_it_alone_i
     assert cuts.tokens <= 4096
 
 
-SESSION = "\n".join([
-    "class Session:",
-    '    """One connection to the store."""',
-    "    timeout_s: float = 2.5  # the field a fix to send() also changes",
-    "    retries: int = 3",
-    *[f"    limit_{i}: int = {i}  # a setting the class keeps for its callers, as real classes do" for i in range(40)],
-    "",
-    "    def send(self, payload):",
-    *[f"        part_{i} = self.encode(payload, {i})" for i in range(12)],
-    "        return part_0",
-    "",
-    "    def close(self):",
-    "        self.open = False",
-])
+SESSION = "\n".join(
+    [
+        "class Session:",
+        '    """One connection to the store."""',
+        "    timeout_s: float = 2.5  # the field a fix to send() also changes",
+        "    retries: int = 3",
+        *[
+            f"    limit_{i}: int = {i}  # a setting the class keeps for its callers, as real classes do"
+            for i in range(40)
+        ],
+        "",
+        "    def send(self, payload):",
+        *[f"        part_{i} = self.encode(payload, {i})" for i in range(12)],
+        "        return part_0",
+        "",
+        "    def close(self):",
+        "        self.open = False",
+    ]
+)
 
 
 def session_file(rank: int) -> FileContext:
     """A seed file whose class holds a primary (`send`, at symbol rank `rank`) and an outlined method."""
     lines = SESSION.splitlines()
     start = lines.index("    def send(self, payload):")
-    send = "\n".join(lines[start:start + 14])
-    holder = replace(symbol(900, 9000, "Session", "supporting", None, "class Session:", 1), kind="class",
-                     end_line=len(lines), reason="contains primary Session.send", whole_body=SESSION)
-    members = (replace(symbol(900, 9001, "Session.send", "primary", send, "def send(self, payload):", start + 1, rank),
-                       end_line=start + 14),
-               replace(symbol(900, 9002, "Session.close", "outline", None, "def close(self):", start + 16),
-                       end_line=start + 17))
+    send = "\n".join(lines[start : start + 14])
+    holder = replace(
+        symbol(900, 9000, "Session", "supporting", None, "class Session:", 1),
+        kind="class",
+        end_line=len(lines),
+        reason="contains primary Session.send",
+        whole_body=SESSION,
+    )
+    members = (
+        replace(
+            symbol(900, 9001, "Session.send", "primary", send, "def send(self, payload):", start + 1, rank),
+            end_line=start + 14,
+        ),
+        replace(
+            symbol(900, 9002, "Session.close", "outline", None, "def close(self):", start + 16), end_line=start + 17
+        ),
+    )
     return FileContext(900, "src/store/session.py", "python", 1, 1.0, "seed", (*members, holder))
 
 
 def package_of(fs: list[FileContext], budget: int):
     plan = budget_node("budget_plan", fs, budget)
-    tiers = pd.DataFrame([(s.symbol_id, f.file_id, s.relevance, s.reason) for f in fs for s in f.symbols],
-                         columns=["symbol_id", "file_id", "tier", "reason"])  # fmt: skip
-    package = context_package(query(), plan.task_text, plan.files, included_edges(plan.files, kb_edges()), budget,
-                              plan.report, scope(), pd.Series({"path_match": 1.0}), [], tiers, count_tokens)  # fmt: skip
+    tiers = pd.DataFrame(
+        [(s.symbol_id, f.file_id, s.relevance, s.reason) for f in fs for s in f.symbols],
+        columns=["symbol_id", "file_id", "tier", "reason"],
+    )
+    package = context_package(
+        query(),
+        plan.task_text,
+        plan.files,
+        included_edges(plan.files, kb_edges()),
+        budget,
+        plan.report,
+        scope(),
+        pd.Series({"path_match": 1.0}),
+        [],
+        tiers,
+        count_tokens,
+    )
     return plan, package, markdown_text(package)
 
 
@@ -337,7 +449,9 @@ def test_a_class_around_a_top_primary_is_shown_whole_once(budget):
     assert [(s.qualified_name, s.body) for s in session.symbols] == [("Session", SESSION)]
     members = [m.qualified_name for m in session.symbols[0].members]  # (a tight budget had cut the outline first)
     assert members == (["Session.send"] if budget < 10000 else ["Session.send", "Session.close"])
-    assert all(text.count(line) == 1 for line in ("timeout_s: float = 2.5", "def send(self, payload)", "def close(self)"))
+    assert all(
+        text.count(line) == 1 for line in ("timeout_s: float = 2.5", "def send(self, payload)", "def close(self)")
+    )
     assert package.token_count <= budget
     assert plan.report["widened"] == [{"path": "src/store/session.py", "symbol": "Session", "members": members}]
     inside = {p["symbol"]: p.get("inside") for p in package.provenance["symbols"]}
@@ -360,7 +474,7 @@ def test_a_class_around_a_low_ranked_primary_takes_only_room_left():
 def test_widening_many_classes_renders_the_package_a_few_times_not_once_per_class(monkeypatch):
     """A generated 100,000-file repository had some 130 classes to widen per request, and each widening rendered
     every file again (0.2 s of a 0.8 s request). A widening paid from the room left changes one file."""
-    from dataflows.retrieval import budget as budget_module
+    from cra.dataflows.retrieval import budget as budget_module
 
     def copy(k: int) -> FileContext:
         f = session_file(1)
@@ -381,12 +495,24 @@ def test_files_shown_only_for_type_context_do_not_take_the_room_of_primary_bodie
     primary share of the budget stay whole (charging every heading first demoted them)."""
     primaries = [replace(source_file(i), symbols=source_file(i).symbols[:1]) for i in range(3)]
     fields = "\n".join(f"    field_{n}: int = {n}" for n in range(12))
-    types = [FileContext(200 + k, f"src/types/kind_{k}.py", "python", 4 + k, round(0.5 - k / 100, 4), "score",
-                         (symbol(200 + k, 2000 + k, f"Kind{k}", "type_context", f"class Kind{k}:\n{fields}",
-                                 f"class Kind{k}:", 1),), ())
-             for k in range(40)]  # fmt: skip
+    types = [
+        FileContext(
+            200 + k,
+            f"src/types/kind_{k}.py",
+            "python",
+            4 + k,
+            round(0.5 - k / 100, 4),
+            "score",
+            (symbol(200 + k, 2000 + k, f"Kind{k}", "type_context", f"class Kind{k}:\n{fields}", f"class Kind{k}:", 1),),
+            (),
+        )
+        for k in range(40)
+    ]
     body_tokens = sum(s.tokens for f in primaries for s in f.symbols)
-    heading = {f.path: count_tokens(f"### {f.path} (rank #{f.relevance_rank})\n```python\n\n```") + 2 for f in primaries + types}
+    heading = {
+        f.path: count_tokens(f"### {f.path} (rank #{f.relevance_rank})\n```python\n\n```") + 2
+        for f in primaries + types
+    }
     budget = int(body_tokens / 0.75) + sum(heading[f.path] for f in primaries) + 150
     assert body_tokens > 0.75 * (budget - sum(heading.values()))  # all headings charged first: the bodies do not fit
     plan = budget_node("budget_plan", primaries + types, budget)
@@ -399,11 +525,31 @@ def test_an_edge_is_charged_to_the_file_the_cuts_reach_first():
     """An edge between a primary file and a file shown only for a type goes when the type's file is cut, so it is
     that file's overhead even when it ranks higher (a crate root every module imports)."""
     code = replace(source_file(3), symbols=source_file(3).symbols[:1])  # primary only, rank 4
-    root = FileContext(7, "src/lib.rs", "rust", 1, 0.9, "score",
-                       (symbol(7, 70, "Result", "type_context", "type Result = u32;", "type Result", 1),), ())
+    root = FileContext(
+        7,
+        "src/lib.rs",
+        "rust",
+        1,
+        0.9,
+        "score",
+        (symbol(7, 70, "Result", "type_context", "type Result = u32;", "type Result", 1),),
+        (),
+    )
     edges = pd.DataFrame({"src_file_id": [3], "dst_file_id": [7], "kind": "import"})
-    overhead = run_node("file_overhead", file_contexts=[code, root], task_query=query(), budget=4096,
-                        count_tokens=count_tokens, kb_edges=edges)  # fmt: skip
-    alone = run_node("file_overhead", file_contexts=[code, root], task_query=query(), budget=4096,
-                     count_tokens=count_tokens, kb_edges=edges.iloc[:0])  # fmt: skip
+    overhead = run_node(
+        "file_overhead",
+        file_contexts=[code, root],
+        task_query=query(),
+        budget=4096,
+        count_tokens=count_tokens,
+        kb_edges=edges,
+    )
+    alone = run_node(
+        "file_overhead",
+        file_contexts=[code, root],
+        task_query=query(),
+        budget=4096,
+        count_tokens=count_tokens,
+        kb_edges=edges.iloc[:0],
+    )
     assert overhead[0] == alone[0] and overhead[1] > alone[1]

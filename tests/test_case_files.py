@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from drivers.cli import main
-from drivers.errors import CraError
-from drivers.evaluate import load_cases
+from cra.drivers.cli.main import main
+from cra.drivers.common.errors import CraError
+from cra.drivers.evaluation.evaluate import load_cases
 from tests.fixture_repo import make_repo
 
 # the reference example of the `seed` case format: verbatim, one pretty-printed object
@@ -20,8 +20,16 @@ SEED_EXAMPLE = """{
   "repo_path": "/path/to/repo"
 }
 """
-LOGIN = {"id": "login", "task": "fix the login validation bug when LDAP source is used", "expected_files": ["app/auth/handler.py"]}
-INVOICE = {"id": "invoice", "task": "Invoice total_amount should round to cents", "expected_files": ["app/billing/invoice.py"]}
+LOGIN = {
+    "id": "login",
+    "task": "fix the login validation bug when LDAP source is used",
+    "expected_files": ["app/auth/handler.py"],
+}
+INVOICE = {
+    "id": "invoice",
+    "task": "Invoice total_amount should round to cents",
+    "expected_files": ["app/billing/invoice.py"],
+}
 
 LAYOUTS = {
     "pretty list": json.dumps([LOGIN, INVOICE], indent=2),
@@ -31,7 +39,7 @@ LAYOUTS = {
     "jsonl with CRLF": json.dumps(LOGIN) + "\r\n" + json.dumps(INVOICE) + "\r\n",
     "pretty objects one after another": json.dumps(LOGIN, indent=4) + "\n" + json.dumps(INVOICE, indent=4),
     "list with tabs and odd breaks": '[\n\t{"id": "login",\n\t"task": "fix the login validation bug when LDAP source is used",'
-                                    '\n"expected_files":\n["app/auth/handler.py"]}\n,\n' + json.dumps(INVOICE) + "]",
+    '\n"expected_files":\n["app/auth/handler.py"]}\n,\n' + json.dumps(INVOICE) + "]",
 }
 
 
@@ -94,7 +102,10 @@ def test_malformed_file_names_file_line_column_and_what_was_expected(tmp_path, t
         ("[1, 2]", r"case #1 is a JSON number, not an object"),
         ('{"task": "a", "expected_files": []}\n"b"\n', r"case #2 is a JSON string, not an object"),
         ('{"task": 5, "expected_files": []}', r"case #1: field 'task' must be a string, not number"),
-        ('{"task": "a", "expected_files": {"a.py": 1}}', r"field 'expected_files' must be a list of strings, not object"),
+        (
+            '{"task": "a", "expected_files": {"a.py": 1}}',
+            r"field 'expected_files' must be a list of strings, not object",
+        ),
         ('{"task": "a", "expected_files": [], "id": [1]}', r"field 'id' must be a string or a number, not list"),
         ('{"task": null, "expected_files": []}', r"field 'task' must be a string, not null"),
         ("[" * 100_000, r"unreadable JSON"),
@@ -116,7 +127,9 @@ def test_case_file_that_is_not_utf8_or_not_a_file(tmp_path):
 
 
 def test_optional_fields_may_be_null(tmp_path):
-    frame = load_cases(write(tmp_path, '{"task": "a", "expected_files": ["a.py"], "expected_symbols": null, "repo_path": null}'))
+    frame = load_cases(
+        write(tmp_path, '{"task": "a", "expected_files": ["a.py"], "expected_symbols": null, "repo_path": null}')
+    )
     assert frame.loc[0, "expected_symbols"] == [] and frame.loc[0, "repo_path"] is None
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from drivers.cli import main
+from cra.drivers.cli.main import main
 from tests.contract import assert_json_contract
 from tests.fixture_repo import make_repo
 
@@ -55,7 +55,12 @@ def test_primary_symbols_come_from_seeds_and_match_the_task(repo, capsys):
     doc = _retrieve(capsys, repo, TASK)
     primary = {(f["path"], s["name"]) for f in doc["files"] for s in f["symbols"] if s["relevance"] == "primary"}
     assert ("app/auth/handler.py", "validate_login") in primary  # gate 4
-    body = next(s["body"] for f in doc["files"] for s in f["symbols"] if s["name"] == "validate_login" and f["path"].endswith("handler.py"))
+    body = next(
+        s["body"]
+        for f in doc["files"]
+        for s in f["symbols"]
+        if s["name"] == "validate_login" and f["path"].endswith("handler.py")
+    )
     assert "return validate_ldap(request)" in body
     handler = next(f for f in doc["files"] if f["path"] == "app/auth/handler.py")
     assert any("legacy LDAP" in c for c in handler["rationale_comments"])
@@ -156,15 +161,17 @@ def test_console_script_exit_code(tmp_path):
     assert proc.returncode == 2 and "cra index" in proc.stderr and "Traceback" not in proc.stderr
 
 
-def test_the_installed_command_flushes_what_it_printed_and_exits_without_the_interpreters_teardown(tmp_path, monkeypatch, capsys):
+def test_the_installed_command_flushes_what_it_printed_and_exits_without_the_interpreters_teardown(
+    tmp_path, monkeypatch, capsys
+):
     """Python's shutdown frees a loaded KB object by object (0.15-0.2 s of a one-file re-index): `cra` exits at once."""
     import importlib.metadata
     import os
 
-    from drivers import cli
+    from cra.drivers.cli import main as cli
 
     (entry,) = importlib.metadata.entry_points(group="console_scripts", name="cra")
-    assert entry.value == "drivers.cli:command"
+    assert entry.value == "cra.drivers.cli.main:command"
     exits = []
     monkeypatch.setattr(os, "_exit", exits.append)
     cli.command(["retrieve", "anything", "--repo", str(tmp_path)])
@@ -196,7 +203,8 @@ def test_the_installed_index_command_does_not_sweep_the_heap_before_it_exits(tmp
     import gc
     import os
 
-    from drivers import cli, indexer
+    from cra.drivers.cli import main as cli
+    from cra.drivers.index import indexer
 
     repo = make_repo(tmp_path / "repo")
     indexer.index_repository(repo)
@@ -228,11 +236,17 @@ def test_the_installed_index_command_does_not_sweep_the_heap_before_it_exits(tmp
 
 def test_verbose_symbol_table_keeps_the_end_of_long_names():
     """A C# or Java name starts with its namespace: the -v table must still show the method, not cut it off."""
-    from drivers.report import SYMBOL_WIDTH, symbol_table
+    from cra.drivers.retrieval.report import SYMBOL_WIDTH, symbol_table
 
-    ranking = pd.DataFrame({"rank": [1, 2], "path": ["src/CsvHelper/Configuration/MemberMapData.cs", "a.py"],
-                            "qualified_name": ["CsvHelper.Configuration.MemberMapData.UseDefaultOnConversionFailure", "f"],
-                            "lexical": [1.0, 0.5], "score": [0.9, 0.4]})
+    ranking = pd.DataFrame(
+        {
+            "rank": [1, 2],
+            "path": ["src/CsvHelper/Configuration/MemberMapData.cs", "a.py"],
+            "qualified_name": ["CsvHelper.Configuration.MemberMapData.UseDefaultOnConversionFailure", "f"],
+            "lexical": [1.0, 0.5],
+            "score": [0.9, 0.4],
+        }
+    )
     table = symbol_table(ranking, {"lexical": 1.0})
     assert "/MemberMapData.cs::MemberMapData.UseDefaultOnConversionFailure" in table  # the namespace is the path's
     assert "…" in table and "a.py::f" in table

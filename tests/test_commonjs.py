@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from dataflows.index.parsers import parse_source
-from drivers.cli import main
-from drivers.indexer import index_frames
-from drivers.tokens import count_tokens
+from cra.dataflows.index.parsers import parse_source
+from cra.drivers.cli.main import main
+from cra.drivers.common.tokens import count_tokens
+from cra.drivers.index.indexer import index_frames
 
 RESPONSE = """
 var utils = require('./utils');
@@ -107,8 +107,10 @@ def parsed(source: str, language: str = "javascript"):
 def rows(result) -> dict[str, tuple]:
     """qualified name -> (name, kind, first line, last line, parent's qualified name)."""
     names = [s.qualified_name for s in result.symbols]
-    return {s.qualified_name: (s.name, s.kind, s.start_line, s.end_line, None if s.parent is None else names[s.parent])
-            for s in result.symbols}
+    return {
+        s.qualified_name: (s.name, s.kind, s.start_line, s.end_line, None if s.parent is None else names[s.parent])
+        for s in result.symbols
+    }
 
 
 def calls(result, qualified_name: str) -> set[str]:
@@ -182,12 +184,22 @@ def _write(root: Path, files: dict[str, str]) -> Path:
 
 
 def test_calls_between_commonjs_functions_become_symbol_edges(tmp_path):
-    repo = _write(tmp_path / "repo", {"lib/response.js": RESPONSE, "lib/utils.js": UTILS, "lib/view.js": VIEW,
-                                      "package.json": '{"name": "web", "main": "lib/response.js"}'})
+    repo = _write(
+        tmp_path / "repo",
+        {
+            "lib/response.js": RESPONSE,
+            "lib/utils.js": UTILS,
+            "lib/view.js": VIEW,
+            "package.json": '{"name": "web", "main": "lib/response.js"}',
+        },
+    )
     tables, _ = index_frames(repo, count_tokens=count_tokens, history=0)
     name = dict(zip(tables["symbols"]["symbol_id"], tables["symbols"]["qualified_name"]))
-    edges = {(name[s], name[d]) for s, d, k in tables["symbol_edges"][["src_symbol_id", "dst_symbol_id", "kind"]]
-             .itertuples(index=False) if k == "call"}
+    edges = {
+        (name[s], name[d])
+        for s, d, k in tables["symbol_edges"][["src_symbol_id", "dst_symbol_id", "kind"]].itertuples(index=False)
+        if k == "call"
+    }
     assert ("res.redirect", "res.location") in edges  # this.x in a function assigned to res.f: res.x
     assert ("res.redirect", "compileQueryParser") in edges  # utils.f() through `var utils = require('./utils')`
     assert ("View.render", "View.lookup") in edges  # this.x in a prototype method: a method of the class
@@ -200,12 +212,17 @@ def test_calls_between_commonjs_functions_become_symbol_edges(tmp_path):
 @pytest.fixture(scope="module")
 def express_like(tmp_path_factory):
     """A small Express-like package, indexed with `cra index`."""
-    root = _write(tmp_path_factory.mktemp("cjs") / "web", {
-        "lib/response.js": RESPONSE, "lib/utils.js": UTILS, "lib/view.js": VIEW,
-        "lib/request.js": "var req = exports = module.exports = {};\n\nreq.get = function header(name) {\n"
-                          "  return this.headers[name.toLowerCase()];\n};\n",
-        "package.json": '{"name": "web", "main": "lib/response.js"}',
-    })
+    root = _write(
+        tmp_path_factory.mktemp("cjs") / "web",
+        {
+            "lib/response.js": RESPONSE,
+            "lib/utils.js": UTILS,
+            "lib/view.js": VIEW,
+            "lib/request.js": "var req = exports = module.exports = {};\n\nreq.get = function header(name) {\n"
+            "  return this.headers[name.toLowerCase()];\n};\n",
+            "package.json": '{"name": "web", "main": "lib/response.js"}',
+        },
+    )
     assert main(["index", str(root), "--history", "0"]) == 0
     return root
 
@@ -224,11 +241,21 @@ def test_retrieve_about_an_assigned_function_packages_its_body(express_like, cap
 
 def test_index_warns_once_with_a_count_about_large_files_that_define_no_symbol(tmp_path, capsys):
     # AMD-style modules: all code in anonymous functions passed to define(), which define nothing the parser reads
-    amd = "define(['dep'], function (dep) {\n" + "".join(f"  dep.step{i}(function () {{ return {i}; }});\n"
-                                                         for i in range(200)) + "});\n"
-    tree = _write(tmp_path / "tree", {"src/a.js": amd, "src/b.js": amd, "test/c.js": amd,  # (a test is not counted)
-                                      "src/small.js": "define([], function () { return 1; });\n",
-                                      "src/fine.js": "".join(f"function f{i}() {{\n  return {i};\n}}\n" for i in range(80))})
+    amd = (
+        "define(['dep'], function (dep) {\n"
+        + "".join(f"  dep.step{i}(function () {{ return {i}; }});\n" for i in range(200))
+        + "});\n"
+    )
+    tree = _write(
+        tmp_path / "tree",
+        {
+            "src/a.js": amd,
+            "src/b.js": amd,
+            "test/c.js": amd,  # (a test is not counted)
+            "src/small.js": "define([], function () { return 1; });\n",
+            "src/fine.js": "".join(f"function f{i}() {{\n  return {i};\n}}\n" for i in range(80)),
+        },
+    )
     capsys.readouterr()
     assert main(["index", str(tree), "--history", "0"]) == 0
     err = capsys.readouterr().err

@@ -7,10 +7,15 @@ import json
 import subprocess
 from pathlib import Path
 
-from drivers.cli import main
+from cra.drivers.cli.main import main
 
-ENV = {"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@x", "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@x",
-       "PATH": "/usr/bin:/bin"}  # fmt: skip
+ENV = {
+    "GIT_AUTHOR_NAME": "a",
+    "GIT_AUTHOR_EMAIL": "a@x",
+    "GIT_COMMITTER_NAME": "a",
+    "GIT_COMMITTER_EMAIL": "a@x",
+    "PATH": "/usr/bin:/bin",
+}
 
 
 def _git(root: Path, *args: str) -> None:
@@ -19,8 +24,12 @@ def _git(root: Path, *args: str) -> None:
 
 def _history(root: Path, with_changelog: bool) -> Path:
     root.mkdir()
-    (root / "parser.go").write_text("package p\n\n// Parse reads a config line.\nfunc Parse(line string) int { return 0 }\n")
-    (root / "render.go").write_text("package p\n\n// Render writes a config line.\nfunc Render(v int) string { return \"\" }\n")
+    (root / "parser.go").write_text(
+        "package p\n\n// Parse reads a config line.\nfunc Parse(line string) int { return 0 }\n"
+    )
+    (root / "render.go").write_text(
+        'package p\n\n// Render writes a config line.\nfunc Render(v int) string { return "" }\n'
+    )
     (root / "CHANGELOG.md").write_text("# Changelog\n")
     _git(root, "init", "-q")
     _git(root, "add", ".")
@@ -65,7 +74,9 @@ def test_a_note_two_fixes_happened_to_change_is_no_companion(tmp_path, capsys):
     """A guide that 2 of the 8 fix commits touched is a quarter of them, but not a habit of the project."""
     repo = tmp_path / "repo"
     repo.mkdir()
-    (repo / "parser.go").write_text("package p\n\n// Parse reads a config line.\nfunc Parse(line string) int { return 0 }\n")
+    (repo / "parser.go").write_text(
+        "package p\n\n// Parse reads a config line.\nfunc Parse(line string) int { return 0 }\n"
+    )
     (repo / "MIGRATION.md").write_text("# Migration\n")
     _git(repo, "init", "-q")
     _git(repo, "add", ".")

@@ -7,13 +7,15 @@ import shutil
 
 import pytest
 
-from drivers import dag
-from drivers.cli import main
+from cra.drivers.cli import dag
+from cra.drivers.cli.main import main
 
 HAS_GRAPHVIZ = shutil.which("dot") is not None and importlib.util.find_spec("graphviz") is not None
 
 
-@pytest.mark.skipif(not HAS_GRAPHVIZ, reason="Graphviz is not installed here (apt-get install graphviz; pip install graphviz)")
+@pytest.mark.skipif(
+    not HAS_GRAPHVIZ, reason="Graphviz is not installed here (apt-get install graphviz; pip install graphviz)"
+)
 def test_dag_writes_the_three_dags_as_svg_naming_their_nodes(tmp_path, capsys):
     out = tmp_path / "tmp"
     assert main(["dag", "--out", str(out)]) == 0

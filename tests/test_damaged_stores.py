@@ -12,8 +12,8 @@ from pathlib import Path
 import apsw
 import pandas as pd
 
-from drivers.cli import main
-from drivers.escalation_store import bulk_load, open_store
+from cra.drivers.cli.main import main
+from cra.drivers.escalation.store import bulk_load, open_store
 
 N_ROWS = 400
 
@@ -31,8 +31,9 @@ def _digest(path: Path) -> str:
 def _leaf_pages(db: Path, name: str) -> list[tuple[int, int]]:
     """(page number, rows on it) of every leaf page of a table or index, in key order (rowid order for a table)."""
     with closing(apsw.Connection(str(db))) as conn:
-        return conn.execute("SELECT pageno, ncell FROM dbstat WHERE name = ? AND pagetype = 'leaf' ORDER BY path",
-                            (name,)).fetchall()  # fmt: skip
+        return conn.execute(
+            "SELECT pageno, ncell FROM dbstat WHERE name = ? AND pagetype = 'leaf' ORDER BY path", (name,)
+        ).fetchall()
 
 
 def _overwrite(db: Path, pages: list[int]) -> None:
@@ -70,7 +71,9 @@ def _refused_untouched(capsys, db: Path, *argv) -> None:
 def _escalation_store(tmp_path: Path, capsys) -> Path:
     """A store of N_ROWS escalated tasks, each with an attempt and a report (one made by `cra attempt`, copied)."""
     db = tmp_path / "escalations.db"
-    code, _ = _run(capsys, "attempt", "seed", "--error", "AssertionError: expected 3, got 4", "--max-retries", "1", "--db", db)
+    code, _ = _run(
+        capsys, "attempt", "seed", "--error", "AssertionError: expected 3, got 4", "--max-retries", "1", "--db", db
+    )
     assert code == 0
     with open_store(db) as conn:
         report = conn.execute("SELECT * FROM reports").fetchone()
@@ -78,15 +81,41 @@ def _escalation_store(tmp_path: Path, capsys) -> Path:
         conn.execute("DELETE FROM reports")  # so report_id i is task-i's
         ids = [f"task-{i:04d}" for i in range(1, N_ROWS + 1)]
         now = "2026-11-01T00:00:00+00:00"
-        bulk_load(conn,
-                  tasks=pd.DataFrame({"task_id": ids, "title": [f"Sync users, part {i}" for i in range(N_ROWS)],
-                                      "status": "escalated", "retry_count": 1, "max_retries": 1, "created_at": now,
-                                      "updated_at": now}),
-                  attempts=pd.DataFrame({"task_id": ids, "attempt_number": 1, "timestamp": now, "error_message": attempt[3],
-                                         "agent_id": "agent", "error_type": attempt[5], "context_snapshot": None}),
-                  reports=pd.DataFrame({"task_id": ids, "created_at": now, "error_category": report[3],
-                                        "failure_pattern": report[4], "messages": report[5],
-                                        "report": [report[6].replace('"seed"', json.dumps(t)) for t in ids]}))  # fmt: skip
+        bulk_load(
+            conn,
+            tasks=pd.DataFrame(
+                {
+                    "task_id": ids,
+                    "title": [f"Sync users, part {i}" for i in range(N_ROWS)],
+                    "status": "escalated",
+                    "retry_count": 1,
+                    "max_retries": 1,
+                    "created_at": now,
+                    "updated_at": now,
+                }
+            ),
+            attempts=pd.DataFrame(
+                {
+                    "task_id": ids,
+                    "attempt_number": 1,
+                    "timestamp": now,
+                    "error_message": attempt[3],
+                    "agent_id": "agent",
+                    "error_type": attempt[5],
+                    "context_snapshot": None,
+                }
+            ),
+            reports=pd.DataFrame(
+                {
+                    "task_id": ids,
+                    "created_at": now,
+                    "error_category": report[3],
+                    "failure_pattern": report[4],
+                    "messages": report[5],
+                    "report": [report[6].replace('"seed"', json.dumps(t)) for t in ids],
+                }
+            ),
+        )
     return db
 
 
@@ -111,9 +140,17 @@ def test_escalation_commands_refuse_a_store_with_damaged_pages(tmp_path, capsys)
 def test_findings_commands_refuse_a_store_with_damaged_pages(tmp_path, capsys):
     db = tmp_path / "findings.db"
     source = tmp_path / "findings.jsonl"
-    rows = [{"finding_text": f"Check the return value of parse_{i} before using it", "severity": "major",
-             "category": "correctness", "file_path": f"src/module_{i % 40}.py", "outcome": "accepted",
-             "repo": "acme/shop"} for i in range(N_ROWS)]  # fmt: skip
+    rows = [
+        {
+            "finding_text": f"Check the return value of parse_{i} before using it",
+            "severity": "major",
+            "category": "correctness",
+            "file_path": f"src/module_{i % 40}.py",
+            "outcome": "accepted",
+            "repo": "acme/shop",
+        }
+        for i in range(N_ROWS)
+    ]
     source.write_text("".join(json.dumps(r) + "\n" for r in rows))
     code, err = _run(capsys, "findings", "import", source, "--db", db)
     assert code == 0, err
@@ -121,6 +158,7 @@ def test_findings_commands_refuse_a_store_with_damaged_pages(tmp_path, capsys):
     leaves = _leaf_pages(db, "sqlite_autoindex_findings_1")  # the (repo, file, text) index every insert looks up
     assert len(leaves) > 2
     _overwrite(db, [page for page, _ in leaves])
-    _refused_untouched(capsys, db, "findings", "add", rows[7]["finding_text"], "--repo", "acme/shop", "--file",
-                       rows[7]["file_path"])  # fmt: skip
+    _refused_untouched(
+        capsys, db, "findings", "add", rows[7]["finding_text"], "--repo", "acme/shop", "--file", rows[7]["file_path"]
+    )
     _refused_untouched(capsys, db, "findings", "import", source)

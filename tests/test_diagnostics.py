@@ -1,20 +1,20 @@
 """Diagnostics: the four triggers and priority, bounded deep retrieval (caps, 24 h window,
 ranking, truncation, memory), isolation (nothing written, protected paths, symlinks, '..', binary, a 1 GB log) and
-`cra diagnose` through `drivers.cli.main`."""
+`cra diagnose` through `cra.drivers.cli.main.main`."""
 
 import hashlib
 import json
 import os
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from drivers.cli import main
-from drivers.diagnose import diagnose, get_retrieval_priority, read_text, should_escalate
-from drivers.errors import CraError
+from cra.drivers.cli.main import main
+from cra.drivers.common.errors import CraError
+from cra.drivers.diagnostics.diagnose import diagnose, get_retrieval_priority, read_text, should_escalate
 
-NOW = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 MARKER = "\n[... truncated ...]\n"
 THIN = {"error_message": "Error", "root_cause": "Unknown"}
 RICH = {
@@ -68,15 +68,18 @@ def test_trigger_1_minimal_and_sufficient_bundles(dirs):
     assert not _fired(_diagnose(*dirs, bundle={"error_message": "Error", "recent_changes": ["a.py"]}))["empty_bundle"]
 
 
-@pytest.mark.parametrize("message, fires", [
-    ("An unknown error occurred", True),
-    ("Internal error while syncing users between the two regions", True),
-    ("Something went wrong", True),
-    ("Timeout", True),
-    ("FileNotFoundError: Could not find config.yaml in /path/to/dir", False),
-    ("KeyError in app/db.py", False),  # short, but it names a file
-    ("Detailed error message with sufficient context", False),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "message, fires",
+    [
+        ("An unknown error occurred", True),
+        ("Internal error while syncing users between the two regions", True),
+        ("Something went wrong", True),
+        ("Timeout", True),
+        ("FileNotFoundError: Could not find config.yaml in /path/to/dir", False),
+        ("KeyError in app/db.py", False),  # short, but it names a file
+        ("Detailed error message with sufficient context", False),
+    ],
+)
 def test_trigger_2_actionable_context(message, fires, dirs):
     d = _diagnose(*dirs, bundle={"error_message": message, "root_cause": "Missing configuration file config.yaml"})
     assert _fired(d)["lacks_actionable_context"] is fires
@@ -88,8 +91,12 @@ def test_trigger_3_repeated_failures_from_earlier_attempt_logs(dirs):
     _file(run / "phase_001_attempt_2.log", "ERROR: Second failure\nFAILED again")
     assert should_escalate(RICH, "phase_001", attempt=2, run_dir=run)
     d = _diagnose(run, repo, bundle=RICH, attempt=2)
-    assert _fired(d) == {"empty_bundle": False, "lacks_actionable_context": False, "repeated_failures": True,
-                         "no_clear_root_cause": False}  # fmt: skip
+    assert _fired(d) == {
+        "empty_bundle": False,
+        "lacks_actionable_context": False,
+        "repeated_failures": True,
+        "no_clear_root_cause": False,
+    }
     assert "phase_001_attempt_1.log" in d["triggers"][2]["reason"] and d["priority"] == "medium"
     assert not should_escalate(RICH, "phase_001", attempt=1, run_dir=run)  # first attempt
     assert not should_escalate(RICH, "phase_002", attempt=2, run_dir=run)  # no logs of that phase
@@ -105,11 +112,19 @@ def test_trigger_3_needs_markers_in_an_earlier_attempt(dirs):
         assert should_escalate(RICH, "phase_001", attempt=2, run_dir=run), marker
 
 
-@pytest.mark.parametrize("cause, fires", [
-    (None, True), ("", True), ("Unknown cause", True), ("The cause is unclear to the agent", True),
-    ("Needs to investigate the scheduler", True), ("Not sure why the job stalls", True), ("Bad config", True),
-    ("Missing configuration file config.yaml in expected directory /etc/app", False),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "cause, fires",
+    [
+        (None, True),
+        ("", True),
+        ("Unknown cause", True),
+        ("The cause is unclear to the agent", True),
+        ("Needs to investigate the scheduler", True),
+        ("Not sure why the job stalls", True),
+        ("Bad config", True),
+        ("Missing configuration file config.yaml in expected directory /etc/app", False),
+    ],
+)
 def test_trigger_4_root_cause(cause, fires, dirs):
     bundle = {**RICH, "root_cause": cause}
     assert _fired(_diagnose(*dirs, bundle=bundle))["no_clear_root_cause"] is fires
@@ -117,18 +132,31 @@ def test_trigger_4_root_cause(cause, fires, dirs):
 
 def test_priority_from_how_many_fired():
     assert get_retrieval_priority(THIN) == "high"
-    assert get_retrieval_priority({"error_message": "Detailed error message with sufficient context",
-                                   "root_cause": "Unknown"}) == "medium"  # fmt: skip
-    assert get_retrieval_priority({"error_message": "FileNotFoundError: config.yaml not found in /path",
-                                   "root_cause": "Missing configuration file config.yaml in expected directory"}) == "low"  # fmt: skip
+    assert (
+        get_retrieval_priority(
+            {"error_message": "Detailed error message with sufficient context", "root_cause": "Unknown"}
+        )
+        == "medium"
+    )
+    assert (
+        get_retrieval_priority(
+            {
+                "error_message": "FileNotFoundError: config.yaml not found in /path",
+                "root_cause": "Missing configuration file config.yaml in expected directory",
+            }
+        )
+        == "low"
+    )
 
 
 def test_malformed_and_unicode_bundles_do_not_crash(dirs):
     odd = {"error_message": None, "stack_trace": 123, "recent_changes": "file.py", "root_cause": ["a", {"b": 1}]}
     d = _diagnose(*dirs, bundle=odd)
     assert d["escalate"] and len(d["triggers"]) == 4
-    uni = {"error_message": "Ошибка: не найден файл конфигурации 設定.yaml 🚨",
-           "root_cause": "ファイル設定が見つかりません in /etc/app 設定"}
+    uni = {
+        "error_message": "Ошибка: не найден файл конфигурации 設定.yaml 🚨",
+        "root_cause": "ファイル設定が見つかりません in /etc/app 設定",
+    }
     d = _diagnose(*dirs, bundle=uni, force=True)
     assert json.loads(json.dumps(d, ensure_ascii=False)) == d
 
@@ -190,8 +218,13 @@ def test_24_hour_window_first_newest_first(dirs):
     _file(run / "future.log", "dated after now", hours_ago=-5)
     _file(run / "artifact_4.log", "older", hours_ago=72)
     d = _diagnose(run, repo)
-    assert [a["path"] for a in d["run_artifacts"]] == ["artifact_1.log", "artifact_2.log", "future.log",
-                                                       "artifact_3.log", "artifact_4.log"]  # fmt: skip
+    assert [a["path"] for a in d["run_artifacts"]] == [
+        "artifact_1.log",
+        "artifact_2.log",
+        "future.log",
+        "artifact_3.log",
+        "artifact_4.log",
+    ]
     assert d["run_artifacts"][0]["modified"] == "2026-06-01T11:00:00Z"
     # no file in the window: the most recent overall come first
     d = diagnose(THIN, run, repo, "phase_001", 1, now=NOW + timedelta(days=10)).bundle.to_dict()
@@ -237,7 +270,7 @@ def test_sot_size_cap(dirs):
 
 
 def test_sot_ranked_by_the_kb_when_the_repository_has_one(dirs):
-    from drivers.indexer import index_repository
+    from cra.drivers.index.indexer import index_repository
 
     run, repo = dirs
     _file(repo / "src" / "scheduler.py", "def reschedule_backoff(job):\n    return job.delay * 2\n")
@@ -263,23 +296,34 @@ def test_memory_empty_when_stores_are_missing_and_none_is_created(dirs, tmp_path
 
 
 def test_memory_entries_from_scoped_memories_and_past_failures(dirs, tmp_path):
-    from drivers import escalation
+    from cra.drivers.escalation import attempts as escalation
 
     run, repo = dirs
     memory = tmp_path / "memory"
-    entries = [{"content": f"Connection pool rule {i}: always set a connect timeout", "timestamp": "2026-05-30T00:00:00+00:00"}
-               for i in range(8)]  # fmt: skip
+    entries = [
+        {"content": f"Connection pool rule {i}: always set a connect timeout", "timestamp": "2026-05-30T00:00:00+00:00"}
+        for i in range(8)
+    ]
     _file(memory / "profile.json", json.dumps({"general": entries}))
     db = tmp_path / "escalations.db"
-    escalation.record_attempt(db, "sync-7", "Connection timeout talking to the billing API at api.example.com",
-                              max_retries=1, now="2026-05-01T00:00:00+00:00")  # fmt: skip
+    escalation.record_attempt(
+        db,
+        "sync-7",
+        "Connection timeout talking to the billing API at api.example.com",
+        max_retries=1,
+        now="2026-05-01T00:00:00+00:00",
+    )
     escalation.guide(db, "sync-7", "Use the backup endpoint")
     bundle = {"error_message": "Connection timeout talking to the billing API", "root_cause": "Unknown"}
     d = _diagnose(run, repo, bundle=bundle, memory_dir=memory, db=db)
     sources = [m["source"] for m in d["memory_entries"]]
     assert len(sources) == 5 and sources.count("past_failure") == 1 and d["stats"]["memory_entries_size"] <= 5 * 1024
     past = next(m for m in d["memory_entries"] if m["source"] == "past_failure")
-    assert past["phase_id"] == "sync-7" and past["resolution"] == "Use the backup endpoint" and past["similarity_score"] > 0
+    assert (
+        past["phase_id"] == "sync-7"
+        and past["resolution"] == "Use the backup endpoint"
+        and past["similarity_score"] > 0
+    )
     assert "Use the backup endpoint" in past["content"]
 
 
@@ -409,11 +453,29 @@ def test_cli_json_and_markdown(dirs, tmp_path, capsys):
     code, out, err = _cli(capsys, *base, "--attempt", "2")
     d = json.loads(out)
     assert code == 0 and err == ""
-    assert list(d) == ["phase_id", "timestamp", "priority", "escalate", "triggers", "run_artifacts", "sot_files",
-                       "memory_entries", "stats"]  # fmt: skip
-    assert d["priority"] == "high" and d["escalate"] and all(set(t) == {"name", "fired", "reason"} for t in d["triggers"])
-    assert set(d["stats"]) == {"run_artifacts_count", "run_artifacts_size", "sot_files_count", "sot_files_size",
-                               "memory_entries_count", "memory_entries_size", "sot_ranking"}  # fmt: skip
+    assert list(d) == [
+        "phase_id",
+        "timestamp",
+        "priority",
+        "escalate",
+        "triggers",
+        "run_artifacts",
+        "sot_files",
+        "memory_entries",
+        "stats",
+    ]
+    assert (
+        d["priority"] == "high" and d["escalate"] and all(set(t) == {"name", "fired", "reason"} for t in d["triggers"])
+    )
+    assert set(d["stats"]) == {
+        "run_artifacts_count",
+        "run_artifacts_size",
+        "sot_files_count",
+        "sot_files_size",
+        "memory_entries_count",
+        "memory_entries_size",
+        "sot_ranking",
+    }
     assert set(d["run_artifacts"][0]) == {"path", "content", "size", "modified"}
     code, out, _ = _cli(capsys, *base, "--attempt", "2", "--format", "markdown")
     assert code == 0 and out.startswith("# Diagnostics for phase_001") and "- [x] repeated_failures" in out
@@ -423,22 +485,28 @@ def test_cli_json_and_markdown(dirs, tmp_path, capsys):
 def test_cli_null_or_empty_bundle_is_an_empty_bundle(content, warning, dirs, tmp_path, capsys):
     run, repo = dirs
     bundle = _file(tmp_path / "handoff.json", content)
-    code, out, err = _cli(capsys, "--bundle", str(bundle), "--run-dir", str(run), "--repo", str(repo),
-                          "--phase-id", "p", "--attempt", "1")  # fmt: skip
+    code, out, err = _cli(
+        capsys, "--bundle", str(bundle), "--run-dir", str(run), "--repo", str(repo), "--phase-id", "p", "--attempt", "1"
+    )
     assert code == 0 and json.loads(out)["escalate"] and warning in err and len(err.splitlines()) == 1
 
 
 def test_cli_unicode_bundle(dirs, tmp_path, capsys):
     run, repo = dirs
-    bundle = _file(tmp_path / "handoff.json", json.dumps({"error_message": "Échec: 設定ファイル 🚨"}, ensure_ascii=False))
+    bundle = _file(
+        tmp_path / "handoff.json", json.dumps({"error_message": "Échec: 設定ファイル 🚨"}, ensure_ascii=False)
+    )
     _file(run / "run.log", "ERREUR: Échec du chargement de 設定ファイル 🚨\n")
-    code, out, err = _cli(capsys, "--bundle", str(bundle), "--run-dir", str(run), "--repo", str(repo),
-                          "--phase-id", "p", "--attempt", "1")  # fmt: skip
+    code, out, err = _cli(
+        capsys, "--bundle", str(bundle), "--run-dir", str(run), "--repo", str(repo), "--phase-id", "p", "--attempt", "1"
+    )
     assert code == 0 and err == "" and "設定ファイル 🚨" in out  # UTF-8 kept as is, not escaped
     assert json.loads(out)["run_artifacts"][0]["content"] == "ERREUR: Échec du chargement de 設定ファイル 🚨\n"
 
 
-@pytest.mark.parametrize("case", ["malformed", "list", "missing", "no-run-dir", "no-repo", "attempt", "attempt0", "phase"])
+@pytest.mark.parametrize(
+    "case", ["malformed", "list", "missing", "no-run-dir", "no-repo", "attempt", "attempt0", "phase"]
+)
 def test_cli_unusable_input_is_one_line_exit_2(case, dirs, tmp_path, capsys):
     run, repo = dirs
     good = _file(tmp_path / "ok.json", "{}")

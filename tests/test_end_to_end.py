@@ -70,8 +70,18 @@ def test_default_index_uses_every_core_and_the_kb_answers(generated, tmp_path):
     out = _indexed(cra("index", str(generated), "--kb", str(kb), "--history", "0"))
     if (os.cpu_count() or 1) > 1:
         assert "processes" in out  # 2,240 changed files: the parallel path, as on any multi-core machine
-    done = cra("retrieve", "compute_1234_3 scales by the wrong factor", "--repo", str(generated), "--kb", str(kb),
-               "--format", "json", "--budget", "4096")
+    done = cra(
+        "retrieve",
+        "compute_1234_3 scales by the wrong factor",
+        "--repo",
+        str(generated),
+        "--kb",
+        str(kb),
+        "--format",
+        "json",
+        "--budget",
+        "4096",
+    )
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
     assert_json_contract(doc)
@@ -82,7 +92,7 @@ def test_default_index_uses_every_core_and_the_kb_answers(generated, tmp_path):
 def django(tmp_path_factory) -> tuple[Path, Path]:
     """Django's sdist (downloaded from the package registry once, cached in $CRA_CACHE) indexed by the console
     script into a KB outside the cached tree."""
-    from drivers.bench import django_source
+    from cra.drivers.bench.speed import django_source
 
     repo = django_source()
     kb = tmp_path_factory.mktemp("django") / "kb"
@@ -103,14 +113,19 @@ def _ranked(repo: Path, kb: Path, task: str) -> list[str]:
 
 
 def test_django_bug_report_ranks_the_file_to_fix(django):
-    ranked = _ranked(*django, "slugify() does not strip leading and trailing dashes and underscores when "
-                              "allow_unicode=True is passed; the result keeps a leading dash")
+    ranked = _ranked(
+        *django,
+        "slugify() does not strip leading and trailing dashes and underscores when "
+        "allow_unicode=True is passed; the result keeps a leading dash",
+    )
     assert "django/utils/text.py" in ranked[:3]
 
 
 def test_django_stack_trace_seeds_its_frames(django):
-    trace = ('Traceback (most recent call last):\n  File "django/core/handlers/base.py", line 197, in _get_response\n'
-             '  File "django/template/response.py", line 114, in render\nTemplateDoesNotExist: registration/login.html')
+    trace = (
+        'Traceback (most recent call last):\n  File "django/core/handlers/base.py", line 197, in _get_response\n'
+        '  File "django/template/response.py", line 114, in render\nTemplateDoesNotExist: registration/login.html'
+    )
     ranked = _ranked(*django, trace)
     assert {"django/core/handlers/base.py", "django/template/response.py"} <= set(ranked[:5])
 

@@ -6,8 +6,8 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
-from drivers.cli import main
-from drivers.kb import read_tables
+from cra.drivers.cli.main import main
+from cra.drivers.kb.store import read_tables
 from tests.fixture_repo import make_repo
 
 
@@ -17,7 +17,9 @@ class _FakeOllama(BaseHTTPRequestHandler):
 
     def do_POST(self):  # /api/generate
         prompt = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["prompt"]
-        answer = "not json" if "invoice" in prompt else json.dumps({"domain": "Security", "concepts": ["Login", "tokens"]})
+        answer = (
+            "not json" if "invoice" in prompt else json.dumps({"domain": "Security", "concepts": ["Login", "tokens"]})
+        )
         self._reply({"response": answer})
 
     def _reply(self, body):

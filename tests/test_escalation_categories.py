@@ -3,38 +3,59 @@
 import pandas as pd
 import pytest
 
-from dataflows.escalation import analysis
-from drivers.cli import main
-from drivers.escalation import categorise
+from cra.dataflows.escalation import analysis
+from cra.drivers.cli.main import main
+from cra.drivers.escalation.attempts import categorise
 
 # (message as real tools print it, the category a person would give it)
 MESSAGES = [
     # network: Python exceptions, errno, HTTP, gRPC, database and shell clients
-    ("requests.exceptions.ConnectionError: HTTPSConnectionPool(host='api.github.com', port=443): Max retries exceeded "
-     "with url: /repos (Caused by NewConnectionError('<urllib3.connection.HTTPSConnection object at 0x7f3c>: Failed to "
-     "establish a new connection: [Errno 111] Connection refused'))", "network"),
+    (
+        "requests.exceptions.ConnectionError: HTTPSConnectionPool(host='api.github.com', port=443): Max retries exceeded "
+        "with url: /repos (Caused by NewConnectionError('<urllib3.connection.HTTPSConnection object at 0x7f3c>: Failed to "
+        "establish a new connection: [Errno 111] Connection refused'))",
+        "network",
+    ),
     ("ConnectionRefusedError: [Errno 111] Connection refused", "network"),
     ("socket.gaierror: [Errno -2] Name or service not known", "network"),
-    ("urllib3.exceptions.ReadTimeoutError: HTTPConnectionPool(host='localhost', port=8080): Read timed out. (read timeout=30)", "network"),
+    (
+        "urllib3.exceptions.ReadTimeoutError: HTTPConnectionPool(host='localhost', port=8080): Read timed out. (read timeout=30)",
+        "network",
+    ),
     ("HTTP/1.1 503 Service Unavailable", "network"),
     ("upstream responded 502 Bad Gateway", "network"),
-    ('grpc._channel._InactiveRpcError: <_InactiveRpcError of RPC that terminated with: status = StatusCode.UNAVAILABLE '
-     'details = "failed to connect to all addresses">', "network"),
+    (
+        "grpc._channel._InactiveRpcError: <_InactiveRpcError of RPC that terminated with: status = StatusCode.UNAVAILABLE "
+        'details = "failed to connect to all addresses">',
+        "network",
+    ),
     ("rpc error: code = DeadlineExceeded desc = context deadline exceeded", "network"),
     ("Error: connect ECONNREFUSED 127.0.0.1:5432", "network"),
     ("OSError: [Errno 101] Network is unreachable", "network"),
     ("curl: (6) Could not resolve host: api.example.com", "network"),
-    ('psycopg2.OperationalError: could not connect to server: Connection refused\n\tIs the server running on host "db" '
-     "(172.18.0.2) and accepting TCP/IP connections on port 5432?", "network"),
+    (
+        'psycopg2.OperationalError: could not connect to server: Connection refused\n\tIs the server running on host "db" '
+        "(172.18.0.2) and accepting TCP/IP connections on port 5432?",
+        "network",
+    ),
     ("Error: socket hang up", "network"),
     ("asyncio.exceptions.TimeoutError", "network"),
     # authentication
-    ("requests.exceptions.HTTPError: 401 Client Error: Unauthorized for url: https://api.github.com/user", "authentication"),
+    (
+        "requests.exceptions.HTTPError: 401 Client Error: Unauthorized for url: https://api.github.com/user",
+        "authentication",
+    ),
     ("PermissionError: [Errno 13] Permission denied: '/var/log/app.log'", "authentication"),
     ("HTTP/1.1 403 Forbidden", "authentication"),
-    ("status = StatusCode.UNAUTHENTICATED details = \"Request had invalid authentication credentials.\"", "authentication"),
+    (
+        'status = StatusCode.UNAUTHENTICATED details = "Request had invalid authentication credentials."',
+        "authentication",
+    ),
     ('psycopg2.OperationalError: FATAL:  password authentication failed for user "postgres"', "authentication"),
-    ("pymysql.err.OperationalError: (1045, \"Access denied for user 'root'@'localhost' (using password: YES)\")", "authentication"),
+    (
+        "pymysql.err.OperationalError: (1045, \"Access denied for user 'root'@'localhost' (using password: YES)\")",
+        "authentication",
+    ),
     ("botocore.exceptions.NoCredentialsError: Unable to locate credentials", "authentication"),
     ("jwt.exceptions.ExpiredSignatureError: Signature has expired", "authentication"),
     ("fatal: Authentication failed for 'https://github.com/org/repo.git/'", "authentication"),
@@ -42,7 +63,10 @@ MESSAGES = [
     # validation
     ("ValueError: invalid literal for int() with base 10: 'abc'", "validation"),
     ("json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)", "validation"),
-    ("pydantic_core._pydantic_core.ValidationError: 1 validation error for User\nage\n  Input should be a valid integer", "validation"),
+    (
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for User\nage\n  Input should be a valid integer",
+        "validation",
+    ),
     ("TypeError: unsupported operand type(s) for +: 'int' and 'str'", "validation"),
     ("HTTP 422 Unprocessable Entity", "validation"),
     ("sqlite3.IntegrityError: UNIQUE constraint failed: users.email", "validation"),
@@ -92,21 +116,50 @@ def test_words_and_numbers_that_only_look_like_rules_do_not_match(message):
 
 
 def test_a_user_table_adds_categories_and_its_rules_win(tmp_path, capsys):
-    user = {"categories": {
-        "dependency": {"exceptions": ["ModuleNotFoundError"], "patterns": ["no matching distribution"],
-                       "cause": "a package is missing", "interventions": ["Install the missing package"]},
-    }}
-    got = categorise(["ModuleNotFoundError: No module named 'yaml'",
-                      "ERROR: No matching distribution found for torch==9.9", "KeyError: 'x'"], user)
+    user = {
+        "categories": {
+            "dependency": {
+                "exceptions": ["ModuleNotFoundError"],
+                "patterns": ["no matching distribution"],
+                "cause": "a package is missing",
+                "interventions": ["Install the missing package"],
+            },
+        }
+    }
+    got = categorise(
+        [
+            "ModuleNotFoundError: No module named 'yaml'",
+            "ERROR: No matching distribution found for torch==9.9",
+            "KeyError: 'x'",
+        ],
+        user,
+    )
     assert got == ["dependency", "dependency", "logic"]
     assert categorise(["ModuleNotFoundError: No module named 'yaml'"]) == ["validation"]  # the default without it
 
     table = tmp_path / "mine.toml"
-    table.write_text('[categories.dependency]\nexceptions = ["ModuleNotFoundError"]\ncause = "a package is missing"\n'
-                     'interventions = ["Install the missing package"]\n')
+    table.write_text(
+        '[categories.dependency]\nexceptions = ["ModuleNotFoundError"]\ncause = "a package is missing"\n'
+        'interventions = ["Install the missing package"]\n'
+    )
     db = str(tmp_path / "e.db")
-    assert main(["attempt", "t", "--error", "ModuleNotFoundError: No module named 'yaml'", "--max-retries", "1",
-                 "--categories", str(table), "--db", db]) == 0
+    assert (
+        main(
+            [
+                "attempt",
+                "t",
+                "--error",
+                "ModuleNotFoundError: No module named 'yaml'",
+                "--max-retries",
+                "1",
+                "--categories",
+                str(table),
+                "--db",
+                db,
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     assert main(["report", "t", "--db", db]) == 0
     report = capsys.readouterr().out
@@ -121,14 +174,19 @@ def test_a_malformed_user_table_is_one_line_and_exit_2(tmp_path, capsys):
     typo.write_text('[categories.x]\nexeptions = ["E"]\n')
     for table in (bad, typo, tmp_path / "missing.toml"):
         capsys.readouterr()
-        assert main(["attempt", "t", "--error", "boom", "--categories", str(table), "--db", str(tmp_path / "e.db")]) == 2
+        assert (
+            main(["attempt", "t", "--error", "boom", "--categories", str(table), "--db", str(tmp_path / "e.db")]) == 2
+        )
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and str(table) in err
 
 
 def _attempts(*tasks):
-    rows = [{"task_id": task, "attempt_number": i, "error_type": category}
-            for task, cats in tasks for i, category in enumerate(cats, 1)]
+    rows = [
+        {"task_id": task, "attempt_number": i, "error_type": category}
+        for task, cats in tasks
+        for i, category in enumerate(cats, 1)
+    ]
     frame = pd.DataFrame(rows)
     return frame, frame["error_type"]
 
@@ -144,8 +202,12 @@ def test_each_failure_pattern():
     )
     patterns = analysis.failure_patterns(frame, cats)
     assert patterns.to_dict() == {
-        "one": "single_failure", "same": "consistent", "all-network": "consistent",
-        "mostly-network": "intermittent_network", "half-network": "varied", "mixed": "varied",
+        "one": "single_failure",
+        "same": "consistent",
+        "all-network": "consistent",
+        "mostly-network": "intermittent_network",
+        "half-network": "varied",
+        "mixed": "varied",
     }
 
 

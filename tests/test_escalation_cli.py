@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from drivers.cli import main
-from drivers.escalation import guidance_context_for
+from cra.drivers.cli.main import main
+from cra.drivers.escalation.attempts import guidance_context_for
 
 ERRORS = ["Connection refused: API endpoint not reachable", "Connection timeout after 30s", "Network unreachable"]
 
@@ -26,8 +26,9 @@ def _run(capsys, *argv):
 def test_guidance_round_trip(tmp_path, capsys):
     db = str(tmp_path / "e.db")
     for i, error in enumerate(ERRORS, 1):
-        code, out, _ = _run(capsys, "attempt", "task-1", "--error", error, "--agent", "engineer", "--title", "Sync users",
-                            "--db", db)  # fmt: skip
+        code, out, _ = _run(
+            capsys, "attempt", "task-1", "--error", error, "--agent", "engineer", "--title", "Sync users", "--db", db
+        )
         assert code == 0 and f"recorded attempt {i} of task task-1 (network); retry {i} of 3" in out
         assert ("escalated" in out) == (i == 3)
     assert db in out and "cra report task-1" in out  # where the report is
@@ -40,7 +41,9 @@ def test_guidance_round_trip(tmp_path, capsys):
     code, report, _ = _run(capsys, "report", "task-1", "--db", db)
     assert code == 0 and "**Failure Pattern**: consistent" in report and "## Attempt History (3 attempts)" in report
 
-    code, out, _ = _run(capsys, "guide", "task-1", "--hint", "Use VPN endpoint: https://vpn.internal.api.com", "--db", db)
+    code, out, _ = _run(
+        capsys, "guide", "task-1", "--hint", "Use VPN endpoint: https://vpn.internal.api.com", "--db", db
+    )
     assert code == 0
     assert "## Root Cause Analysis" in out  # the guide command shows the report it answers
     assert "re-queued (retry count 0 of 3)" in out
@@ -101,7 +104,7 @@ def test_a_repeated_guide_is_refused_until_the_next_attempt(tmp_path, capsys):
 WRITER = """
 import sys
 from pathlib import Path
-from drivers.escalation import record_attempt
+from cra.drivers.escalation.attempts import record_attempt
 db, worker, n = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 for i in range(n):
     record_attempt(db, f"own-{worker}", f"Connection refused ({worker}/{i})", agent=worker, max_retries=10_000)
@@ -113,14 +116,18 @@ def test_concurrent_processes_lose_no_attempt(tmp_path):
     db = tmp_path / "e.db"  # not created yet: the writers race to create it too
     workers, n = 4, 10
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(db), f"w{w}", str(n)], env=env, stderr=subprocess.PIPE)
-             for w in range(workers)]  # fmt: skip
+    procs = [
+        subprocess.Popen([sys.executable, "-c", WRITER, str(db), f"w{w}", str(n)], env=env, stderr=subprocess.PIPE)
+        for w in range(workers)
+    ]
     for p in procs:
         assert p.wait(timeout=120) == 0, p.stderr.read().decode()
     with sqlite3.connect(db) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert conn.execute("SELECT COUNT(*) FROM attempts").fetchone()[0] == 2 * workers * n
-        numbers = [r[0] for r in conn.execute("SELECT attempt_number FROM attempts WHERE task_id = 'shared' ORDER BY 1")]
+        numbers = [
+            r[0] for r in conn.execute("SELECT attempt_number FROM attempts WHERE task_id = 'shared' ORDER BY 1")
+        ]
         assert numbers == list(range(1, workers * n + 1))
         assert conn.execute("SELECT retry_count FROM tasks WHERE task_id = 'shared'").fetchone()[0] == workers * n
 
@@ -131,7 +138,12 @@ def _digest(path: Path) -> str:
 
 def _refused(capsys, db: Path, expected: str):
     before = _digest(db)
-    for argv in (["attempt", "t", "--error", "boom"], ["retry", "--all"], ["report", "t"], ["guide", "t", "--hint", "h"]):
+    for argv in (
+        ["attempt", "t", "--error", "boom"],
+        ["retry", "--all"],
+        ["report", "t"],
+        ["guide", "t", "--hint", "h"],
+    ):
         code, out, err = _run(capsys, *argv, "--db", str(db))
         assert code == 2 and err.count("\n") == 1 and expected in err and str(db) in err, err
     with pytest.raises(Exception, match=expected):
@@ -207,13 +219,19 @@ for i in range(int(sys.argv[2])):
 """
 
 
-@pytest.mark.parametrize("module", ["drivers.escalation_store", "drivers.findings_store"])
+@pytest.mark.parametrize("module", ["cra.drivers.escalation.store", "cra.drivers.findings.store"])
 def test_processes_racing_to_create_a_store_all_open_it(tmp_path, module):
     """Each of 4 processes opens the same 40 new stores in turn: every open succeeds whoever creates the file (the
     header was once read in three statements, and a creator's commit in between looked like another program's db)."""
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
-    procs = [subprocess.Popen([sys.executable, "-c", FIRST_OPENER.format(module=module), str(tmp_path), "40"], env=env,
-                              stderr=subprocess.PIPE) for _ in range(4)]  # fmt: skip
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", FIRST_OPENER.format(module=module), str(tmp_path), "40"],
+            env=env,
+            stderr=subprocess.PIPE,
+        )
+        for _ in range(4)
+    ]
     errors = [p.stderr.read().decode() for p in procs if p.wait(timeout=120) != 0]
     assert errors == []
     assert len(list(tmp_path.glob("s*.db"))) == 40

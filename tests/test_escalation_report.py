@@ -2,9 +2,9 @@
 
 import json
 
-from drivers import escalation_store as store
-from drivers.escalation import guidance_context_for, mark_done, record_attempt, report_text
-from drivers.escalation import guide as give_guidance
+from cra.drivers.escalation import store
+from cra.drivers.escalation.attempts import guidance_context_for, mark_done, record_attempt, report_text
+from cra.drivers.escalation.attempts import guide as give_guidance
 
 # the reference example of the report's layout, verbatim (its command is `agent`, ours `cra`)
 SEED_REPORT = """\
@@ -34,9 +34,11 @@ SEED_REPORT = """\
 ## Next Steps
 Use `agent guide task-12345 --hint "<your guidance>"` to inject guidance and retry.
 """
-SEED_ATTEMPTS = [("2026-02-14T14:30:00+00:00", "Connection refused: API endpoint not reachable"),
-                 ("2026-02-14T14:31:00+00:00", "Connection timeout after 30s"),
-                 ("2026-02-14T14:32:00+00:00", "Network unreachable")]
+SEED_ATTEMPTS = [
+    ("2026-02-14T14:30:00+00:00", "Connection refused: API endpoint not reachable"),
+    ("2026-02-14T14:31:00+00:00", "Connection timeout after 30s"),
+    ("2026-02-14T14:32:00+00:00", "Network unreachable"),
+]
 
 
 def _record(db, task_id, attempts, max_retries=3, title="Sync the user directory"):
@@ -59,7 +61,12 @@ def test_report_follows_the_seed_layout_line_by_line(tmp_path):
         else:
             assert mine == theirs
     headings = [line for line in ours if line.startswith("## ")]
-    assert headings == ["## Root Cause Analysis", "## Attempt History (3 attempts)", "## Suggested Interventions", "## Next Steps"]
+    assert headings == [
+        "## Root Cause Analysis",
+        "## Attempt History (3 attempts)",
+        "## Suggested Interventions",
+        "## Next Steps",
+    ]
 
 
 def test_json_report_carries_full_history_guidance_and_status(tmp_path):
@@ -69,8 +76,14 @@ def test_json_report_carries_full_history_guidance_and_status(tmp_path):
     assert doc["status"] == "escalated" and doc["human_guidance"] is None
     assert doc["total_attempts"] == 3 and doc["failure_pattern"] == "consistent" and doc["error_category"] == "network"
     assert [a["error_message"] for a in doc["attempt_history"]] == [e for _, e in SEED_ATTEMPTS]
-    assert set(doc["attempt_history"][0]) == {"attempt_number", "timestamp", "error_message", "agent_id", "error_type",
-                                              "context_snapshot"}
+    assert set(doc["attempt_history"][0]) == {
+        "attempt_number",
+        "timestamp",
+        "error_message",
+        "agent_id",
+        "error_type",
+        "context_snapshot",
+    }
     give_guidance(db, "t", "Use the backup endpoint")
     doc = json.loads(report_text(db, "t", "json"))
     assert doc["status"] == "queued" and doc["human_guidance"] == "Use the backup endpoint"
@@ -78,9 +91,15 @@ def test_json_report_carries_full_history_guidance_and_status(tmp_path):
 
 def test_varied_failures_name_the_mix_and_add_the_pattern_intervention(tmp_path):
     db = tmp_path / "e.db"
-    _record(db, "v", [("2026-01-01T00:00:00+00:00", "KeyError: 'id'"),
-                      ("2026-01-01T00:01:00+00:00", "ValueError: invalid literal for int()"),
-                      ("2026-01-01T00:02:00+00:00", "IndexError: list index out of range")])
+    _record(
+        db,
+        "v",
+        [
+            ("2026-01-01T00:00:00+00:00", "KeyError: 'id'"),
+            ("2026-01-01T00:01:00+00:00", "ValueError: invalid literal for int()"),
+            ("2026-01-01T00:02:00+00:00", "IndexError: list index out of range"),
+        ],
+    )
     doc = json.loads(report_text(db, "v", "json"))
     assert doc["failure_pattern"] == "varied" and doc["error_category"] == "logic"
     assert "logic 2" in doc["root_cause_hypothesis"] and "validation 1" in doc["root_cause_hypothesis"]
@@ -89,15 +108,28 @@ def test_varied_failures_name_the_mix_and_add_the_pattern_intervention(tmp_path)
 
 def test_similar_past_failures_list_earlier_tasks_and_what_resolved_them(tmp_path):
     db = tmp_path / "e.db"
-    _record(db, "old-db", [("2026-01-01T00:00:00+00:00", 'psycopg2.OperationalError: could not connect to server: '
-                            'Connection refused. Is the server running on host "db" and accepting connections on port 5432?')],
-            max_retries=1)  # fmt: skip
+    _record(
+        db,
+        "old-db",
+        [
+            (
+                "2026-01-01T00:00:00+00:00",
+                "psycopg2.OperationalError: could not connect to server: "
+                'Connection refused. Is the server running on host "db" and accepting connections on port 5432?',
+            )
+        ],
+        max_retries=1,
+    )
     give_guidance(db, "old-db", "Start the database container first: docker compose up -d db")
     mark_done(db, "old-db")
     _record(db, "old-dns", [("2026-01-02T00:00:00+00:00", "curl: (6) Could not resolve host: pypi.org")], max_retries=1)
     _record(db, "old-auth", [("2026-01-02T00:00:00+00:00", "401 Client Error: Unauthorized")], max_retries=1)
-    _record(db, "new", [("2026-01-03T00:00:00+00:00", "could not connect to server: Connection refused (port 5432)")],
-            max_retries=1)
+    _record(
+        db,
+        "new",
+        [("2026-01-03T00:00:00+00:00", "could not connect to server: Connection refused (port 5432)")],
+        max_retries=1,
+    )
     doc = json.loads(report_text(db, "new", "json"))
     similar = doc["similar_failures"]
     assert [s["task_id"] for s in similar] == ["old-db"]  # same category, close words; not the DNS or the auth failure
@@ -116,9 +148,11 @@ def test_guidance_context_sections_and_provenance(tmp_path):
     assert prov["sections"] == ["failure_context"] and prov["attempts"] == 3 and prov["guidance"] == []
     give_guidance(db, "t", "Use VPN endpoint: https://vpn.internal.api.com")
     text, prov = guidance_context_for(db, "t")
-    assert text.startswith("## CRITICAL: Human Guidance Provided\n\nA human expert has reviewed this task and provided "
-                           "the following guidance:\n\nUse VPN endpoint: https://vpn.internal.api.com\n\n"
-                           "Please carefully consider this guidance when approaching the task.\n")  # fmt: skip
+    assert text.startswith(
+        "## CRITICAL: Human Guidance Provided\n\nA human expert has reviewed this task and provided "
+        "the following guidance:\n\nUse VPN endpoint: https://vpn.internal.api.com\n\n"
+        "Please carefully consider this guidance when approaching the task.\n"
+    )
     assert text.index("## CRITICAL") < text.index("## Previous Failure Context")
     assert prov["sections"] == ["human_guidance", "failure_context"] and prov["report_id"] is not None
     assert prov["guidance"][0]["hint"].startswith("Use VPN") and prov["tokens"] > 50

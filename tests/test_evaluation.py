@@ -11,15 +11,23 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dataflows.evaluation.cases import case_records, cases, patch_edits, patch_files
-from dataflows.evaluation.metrics import (
-    bm25_budget_metrics, bm25_symbol_ranking, bodies_within, budget_metrics, function_metrics, gold_function_ranks, gold_functions,
-    package_metrics, ranking_metrics, summary,
+from cra.dataflows.evaluation.cases import case_records, cases, patch_edits, patch_files
+from cra.dataflows.evaluation.metrics import (
+    bm25_budget_metrics,
+    bm25_symbol_ranking,
+    bodies_within,
+    budget_metrics,
+    function_metrics,
+    gold_function_ranks,
+    gold_functions,
+    package_metrics,
+    ranking_metrics,
+    summary,
 )
-from dataflows.retrieval.models import ContextPackage, FileContext, SymbolContext, TaskQuery
-from drivers import evaluate
-from drivers.errors import CraError
-from drivers.trees import materialize_tree, mirror_git_dir, read_at_commit, resolve_tree
+from cra.dataflows.retrieval.models import ContextPackage, FileContext, SymbolContext, TaskQuery
+from cra.drivers.common.errors import CraError
+from cra.drivers.evaluation import evaluate
+from cra.drivers.evaluation.trees import materialize_tree, mirror_git_dir, read_at_commit, resolve_tree
 from tests.fixture_repo import make_repo
 
 # --- helpers --------------------------------------------------------------------------------------
@@ -93,7 +101,9 @@ def helper(x):
 
 def fix_patch(tmp_path: Path) -> tuple[Path, str, str]:
     """A repo at its base commit, and a fix patch: edits in a method, a class, a function, module level, SQL."""
-    repo, base = committed_repo(tmp_path / "shapes", {"shapes.py": MODULE_V1, "q.sql": "-- old note\nSELECT 1;\n", "gone.py": "x = 1\n"})
+    repo, base = committed_repo(
+        tmp_path / "shapes", {"shapes.py": MODULE_V1, "q.sql": "-- old note\nSELECT 1;\n", "gone.py": "x = 1\n"}
+    )
     (repo / "shapes.py").write_text(MODULE_V2)
     (repo / "q.sql").write_text("-- new note\nSELECT 1;\n")
     (repo / "gone.py").unlink()
@@ -109,8 +119,20 @@ def package(files: list[tuple[str, list[tuple[str, int, bool]]]], token_count: i
     contexts = []
     for rank, (path, symbols) in enumerate(files, start=1):
         syms = tuple(
-            SymbolContext(i, rank, qn.rsplit(".", 1)[-1], qn, "function", "primary", f"def {qn}():", "body" if body else None,
-                          None, 1, 2, tokens)
+            SymbolContext(
+                i,
+                rank,
+                qn.rsplit(".", 1)[-1],
+                qn,
+                "function",
+                "primary",
+                f"def {qn}():",
+                "body" if body else None,
+                None,
+                1,
+                2,
+                tokens,
+            )
             for i, (qn, tokens, body) in enumerate(symbols)
         )
         contexts.append(FileContext(rank, path, "python", rank, 1.0 / rank, "score", syms))
@@ -121,12 +143,22 @@ def package(files: list[tuple[str, list[tuple[str, int, bool]]]], token_count: i
 
 
 def test_seed_format_cases_take_index_or_id_as_case_id():
-    text = json.dumps([
-        {"task": "fix login", "expected_files": ["a.py"], "expected_symbols": ["login"], "repo_path": "."},
-        {"id": "billing", "task": "fix invoice", "expected_files": ["b.py"]},
-    ])
+    text = json.dumps(
+        [
+            {"task": "fix login", "expected_files": ["a.py"], "expected_symbols": ["login"], "repo_path": "."},
+            {"id": "billing", "task": "fix invoice", "expected_files": ["b.py"]},
+        ]
+    )
     frame = cases(case_records(text))
-    assert list(frame.columns[:7]) == ["case_id", "task", "expected_files", "expected_symbols", "repo", "base_commit", "repo_path"]
+    assert list(frame.columns[:7]) == [
+        "case_id",
+        "task",
+        "expected_files",
+        "expected_symbols",
+        "repo",
+        "base_commit",
+        "repo_path",
+    ]
     assert frame["case_id"].tolist() == ["0", "billing"]
     assert frame.loc[0, "expected_symbols"] == ["login"] and frame.loc[1, "expected_symbols"] == []
     assert frame.loc[0, "repo_path"] == "." and frame.loc[1, "repo_path"] is None
@@ -156,12 +188,24 @@ def test_swebench_patch_gives_modified_files_only(tmp_path):
 
 def test_swebench_patch_symbols_are_the_defs_around_each_edit(tmp_path):
     repo, base, patch = fix_patch(tmp_path)
-    record = {"instance_id": "o__shapes-1", "repo": "o/shapes", "base_commit": base, "problem_statement": "area is wrong", "patch": patch}
+    record = {
+        "instance_id": "o__shapes-1",
+        "repo": "o/shapes",
+        "base_commit": base,
+        "problem_statement": "area is wrong",
+        "patch": patch,
+    }
     frame = cases(case_records(json.dumps(record)))
     assert frame.loc[0, "expected_files"] == ["q.sql", "shapes.py"]
     assert frame.loc[0, "expected_symbols"] is None  # needs the pre-fix tree
     symbols = evaluate.expected_symbols_from_patch(repo, frame.loc[0, "patch"])
-    assert set(symbols) == {"shapes.py::<module>", "shapes.py::Shape.area", "shapes.py::Shape", "shapes.py::helper", "q.sql::<module>"}
+    assert set(symbols) == {
+        "shapes.py::<module>",
+        "shapes.py::Shape.area",
+        "shapes.py::Shape",
+        "shapes.py::helper",
+        "q.sql::<module>",
+    }
 
 
 # --- bad case files -------------------------------------------------------------------------------
@@ -201,8 +245,14 @@ def test_unknown_format_lists_the_fields_each_format_needs(tmp_path):
 
 def test_ranking_metrics_on_a_hand_made_ranking():
     m = ranking_metrics(["a", "b", "c", "d"], ["b", "d", "z"])
-    assert m["file_recall@1"] == 0 and m["file_recall@3"] == pytest.approx(1 / 3) and m["file_recall@5"] == pytest.approx(2 / 3)
-    assert m["file_precision@3"] == pytest.approx(1 / 3) and m["file_precision@5"] == 0.5 and m["file_precision@10"] == 0.5
+    assert (
+        m["file_recall@1"] == 0
+        and m["file_recall@3"] == pytest.approx(1 / 3)
+        and m["file_recall@5"] == pytest.approx(2 / 3)
+    )
+    assert (
+        m["file_precision@3"] == pytest.approx(1 / 3) and m["file_precision@5"] == 0.5 and m["file_precision@10"] == 0.5
+    )
     assert m["file_acc@10"] == 0.0 and m["mrr"] == 0.5
     hit = ranking_metrics(["x", "a"], ["a", "x"], prefix="bm25_")
     assert hit["bm25_file_acc@1"] == 0.0 and hit["bm25_file_acc@3"] == 1.0 and hit["bm25_mrr"] == 1.0
@@ -214,7 +264,11 @@ def test_ranking_metrics_without_gold_are_nan():
 
 def hand_package() -> ContextPackage:
     return package(
-        [("a.py", [("Foo.bar", 30, True), ("Foo.baz", 20, True)]), ("b.py", [("helper", 50, False)]), ("c.py", [("Big", 100, True)])],
+        [
+            ("a.py", [("Foo.bar", 30, True), ("Foo.baz", 20, True)]),
+            ("b.py", [("helper", 50, False)]),
+            ("c.py", [("Big", 100, True)]),
+        ],
         token_count=400,
         budget=1000,
     )
@@ -242,11 +296,13 @@ def test_package_metrics_match_bare_seed_symbol_names():
 
 
 def test_summary_averages_evaluated_cases_only():
-    rows = pd.DataFrame([
-        {"case_id": "1", "status": "ok", "file_acc@1": 1.0, "mrr": 1.0, "bm25_mrr": 0.5, "latency_s": 0.2},
-        {"case_id": "2", "status": "ok", "file_acc@1": 0.0, "mrr": 0.5, "bm25_mrr": 0.5, "latency_s": 0.4},
-        {"case_id": "3", "status": "skipped", "file_acc@1": None, "mrr": None, "bm25_mrr": None, "latency_s": None},
-    ])
+    rows = pd.DataFrame(
+        [
+            {"case_id": "1", "status": "ok", "file_acc@1": 1.0, "mrr": 1.0, "bm25_mrr": 0.5, "latency_s": 0.2},
+            {"case_id": "2", "status": "ok", "file_acc@1": 0.0, "mrr": 0.5, "bm25_mrr": 0.5, "latency_s": 0.4},
+            {"case_id": "3", "status": "skipped", "file_acc@1": None, "mrr": None, "bm25_mrr": None, "latency_s": None},
+        ]
+    )
     s = summary(rows, n_skipped=1)
     assert (s["n_cases"], s["n_skipped"]) == (2, 1)
     assert s["file_acc@1"] == 0.5 and s["mrr"] == 0.75 and s["bm25_mrr"] == 0.5
@@ -261,8 +317,17 @@ def ranking(rows: list[tuple[str, str]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["path", "qualified_name"]).assign(rank=lambda f: range(1, len(f) + 1))
 
 
-RANKED = ranking([("a.py", "helper"), ("b.py", "Parser"), ("a.py", "Shape.area"), ("b.py", "Parser.feed"), ("c.py", "run"),
-                  ("a.py", "Shape"), ("c.py", "Runner")])
+RANKED = ranking(
+    [
+        ("a.py", "helper"),
+        ("b.py", "Parser"),
+        ("a.py", "Shape.area"),
+        ("b.py", "Parser.feed"),
+        ("c.py", "run"),
+        ("a.py", "Shape"),
+        ("c.py", "Runner"),
+    ]
+)
 
 
 def test_a_gold_function_ranked_third_is_a_hit_at_5_not_at_1():
@@ -291,8 +356,16 @@ def test_module_level_gold_is_ignored_and_a_case_without_gold_functions_is_nan()
     assert gold_functions(["a.py::<module>", "a.py::helper", "validate"]) == ["a.py::helper", "validate"]
     m = function_metrics(gold_function_ranks(RANKED, []))
     assert all(math.isnan(v) for v in m.values())
-    rows = pd.DataFrame([{"case_id": "1", "status": "ok", "latency_s": 0.1,
-                          **budget_metrics(hand_package(), ["a.py::<module>"], "8192")}])
+    rows = pd.DataFrame(
+        [
+            {
+                "case_id": "1",
+                "status": "ok",
+                "latency_s": 0.1,
+                **budget_metrics(hand_package(), ["a.py::<module>"], "8192"),
+            }
+        ]
+    )
     assert math.isnan(rows.loc[0, "gold_body@8192"]) and rows.loc[0, "package_tokens@8192"] == 400
     with_module = budget_metrics(hand_package(), ["b.py::<module>", "a.py::Foo.bar"], "4096")
     assert with_module["gold_body@4096"] == 1.0 and with_module["gold_named@4096"] == 1.0
@@ -312,13 +385,15 @@ def test_budget_metrics_count_bodies_own_or_enclosing_and_names_at_any_depth():
 
 def test_bm25_symbols_are_source_definitions_that_share_a_term_with_the_task():
     files = pd.DataFrame({"file_id": [1, 2], "path": ["src/a.py", "tests/test_a.py"], "is_test": [False, True]})
-    symbols = pd.DataFrame({
-        "symbol_id": [10, 11, 12, 13, 14, 15],
-        "file_id": [1, 1, 1, 1, 2, 1],
-        "qualified_name": ["parse", "Reader", "Reader.read", "LIMIT", "test_parse", "unrelated"],
-        "kind": ["function", "class", "method", "constant", "function", "function"],
-        "body_tokens": [40, 300, 120, 5, 30, 60],
-    })
+    symbols = pd.DataFrame(
+        {
+            "symbol_id": [10, 11, 12, 13, 14, 15],
+            "file_id": [1, 1, 1, 1, 2, 1],
+            "qualified_name": ["parse", "Reader", "Reader.read", "LIMIT", "test_parse", "unrelated"],
+            "kind": ["function", "class", "method", "constant", "function", "function"],
+            "body_tokens": [40, 300, 120, 5, 30, 60],
+        }
+    )
     scores = pd.Series({10: 1.5, 11: 2.0, 12: 3.0, 13: 9.0, 14: 9.0, 15: 0.0})
     ranked = bm25_symbol_ranking(symbols, files, scores)
     assert ranked["qualified_name"].tolist() == ["Reader.read", "Reader", "parse"]  # no constant, test, or zero score
@@ -327,8 +402,14 @@ def test_bm25_symbols_are_source_definitions_that_share_a_term_with_the_task():
 
 
 def test_bm25_bodies_fill_the_budget_in_rank_order_and_nested_symbols_ride_free():
-    ranked = pd.DataFrame({"path": ["a.py", "a.py", "a.py", "b.py"], "qualified_name": ["Reader", "Reader.read", "parse", "big"],
-                           "body_tokens": [300, 120, 40, 1000], "rank": [1, 2, 3, 4]})
+    ranked = pd.DataFrame(
+        {
+            "path": ["a.py", "a.py", "a.py", "b.py"],
+            "qualified_name": ["Reader", "Reader.read", "parse", "big"],
+            "body_tokens": [300, 120, 40, 1000],
+            "rank": [1, 2, 3, 4],
+        }
+    )
     taken = bodies_within(ranked, 400)
     assert taken["qualified_name"].tolist() == ["Reader", "Reader.read", "parse"]  # read is inside Reader: free
     assert taken["tokens"].sum() == 340
@@ -381,10 +462,16 @@ def test_blobs_missing_from_a_mirror_are_left_out_of_the_tree(tmp_path):
 def test_a_tree_holds_what_export_ignore_leaves_out_of_release_archives(tmp_path):
     """A checkout has the directories a project keeps out of its release archives (`export-ignore`: tests, the
     adapters a monorepo publishes as packages of their own); the evaluation tree must too."""
-    files = {"src/Core.php": "<?php\n", "src/Ftp/FtpAdapter.php": "<?php\n", "tests/CoreTest.php": "<?php\n",
-             ".gitattributes": "/src/Ftp export-ignore\n/tests export-ignore\n"}  # fmt: skip
+    files = {
+        "src/Core.php": "<?php\n",
+        "src/Ftp/FtpAdapter.php": "<?php\n",
+        "tests/CoreTest.php": "<?php\n",
+        ".gitattributes": "/src/Ftp export-ignore\n/tests export-ignore\n",
+    }
     source, base = committed_repo(tmp_path / "src", files)
-    tree = materialize_tree(bare_mirror(source, tmp_path / "mirrors", "owner/proj"), base, "owner/proj", root=tmp_path / "trees")
+    tree = materialize_tree(
+        bare_mirror(source, tmp_path / "mirrors", "owner/proj"), base, "owner/proj", root=tmp_path / "trees"
+    )
     assert (tree / "src" / "Ftp" / "FtpAdapter.php").is_file() and (tree / "tests" / "CoreTest.php").is_file()
 
 
@@ -406,17 +493,40 @@ def eval_fixture(tmp_path: Path) -> tuple[Path, Path, Path]:
     subprocess.run(["git", "clone", "-q", str(repo), str(work)], check=True, capture_output=True)
     git(work, "checkout", "-q", base)
     invoice = work / "app/billing/invoice.py"
-    invoice.write_text(invoice.read_text().replace("return sum(price for _, price in self.items)", "return round(sum(p for _, p in self.items), 2)"))
+    invoice.write_text(
+        invoice.read_text().replace(
+            "return sum(price for _, price in self.items)", "return round(sum(p for _, p in self.items), 2)"
+        )
+    )
     patch = git(work, "diff")
     cases_file = tmp_path / "cases.jsonl"
     records = [
-        {"id": "login", "task": "fix the login validation bug when the LDAP source is used in validate_login",
-         "expected_files": ["app/auth/handler.py", "app/auth/ldap.py"], "expected_symbols": ["validate_login", "validate_ldap"]},
-        {"id": "invoice", "task": "Invoice total_amount should round the invoice total to cents",
-         "expected_files": ["app/billing/invoice.py"], "expected_symbols": ["app/billing/invoice.py::Invoice.total_amount"]},
-        {"instance_id": "demo__app-7", "repo": "demo/app", "base_commit": base, "problem_statement": "Invoice total amount is not rounded",
-         "patch": patch},
-        {"instance_id": "other__lib-1", "repo": "other/lib", "base_commit": base, "problem_statement": "x", "gold_files": ["a.py"]},
+        {
+            "id": "login",
+            "task": "fix the login validation bug when the LDAP source is used in validate_login",
+            "expected_files": ["app/auth/handler.py", "app/auth/ldap.py"],
+            "expected_symbols": ["validate_login", "validate_ldap"],
+        },
+        {
+            "id": "invoice",
+            "task": "Invoice total_amount should round the invoice total to cents",
+            "expected_files": ["app/billing/invoice.py"],
+            "expected_symbols": ["app/billing/invoice.py::Invoice.total_amount"],
+        },
+        {
+            "instance_id": "demo__app-7",
+            "repo": "demo/app",
+            "base_commit": base,
+            "problem_statement": "Invoice total amount is not rounded",
+            "patch": patch,
+        },
+        {
+            "instance_id": "other__lib-1",
+            "repo": "other/lib",
+            "base_commit": base,
+            "problem_statement": "x",
+            "gold_files": ["a.py"],
+        },
     ]
     cases_file.write_text("".join(json.dumps(r) + "\n" for r in records))
     return repo, mirror_root, cases_file
@@ -432,15 +542,46 @@ def run_fixture(tmp_path: Path, monkeypatch, engine: str) -> tuple[dict, pd.Data
     repo, mirror_root, cases_file = eval_fixture(tmp_path)
     monkeypatch.setenv("CRA_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "out"
-    code = run_cli(["--cases", str(cases_file), "--repo", str(repo), "--mirror", str(mirror_root), "--out", str(out),
-                    "--engine", engine, "--workers", "1", "--budget", "4000"])
+    code = run_cli(
+        [
+            "--cases",
+            str(cases_file),
+            "--repo",
+            str(repo),
+            "--mirror",
+            str(mirror_root),
+            "--out",
+            str(out),
+            "--engine",
+            engine,
+            "--workers",
+            "1",
+            "--budget",
+            "4000",
+        ]
+    )
     assert code == 0
     return json.loads((out / "summary.json").read_text()), pd.read_parquet(out / "cases.parquet"), str(out)
 
 
 def check_run(summary_doc: dict, frame: pd.DataFrame) -> None:
-    required = {"n_cases", "n_skipped", "file_acc@1", "file_acc@3", "file_acc@5", "file_acc@10", "mrr", "package_file_recall",
-                "symbol_recall", "symbol_precision", "token_efficiency", "budget_utilization", "latency_p50_s", "bm25_file_acc@10", "bm25_mrr"}
+    required = {
+        "n_cases",
+        "n_skipped",
+        "file_acc@1",
+        "file_acc@3",
+        "file_acc@5",
+        "file_acc@10",
+        "mrr",
+        "package_file_recall",
+        "symbol_recall",
+        "symbol_precision",
+        "token_efficiency",
+        "budget_utilization",
+        "latency_p50_s",
+        "bm25_file_acc@10",
+        "bm25_mrr",
+    }
     assert required <= set(summary_doc)
     assert (summary_doc["n_cases"], summary_doc["n_skipped"]) == (3, 1)
     assert "no mirror of other/lib" in summary_doc["skipped"]["other__lib-1"]
@@ -472,13 +613,24 @@ def test_evaluate_end_to_end_local(tmp_path, monkeypatch, capsys):
 def test_a_relative_mirror_path_still_gives_the_trees_their_history(tmp_path, monkeypatch):
     """git reads each tree's history from inside the tree: a relative --mirror must not silently turn history off,
     and a KB an earlier run wrote without it is indexed again."""
-    from drivers.indexer import index_repository
-    from drivers.kb import default_kb_dir, read_metadata
+    from cra.drivers.index.indexer import index_repository
+    from cra.drivers.kb.store import default_kb_dir, read_metadata
 
     _, mirror_root, cases_file = eval_fixture(tmp_path)
     monkeypatch.setenv("CRA_CACHE", str(tmp_path / "cache"))
     monkeypatch.chdir(tmp_path)
-    argv = ["--cases", str(cases_file), "--mirror", mirror_root.name, "--out", "out", "--workers", "1", "--budget", "4000"]
+    argv = [
+        "--cases",
+        str(cases_file),
+        "--mirror",
+        mirror_root.name,
+        "--out",
+        "out",
+        "--workers",
+        "1",
+        "--budget",
+        "4000",
+    ]
     assert run_cli(argv) == 0
     tree = next((tmp_path / "cache").glob("trees/demo+app@*"))
     with_history = read_metadata(default_kb_dir(tree))
@@ -497,7 +649,23 @@ def test_trees_without_git_history_are_named_in_a_warning(tmp_path, monkeypatch,
     plain = tmp_path / "plain"
     shutil.copytree(repo, plain, ignore=shutil.ignore_patterns(".git"))
     monkeypatch.setenv("CRA_CACHE", str(tmp_path / "cache"))
-    assert run_cli(["--cases", str(cases_file), "--repo", str(plain), "--limit", "1", "--workers", "1", "--out", str(tmp_path / "out")]) == 0
+    assert (
+        run_cli(
+            [
+                "--cases",
+                str(cases_file),
+                "--repo",
+                str(plain),
+                "--limit",
+                "1",
+                "--workers",
+                "1",
+                "--out",
+                str(tmp_path / "out"),
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr()
     assert "warning: 1 tree(s) have no git history" in printed.out and "(no git history)" in printed.err
     assert json.loads((tmp_path / "out" / "summary.json").read_text())["trees_without_history"] == [str(plain)]
@@ -510,15 +678,31 @@ def check_function_and_budget_metrics(summary_doc: dict, frame: pd.DataFrame, pr
     assert summary_doc["budgets"] == [4096, 8192, 32768, "auto"]
     rows = frame.set_index("case_id")
     for b in ("4096", "8192", "32768", "auto"):
-        for name in ("gold_body", "gold_body_any", "gold_named", "token_efficiency", "package_tokens", "bm25_gold_body",
-                     "bm25_package_tokens"):
+        for name in (
+            "gold_body",
+            "gold_body_any",
+            "gold_named",
+            "token_efficiency",
+            "package_tokens",
+            "bm25_gold_body",
+            "bm25_package_tokens",
+        ):
             assert f"{name}@{b}" in rows.columns and f"{name}@{b}" in summary_doc, f"{name}@{b}"
         assert rows.loc["invoice", f"gold_body@{b}"] == 1.0  # Invoice.total_amount is the task's subject
         assert 0.0 < rows.loc["invoice", f"token_efficiency@{b}"] <= 1.0
     for b in (4096, 8192, 32768):
-        assert (rows[f"package_tokens@{b}"].dropna() <= b).all() and (rows[f"bm25_package_tokens@{b}"].dropna() <= b).all()
+        assert (rows[f"package_tokens@{b}"].dropna() <= b).all() and (
+            rows[f"bm25_package_tokens@{b}"].dropna() <= b
+        ).all()
     assert (rows["package_tokens@auto"].dropna() <= 8192).all()
-    for name in ("function_hit@1", "function_hit@5", "function_acc@10", "function_mrr", "bm25_function_hit@5", "bm25_function_mrr"):
+    for name in (
+        "function_hit@1",
+        "function_hit@5",
+        "function_acc@10",
+        "function_mrr",
+        "bm25_function_hit@5",
+        "bm25_function_mrr",
+    ):
         assert 0.0 <= summary_doc[name] <= 1.0, name
     assert rows.loc["invoice", "function_hit@5"] == 1.0 and rows.loc["invoice", "bm25_function_hit@5"] == 1.0
     assert list(rows.loc["demo__app-7", "gold_function_ranks"])[0] <= 5  # the patch's gold method, ranked

@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dataflows.retrieval.symbol_signals import SYMBOL_SIGNALS
-from drivers import fit_symbol_weights as fit
+from cra.dataflows.retrieval.symbol_signals import SYMBOL_SIGNALS
+from cra.drivers.research import fit_symbol_weights as fit
 
 
 def frame(n_cases: int = 12, n_symbols: int = 40, seed: int = 0) -> pd.DataFrame:
@@ -20,10 +20,25 @@ def frame(n_cases: int = 12, n_symbols: int = 40, seed: int = 0) -> pd.DataFrame
         for i in range(n_symbols):
             gold = i == 7
             values = {s: rng.random() for s in SYMBOL_SIGNALS} | {"mention": 1.0 if gold else 0.0}
-            rows.append(values | {"symbol_id": i, "file_id": 0, "path": "a.py", "qualified_name": f"f{i}",
-                                  "kind": "function", "start_line": i, "end_line": i + 1, "body_tokens": 10,
-                                  "file_rank": 1, "gold": gold, "case_id": f"c{case}", "repo": f"r{case % 3}",
-                                  "n_gold": 1, "language": "python"})  # fmt: skip
+            rows.append(
+                values
+                | {
+                    "symbol_id": i,
+                    "file_id": 0,
+                    "path": "a.py",
+                    "qualified_name": f"f{i}",
+                    "kind": "function",
+                    "start_line": i,
+                    "end_line": i + 1,
+                    "body_tokens": 10,
+                    "file_rank": 1,
+                    "gold": gold,
+                    "case_id": f"c{case}",
+                    "repo": f"r{case % 3}",
+                    "n_gold": 1,
+                    "language": "python",
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -47,8 +62,13 @@ def test_report_compares_a_shared_fit_with_each_languages_own_fit_on_the_same_he
     """Go's gold alone has mention = 1, Rust's alone name = 1, and each carries the other's signal at 0.9 on a
     decoy: one shared fit cannot serve both, each language's own fit can."""
     go, rust = frame(n_cases=12, seed=1), frame(n_cases=12, seed=2)
-    rust = rust.assign(name=rust["mention"], mention=0.0, case_id="rust-" + rust["case_id"], repo="rust-" + rust["repo"],
-                       language="rust")  # fmt: skip
+    rust = rust.assign(
+        name=rust["mention"],
+        mention=0.0,
+        case_id="rust-" + rust["case_id"],
+        repo="rust-" + rust["repo"],
+        language="rust",
+    )
     for part, other in ((go, "name"), (rust, "mention")):
         part.loc[part["symbol_id"] == 3, other] = 0.9
     go = go.assign(name=np.where(go["symbol_id"] == 3, 0.9, 0.0), language="go")

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from drivers import freshness
-from drivers.cli import main
+from cra.drivers.cli.main import main
+from cra.drivers.index import freshness
 from tests.fixture_repo import make_repo
 
 CRA = str(Path(sys.executable).parent / "cra")

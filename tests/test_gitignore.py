@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from drivers.cli import main
-from drivers.kb import read_tables
-from drivers.sources import scan_sources
+from cra.drivers.cli.main import main
+from cra.drivers.index.sources import scan_sources
+from cra.drivers.kb.store import read_tables
 
 GO_ZERO_GITIGNORE = """\
 # Ignore all
@@ -54,13 +54,32 @@ class Case:
 
 CASES = {
     "go-zero: ignore all, re-include names with a dot and every directory": Case(
-        files=("go.mod", "LICENSE", "core/logx/logs.go", "core/logx/readme", "rest/handler/auth.go",
-               "rest/httpx/deep/er/x.go", "tools/bin/goctl"),
+        files=(
+            "go.mod",
+            "LICENSE",
+            "core/logx/logs.go",
+            "core/logx/readme",
+            "rest/handler/auth.go",
+            "rest/httpx/deep/er/x.go",
+            "tools/bin/goctl",
+        ),
         ignores={".gitignore": "*\n!*.*\n!*/\n"},
     ),
     "go-zero's own .gitignore": Case(
-        files=("go.mod", "OWNERS", "Makefile", "core/Makefile", "tools/goctl/Dockerfile", "tools/goctl/goctl",
-               "api/x.go", "core/logs/a.go", "core/.idea/w.xml", "core/x.go~", "core/x.go", "core/coverage.txt"),
+        files=(
+            "go.mod",
+            "OWNERS",
+            "Makefile",
+            "core/Makefile",
+            "tools/goctl/Dockerfile",
+            "tools/goctl/goctl",
+            "api/x.go",
+            "core/logs/a.go",
+            "core/.idea/w.xml",
+            "core/x.go~",
+            "core/x.go",
+            "core/coverage.txt",
+        ),
         ignores={".gitignore": GO_ZERO_GITIGNORE},
     ),
     "a later negation wins, an earlier one does not": Case(
@@ -68,9 +87,20 @@ CASES = {
         ignores={".gitignore": "!important.log\n*.log\n!keep.log\n"},
     ),
     "nested .gitignore files override their parents": Case(
-        files=("a.log", "pkg/keep.log", "pkg/drop.log", "pkg/deep/keep.log", "pkg/deep/other.log", "pkg/deep/x.tmp",
-               "other/keep.log"),
-        ignores={".gitignore": "*.log\n!*.tmp\n", "pkg/.gitignore": "!keep.log\n", "pkg/deep/.gitignore": "keep.log\n*.tmp\n"},
+        files=(
+            "a.log",
+            "pkg/keep.log",
+            "pkg/drop.log",
+            "pkg/deep/keep.log",
+            "pkg/deep/other.log",
+            "pkg/deep/x.tmp",
+            "other/keep.log",
+        ),
+        ignores={
+            ".gitignore": "*.log\n!*.tmp\n",
+            "pkg/.gitignore": "!keep.log\n",
+            "pkg/deep/.gitignore": "keep.log\n*.tmp\n",
+        },
     ),
     "a file under an excluded directory cannot be re-included": Case(
         files=("build/keep.py", "build/drop.py", "dist/keep.py", "dist/drop.py", "dist/sub/keep.py", "src/a.py"),
@@ -89,8 +119,21 @@ CASES = {
         ignores={"pkg/.gitignore": "/gen/\nx/y.py\n"},
     ),
     "double stars: **/ , /** and /**/": Case(
-        files=("cache", "a/cache/x.py", "a/b/cache", "logs/a.txt", "logs/keep.txt", "logs/deep/k.txt",
-               "m/z.txt", "m/n/o/z.txt", "mz.txt", "foo/bar/f", "foox/y/bar/f", "xay/q", "x/y/q"),
+        files=(
+            "cache",
+            "a/cache/x.py",
+            "a/b/cache",
+            "logs/a.txt",
+            "logs/keep.txt",
+            "logs/deep/k.txt",
+            "m/z.txt",
+            "m/n/o/z.txt",
+            "mz.txt",
+            "foo/bar/f",
+            "foox/y/bar/f",
+            "xay/q",
+            "x/y/q",
+        ),
         ignores={".gitignore": "**/cache\nlogs/**\n!logs/keep.txt\nm/**/z.txt\nfoo**/bar\nx**y\n"},
     ),
     "a lone ** matches everything; re-including needs the directories back": Case(
@@ -115,11 +158,17 @@ CASES = {
     ),
     ".git/info/exclude is lowest precedence": Case(
         files=("a.tmp", "keep.tmp", "secret/s.py", "sub/keep.tmp", "sub/b.tmp", "x.py"),
-        ignores={".git/info/exclude": "*.tmp\nsecret/\nx.py\n", ".gitignore": "!keep.tmp\n", "sub/.gitignore": "!b.tmp\n"},
+        ignores={
+            ".git/info/exclude": "*.tmp\nsecret/\nx.py\n",
+            ".gitignore": "!keep.tmp\n",
+            "sub/.gitignore": "!b.tmp\n",
+        },
     ),
     "character classes, ? and byte-wise names": Case(
         files=("a.c", "d.c", "file1.py", "file10.py", "xx.md", "9x.md", "2024.csv", "cafe", "café", "]b", "-c", "q.h"),
-        ignores={".gitignore": "[abc].c\nfile?.py\n[!0-9]x.md\n[[:digit:]]*.csv\ncaf?\n[]]b\n[a-]c\n[[:nope:]]\n[q.h\n"},
+        ignores={
+            ".gitignore": "[abc].c\nfile?.py\n[!0-9]x.md\n[[:digit:]]*.csv\ncaf?\n[]]b\n[a-]c\n[[:nope:]]\n[q.h\n"
+        },
     ),
     "CRLF line ends and a byte-order mark": Case(
         files=("bom.txt", "cr.txt", "kept.txt"),
@@ -141,7 +190,9 @@ def _git_env(home: Path) -> dict[str, str]:
 
 
 def _git(repo: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, check=True, env=_git_env(repo.parent / "home"))
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, check=True, env=_git_env(repo.parent / "home")
+    )
 
 
 def _write(root: Path, files, ignores: dict[str, str]) -> None:
@@ -205,8 +256,14 @@ def test_excluded_directories_are_pruned_and_counted(tmp_path):
 def test_cli_indexes_every_go_file_of_a_go_zero_shaped_repository(tmp_path, capsys):
     repo = tmp_path / "gozero"
     repo.mkdir()
-    go_files = ["core/logx/logs.go", "core/logx/logs_test.go", "rest/server.go", "rest/httpx/router.go",
-                "zrpc/internal/auth/auth.go", "tools/goctl/goctl.go"]
+    go_files = [
+        "core/logx/logs.go",
+        "core/logx/logs_test.go",
+        "rest/server.go",
+        "rest/httpx/router.go",
+        "zrpc/internal/auth/auth.go",
+        "tools/goctl/goctl.go",
+    ]
     _write(repo, [*go_files, "go.mod", "LICENSE", "tools/goctl/goctl"], {".gitignore": "*\n!*.*\n!*/\n"})
     for rel in go_files:
         (repo / rel).write_text(f"package {Path(rel).parent.name}\n\nfunc F{len(rel)}() int {{ return {len(rel)} }}\n")
@@ -221,7 +278,27 @@ def test_cli_indexes_every_go_file_of_a_go_zero_shaped_repository(tmp_path, caps
 
 
 NAMES = ("a", "b", "ab", "a.b", "x.go", ".h", "a b", "[a]", "a*", "é", "a-b")
-ATOMS = ("a", "b", "*", "**", "?", "/", ".", "[ab]", "[!a]", "[a-c]", "\\*", "go", "!", " ", "\\ ", "[[:alpha:]]", "é", "[]]", "\\")
+ATOMS = (
+    "a",
+    "b",
+    "*",
+    "**",
+    "?",
+    "/",
+    ".",
+    "[ab]",
+    "[!a]",
+    "[a-c]",
+    "\\*",
+    "go",
+    "!",
+    " ",
+    "\\ ",
+    "[[:alpha:]]",
+    "é",
+    "[]]",
+    "\\",
+)
 
 
 def _random_case(rng: random.Random) -> Case:
@@ -238,10 +315,18 @@ def _random_case(rng: random.Random) -> Case:
         lines = []
         for _ in range(n):
             line = "".join(rng.choice(ATOMS) for _ in range(rng.randint(1, 5)))
-            lines.append(("!" if rng.random() < 0.3 else "") + ("/" if rng.random() < 0.15 else "") + line + ("/" if rng.random() < 0.2 else ""))
+            lines.append(
+                ("!" if rng.random() < 0.3 else "")
+                + ("/" if rng.random() < 0.15 else "")
+                + line
+                + ("/" if rng.random() < 0.2 else "")
+            )
         return "\n".join(lines) + "\n"
 
-    ignores = {"/".join(filter(None, (d, ".gitignore"))): patterns(rng.randint(1, 6)) for d in rng.sample(dirs, min(len(dirs), 3))}
+    ignores = {
+        "/".join(filter(None, (d, ".gitignore"))): patterns(rng.randint(1, 6))
+        for d in rng.sample(dirs, min(len(dirs), 3))
+    }
     if rng.random() < 0.3:
         ignores[".git/info/exclude"] = patterns(2)
     return Case(files=tuple(files), ignores=ignores)

@@ -14,17 +14,17 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from dataflows.index import edges as edges_module
-from dataflows.index import parsing
-from dataflows.index.code_terms import code_term_counts
-from dataflows.index.schema import TABLES, arrow_schema
-from dataflows.text import terms
-from drivers.git_history import git_log
-from drivers.indexer import index_frames
-from drivers.sources import scan_sources
-from drivers.tokens import count_line_tokens, count_tokens
+from cra.dataflows.index import edges as edges_module
+from cra.dataflows.index import parsing
+from cra.dataflows.index.code_terms import code_term_counts
+from cra.dataflows.index.schema import TABLES, arrow_schema
+from cra.dataflows.text import terms
+from cra.drivers.common.tokens import count_line_tokens, count_tokens
+from cra.drivers.index.git_history import git_log
+from cra.drivers.index.indexer import index_frames
+from cra.drivers.index.sources import scan_sources
 
-HAS_TREESITTER = importlib.util.find_spec("dataflows.index.parsers.treesitter") is not None
+HAS_TREESITTER = importlib.util.find_spec("cra.dataflows.index.parsers.treesitter") is not None
 needs_treesitter = pytest.mark.skipif(not HAS_TREESITTER, reason="tree-sitter parsers not in the checkout yet")
 
 T0 = 1_700_000_000
@@ -52,14 +52,14 @@ class Cart(Base):
     def subtotal(self):
         return 0
 ''',
-    "src/shop/pricing.py": '''from shop.models import Cart
+    "src/shop/pricing.py": """from shop.models import Cart
 from . import util
 from shop import models
 
 
 def price(cart: Cart) -> float:
     return util.round_money(cart.total())
-''',
+""",
     "src/shop/util.py": "def round_money(value):\n    return round(value, 2)\n",
     "src/shop/broken.py": "def oops(:\n    pass\n",
     "tests/test_pricing.py": "from shop.pricing import price\n\n\ndef test_price():\n    assert price is not None\n",
@@ -82,8 +82,15 @@ HISTORY = [
 
 def _git(repo: Path, *args: str, day: int = 0) -> None:
     date = f"{T0 + day * DAY} +0000"
-    env = {**os.environ, "GIT_AUTHOR_NAME": "Dev", "GIT_AUTHOR_EMAIL": "dev@example.com", "GIT_COMMITTER_NAME": "Dev",
-           "GIT_COMMITTER_EMAIL": "dev@example.com", "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}  # fmt: skip
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "Dev",
+        "GIT_AUTHOR_EMAIL": "dev@example.com",
+        "GIT_COMMITTER_NAME": "Dev",
+        "GIT_COMMITTER_EMAIL": "dev@example.com",
+        "GIT_AUTHOR_DATE": date,
+        "GIT_COMMITTER_DATE": date,
+    }
     subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
 
 
@@ -175,7 +182,12 @@ def test_symbols_have_kinds_lines_parents_and_token_counts(indexed):
     tables, _ = indexed
     cart, total = symbol_row(tables, "Cart"), symbol_row(tables, "Cart.total")
     assert (cart["kind"], cart["start_line"], cart["end_line"]) == ("class", 9, 15)
-    assert (total["kind"], total["start_line"], total["end_line"], total["parent_id"]) == ("method", 10, 12, cart["symbol_id"])
+    assert (total["kind"], total["start_line"], total["end_line"], total["parent_id"]) == (
+        "method",
+        10,
+        12,
+        cart["symbol_id"],
+    )
     body = "".join(FILES["src/shop/models.py"].splitlines(keepends=True)[9:12])
     assert total["body_tokens"] == count_tokens(body)
     files = tables["files"].set_index("path")
@@ -233,11 +245,15 @@ def test_concept_terms_count_each_files_symbol_names_docstrings_and_comments(ind
     of its comments, as the KB's own symbol and comment rows give them."""
     tables = indexed[0]
     texts: dict[int, list[str]] = {}
-    for file_id, name, doc in zip(tables["symbols"]["file_id"], tables["symbols"]["qualified_name"], tables["symbols"]["docstring"]):
+    for file_id, name, doc in zip(
+        tables["symbols"]["file_id"], tables["symbols"]["qualified_name"], tables["symbols"]["docstring"]
+    ):
         texts.setdefault(int(file_id), []).append(f"{name} {doc if isinstance(doc, str) else ''}")
     for file_id, text in zip(tables["comments"]["file_id"], tables["comments"]["text"]):
         texts.setdefault(int(file_id), []).append(text)
-    expected = sorted((f, term, tf) for f, parts in texts.items() for term, tf in Counter(terms("\n".join(parts))).items())
+    expected = sorted(
+        (f, term, tf) for f, parts in texts.items() for term, tf in Counter(terms("\n".join(parts))).items()
+    )
     got = tables["concept_terms"]
     assert len(expected) > 20
     assert sorted(zip(got["file_id"].astype(int), got["term"], got["tf"].astype(int))) == expected
@@ -246,8 +262,11 @@ def test_concept_terms_count_each_files_symbol_names_docstrings_and_comments(ind
 def test_history_gives_commits_recency_churn_and_cochange(indexed):
     tables, stats = indexed
     assert stats["history_available"] and list(tables["commits"]["message"]) == [
-        "Money rounding helper", "Round prices", "Cart totals in cents", "Initial import"
-    ]  # fmt: skip
+        "Money rounding helper",
+        "Round prices",
+        "Cart totals in cents",
+        "Initial import",
+    ]
     files = tables["files"].set_index("path")
     assert files.loc["src/shop/util.py", "last_commit_time"] == T0 + 3 * DAY
     assert files.loc["src/shop/models.py", "last_commit_time"] == T0 + 2 * DAY
@@ -278,7 +297,9 @@ def test_concepts_and_terms_describe_each_file(indexed):
     util_terms = set(file_terms.loc[file_terms["file_id"] == ids["src/shop/util.py"], "term"])
     assert {"round_money", "round", "money", "util"} <= util_terms
     symbol_terms = tables["symbol_terms"]
-    total_terms = set(symbol_terms.loc[symbol_terms["symbol_id"] == symbol_row(tables, "Cart.total")["symbol_id"], "term"])
+    total_terms = set(
+        symbol_terms.loc[symbol_terms["symbol_id"] == symbol_row(tables, "Cart.total")["symbol_id"], "term"]
+    )
     assert {"cent", "subtot"} & total_terms and "price" in total_terms  # body + attached comment
 
 
@@ -289,13 +310,17 @@ def test_code_term_counts_match_the_shared_tokenizer():
 
 def _through_parquet_types(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     """The tables as a KB load returns them (arrow round trip: lists become arrays, ints nullable-aware)."""
-    return {n: pa.Table.from_pandas(f, schema=arrow_schema(n), preserve_index=False).to_pandas() for n, f in tables.items()}
+    return {
+        n: pa.Table.from_pandas(f, schema=arrow_schema(n), preserve_index=False).to_pandas() for n, f in tables.items()
+    }
 
 
 def test_incremental_run_parses_only_the_changed_file(tmp_path):
     repo = make_repo(tmp_path)
     first, _ = index_frames(repo, count_tokens=count_tokens)
-    (repo / "src/shop/util.py").write_text("def round_money(value):\n    return round(value, 2)\n\n\ndef to_cents(value):\n    return value * 100\n")
+    (repo / "src/shop/util.py").write_text(
+        "def round_money(value):\n    return round(value, 2)\n\n\ndef to_cents(value):\n    return value * 100\n"
+    )
     second, stats = index_frames(repo, previous_kb=_through_parquet_types(first), count_tokens=count_tokens)
     assert stats["n_parsed"] == 1 and stats["n_reused"] == len(first["files"]) - 1
     assert file_ids(second) == file_ids(first)
@@ -352,7 +377,8 @@ def _resolved(files: list[tuple[str, str, str]], imports: list[tuple[str, str, l
     )
     ids = dict(zip(frame["path"], frame["file_id"]))
     kb_imports = pd.DataFrame(
-        [(ids[src], target, names, 0, 1) for src, target, names in imports], columns=["file_id", "target", "names", "level", "line"]
+        [(ids[src], target, names, 0, 1) for src, target, names in imports],
+        columns=["file_id", "target", "names", "level", "line"],
     )
     bindings = edges_module.import_bindings(frame, kb_imports, {})
     path = dict(zip(frame["file_id"], frame["path"]))
@@ -372,7 +398,11 @@ def test_java_imports_resolve_classes_and_wildcards():
 
 
 def test_rust_mod_and_crate_paths_resolve_to_files():
-    files = [("src/lib.rs", "rust", "src/lib"), ("src/net/mod.rs", "rust", "src/net/mod"), ("src/net/tcp.rs", "rust", "src/net/tcp")]
+    files = [
+        ("src/lib.rs", "rust", "src/lib"),
+        ("src/net/mod.rs", "rust", "src/net/mod"),
+        ("src/net/tcp.rs", "rust", "src/net/tcp"),
+    ]
     assert _resolved(files, [("src/lib.rs", "net", [])]) == {("src/lib.rs", "src/net/mod.rs")}
     assert _resolved(files, [("src/lib.rs", "crate::net::tcp::Stream", [])]) == {("src/lib.rs", "src/net/tcp.rs")}
     assert _resolved(files, [("src/net/mod.rs", "tcp", [])]) == {("src/net/mod.rs", "src/net/tcp.rs")}
@@ -382,10 +412,11 @@ def test_smoke_index_the_installed_pandas_package():
     root = Path(pd.__file__).parent
     started = time.perf_counter()
     tables, stats = index_frames(root, history=0, count_tokens=count_tokens)
-    print(f"\nindexed pandas: {stats['n_files']} files, {stats['n_symbols']} symbols, {stats['n_edges']} edges, "
-          f"{stats['n_symbol_edges']} symbol edges in {time.perf_counter() - started:.1f}s")  # fmt: skip
+    print(
+        f"\nindexed pandas: {stats['n_files']} files, {stats['n_symbols']} symbols, {stats['n_edges']} edges, "
+        f"{stats['n_symbol_edges']} symbol edges in {time.perf_counter() - started:.1f}s"
+    )
     assert stats["n_files"] > 500 and stats["n_symbols"] > 10_000
-
 
 
 def terms_of(tables, qualified_name: str) -> set[str]:
@@ -443,16 +474,24 @@ def test_progress_is_reported_per_parsed_batch(tmp_path):
     for n in range(2 * parsing.BATCH_FILES + 10):
         (tmp_path / f"m{n}.py").write_text(f"def f{n}():\n    return {n}\n")
     calls = []
-    index_frames(tmp_path, count_tokens=count_tokens, history=0, workers=1, on_progress=lambda d, t: calls.append((d, t)))
+    index_frames(
+        tmp_path, count_tokens=count_tokens, history=0, workers=1, on_progress=lambda d, t: calls.append((d, t))
+    )
     total = 2 * parsing.BATCH_FILES + 10
     assert calls[0] == (0, total) and calls[-1] == (total, total)
     assert [d for d, _ in calls] == sorted(d for d, _ in calls) and len(calls) == 4  # start + one per batch of 300
 
 
-def _edit_and_reindex(repo: Path, first: dict[str, pd.DataFrame]) -> tuple[dict[str, pd.DataFrame], dict[str, pd.DataFrame]]:
+def _edit_and_reindex(
+    repo: Path, first: dict[str, pd.DataFrame]
+) -> tuple[dict[str, pd.DataFrame], dict[str, pd.DataFrame]]:
     """(incremental tables after editing util.py and adding a caller, tables of a full index of the same tree)."""
-    (repo / "src/shop/util.py").write_text("def round_money(value):\n    return round(value, 2)\n\n\ndef to_cents(value):\n    return value * 100\n")
-    (repo / "src/shop/refund.py").write_text("from shop.util import to_cents as cents\n\n\ndef refund(value):\n    return cents(value)\n")
+    (repo / "src/shop/util.py").write_text(
+        "def round_money(value):\n    return round(value, 2)\n\n\ndef to_cents(value):\n    return value * 100\n"
+    )
+    (repo / "src/shop/refund.py").write_text(
+        "from shop.util import to_cents as cents\n\n\ndef refund(value):\n    return cents(value)\n"
+    )
     incremental, _ = index_frames(repo, previous_kb=_through_parquet_types(first), count_tokens=count_tokens)
     full, _ = index_frames(repo, count_tokens=count_tokens)
     return incremental, full
@@ -482,17 +521,28 @@ def test_incremental_run_matches_a_full_index_of_the_same_tree(tmp_path):
 
 
 def test_discovery_names_the_language_of_every_scanned_path():
-    from dataflows.index import discovery
+    from cra.dataflows.index import discovery
 
     languages = {
-        "a/b.py": "python", "Dockerfile": "dockerfile", "x/Dockerfile.dev": "dockerfile", "README": "text",
-        ".gitignore": "text", "lib/x.d.ts": "typescript", "a/.env": None, "app.env": "dotenv", "m.TSX": "tsx", "noext": None,
-        "a.b/c": None, "win\\dir\\main.go": "go",
-    }  # fmt: skip
+        "a/b.py": "python",
+        "Dockerfile": "dockerfile",
+        "x/Dockerfile.dev": "dockerfile",
+        "README": "text",
+        ".gitignore": "text",
+        "lib/x.d.ts": "typescript",
+        "a/.env": None,
+        "app.env": "dotenv",
+        "m.TSX": "tsx",
+        "noext": None,
+        "a.b/c": None,
+        "win\\dir\\main.go": "go",
+    }
     source_files = pd.DataFrame({"path": list(languages), "data": [b"x = 1\n"] * len(languages)}).assign(size=6)
     previous = discovery.previous_files(None)
     decoded = discovery.decoded_files(source_files, previous, discovery.previous_content_ids(None))
-    assert {p: lang if isinstance(lang, str) else None for p, lang in zip(decoded["path"], decoded["language"])} == languages
+    assert {
+        p: lang if isinstance(lang, str) else None for p, lang in zip(decoded["path"], decoded["language"])
+    } == languages
 
 
 def test_a_fresh_index_holds_its_terms_as_codes_over_one_vocabulary(indexed):
@@ -512,15 +562,27 @@ def test_a_fresh_index_holds_its_terms_as_codes_over_one_vocabulary(indexed):
 def test_each_kind_of_parsed_rows_is_taken_out_of_the_batches_by_its_one_node():
     """The per-kind nodes stack their rows and empty the batches of them (each kind's one reader), so the batches do not
     hold a second copy of every kind until the last node ran; references made outside any symbol are left out."""
-    files = pd.DataFrame({"file_id": [0, 1], "path": ["a.py", "b.py"], "language": ["python", "python"],
-                          "text": ["import os\nos.getcwd()\n\ndef fetch_rows(limit):\n    return gather(limit)\n",
-                                   "def gather(count):\n    return count\n"]})
-    batches = [parsing._parse_batch(files.iloc[[i]], count_tokens, lambda text: [1] * len(text.split("\n"))) for i in (0, 1)]
+    files = pd.DataFrame(
+        {
+            "file_id": [0, 1],
+            "path": ["a.py", "b.py"],
+            "language": ["python", "python"],
+            "text": [
+                "import os\nos.getcwd()\n\ndef fetch_rows(limit):\n    return gather(limit)\n",
+                "def gather(count):\n    return count\n",
+            ],
+        }
+    )
+    batches = [
+        parsing._parse_batch(files.iloc[[i]], count_tokens, lambda text: [1] * len(text.split("\n"))) for i in (0, 1)
+    ]
     terms = parsing.parsed_symbol_terms(batches)
     assert all(b.symbol_terms is None for b in batches) and batches[0].file_terms is not None
     assert set(terms["file_id"]) == {0, 1} and "gather" in set(terms["term"].astype(str))
     references = parsing.parsed_references(batches)
-    assert list(references["name"]) == ["gather"] and all(b.references is None for b in batches)  # os.getcwd(): module level
+    assert list(references["name"]) == ["gather"] and all(
+        b.references is None for b in batches
+    )  # os.getcwd(): module level
 
 
 def test_in_set_answers_as_isin_whatever_holds_the_strings():
@@ -528,19 +590,24 @@ def test_in_set_answers_as_isin_whatever_holds_the_strings():
     the same answer as isin for Arrow, NA and object strings, nulls on either side, and sets, lists or Series."""
     import numpy as np
 
-    from dataflows.index.frames import in_set
+    from cra.dataflows.index.frames import in_set
 
     for dtype in ("str", "string[pyarrow]", object):
         values = pd.Series(["a.py", "b.py", None, "c.py"], dtype=dtype)
-        for among in ({"a.py", "c.py"}, ["c.py", "x"], pd.Series(["c.py", None], dtype=object),
-                      pd.Series(["b.py"], dtype="str"), set()):  # fmt: skip
+        for among in (
+            {"a.py", "c.py"},
+            ["c.py", "x"],
+            pd.Series(["c.py", None], dtype=object),
+            pd.Series(["b.py"], dtype="str"),
+            set(),
+        ):
             assert np.array_equal(in_set(values, among), values.isin(among).to_numpy(dtype=bool)), (dtype, among)
 
 
 def test_id_lookups_give_what_pandas_gives():
     """`ids_in` (a table over dense ids) and `doc_count` (runs of an ordered column) equal isin and nunique, also for
     the ids they hand back to pandas: unordered, sparse, negative, nullable, none."""
-    from dataflows.index.frames import doc_count, ids_in
+    from cra.dataflows.index.frames import doc_count, ids_in
 
     rng = np.random.default_rng(7)
     dense = pd.Series(np.sort(rng.integers(0, 500, 5000)).astype(np.int32))

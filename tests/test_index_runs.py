@@ -16,12 +16,12 @@ import pandas as pd
 import pytest
 from hamilton.lifecycle import api
 
-from drivers.cli import main
-from drivers.errors import CraError
-from drivers.indexer import ParseProgress, index_frames, index_lock_path, index_repository
-from drivers.kb import load_kb
-from drivers.locks import exclusive_lock
-from drivers.sources import scan_sources
+from cra.drivers.cli.main import main
+from cra.drivers.common.errors import CraError
+from cra.drivers.common.locks import exclusive_lock
+from cra.drivers.index.indexer import ParseProgress, index_frames, index_lock_path, index_repository
+from cra.drivers.index.sources import scan_sources
+from cra.drivers.kb.store import load_kb
 from tests.fixture_repo import make_repo
 
 CRA = Path(sys.executable).with_name("cra")
@@ -31,7 +31,9 @@ def test_a_second_index_waits_for_the_first_and_both_leave_a_working_kb(tmp_path
     repo = make_repo(tmp_path / "repo")
     assert main(["index", str(repo)]) == 0
     with exclusive_lock(index_lock_path(repo / ".cra")):  # another index run is writing
-        second = subprocess.Popen([str(CRA), "index", str(repo)], stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        second = subprocess.Popen(
+            [str(CRA), "index", str(repo)], stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
         line = second.stderr.readline()
         assert "waiting" in line and second.poll() is None  # it says so and waits instead of racing the writer
     out, err = second.communicate(timeout=120)
@@ -42,8 +44,10 @@ def test_a_second_index_waits_for_the_first_and_both_leave_a_working_kb(tmp_path
 
 def test_concurrent_index_runs_of_one_repository_all_succeed(tmp_path):
     repo = make_repo(tmp_path / "repo")
-    runs = [subprocess.Popen([str(CRA), "index", str(repo)], stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-            for _ in range(3)]
+    runs = [
+        subprocess.Popen([str(CRA), "index", str(repo)], stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        for _ in range(3)
+    ]
     for run in runs:
         out, err = run.communicate(timeout=180)
         assert run.returncode == 0 and "Traceback" not in err, err
@@ -84,16 +88,30 @@ def test_a_script_indexing_without_a_main_guard_is_told_what_to_add(tmp_path):
     """Workers start from a fork server and import the script that started them: an unguarded script's worker dies
     trying to index again, and the error says what to add (the driver's own entry points are guarded)."""
     script = tmp_path / "unguarded.py"
-    script.write_text("import sys\nfrom pathlib import Path\nfrom drivers.indexer import index_frames\n"
-                      "index_frames(Path(sys.argv[1]), history=0, workers=2)\n")
-    done = subprocess.run([sys.executable, str(script), str(make_repo(tmp_path / "repo"))], capture_output=True, text=True,
-                          timeout=300, cwd=Path(__file__).parents[1])  # fmt: skip
+    script.write_text(
+        "import sys\nfrom pathlib import Path\nfrom cra.drivers.index.indexer import index_frames\n"
+        "index_frames(Path(sys.argv[1]), history=0, workers=2)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, str(script), str(make_repo(tmp_path / "repo"))],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=Path(__file__).parents[1],
+    )
     assert done.returncode != 0
-    assert 'if __name__ == "__main__":' in done.stderr.splitlines()[-1] and "--workers 1" in done.stderr.splitlines()[-1]
-    guarded = script.read_text().replace("index_frames(Path", "if __name__ == \"__main__\":\n    index_frames(Path")
+    assert (
+        'if __name__ == "__main__":' in done.stderr.splitlines()[-1] and "--workers 1" in done.stderr.splitlines()[-1]
+    )
+    guarded = script.read_text().replace("index_frames(Path", 'if __name__ == "__main__":\n    index_frames(Path')
     script.write_text(guarded)
-    done = subprocess.run([sys.executable, str(script), str(tmp_path / "repo")], capture_output=True, text=True,
-                          timeout=300, cwd=Path(__file__).parents[1])  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "repo")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=Path(__file__).parents[1],
+    )
     assert done.returncode == 0, done.stderr
 
 
@@ -147,10 +165,14 @@ def test_index_warns_when_tracked_sources_are_left_out(tmp_path, capsys):
     repo = tmp_path / "repo"
     (repo / "svc").mkdir(parents=True)
     for i in range(25):
-        (repo / "svc" / f"handler{i}.go").write_text("package svc\n\n" + f"func Handle{i}() int {{ return {i} }}\n" * 60)
+        (repo / "svc" / f"handler{i}.go").write_text(
+            "package svc\n\n" + f"func Handle{i}() int {{ return {i} }}\n" * 60
+        )
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     subprocess.run(["git", "-C", str(repo), "add", "."], check=True)
-    subprocess.run(["git", "-C", str(repo), "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "go"], check=True)
+    subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "go"], check=True
+    )
     assert main(["index", str(repo), "--max-file-bytes", "1000"]) == 0
     err = capsys.readouterr().err
     assert "25 of 25 go files tracked by git are not in the index" in err
@@ -163,7 +185,6 @@ def test_index_of_a_tree_without_history_says_which_signals_are_off(tmp_path, ca
     assert main(["index", str(tmp_path / "tree")]) == 0
     err = capsys.readouterr().err
     assert "no git history (not a git repository)" in err and "co-change" in err
-
 
 
 def test_retrieve_repeats_the_index_warnings_and_says_when_the_package_is_empty(tmp_path, capsys):
@@ -187,7 +208,7 @@ def _freed_before_last_node(local_executor) -> bool:
     from hamilton import ad_hoc_utils, driver
     from hamilton.execution import executors
 
-    from drivers.index_memory import releasing
+    from cra.drivers.index.memory import releasing
 
     def texts() -> pd.DataFrame:
         return pd.DataFrame({"text": ["x" * 100] * 10})
@@ -210,9 +231,15 @@ def _freed_before_last_node(local_executor) -> bool:
                 held["texts"] = weakref.ref(result)
 
     module = ad_hoc_utils.create_temporary_module(texts, n_texts, report)
-    dag = releasing(driver.Builder().with_modules(module).enable_dynamic_execution(allow_experimental_mode=True)
-                    .with_local_executor(local_executor).with_remote_executor(executors.SynchronousLocalTaskExecutor())
-                    .with_adapters(Watch()).build())  # fmt: skip
+    dag = releasing(
+        driver.Builder()
+        .with_modules(module)
+        .enable_dynamic_execution(allow_experimental_mode=True)
+        .with_local_executor(local_executor)
+        .with_remote_executor(executors.SynchronousLocalTaskExecutor())
+        .with_adapters(Watch())
+        .build()
+    )
     gc.disable()
     try:
         assert dag.execute(["report"])["report"] == 10
@@ -227,12 +254,10 @@ def test_a_large_run_frees_each_tasks_inputs_once_read_not_when_the_collector_ne
     each task; the stock one leaves it to Python (a full pass per task would double a one-file re-index)."""
     from hamilton.execution import executors
 
-    from drivers.index_memory import CollectingExecutor
+    from cra.drivers.index.memory import CollectingExecutor
 
     assert not _freed_before_last_node(executors.SynchronousLocalTaskExecutor())
     assert _freed_before_last_node(CollectingExecutor())
-
-
 
 
 def test_a_finished_output_table_moves_to_a_mapped_file_once_no_node_reads_it(tmp_path):
@@ -242,14 +267,16 @@ def test_a_finished_output_table_moves_to_a_mapped_file_once_no_node_reads_it(tm
     from hamilton import ad_hoc_utils, driver
     from hamilton.execution import executors
 
-    from drivers.index_memory import SPILL_MIN_ROWS, TableSpill, releasing
+    from cra.drivers.index.memory import SPILL_MIN_ROWS, TableSpill, releasing
 
     n = SPILL_MIN_ROWS
-    expected = pd.DataFrame({
-        "id": np.arange(n, dtype=np.int32),
-        "term": pd.Categorical(np.where(np.arange(n) % 3 == 0, "alpha", "beta")),
-        "kind": pd.array(np.where(np.arange(n) % 2 == 0, "call", "base"), dtype="str"),
-    })  # fmt: skip
+    expected = pd.DataFrame(
+        {
+            "id": np.arange(n, dtype=np.int32),
+            "term": pd.Categorical(np.where(np.arange(n) % 3 == 0, "alpha", "beta")),
+            "kind": pd.array(np.where(np.arange(n) % 2 == 0, "call", "base"), dtype="str"),
+        }
+    )
 
     def terms() -> pd.DataFrame:
         return expected.copy()
@@ -258,9 +285,15 @@ def test_a_finished_output_table_moves_to_a_mapped_file_once_no_node_reads_it(tm
         return len(terms)
 
     module = ad_hoc_utils.create_temporary_module(terms, n_terms)
-    dag = releasing(driver.Builder().with_modules(module).enable_dynamic_execution(allow_experimental_mode=True)
-                    .with_local_executor(executors.SynchronousLocalTaskExecutor())
-                    .with_remote_executor(executors.SynchronousLocalTaskExecutor()).build(), TableSpill(tmp_path))  # fmt: skip
+    dag = releasing(
+        driver.Builder()
+        .with_modules(module)
+        .enable_dynamic_execution(allow_experimental_mode=True)
+        .with_local_executor(executors.SynchronousLocalTaskExecutor())
+        .with_remote_executor(executors.SynchronousLocalTaskExecutor())
+        .build(),
+        TableSpill(tmp_path),
+    )
     out = dag.execute(["terms", "n_terms"])
     assert out["n_terms"] == n and (tmp_path / "terms.arrow").exists()
     pd.testing.assert_frame_equal(out["terms"], expected)
@@ -276,7 +309,8 @@ def test_a_finished_output_table_moves_to_a_mapped_file_once_no_node_reads_it(tm
 def test_the_heap_is_trimmed_only_in_runs_over_many_files(tmp_path, monkeypatch):
     """Trimming after every node and job keeps a large run's peak down; a re-index of a few files is faster without
     it (its large arrays then reuse the heap instead of coming fresh from the system)."""
-    from drivers import index_dag, index_memory
+    from cra.drivers.index import dag as index_dag
+    from cra.drivers.index import memory as index_memory
 
     trims = []
     monkeypatch.setattr(index_memory, "glibc_trim", lambda: lambda: trims.append(1))

@@ -3,7 +3,7 @@
 does: the same message, the parsed batches kept for the next run, exit 143.
 
 Through the installed console script on a generated repository large enough for the process pool
-(`drivers.index_dag.PARALLEL_MIN_FILES` changed files)."""
+(`cra.drivers.index.dag.PARALLEL_MIN_FILES` changed files)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ N_FILES = 1200
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory) -> Path:
     """A Python project of N_FILES modules in 40 packages, each with five functions and a class."""
-    from drivers.index_dag import PARALLEL_MIN_FILES
+    from cra.drivers.index.dag import PARALLEL_MIN_FILES
 
     assert N_FILES >= 2 * PARALLEL_MIN_FILES  # parsed in worker processes, with batches left when one is done
     root = tmp_path_factory.mktemp("generated")
@@ -102,8 +102,12 @@ def test_sigterm_stops_cra_index_as_ctrl_c_does_and_the_next_run_resumes(generat
     assert left == []
     assert not (kb / "CURRENT").exists()
 
-    done = subprocess.run([str(CRA), "index", str(generated), "--kb", str(kb), "--history", "0", "--workers", "2"],
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [str(CRA), "index", str(generated), "--kb", str(kb), "--history", "0", "--workers", "2"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
     resumed = int(done.stdout.split("resumed: ")[1].split()[0])
     assert 300 <= resumed < N_FILES + 40, done.stdout

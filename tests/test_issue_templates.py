@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dataflows.retrieval.issue_templates import _template_keys, analysed_text
-from drivers.indexer import index_repository
-from drivers.kb import default_kb_dir, load_kb
-from drivers.retriever import retrieve
+from cra.dataflows.retrieval.issue_templates import _template_keys, analysed_text
+from cra.drivers.index.indexer import index_repository
+from cra.drivers.kb.store import default_kb_dir, load_kb
+from cra.drivers.retrieval.retriever import retrieve
 
 MARKDOWN_TEMPLATE = """---
 name: Bug report
@@ -76,10 +76,10 @@ def test_the_task_loses_template_lines_and_keeps_its_own_and_its_code():
 def _repo(root: Path, template_path: str, template: str) -> Path:
     files = {
         template_path: template,
-        "shop/parser.py": "def parse_list(text):\n    \"\"\"Split a comma list (a trailing comma too, as Debian's do).\"\"\"\n"
-                          "    return text.split(',')[:-1]\n",
-        "shop/bug_report.py": "def bug_report(current, expected):\n    \"\"\"Current and expected behavior of a bug.\"\"\"\n"
-                              "    return {'current behavior': current, 'expected behavior': expected}\n",
+        "shop/parser.py": 'def parse_list(text):\n    """Split a comma list (a trailing comma too, as Debian\'s do)."""\n'
+        "    return text.split(',')[:-1]\n",
+        "shop/bug_report.py": 'def bug_report(current, expected):\n    """Current and expected behavior of a bug."""\n'
+        "    return {'current behavior': current, 'expected behavior': expected}\n",
         "examples/documentation.py": "# examples of the documentation: looked at\nEXAMPLES = ['documentation']\n",
     }
     for path, text in files.items():

@@ -118,8 +118,9 @@ def test_a_rebuild_links_nothing_from_the_damaged_version(repo, tmp_path):
 # --- cra serve, driven by the MCP SDK's client ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("damage", ["truncated files.parquet", "random bytes inside symbols.parquet",
-                                    "empty symbol_terms.bm25.arrow"])
+@pytest.mark.parametrize(
+    "damage", ["truncated files.parquet", "random bytes inside symbols.parquet", "empty symbol_terms.bm25.arrow"]
+)
 def test_serve_rebuilds_a_damaged_kb_once_and_answers(repo, tmp_path, damage):
     pytest.importorskip("mcp")
     from tests.test_serve import session, text

@@ -6,19 +6,30 @@ import os
 import pandas as pd
 import pytest
 
-from dataflows.index.schema import SCHEMA_VERSION, TABLES
-from drivers.errors import CraError
-from drivers.kb import load_kb, read_metadata, read_tables, write_kb
+from cra.dataflows.index.schema import SCHEMA_VERSION, TABLES
+from cra.drivers.common.errors import CraError
+from cra.drivers.kb.store import load_kb, read_metadata, read_tables, write_kb
 
 
 def _files(paths):
     n = len(paths)
     return pd.DataFrame(
         {
-            "file_id": range(n), "path": paths, "language": ["python"] * n, "size": [10] * n, "hash": ["h"] * n,
-            "is_test": [False] * n, "module": paths, "package": [""] * n, "domain": [""] * n,
-            "concepts": [["alpha"]] * n, "parse_error": [None] * n, "n_lines": [1] * n, "tokens": [3] * n,
-            "last_commit_time": [None] * n, "commit_count": [0] * n,
+            "file_id": range(n),
+            "path": paths,
+            "language": ["python"] * n,
+            "size": [10] * n,
+            "hash": ["h"] * n,
+            "is_test": [False] * n,
+            "module": paths,
+            "package": [""] * n,
+            "domain": [""] * n,
+            "concepts": [["alpha"]] * n,
+            "parse_error": [None] * n,
+            "n_lines": [1] * n,
+            "tokens": [3] * n,
+            "last_commit_time": [None] * n,
+            "commit_count": [0] * n,
         }
     )
 
@@ -35,7 +46,7 @@ def test_write_then_read_round_trips_every_table(tmp_path):
 
 def test_texts_written_in_batches_read_back_whole(tmp_path, monkeypatch):
     """A memory-mapped table (file texts) is converted and written a batch of rows at a time; it reads back as one."""
-    monkeypatch.setattr("dataflows.index.mapped.BATCH_ROWS", 2)
+    monkeypatch.setattr("cra.dataflows.index.mapped.BATCH_ROWS", 2)
     texts = [f"text of file {i}\n" * (i + 1) for i in range(5)]
     contents = pd.DataFrame({"file_id": range(5), "text": texts})
     write_kb(tmp_path / "kb", {"files": _files([f"{i}.py" for i in range(5)]), "contents": contents}, {})
@@ -55,8 +66,11 @@ def test_a_rewrite_links_unchanged_tables_and_lets_go_of_the_previous_ones(tmp_p
 
     files_before, symbols_before = inode("files.parquet"), inode("symbols.parquet")
     previous = read_tables(kb, TABLES)
-    tables = {"files": _files(["a.py", "b.py"]), "symbols": previous["symbols"].copy(),
-              "contents": pd.DataFrame({"file_id": [0, 1], "text": ["a = 1\n", "b = 2\n"]})}
+    tables = {
+        "files": _files(["a.py", "b.py"]),
+        "symbols": previous["symbols"].copy(),
+        "contents": pd.DataFrame({"file_id": [0, 1], "text": ["a = 1\n", "b = 2\n"]}),
+    }
     write_kb(kb, tables, {}, previous)
     assert previous == {}
     assert tables == {}  # each table let go of once written and once what is built from it (word tables) is
@@ -79,7 +93,7 @@ def test_interrupted_write_keeps_previous_kb(tmp_path, monkeypatch):
     def boom(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("drivers.kb._write_table", boom)
+    monkeypatch.setattr("cra.drivers.kb.store._write_table", boom)
     with pytest.raises(KeyboardInterrupt):
         write_kb(kb, {"files": _files(["b.py"])}, {})
     monkeypatch.undo()
@@ -123,7 +137,7 @@ def test_kb_path_that_is_a_file_is_a_clear_error(tmp_path):
 
 def test_a_table_written_by_the_index_is_linked_into_the_version_not_converted_again(tmp_path):
     """The index writes contents before its parse; write_kb links that file (the same inode) instead of writing it."""
-    from dataflows.index.mapped import write_mapped
+    from cra.dataflows.index.mapped import write_mapped
 
     written = tmp_path / "contents.arrow"
     write_mapped(pd.DataFrame({"file_id": [0], "text": ["a = 1\n"]}), "contents", written)
@@ -159,7 +173,7 @@ def test_word_tables_are_built_beside_the_lexicons_only_on_a_small_kb(tmp_path, 
     one's after them in the same thread, so that their arrays are never held at once."""
     import threading
 
-    import drivers.kb as kb_module
+    import cra.drivers.kb.store as kb_module
 
     threads = {}
     for name in ("write_word_tables", "_write_lexicon"):
@@ -172,10 +186,24 @@ def test_word_tables_are_built_beside_the_lexicons_only_on_a_small_kb(tmp_path, 
         monkeypatch.setattr(kb_module, name, recording)
     monkeypatch.setattr(kb_module, "BUILDS_APART_ROWS", apart_rows)
     terms = pd.DataFrame({"symbol_id": [0, 0, 1], "term": ["parse", "date", "parse"], "tf": [2, 1, 1]})
-    symbols = pd.DataFrame({"symbol_id": [0], "file_id": [0], "name": ["parse_date"], "qualified_name": ["parse_date"],
-                            "kind": ["function"], "start_line": [1], "end_line": [1], "signature": ["def parse_date():"],
-                            "docstring": [None], "decorators": [[]], "parent_id": [None], "signature_tokens": [4],
-                            "body_tokens": [4], "docstring_tokens": [0]})  # fmt: skip
+    symbols = pd.DataFrame(
+        {
+            "symbol_id": [0],
+            "file_id": [0],
+            "name": ["parse_date"],
+            "qualified_name": ["parse_date"],
+            "kind": ["function"],
+            "start_line": [1],
+            "end_line": [1],
+            "signature": ["def parse_date():"],
+            "docstring": [None],
+            "decorators": [[]],
+            "parent_id": [None],
+            "signature_tokens": [4],
+            "body_tokens": [4],
+            "docstring_tokens": [0],
+        }
+    )
     write_kb(tmp_path / "kb", {"files": _files(["a.py"]), "symbols": symbols, "symbol_terms": terms}, {})
     assert len(threads["write_word_tables"]) == len(threads["_write_lexicon"]) == 1
     assert (threads["write_word_tables"] != threads["_write_lexicon"]) is apart

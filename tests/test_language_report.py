@@ -5,8 +5,8 @@ import json
 import pandas as pd
 import pytest
 
-from drivers.errors import CraError
-from drivers.language_report import case_languages, language_table, main
+from cra.drivers.common.errors import CraError
+from cra.drivers.research.language_report import case_languages, language_table, main
 
 
 def results(rows):
@@ -28,8 +28,12 @@ def test_acc5_is_split_by_one_file_and_multi_file_fixes():
 
 def test_language_comes_from_the_record_else_from_gold_files(tmp_path):
     cases = tmp_path / "cases.jsonl"
-    cases.write_text(json.dumps({"instance_id": "x", "language": "java", "gold_files": ["a.py"]}) + "\n"
-                     + json.dumps({"instance_id": "y", "gold_files": ["src/lib.rs", "src/main.rs"]}) + "\n")
+    cases.write_text(
+        json.dumps({"instance_id": "x", "language": "java", "gold_files": ["a.py"]})
+        + "\n"
+        + json.dumps({"instance_id": "y", "gold_files": ["src/lib.rs", "src/main.rs"]})
+        + "\n"
+    )
     assert case_languages(cases).to_dict() == {"x": "java", "y": "rust"}
 
 
@@ -42,8 +46,12 @@ def test_a_run_without_results_is_one_clear_error(tmp_path):
 
 def test_out_writes_the_tables_as_parquet_and_a_chart(tmp_path, capsys):
     cases = tmp_path / "cases.jsonl"
-    cases.write_text("".join(json.dumps({"instance_id": i, "language": lang}) + "\n"
-                             for i, lang in (("a", "rust"), ("b", "rust"), ("c", "go"))))
+    cases.write_text(
+        "".join(
+            json.dumps({"instance_id": i, "language": lang}) + "\n"
+            for i, lang in (("a", "rust"), ("b", "rust"), ("c", "go"))
+        )
+    )
     for run, hits in (("before", (0.0, 1.0, 1.0)), ("after", (1.0, 1.0, 1.0))):
         (tmp_path / run).mkdir()
         results([("a", 2, hits[0]), ("b", 1, hits[1]), ("c", 1, hits[2])]).to_parquet(tmp_path / run / "cases.parquet")

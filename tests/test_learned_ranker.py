@@ -10,19 +10,27 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dataflows.retrieval.combination import file_roles
-from dataflows.retrieval.learned import CANDIDATES, FEATURES, TreeModel, candidate_features, learned_order, lightgbm_spec
-from dataflows.retrieval.signal_list import SIGNALS
-from drivers import learn_ranker, mined_signals
-from drivers.errors import exit_code
+from cra.dataflows.retrieval.combination import file_roles
+from cra.dataflows.retrieval.learned import (
+    CANDIDATES,
+    FEATURES,
+    TreeModel,
+    candidate_features,
+    learned_order,
+    lightgbm_spec,
+)
+from cra.dataflows.retrieval.signal_list import SIGNALS
+from cra.drivers.common.errors import exit_code
+from cra.drivers.research import learn_ranker, mined_signals
 from tests.fixture_repo import make_repo
 
 lightgbm = pytest.importorskip("lightgbm")  # the `dev` extra installs it
 
 
 def _ranker(x: np.ndarray, y: np.ndarray, groups: list[int], **params):
-    return lightgbm.LGBMRanker(objective="lambdarank", n_estimators=40, num_leaves=7, min_child_samples=5, verbose=-1,
-                               **params).fit(x, y, group=groups)  # fmt: skip
+    return lightgbm.LGBMRanker(
+        objective="lambdarank", n_estimators=40, num_leaves=7, min_child_samples=5, verbose=-1, **params
+    ).fit(x, y, group=groups)
 
 
 def test_numpy_trees_score_exactly_as_lightgbm():
@@ -48,18 +56,34 @@ def test_splits_the_numpy_evaluation_cannot_follow_are_refused():
 def _prefers_tests() -> TreeModel:
     """A one-split model: test files score 1, everything else 0."""
     at = FEATURES.index("is_test")
-    return TreeModel({"features": list(FEATURES), "trees": [{"feature": [at], "threshold": [0.5], "left": [-1],
-                                                             "right": [-2], "leaf": [0.0, 1.0]}]})  # fmt: skip
+    return TreeModel(
+        {
+            "features": list(FEATURES),
+            "trees": [{"feature": [at], "threshold": [0.5], "left": [-1], "right": [-2], "leaf": [0.0, 1.0]}],
+        }
+    )
 
 
 def _matrix(n: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     ids = pd.Index(range(n), name="file_id")
     paths = [f"tests/test_m{i}.py" if i % 10 == 9 else f"src/m{i}.py" for i in range(n)]
     totals = np.linspace(0.9, 0.0, n)
-    matrix = pd.DataFrame({"path": paths, **{s: totals for s in SIGNALS}, "prior": 1.0, "score": totals,
-                           "total": totals, "seed": False}, index=ids)  # fmt: skip
-    files = pd.DataFrame({"file_id": ids, "path": paths, "language": "python", "tokens": 100, "n_lines": 10,
-                          "commit_count": 1, "last_commit_time": 1_700_000_000, "is_test": [p.startswith("tests/") for p in paths]})  # fmt: skip
+    matrix = pd.DataFrame(
+        {"path": paths, **{s: totals for s in SIGNALS}, "prior": 1.0, "score": totals, "total": totals, "seed": False},
+        index=ids,
+    )
+    files = pd.DataFrame(
+        {
+            "file_id": ids,
+            "path": paths,
+            "language": "python",
+            "tokens": 100,
+            "n_lines": 10,
+            "commit_count": 1,
+            "last_commit_time": 1_700_000_000,
+            "is_test": [p.startswith("tests/") for p in paths],
+        }
+    )
     return matrix, files
 
 
@@ -69,21 +93,30 @@ def test_learned_order_reorders_the_best_files_and_hands_them_the_sums_totals():
     top = out.head(CANDIDATES)
     tests_among_top = [i for i in matrix.index[:CANDIDATES] if i % 10 == 9]
     assert list(top.index[: len(tests_among_top)]) == tests_among_top  # the model's choice first, else the sum's order
-    assert np.allclose(np.sort(top["total"].to_numpy()), np.sort(matrix["total"].head(CANDIDATES).to_numpy()), atol=1e-6)
+    assert np.allclose(
+        np.sort(top["total"].to_numpy()), np.sort(matrix["total"].head(CANDIDATES).to_numpy()), atol=1e-6
+    )
     assert (np.diff(out["total"].to_numpy()) <= 0).all()  # still best first by total, as scope sorts
-    assert list(out.index[CANDIDATES:]) == list(matrix.index[CANDIDATES:]) and out["learned"].iloc[CANDIDATES:].isna().all()
+    assert (
+        list(out.index[CANDIDATES:]) == list(matrix.index[CANDIDATES:])
+        and out["learned"].iloc[CANDIDATES:].isna().all()
+    )
 
 
 def test_a_model_reads_its_own_columns_whatever_features_came_since():
     matrix, files = _matrix(20)
-    only_is_test = TreeModel({"features": ["is_test"], "trees": [{"feature": [0], "threshold": [0.5], "left": [-1],
-                                                                  "right": [-2], "leaf": [0.0, 1.0]}]})  # fmt: skip
+    only_is_test = TreeModel(
+        {
+            "features": ["is_test"],
+            "trees": [{"feature": [0], "threshold": [0.5], "left": [-1], "right": [-2], "leaf": [0.0, 1.0]}],
+        }
+    )
     out = learned_order(matrix, files, "bug_fix", only_is_test, file_roles(files))
     assert list(out.index[:2]) == [9, 19]  # its column 0 is is_test, not FEATURES[0]
 
 
 def test_the_shipped_model_reads_only_features_that_requests_build():
-    from drivers.retriever import default_file_ranker
+    from cra.drivers.retrieval.retriever import default_file_ranker
 
     model = default_file_ranker()
     assert model is not None and set(model.features) <= set(FEATURES), set(model.features) - set(FEATURES)
@@ -91,17 +124,18 @@ def test_the_shipped_model_reads_only_features_that_requests_build():
 
 def test_features_are_the_models_columns_and_carry_no_missing_values():
     matrix, files = _matrix(12)
-    candidates = matrix.assign(language="rust", tokens=np.nan, n_lines=3, commit_count=0, age_days=np.nan,
-                               is_test=False, non_source=False)  # fmt: skip
+    candidates = matrix.assign(
+        language="rust", tokens=np.nan, n_lines=3, commit_count=0, age_days=np.nan, is_test=False, non_source=False
+    )
     x = candidate_features(candidates, 500, "feature")
     assert tuple(x.columns) == FEATURES and not x.isna().any().any()
     assert x["lang_rust"].eq(1).all() and x["task_feature"].eq(1).all() and x["total_rank"].iloc[0] == 0.0
 
 
 def test_a_request_uses_the_shipped_ranker_unless_the_user_sets_weights(tmp_path, monkeypatch):
-    from drivers import retriever
-    from drivers.indexer import index_repository
-    from drivers.kb import default_kb_dir, load_kb
+    from cra.drivers.index.indexer import index_repository
+    from cra.drivers.kb.store import default_kb_dir, load_kb
+    from cra.drivers.retrieval import retriever
 
     repo = make_repo(tmp_path / "repo")
     index_repository(repo)
@@ -116,14 +150,16 @@ def test_a_request_uses_the_shipped_ranker_unless_the_user_sets_weights(tmp_path
 
 
 def test_verbose_retrieve_says_the_learned_ranker_ordered_the_files(tmp_path, monkeypatch, capsys):
-    from drivers import retriever
-    from drivers.cli import main
+    from cra.drivers.cli.main import main
+    from cra.drivers.retrieval import retriever
 
     repo = make_repo(tmp_path / "repo")
     assert main(["index", str(repo)]) == 0
     monkeypatch.setattr(retriever, "default_file_ranker", _prefers_tests)
     capsys.readouterr()
-    assert main(["retrieve", "Fix validate_login for short passwords", "--repo", str(repo), "-v", "--budget", "2000"]) == 0
+    assert (
+        main(["retrieve", "Fix validate_login for short passwords", "--repo", str(repo), "-v", "--budget", "2000"]) == 0
+    )
     err = capsys.readouterr()
     text = err.out + err.err
     assert "order: the learned ranker" in text and "sum_rank" in text
@@ -138,10 +174,23 @@ def _mined_rows(n_cases: int, seed: int) -> pd.DataFrame:
         frame = pd.DataFrame(rng.uniform(0.0, 0.6, size=(n, len(SIGNALS))), columns=list(SIGNALS))
         gold = int(rng.integers(n))
         frame.loc[gold, ["title_match", "history_match"]] = 0.55
-        frame = frame.assign(path=[f"src/f{i}.py" for i in range(n)], seed=False, is_test=False, non_source=False,
-                             case_id=f"r{case % 6}-c{case}", repo=f"o/r{case % 6}", task_type="bug_fix",
-                             gold=np.arange(n) == gold, file_language="python", file_tokens=100.0, file_lines=10.0,
-                             commit_count=1.0, age_days=1.0, case_language="python", n_files=n)  # fmt: skip
+        frame = frame.assign(
+            path=[f"src/f{i}.py" for i in range(n)],
+            seed=False,
+            is_test=False,
+            non_source=False,
+            case_id=f"r{case % 6}-c{case}",
+            repo=f"o/r{case % 6}",
+            task_type="bug_fix",
+            gold=np.arange(n) == gold,
+            file_language="python",
+            file_tokens=100.0,
+            file_lines=10.0,
+            commit_count=1.0,
+            age_days=1.0,
+            case_language="python",
+            n_files=n,
+        )
         frame["history_match"] = np.where(frame["gold"] | (rng.uniform(size=n) < 0.5), frame["history_match"], 0.0)
         frame.loc[~frame["gold"] & (frame["history_match"] > 0), "title_match"] = 0.0
         frames.append(frame)
@@ -157,9 +206,16 @@ def test_training_measures_leave_repositories_out_and_writes_a_model_requests_ca
     out = tmp_path / "out"
     assert learn_ranker.main(["--signals", str(signals), "--out", str(out), "--write-model"]) == 0
     table = pd.read_parquet(out / "comparison.parquet").set_index(["set", "language", "ranker"])
-    assert table.loc[("signals", "python", "learned"), "cases"] == 120 == table.loc[("signals (no history)", "python", "learned"), "cases"]
+    assert (
+        table.loc[("signals", "python", "learned"), "cases"]
+        == 120
+        == table.loc[("signals (no history)", "python", "learned"), "cases"]
+    )
     assert table.loc[("all", "all", "learned"), "cases"] == 240
-    assert table.loc[("signals", "python", "learned"), "acc@1"] > table.loc[("signals", "python", "weighted sum"), "acc@1"] + 0.2
+    assert (
+        table.loc[("signals", "python", "learned"), "acc@1"]
+        > table.loc[("signals", "python", "weighted sum"), "acc@1"] + 0.2
+    )
     model = TreeModel.read(model_file)
     assert model.features == FEATURES and len(model.feature) > 0
     assert "wrote" in capsys.readouterr().out
@@ -198,9 +254,18 @@ def test_collection_indexes_each_case_from_the_previous_tree_and_resumes(tmp_pat
     mirror = tmp_path / "mirror"
     subprocess.run(["git", "clone", "-q", "--bare", str(repo), str(mirror / "ex+app" / "repo")], check=True)
     shas = _git(repo, "log", "--format=%H", "--reverse").split()
-    cases = [{"instance_id": f"ex__app-{i}", "repo": "ex/app", "base_commit": shas[i - 1], "created_at": f"2024-01-0{i}",
-              "problem_statement": "Fix LDAP login fallback for users without a name (#3)",
-              "gold_files": ["app/auth/ldap.py"], "language": "python"} for i in (2, 3)]  # fmt: skip
+    cases = [
+        {
+            "instance_id": f"ex__app-{i}",
+            "repo": "ex/app",
+            "base_commit": shas[i - 1],
+            "created_at": f"2024-01-0{i}",
+            "problem_statement": "Fix LDAP login fallback for users without a name (#3)",
+            "gold_files": ["app/auth/ldap.py"],
+            "language": "python",
+        }
+        for i in (2, 3)
+    ]
     case_file = tmp_path / "cases.jsonl"
     case_file.write_text("".join(json.dumps(c) + "\n" for c in cases))
     out = tmp_path / "signals"
@@ -231,8 +296,13 @@ def test_collection_indexes_each_case_from_the_previous_tree_and_resumes(tmp_pat
 
 
 def test_shards_split_the_cases_without_overlap():
-    cases = pd.DataFrame({"case_id": [f"c{i}" for i in range(30)], "repo": [f"r{i % 4}" for i in range(30)],
-                          "created_at": [f"2024-01-{i + 1:02d}" for i in range(30)]})  # fmt: skip
+    cases = pd.DataFrame(
+        {
+            "case_id": [f"c{i}" for i in range(30)],
+            "repo": [f"r{i % 4}" for i in range(30)],
+            "created_at": [f"2024-01-{i + 1:02d}" for i in range(30)],
+        }
+    )
     shards = [mined_signals.chosen_cases(cases, 5, (k, 2)) for k in (1, 2)]
     ids = [set(s["case_id"]) for s in shards]
     assert not ids[0] & ids[1] and len(ids[0] | ids[1]) == 20  # the newest 5 of each of 4 repositories
@@ -249,8 +319,12 @@ def test_the_learning_curve_trains_on_growing_shares_of_other_repositories_then_
     assert learn_ranker.main(["--signals", str(signals), "--out", str(out), "--history-only", "--learning-curve"]) == 0
     by_language = pd.read_parquet(out / "learning_curve.parquet")
     curve = by_language[(by_language["set"] == "all") & (by_language["language"] == "all")]
-    assert list(curve["training"]) == ["25% of the other folds", "50% of the other folds", "100% of the other folds",
-                                       "in-sample (every case)"]  # fmt: skip
+    assert list(curve["training"]) == [
+        "25% of the other folds",
+        "50% of the other folds",
+        "100% of the other folds",
+        "in-sample (every case)",
+    ]
     # six repositories in five folds: a held-out fold's model learns from 1, then 2, then all 4-5 others
     assert list(curve["training_cases"]) == sorted(curve["training_cases"]) and curve["training_cases"].iloc[0] < 60
     assert curve["training_cases"].iloc[-1] == 120
@@ -267,8 +341,10 @@ def test_the_learning_curve_trains_on_growing_shares_of_other_repositories_then_
 
 
 def test_the_ceiling_bounds_acc1_by_the_one_file_share_and_splits_misses():
-    cases = pd.DataFrame({"set": ["s"] * 4, "sum_gold_ranks": [np.array([1]), np.array([3]), np.array([1, 2]), np.array([2, 40])]},
-                         index=["a", "b", "c", "d"])  # fmt: skip
+    cases = pd.DataFrame(
+        {"set": ["s"] * 4, "sum_gold_ranks": [np.array([1]), np.array([3]), np.array([1, 2]), np.array([2, 40])]},
+        index=["a", "b", "c", "d"],
+    )
     learned = pd.Series({"a": np.array([1]), "b": np.array([7]), "c": np.array([1, 2]), "d": np.array([1, 40])})
     row = learn_ranker.ceiling(cases, learned).set_index("set").loc["s"]
     assert row["one_file_share"] == 0.5 and row["acc@1 one-file"] == 0.5 and row["acc@5 one-file"] == 0.5
@@ -278,11 +354,15 @@ def test_the_ceiling_bounds_acc1_by_the_one_file_share_and_splits_misses():
 
 
 def test_signals_never_collected_are_one_clear_error(tmp_path, capsys):
-    from drivers.errors import exit_code
+    from cra.drivers.common.errors import exit_code
 
     assert exit_code(learn_ranker.main, ["--signals", str(tmp_path / "none"), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: No signal rows under") and "drivers.mined_signals" in err and "Traceback" not in err
+    assert (
+        err.startswith("error: No signal rows under")
+        and "cra.drivers.research.mined_signals" in err
+        and "Traceback" not in err
+    )
     assert not (tmp_path / "out").exists()
 
 

@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dataflows.retrieval.symbol_signals import SYMBOL_SIGNALS
-from drivers import learn_symbol_ranker
+from cra.dataflows.retrieval.symbol_signals import SYMBOL_SIGNALS
+from cra.drivers.research import learn_symbol_ranker
 
 pytest.importorskip("lightgbm")  # the `dev` extra installs it
 
@@ -21,12 +21,22 @@ def _symbol_rows(n_cases: int, seed: int, prefix: str) -> pd.DataFrame:
         n = 40
         gold = int(rng.integers(n))
         frame = pd.DataFrame(rng.uniform(0.0, 0.6, size=(n, len(SYMBOL_SIGNALS))), columns=list(SYMBOL_SIGNALS))
-        frame = frame.assign(symbol_id=range(n), file_id=np.arange(n) // 8, path=[f"src/f{i // 8}.py" for i in range(n)],
-                             qualified_name=[f"f{i}" for i in range(n)], kind="function", start_line=np.arange(n) * 10 + 1,
-                             end_line=np.arange(n) * 10 + 9, file_rank=np.arange(n) // 8 + 1,
-                             body_tokens=np.where(np.arange(n) == gold, 7, rng.integers(100, 1000, size=n)),
-                             gold=np.arange(n) == gold, case_id=f"{prefix}-r{case % 6}-c{case}", repo=f"o/r{case % 6}",
-                             n_gold=1, language="python")  # fmt: skip
+        frame = frame.assign(
+            symbol_id=range(n),
+            file_id=np.arange(n) // 8,
+            path=[f"src/f{i // 8}.py" for i in range(n)],
+            qualified_name=[f"f{i}" for i in range(n)],
+            kind="function",
+            start_line=np.arange(n) * 10 + 1,
+            end_line=np.arange(n) * 10 + 9,
+            file_rank=np.arange(n) // 8 + 1,
+            body_tokens=np.where(np.arange(n) == gold, 7, rng.integers(100, 1000, size=n)),
+            gold=np.arange(n) == gold,
+            case_id=f"{prefix}-r{case % 6}-c{case}",
+            repo=f"o/r{case % 6}",
+            n_gold=1,
+            language="python",
+        )
         frames.append(frame)
     return pd.concat(frames, ignore_index=True)
 
@@ -41,7 +51,13 @@ def test_the_learned_symbol_ranker_is_measured_leave_repositories_out_on_the_fir
     dev = _symbol_rows(30, 0, "dev")
     mined = pd.concat([_symbol_rows(90, 1, "mined"), dev.iloc[: 40 * 5]])  # five development cases mined too
     out = tmp_path / "out"
-    argv = ["--signals", str(_signal_dir(tmp_path / "dev", dev)), str(_signal_dir(tmp_path / "mined", mined)), "--out", str(out)]
+    argv = [
+        "--signals",
+        str(_signal_dir(tmp_path / "dev", dev)),
+        str(_signal_dir(tmp_path / "mined", mined)),
+        "--out",
+        str(out),
+    ]
     assert learn_symbol_ranker.main(argv) == 0
     table = pd.read_parquet(out / "comparison.parquet").set_index(["language", "ranker"])
     assert table.loc[("all", "learned"), "cases"] == 30 == table.loc[("all", "linear"), "cases"]

@@ -1,7 +1,7 @@
 """Scoped memory retrieval: ten scenarios (one test each), the lexical factor, the budget and the memory section."""
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pandas as pd
@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dataflows.memory.models import MemoryQuery
-from drivers.memory import memory_context_for, memory_driver, query_memories
-from drivers.tokens import count_tokens
+from cra.dataflows.memory.models import MemoryQuery
+from cra.drivers.common.tokens import count_tokens
+from cra.drivers.memory.memories import memory_context_for, memory_driver, query_memories
 
-NOW = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 
 
 def _ago(days: float) -> str:
@@ -72,13 +72,19 @@ def test_scenario_2_language_adds_its_own_file_only(store):
 
 def test_scenario_3_project_adds_its_decisions_not_its_tasks_or_other_projects(store):
     result, _ = _query(store, project="hydra", language="go")
-    assert set(_contents(result)) == UNIVERSAL | {"Use errgroup for goroutine fan-out", "Hydra keeps its queue in Postgres"}
+    assert set(_contents(result)) == UNIVERSAL | {
+        "Use errgroup for goroutine fan-out",
+        "Hydra keeps its queue in Postgres",
+    }
 
 
 def test_scenario_4_task_adds_that_tasks_rules(store):
     result, _ = _query(store, project="hydra", task="coding", language="go")
     assert set(_contents(result)) == UNIVERSAL | {
-        "Use errgroup for goroutine fan-out", "Hydra keeps its queue in Postgres", "Run make lint before committing"}
+        "Use errgroup for goroutine fan-out",
+        "Hydra keeps its queue in Postgres",
+        "Run make lint before committing",
+    }
     assert result.memories[0].content == "Run make lint before committing"
     assert "task:coding" in result.memories[0].reason
 
@@ -111,7 +117,9 @@ def test_scenario_6_relevance_order_follows_scope_specificity(tmp_path):
 
 def test_scenario_7_recency_orders_the_same_scope(tmp_path):
     root = tmp_path / "memory"
-    _write(root, "profile.json", "general", ("half a year old", 180, 0.9), ("a month old", 30, 0.9), ("yesterday", 1, 0.9))
+    _write(
+        root, "profile.json", "general", ("half a year old", 180, 0.9), ("a month old", 30, 0.9), ("yesterday", 1, 0.9)
+    )
     result, _ = _query(root)
     assert _contents(result) == ["yesterday", "a month old", "half a year old"]
     scores = [m.relevance_score for m in result.memories]
@@ -138,18 +146,26 @@ def test_scenario_10_malformed_json_is_skipped_and_named(store):
     (store / "languages" / "go.json").write_text('{"preferences": [{"content": "cut')
     result, warnings = _query(store, project="hydra", language="go")
     assert set(_contents(result)) == UNIVERSAL | {"Hydra keeps its queue in Postgres"}
-    assert len(warnings) == 1 and str(store / "languages" / "go.json") in warnings[0] and "not valid JSON" in warnings[0]
+    assert (
+        len(warnings) == 1 and str(store / "languages" / "go.json") in warnings[0] and "not valid JSON" in warnings[0]
+    )
 
 
 def test_task_text_ranks_the_memory_about_it_first(tmp_path):
     root = tmp_path / "memory"
-    _write(root, "projects/hydra/decisions.json", "decisions",
-           ("The scheduler retries failed jobs three times with backoff", 3, 0.9),
-           ("The billing export writes CSV files nightly", 3, 0.9))  # fmt: skip
+    _write(
+        root,
+        "projects/hydra/decisions.json",
+        "decisions",
+        ("The scheduler retries failed jobs three times with backoff", 3, 0.9),
+        ("The billing export writes CSV files nightly", 3, 0.9),
+    )
     plain, _ = _query(root, project="hydra")
     assert plain.memories[0].relevance_score == plain.memories[1].relevance_score
-    for text, first in (("make the scheduler retry backoff configurable", "The scheduler"),
-                        ("billing export misses the CSV header", "The billing")):  # fmt: skip
+    for text, first in (
+        ("make the scheduler retry backoff configurable", "The scheduler"),
+        ("billing export misses the CSV header", "The billing"),
+    ):
         result, _ = _query(root, project="hydra", task_text=text)
         assert result.memories[0].content.startswith(first)
         assert result.memories[0].relevance_score > result.memories[1].relevance_score
@@ -157,13 +173,30 @@ def test_task_text_ranks_the_memory_about_it_first(tmp_path):
 
 
 def test_every_factor_is_a_node_in_zero_one(store):
-    frame = pd.DataFrame([
-        {"content": "a", "scope": "universal", "category": "general", "confidence": 0.9, "timestamp": _ago(1)},
-        {"content": "b", "scope": "language:python", "category": "p", "confidence": 0.2, "timestamp": "not a time"},
-        {"content": "c", "scope": "project:atlas:task:x", "category": "r", "confidence": 1.0, "timestamp": _ago(400)},
-    ])  # fmt: skip
-    out = memory_driver().execute(["relevance_factors", "relevance_score"], inputs={
-        "memories": frame, "project": "hydra", "language": "go", "task": "coding", "task_text": "a", "now": NOW})
+    frame = pd.DataFrame(
+        [
+            {"content": "a", "scope": "universal", "category": "general", "confidence": 0.9, "timestamp": _ago(1)},
+            {"content": "b", "scope": "language:python", "category": "p", "confidence": 0.2, "timestamp": "not a time"},
+            {
+                "content": "c",
+                "scope": "project:atlas:task:x",
+                "category": "r",
+                "confidence": 1.0,
+                "timestamp": _ago(400),
+            },
+        ]
+    )
+    out = memory_driver().execute(
+        ["relevance_factors", "relevance_score"],
+        inputs={
+            "memories": frame,
+            "project": "hydra",
+            "language": "go",
+            "task": "coding",
+            "task_text": "a",
+            "now": NOW,
+        },
+    )
     factors = out["relevance_factors"]
     assert list(factors.columns) == ["scope_match", "recency", "confidence", "task_match", "lexical_relevance"]
     assert ((factors >= 0) & (factors <= 1)).all().all()
@@ -192,11 +225,16 @@ def test_memory_context_for_splits_the_budget_and_passes_leftovers_on(tmp_path):
     assert [use[b]["allocated"] for b in ("universal", "language", "project")] == pytest.approx([700, 500, 300], abs=3)
     assert use["universal"]["used"] == 0 and use["language"]["carried_in"] == use["universal"]["allocated"]
     assert use["language"]["used"] > 500  # the unused universal share went to languages
-    assert use["project"]["carried_in"] == use["universal"]["allocated"] + use["language"]["allocated"] - use["language"]["used"]
+    assert (
+        use["project"]["carried_in"]
+        == use["universal"]["allocated"] + use["language"]["allocated"] - use["language"]["used"]
+    )
     assert use["project"]["used"] <= use["project"]["allocated"] + use["project"]["carried_in"]
     buckets = [m["bucket"] for m in provenance["memories"]]
     assert set(buckets) == {"language", "project"} and len(buckets) == markdown.count("\n- ")
-    assert all(f"- [go] {m['content']}" in markdown or f"- [hydra] {m['content']}" in markdown for m in provenance["memories"])
+    assert all(
+        f"- [go] {m['content']}" in markdown or f"- [hydra] {m['content']}" in markdown for m in provenance["memories"]
+    )
     assert provenance["memory_dir"] == str(root) and provenance["warnings"] == []
 
 
@@ -213,15 +251,28 @@ SCOPES = ["universal", "language:go", "project:hydra", "project:hydra:task:codin
 
 
 @settings(max_examples=60, deadline=None)
-@given(items=st.lists(st.tuples(st.sampled_from(SCOPES), st.text(min_size=1, max_size=400)), max_size=30),
-       budget=st.integers(0, 600))  # fmt: skip
+@given(
+    items=st.lists(st.tuples(st.sampled_from(SCOPES), st.text(min_size=1, max_size=400)), max_size=30),
+    budget=st.integers(0, 600),
+)
 def test_budget_is_never_exceeded(items, budget):
     frame = pd.DataFrame({"content": [c for _, c in items], "scope": [s for s, _ in items]}, dtype=object)
     frame = frame.assign(category="c", confidence=0.9, timestamp=_ago(3))
-    out = memory_driver().execute(["retrieval_result", "memory_context", "memory_tokens", "budgeted_memories"], inputs={
-        "memories": frame, "project": "hydra", "language": "go", "task": "coding", "task_text": "fix the go code",
-        "now": NOW, "memory_query": MemoryQuery(max_results=1000), "budget": budget, "memory_budget": budget,
-        "count_tokens": count_tokens})  # fmt: skip
+    out = memory_driver().execute(
+        ["retrieval_result", "memory_context", "memory_tokens", "budgeted_memories"],
+        inputs={
+            "memories": frame,
+            "project": "hydra",
+            "language": "go",
+            "task": "coding",
+            "task_text": "fix the go code",
+            "now": NOW,
+            "memory_query": MemoryQuery(max_results=1000),
+            "budget": budget,
+            "memory_budget": budget,
+            "count_tokens": count_tokens,
+        },
+    )
     result, section = out["retrieval_result"], out["memory_context"]
     assert result.total_found == len(items)
     assert result.token_estimate <= budget
@@ -232,20 +283,24 @@ def test_budget_is_never_exceeded(items, budget):
 
 
 @settings(max_examples=40, deadline=None)
-@given(texts=st.lists(st.text(alphabet=st.sampled_from(list("ab_Cd eF1\n.-")), max_size=40), min_size=1, max_size=8),
-       query=st.sampled_from(["ab", "cd ef", "ab_cd", "f1 ab"]))  # fmt: skip
+@given(
+    texts=st.lists(st.text(alphabet=st.sampled_from(list("ab_Cd eF1\n.-")), max_size=40), min_size=1, max_size=8),
+    query=st.sampled_from(["ab", "cd ef", "ab_cd", "f1 ab"]),
+)
 def test_lexical_relevance_is_bm25_of_the_texts_terms(texts, query):
     from collections import Counter
 
-    from dataflows.lexical import Bm25Index
-    from dataflows.memory.relevance import lexical_relevance
-    from dataflows.text import terms
+    from cra.dataflows.lexical import Bm25Index
+    from cra.dataflows.memory.relevance import lexical_relevance
+    from cra.dataflows.text import terms
 
     memories = pd.DataFrame({"content": texts}, index=pd.RangeIndex(len(texts)) * 10 + 3)
     rows = [(i, t, n) for i, text in zip(memories.index, texts) for t, n in Counter(terms(text)).items()]
     expected = pd.Series(0.0, index=memories.index)
     if rows and terms(query):
-        scores = Bm25Index.from_terms(pd.DataFrame(rows, columns=["memory", "term", "tf"]), "memory").scores(terms(query))
+        scores = Bm25Index.from_terms(pd.DataFrame(rows, columns=["memory", "term", "tf"]), "memory").scores(
+            terms(query)
+        )
         scores = scores.reindex(memories.index, fill_value=0.0)
         expected = scores / scores.max() if scores.max() > 0 else expected
     pd.testing.assert_series_equal(lexical_relevance(memories, terms(query)), expected, check_names=False)

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from drivers.indexer import index_frames
-from drivers.tokens import count_tokens
+from cra.drivers.common.tokens import count_tokens
+from cra.drivers.index.indexer import index_frames
 
 FILES = {
     "a/main.py": "from b import helper\nimport b.tools\nfrom lib.deep.mod import thing\nimport os\nfrom b import missing\n\n\n"
-                 "def run():\n    return helper.compute(thing())\n",
+    "def run():\n    return helper.compute(thing())\n",
     "b/helper.py": "from .tools import scale\n\n\ndef compute(value):\n    return scale(value)\n",
     "b/tools.py": "def scale(value):\n    return value * 2\n",
     "src/lib/deep/mod.py": "from ..shared import base\n\n\ndef thing():\n    return base()\n",

@@ -4,14 +4,22 @@ import json
 
 import pandas as pd
 
-from drivers.nightly import main
+from cra.drivers.evaluation.nightly import main
 from tests.fixture_repo import commit_git, make_repo
 
 CASES = [
-    {"task": "Fix validate_login in handler.py: short passwords pass", "expected_files": ["app/auth/handler.py"],
-     "expected_symbols": ["validate_login"], "repo_path": "."},
-    {"task": "Invoice.total_amount ignores discounts", "expected_files": ["app/billing/invoice.py"],
-     "expected_symbols": ["Invoice.total_amount"], "repo_path": "."},
+    {
+        "task": "Fix validate_login in handler.py: short passwords pass",
+        "expected_files": ["app/auth/handler.py"],
+        "expected_symbols": ["validate_login"],
+        "repo_path": ".",
+    },
+    {
+        "task": "Invoice.total_amount ignores discounts",
+        "expected_files": ["app/billing/invoice.py"],
+        "expected_symbols": ["Invoice.total_amount"],
+        "repo_path": ".",
+    },
 ]
 
 
@@ -23,8 +31,10 @@ def _setup(tmp_path, floor):
     repo = make_repo(tmp_path / "repo")
     (repo / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in CASES))
     config = tmp_path / "jobs.toml"
-    config.write_text(f'history = "hist/history.parquet"\n[[repos]]\nname = "demo"\npath = "repo"\n'
-                      f'cases = "repo/cases.jsonl"\nfloors = {{ "file_acc@5" = {floor} }}\n')
+    config.write_text(
+        f'history = "hist/history.parquet"\n[[repos]]\nname = "demo"\npath = "repo"\n'
+        f'cases = "repo/cases.jsonl"\nfloors = {{ "file_acc@5" = {floor} }}\n'
+    )
     return repo, config
 
 

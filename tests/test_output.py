@@ -2,7 +2,7 @@
 
 import os
 
-from drivers.output import write_text_atomic
+from cra.drivers.common.output import write_text_atomic
 
 
 def test_atomic_writes_keep_the_mode_a_plain_write_would_give(tmp_path):

@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from dataflows.index.parsers import LANGUAGE_BY_EXTENSION, language_of, parse_source
-from dataflows.index.parsers.comments import is_rationale
-from dataflows.index.parsers.models import ParsedComment, ParsedImport, ParsedFile
+from cra.dataflows.index.parsers import LANGUAGE_BY_EXTENSION, language_of, parse_source
+from cra.dataflows.index.parsers.comments import is_rationale
+from cra.dataflows.index.parsers.models import ParsedComment, ParsedFile, ParsedImport
 
 
 def parsed(language: str, source: str) -> ParsedFile:
@@ -440,7 +440,9 @@ def test_java_symbols_imports_references():
 def test_java_enum_constants_with_bodies_own_their_methods():
     """A state machine's constants each override `read`: seventy `State.read` would be one name for seventy
     methods; each is `State.<Constant>.read` under a class symbol for the constant."""
-    result = parsed("java", """
+    result = parsed(
+        "java",
+        """
         enum State {
             Data {
                 @Override void read(Tokeniser t) { t.advance(); }
@@ -449,7 +451,8 @@ def test_java_enum_constants_with_bodies_own_their_methods():
             Plain;
             abstract void read(Tokeniser t);
         }
-    """)
+    """,
+    )
     assert result.error is None
     assert symbol_rows(result) == [
         ("State", "enum", 1, 8, None),
@@ -464,21 +467,27 @@ def test_java_enum_constants_with_bodies_own_their_methods():
 
 def test_wrapped_parameter_lists_read_as_one_line_signatures():
     """A parameter list wrapped one per line (rustfmt, prettier) reads `f(a: u8, b: u8)`, not `f( a: u8, b: u8, )`."""
-    rust = parsed("rust", """
+    rust = parsed(
+        "rust",
+        """
         fn parse_recipe(
             &mut self,
             quiet: bool,
         ) -> Result<u8, [u8; 2]> {
             1
         }
-    """)
+    """,
+    )
     assert [s.signature for s in rust.symbols] == ["fn parse_recipe(&mut self, quiet: bool) -> Result<u8, [u8; 2]>"]
-    ts = parsed("typescript", """
+    ts = parsed(
+        "typescript",
+        """
         export function pick(
           keys: [string, number],
           strict = false,
         ): void {}
-    """)
+    """,
+    )
     assert [s.signature for s in ts.symbols] == ["export function pick(keys: [string, number], strict = false): void"]
 
 

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from dataflows.index import discovery
-from dataflows.index import edges as edges_module
-from dataflows.index.parsers import PARSED_LANGUAGES, language_of, parse_source
-from dataflows.index.parsers.models import ParsedComment, ParsedFile, ParsedImport
-from drivers.indexer import index_frames
-from drivers.tokens import count_tokens
+from cra.dataflows.index import discovery
+from cra.dataflows.index import edges as edges_module
+from cra.dataflows.index.parsers import PARSED_LANGUAGES, language_of, parse_source
+from cra.dataflows.index.parsers.models import ParsedComment, ParsedFile, ParsedImport
+from cra.drivers.common.tokens import count_tokens
+from cra.drivers.index.indexer import index_frames
 
 
 def parsed(language: str, source: str) -> ParsedFile:
@@ -156,7 +156,9 @@ def test_cpp_header_with_export_macro_class_is_read_as_cpp():
 def test_c_and_cpp_macros_in_front_of_a_declaration_are_not_its_type_or_scope():
     """Export, inline and attribute macros (`CLI11_INLINE bool App::parse(`, on the line above in C) leave the
     method's scope and the function's lines as they are; a caps type (`FILE *`, `DWORD WINAPI f(`) is kept."""
-    cpp = parsed("cpp", """
+    cpp = parsed(
+        "cpp",
+        """
     namespace CLI {
     CLI11_INLINE bool App::_parse_arg(std::vector<std::string> &args, bool local) {
         return local;
@@ -170,7 +172,8 @@ def test_c_and_cpp_macros_in_front_of_a_declaration_are_not_its_type_or_scope():
     CLI11_INLINE std::string
     App::to_config(bool defaults) const { return {}; }
     }
-    """)
+    """,
+    )
     assert [(s.qualified_name, s.kind, s.start_line, s.end_line) for s in cpp.symbols] == [
         ("CLI.App._parse_arg", "method", 2, 4),
         ("CLI.App.get_subcommands", "method", 5, 5),
@@ -179,19 +182,26 @@ def test_c_and_cpp_macros_in_front_of_a_declaration_are_not_its_type_or_scope():
         ("CLI.App.parse_char_t", "method", 10, 10),
         ("CLI.App.to_config", "method", 11, 12),
     ]
-    c = parsed("c", """
+    c = parsed(
+        "c",
+        """
     ATTR_RETNONNULL ATTR_MALLOC ATTR_ALLOC_SIZE2(1, 2)
     void* xCalloc(size_t nmemb, size_t size) { return 0; }
     FILE *open_log(const char *path) { return 0; }
     DWORD WINAPI worker(LPVOID arg) { return 0; }
-    """)
+    """,
+    )
     assert [(s.qualified_name, s.kind, s.start_line) for s in c.symbols] == [
-        ("xCalloc", "function", 2), ("open_log", "function", 3), ("worker", "function", 4),
-    ]  # fmt: skip
+        ("xCalloc", "function", 2),
+        ("open_log", "function", 3),
+        ("worker", "function", 4),
+    ]
 
 
 def test_a_cpp_class_with_an_export_macro_keeps_its_first_constructor():
-    result = parsed("cpp", """
+    result = parsed(
+        "cpp",
+        """
     namespace YAML {
     class YAML_CPP_API Binary {
      public:
@@ -200,17 +210,22 @@ def test_a_cpp_class_with_an_export_macro_keeps_its_first_constructor():
       std::size_t size() const { return m_size; }
     };
     }
-    """)
+    """,
+    )
     assert [(s.qualified_name, s.kind, s.start_line) for s in result.symbols] == [
-        ("YAML.Binary", "class", 2), ("YAML.Binary.Binary", "method", 4), ("YAML.Binary.size", "method", 6),
-    ]  # fmt: skip
+        ("YAML.Binary", "class", 2),
+        ("YAML.Binary.Binary", "method", 4),
+        ("YAML.Binary.size", "method", 6),
+    ]
     assert result.error is None
 
 
 def test_csharp_if_else_method_headers_keep_the_class_and_its_methods():
     """`#if A` / `#else` each opening the same method: the first branch is read, so the class and its methods
     parse (before, the whole file was an error and the methods lost their class)."""
-    result = parsed("csharp", """
+    result = parsed(
+        "csharp",
+        """
     namespace Serilog.Capturing;
 
     class PropertyBinder
@@ -224,7 +239,8 @@ def test_csharp_if_else_method_headers_keep_the_class_and_its_methods():
             return values.Length;
         }
     }
-    """)
+    """,
+    )
     assert [(s.qualified_name, s.kind, s.start_line, s.end_line) for s in result.symbols] == [
         ("Serilog.Capturing.PropertyBinder", "class", 3, 13),
         ("Serilog.Capturing.PropertyBinder.Construct", "method", 6, 12),
@@ -443,10 +459,23 @@ def test_php_bases_traits_calls_and_imports():
 def test_new_languages_are_parsed_and_their_test_files_recognised():
     assert {"c", "cpp", "csharp", "ruby", "php"} <= PARSED_LANGUAGES
     assert [language_of(p) for p in ("a.c", "a.h", "a.cc", "A.cs", "a.rb", "a.php", "Rakefile")] == [
-        "c", "c", "cpp", "csharp", "ruby", "php", "ruby",
-    ]  # fmt: skip
-    tests = ["test_util.c", "src/util_test.cc", "spec/user_spec.rb", "lib/user_test.rb", "app/UserTest.php",
-             "Shop/CartTests.cs", "Shop/CartTest.cs"]  # fmt: skip
+        "c",
+        "c",
+        "cpp",
+        "csharp",
+        "ruby",
+        "php",
+        "ruby",
+    ]
+    tests = [
+        "test_util.c",
+        "src/util_test.cc",
+        "spec/user_spec.rb",
+        "lib/user_test.rb",
+        "app/UserTest.php",
+        "Shop/CartTests.cs",
+        "Shop/CartTest.cs",
+    ]
     others = ["src/util.c", "lib/latest.rb", "app/Contest.php", "Shop/Cart.cs"]
     source_files = pd.DataFrame({"path": tests + others, "data": [b"x\n"] * len(tests + others)}).assign(size=2)
     previous = discovery.previous_files(None)
@@ -466,7 +495,8 @@ def _bindings(files: list[tuple[str, str]], imports: list[tuple], symbols: list[
         columns=["file_id", "target", "names", "level", "line"],
     )
     kb_symbols = pd.DataFrame(
-        [(ids[path], qualified, None) for path, qualified in symbols], columns=["file_id", "qualified_name", "parent_id"]
+        [(ids[path], qualified, None) for path, qualified in symbols],
+        columns=["file_id", "qualified_name", "parent_id"],
     )
     bindings = edges_module.import_bindings(frame, kb_imports, {}, kb_symbols)
     path = dict(zip(frame["file_id"], frame["path"]))
@@ -475,16 +505,27 @@ def _bindings(files: list[tuple[str, str]], imports: list[tuple], symbols: list[
 
 
 def test_path_imports_resolve_next_to_the_file_then_by_suffix():
-    files = [("src/a.c", "c"), ("src/util.h", "c"), ("include/lib/util.h", "c"), ("include/lib/x.h", "c"),
-             ("lib/shop/cart.rb", "ruby"), ("lib/shop/helper.rb", "ruby"), ("app/boot.php", "php"), ("app/x/y.php", "php")]  # fmt: skip
-    found = _bindings(files, [
-        ("src/a.c", "util.h", (), 0),  # the header next to the includer wins over include/lib/util.h
-        ("src/a.c", "lib/x.h", (), 0),  # -I include/: by path suffix
-        ("src/a.c", "missing.h", (), 0),
-        ("lib/shop/cart.rb", "shop/helper", (), 0),  # require: load path (lib/)
-        ("lib/shop/cart.rb", "./helper", (), 1),  # require_relative
-        ("app/x/y.php", "./../boot.php", (), 1),  # require __DIR__ . '/../boot.php'
-    ])  # fmt: skip
+    files = [
+        ("src/a.c", "c"),
+        ("src/util.h", "c"),
+        ("include/lib/util.h", "c"),
+        ("include/lib/x.h", "c"),
+        ("lib/shop/cart.rb", "ruby"),
+        ("lib/shop/helper.rb", "ruby"),
+        ("app/boot.php", "php"),
+        ("app/x/y.php", "php"),
+    ]
+    found = _bindings(
+        files,
+        [
+            ("src/a.c", "util.h", (), 0),  # the header next to the includer wins over include/lib/util.h
+            ("src/a.c", "lib/x.h", (), 0),  # -I include/: by path suffix
+            ("src/a.c", "missing.h", (), 0),
+            ("lib/shop/cart.rb", "shop/helper", (), 0),  # require: load path (lib/)
+            ("lib/shop/cart.rb", "./helper", (), 1),  # require_relative
+            ("app/x/y.php", "./../boot.php", (), 1),  # require __DIR__ . '/../boot.php'
+        ],
+    )
     assert {(s, d) for s, d, _, _ in found} == {
         ("src/a.c", "src/util.h"),
         ("src/a.c", "include/lib/x.h"),
@@ -494,15 +535,27 @@ def test_path_imports_resolve_next_to_the_file_then_by_suffix():
 
 
 def test_namespace_imports_resolve_through_declared_classes():
-    files = [("app/Models/User.php", "php"), ("app/Http/UserController.php", "php"),
-             ("Shop/Cart.cs", "csharp"), ("Shop/Money.cs", "csharp"), ("Web/Page.cs", "csharp")]  # fmt: skip
-    symbols = [("app/Models/User.php", "App.Models.User"), ("Shop/Cart.cs", "Acme.Shop.Cart"),
-               ("Shop/Money.cs", "Acme.Shop.Money")]  # fmt: skip
-    found = _bindings(files, [
-        ("app/Http/UserController.php", "App.Models", ("User as U",), 0),
-        ("Web/Page.cs", "Acme.Shop", (), 0),
-        ("Web/Page.cs", "System.Linq", (), 0),
-    ], symbols)  # fmt: skip
+    files = [
+        ("app/Models/User.php", "php"),
+        ("app/Http/UserController.php", "php"),
+        ("Shop/Cart.cs", "csharp"),
+        ("Shop/Money.cs", "csharp"),
+        ("Web/Page.cs", "csharp"),
+    ]
+    symbols = [
+        ("app/Models/User.php", "App.Models.User"),
+        ("Shop/Cart.cs", "Acme.Shop.Cart"),
+        ("Shop/Money.cs", "Acme.Shop.Money"),
+    ]
+    found = _bindings(
+        files,
+        [
+            ("app/Http/UserController.php", "App.Models", ("User as U",), 0),
+            ("Web/Page.cs", "Acme.Shop", (), 0),
+            ("Web/Page.cs", "System.Linq", (), 0),
+        ],
+        symbols,
+    )
     assert found == {
         ("app/Http/UserController.php", "app/Models/User.php", "U", "User"),
         ("Web/Page.cs", "Shop/Cart.cs", None, None),
@@ -538,7 +591,10 @@ def test_index_a_tiny_c_project_links_includes_and_calls(tmp_path: Path):
     edges = {(path_of[s], path_of[d]) for s, d in zip(tables["edges"]["src_file_id"], tables["edges"]["dst_file_id"])}
     assert edges == {("src/a.c", "src/util.h"), ("src/util.c", "src/util.h")}
     name = dict(zip(symbols["symbol_id"], symbols["qualified_name"]))
-    calls = {(name[s], name[d]) for s, d in zip(tables["symbol_edges"]["src_symbol_id"], tables["symbol_edges"]["dst_symbol_id"])}
+    calls = {
+        (name[s], name[d])
+        for s, d in zip(tables["symbol_edges"]["src_symbol_id"], tables["symbol_edges"]["dst_symbol_id"])
+    }
     assert ("main", "total") in calls
 
 
@@ -547,15 +603,18 @@ def test_csharp_calls_resolve_to_types_of_other_namespaces_and_directories(tmp_p
     directory: such calls become symbol edges (before, only a narrow `using` bound files, and no call crossed them)."""
     files = {
         "src/Acme/Money.cs": "namespace Acme\n{\n    public static class Money\n    {\n"
-                             "        public static int Round(int v) { return v / 100 * 100; }\n    }\n}\n",
+        "        public static int Round(int v) { return v / 100 * 100; }\n    }\n}\n",
         "src/Acme/Shop/Billing/Cart.cs": "using Acme.Taxes;\n\nnamespace Acme.Shop.Billing;\n\npublic class Cart\n{\n"
-                                         "    public int Total(int v) { return Money.Round(v) + Tax.Of(v); }\n}\n",
+        "    public int Total(int v) { return Money.Round(v) + Tax.Of(v); }\n}\n",
         "src/Acme/Tax/Tax.cs": "namespace Acme.Taxes;\n\npublic static class Tax\n{\n"
-                               "    public static int Of(int v) { return v / 5; }\n}\n",
+        "    public static int Of(int v) { return v / 5; }\n}\n",
     }
     tables = _indexed(tmp_path, files)
     symbols = tables["symbols"]
     name = dict(zip(symbols["symbol_id"], symbols["qualified_name"]))
-    calls = {(name[s], name[d]) for s, d in zip(tables["symbol_edges"]["src_symbol_id"], tables["symbol_edges"]["dst_symbol_id"])}
+    calls = {
+        (name[s], name[d])
+        for s, d in zip(tables["symbol_edges"]["src_symbol_id"], tables["symbol_edges"]["dst_symbol_id"])
+    }
     assert ("Acme.Shop.Billing.Cart.Total", "Acme.Money.Round") in calls
     assert ("Acme.Shop.Billing.Cart.Total", "Acme.Taxes.Tax.Of") in calls

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from drivers.cli import main
+from cra.drivers.cli.main import main
 from tests.contract import assert_json_contract
 from tests.fixture_repo import make_repo
 
@@ -21,9 +21,11 @@ def setup(tmp_path_factory):
     repo = make_repo(base / "repo")
     assert main(["index", str(repo)]) == 0
     memory, db = str(base / "memory"), str(base / "escalations.db")
-    for text, scope in (("Validate LDAP passwords with the policy module, never inline length checks", "language:python"),
-                        ("Go services log with zap, never fmt.Println", "language:go"),
-                        ("Login handlers return AuthResult instead of raising", "project:repo")):
+    for text, scope in (
+        ("Validate LDAP passwords with the policy module, never inline length checks", "language:python"),
+        ("Go services log with zap, never fmt.Println", "language:go"),
+        ("Login handlers return AuthResult instead of raising", "project:repo"),
+    ):
         assert main(["memory", "add", text, "--scope", scope, "--memory-dir", memory]) == 0
     for _ in range(3):
         assert main(["attempt", "T1", "--error", "AssertionError: short password accepted", "--db", db]) == 0
@@ -34,8 +36,26 @@ def setup(tmp_path_factory):
 def _retrieve(capsys, setup, *extra, budget=4000, fmt="json"):
     repo, memory, db = setup
     capsys.readouterr()
-    code = main(["retrieve", TASK, "--repo", str(repo), "--budget", str(budget), "--format", fmt,
-                 "--memories", "--memory-dir", memory, "--task-id", "T1", "--db", db, *extra])
+    code = main(
+        [
+            "retrieve",
+            TASK,
+            "--repo",
+            str(repo),
+            "--budget",
+            str(budget),
+            "--format",
+            fmt,
+            "--memories",
+            "--memory-dir",
+            memory,
+            "--task-id",
+            "T1",
+            "--db",
+            db,
+            *extra,
+        ]
+    )
     out = capsys.readouterr()
     assert code == 0, out.err
     return out.out
@@ -43,7 +63,9 @@ def _retrieve(capsys, setup, *extra, budget=4000, fmt="json"):
 
 def test_guidance_then_memories_open_the_package(setup, capsys):
     text = _retrieve(capsys, setup, fmt="markdown")
-    guidance, memories, task = (text.index(h) for h in ("## CRITICAL: Human Guidance Provided", "## Memories", "## Task"))
+    guidance, memories, task = (
+        text.index(h) for h in ("## CRITICAL: Human Guidance Provided", "## Memories", "## Task")
+    )
     assert guidance == 0 and guidance < memories < task
     assert HINT in text and "## Previous Failure Context" in text
     assert "policy module" in text and "AuthResult instead of raising" in text  # the repository's project: its name
@@ -57,7 +79,9 @@ def test_json_carries_the_sections_and_their_provenance(setup, capsys):
     prov = doc["provenance"]
     assert prov["guidance"]["task_id"] == "T1" and prov["guidance"]["guidance"][0]["hint"] == HINT
     assert prov["memories"]["language"] == "python" and {m["scope"] for m in prov["memories"]["memories"]} == {
-        "language:python", "project:repo"}
+        "language:python",
+        "project:repo",
+    }
     assert prov["budget"]["pinned"] > 0
 
 
@@ -73,7 +97,10 @@ def test_a_damaged_memory_file_is_named_even_when_no_memory_applies(setup, capsy
     memory = tmp_path / "memory"
     (memory / "languages").mkdir(parents=True)
     (memory / "languages" / "python.json").write_text("{broken")
-    assert main(["retrieve", TASK, "--repo", str(repo), "--format", "json", "--memories", "--memory-dir", str(memory)]) == 0
+    assert (
+        main(["retrieve", TASK, "--repo", str(repo), "--format", "json", "--memories", "--memory-dir", str(memory)])
+        == 0
+    )
     out = capsys.readouterr()
     assert "python.json" in out.err and json.loads(out.out)["provenance"]["memories"]["memories"] == []
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from dataflows.lexical import Bm25Index
-from dataflows.retrieval import precision
-from dataflows.retrieval.models import TaskQuery
-from dataflows.text import term_counts
+from cra.dataflows.lexical import Bm25Index
+from cra.dataflows.retrieval import precision
+from cra.dataflows.retrieval.models import TaskQuery
+from cra.dataflows.text import term_counts
 from tests.retrieval_dag import run_node
 
 HANDLER = '''from auth.types import LoginRequest, AuthResult
@@ -37,7 +37,7 @@ def hash_password(password: str) -> str:
 def get(key):
     return key
 '''
-TYPES = '''class Credentials:
+TYPES = """class Credentials:
     username: str
 
 
@@ -52,12 +52,12 @@ class AuthResult:
 
 class UnrelatedType:
     x: int
-'''
+"""
 LDAP = '''def validate_ldap(request):
     """Check the request against the LDAP directory."""
     return True
 '''
-TEST_AUTH = '''from auth.handler import LoginHandler
+TEST_AUTH = """from auth.handler import LoginHandler
 
 
 def make_request():
@@ -72,8 +72,8 @@ def test_validate_login_ldap():
 
 def test_logout():
     assert LoginHandler().logout() is None
-'''
-TEST_OTHER = '''from auth.handler import LoginHandler
+"""
+TEST_OTHER = """from auth.handler import LoginHandler
 
 
 def other_helper():
@@ -82,7 +82,7 @@ def other_helper():
 
 def test_banner():
     assert other_helper() == 1
-'''
+"""
 
 FILES = [
     # file_id, path, language, is_test, text
@@ -95,24 +95,65 @@ FILES = [
 SYMBOLS = [
     # symbol_id, file_id, name, qualified_name, kind, start, end, signature, docstring, parent
     (0, 0, "LoginHandler", "LoginHandler", "class", 4, 17, "class LoginHandler:", "Handles login requests.", None),
-    (1, 0, "validate_login", "LoginHandler.validate_login", "method", 7, 12,
-     "def validate_login(self, request: LoginRequest) -> AuthResult:", "Validate credentials and return an auth token.", 0),
+    (
+        1,
+        0,
+        "validate_login",
+        "LoginHandler.validate_login",
+        "method",
+        7,
+        12,
+        "def validate_login(self, request: LoginRequest) -> AuthResult:",
+        "Validate credentials and return an auth token.",
+        0,
+    ),
     (2, 0, "logout", "LoginHandler.logout", "method", 14, 16, "def logout(self):", None, 0),
-    (3, 0, "hash_password", "hash_password", "function", 19, 21, "def hash_password(password: str) -> str:",
-     "Hash a password with the site salt.", None),
+    (
+        3,
+        0,
+        "hash_password",
+        "hash_password",
+        "function",
+        19,
+        21,
+        "def hash_password(password: str) -> str:",
+        "Hash a password with the site salt.",
+        None,
+    ),
     (4, 0, "get", "get", "function", 24, 25, "def get(key):", None, None),
     (5, 1, "Credentials", "Credentials", "class", 1, 2, "class Credentials:", None, None),
     (6, 1, "LoginRequest", "LoginRequest", "class", 5, 7, "class LoginRequest(Credentials):", None, None),
     (7, 1, "AuthResult", "AuthResult", "class", 10, 11, "class AuthResult:", None, None),
     (8, 1, "UnrelatedType", "UnrelatedType", "class", 14, 15, "class UnrelatedType:", None, None),
-    (9, 2, "validate_ldap", "validate_ldap", "function", 1, 3, "def validate_ldap(request):",
-     "Check the request against the LDAP directory.", None),
+    (
+        9,
+        2,
+        "validate_ldap",
+        "validate_ldap",
+        "function",
+        1,
+        3,
+        "def validate_ldap(request):",
+        "Check the request against the LDAP directory.",
+        None,
+    ),
     (10, 3, "make_request", "make_request", "function", 4, 5, "def make_request():", None, None),
-    (11, 3, "test_validate_login_ldap", "test_validate_login_ldap", "function", 8, 11, "def test_validate_login_ldap():", None, None),
+    (
+        11,
+        3,
+        "test_validate_login_ldap",
+        "test_validate_login_ldap",
+        "function",
+        8,
+        11,
+        "def test_validate_login_ldap():",
+        None,
+        None,
+    ),
     (12, 3, "test_logout", "test_logout", "function", 14, 15, "def test_logout():", None, None),
     (13, 4, "other_helper", "other_helper", "function", 4, 5, "def other_helper():", None, None),
     (14, 4, "test_banner", "test_banner", "function", 8, 9, "def test_banner():", None, None),
-]  # fmt: skip
+]
 SYMBOL_EDGES = [
     (1, 3, "call"),
     (1, 9, "call"),
@@ -132,9 +173,13 @@ COMMENTS = [
 
 def kb_files() -> pd.DataFrame:
     return pd.DataFrame(
-        {"file_id": [f[0] for f in FILES], "path": [f[1] for f in FILES], "language": [f[2] for f in FILES],
-         "is_test": [f[3] for f in FILES]}
-    )  # fmt: skip
+        {
+            "file_id": [f[0] for f in FILES],
+            "path": [f[1] for f in FILES],
+            "language": [f[2] for f in FILES],
+            "is_test": [f[3] for f in FILES],
+        }
+    )
 
 
 def kb_contents() -> pd.DataFrame:
@@ -142,8 +187,18 @@ def kb_contents() -> pd.DataFrame:
 
 
 def kb_symbols() -> pd.DataFrame:
-    cols = ["symbol_id", "file_id", "name", "qualified_name", "kind", "start_line", "end_line", "signature", "docstring",
-            "parent_id"]  # fmt: skip
+    cols = [
+        "symbol_id",
+        "file_id",
+        "name",
+        "qualified_name",
+        "kind",
+        "start_line",
+        "end_line",
+        "signature",
+        "docstring",
+        "parent_id",
+    ]
     frame = pd.DataFrame(SYMBOLS, columns=cols)
     frame["parent_id"] = frame["parent_id"].astype("Int32")
     frame["body_tokens"] = 20
@@ -214,12 +269,23 @@ def _tiers(scoped, query, symbols, weights, node="symbol_tiers", lexicon=None):
 
 def _inputs(scoped, query, symbols, weights, lexicon=None) -> dict:
     """What the precision nodes read, for the hand-built KB (no trace frames or quoted messages in these tasks)."""
-    return dict(scope=scoped, task_query=query, kb_symbols=symbols, kb_comments=kb_comments(),
-                kb_symbol_edges=kb_symbol_edges(), precision_terms=weights, kb_files=kb_files(),
-                kb_contents=kb_contents(), symbol_lexicon=lexicon or symbol_lexicon(), budget_mode="fixed",
-                symbol_weight_profile=None, lexical_query_terms=list(query.keywords), title_query_terms=[],
-                task_messages=[],
-                symbol_task_frames=pd.DataFrame(columns=["file_id", "line", "function", "depth"]))
+    return dict(
+        scope=scoped,
+        task_query=query,
+        kb_symbols=symbols,
+        kb_comments=kb_comments(),
+        kb_symbol_edges=kb_symbol_edges(),
+        precision_terms=weights,
+        kb_files=kb_files(),
+        kb_contents=kb_contents(),
+        symbol_lexicon=lexicon or symbol_lexicon(),
+        budget_mode="fixed",
+        symbol_weight_profile=None,
+        lexical_query_terms=list(query.keywords),
+        title_query_terms=[],
+        task_messages=[],
+        symbol_task_frames=pd.DataFrame(columns=["file_id", "line", "function", "depth"]),
+    )
 
 
 def tier_node(node: str, query: TaskQuery) -> pd.Series:
@@ -239,8 +305,11 @@ def tier_of(tiers: pd.DataFrame) -> dict[str, str]:
 
 
 def contexts_for(query: TaskQuery) -> list:
-    return run_node("file_contexts", **_inputs(scope(), query, kb_symbols(), precision_terms(query, symbol_lexicon())),
-                    count_tokens=lambda t: len(t) // 4)
+    return run_node(
+        "file_contexts",
+        **_inputs(scope(), query, kb_symbols(), precision_terms(query, symbol_lexicon())),
+        count_tokens=lambda t: len(t) // 4,
+    )
 
 
 def test_tiers_cover_every_scoped_symbol_once():
@@ -364,12 +433,22 @@ def test_a_dotted_hint_names_a_more_qualified_symbol():
     assert ranked["mention"].iloc[0] == 1.0
 
 
-TIER_NODES = {"primary": "primary_symbols", "supporting": "supporting_symbols", "type_context": "type_context_symbols",
-              "outline": "outline_symbols"}
+TIER_NODES = {
+    "primary": "primary_symbols",
+    "supporting": "supporting_symbols",
+    "type_context": "type_context_symbols",
+    "outline": "outline_symbols",
+}
 
 
-@pytest.mark.parametrize("query", [task(), task(symbol_hints=("LoginHandler", "validate_login")),
-                                   TaskQuery(raw_description="the widget flickers", task_type="feature")])
+@pytest.mark.parametrize(
+    "query",
+    [
+        task(),
+        task(symbol_hints=("LoginHandler", "validate_login")),
+        TaskQuery(raw_description="the widget flickers", task_type="feature"),
+    ],
+)
 def test_symbol_tiers_joins_the_four_tier_nodes(query):
     tiers = tier_node("symbol_tiers", query)
     chosen = {}

@@ -53,8 +53,9 @@ def _env(tmp_path: Path, **extra: str) -> dict:
 
 
 def test_cra_index_shows_progress_on_a_terminal(repo, tmp_path):
-    code, out = _under_terminal([str(CRA), "index", str(repo), "--kb", str(tmp_path / "kb"), "--history", "0"],
-                                _env(tmp_path))
+    code, out = _under_terminal(
+        [str(CRA), "index", str(repo), "--kb", str(tmp_path / "kb"), "--history", "0"], _env(tmp_path)
+    )
     assert code == 0, out
     assert "parsing: 40/40 files" in out  # the parse, counted
     assert "indexing: writing the knowledge base" in out  # and what comes after it
@@ -62,19 +63,30 @@ def test_cra_index_shows_progress_on_a_terminal(repo, tmp_path):
 
 
 def test_cra_index_is_quiet_without_a_terminal(repo, tmp_path):
-    done = subprocess.run([str(CRA), "index", str(repo), "--kb", str(tmp_path / "kb"), "--history", "0"],
-                          capture_output=True, text=True, timeout=300, env=_env(tmp_path))
+    done = subprocess.run(
+        [str(CRA), "index", str(repo), "--kb", str(tmp_path / "kb"), "--history", "0"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=_env(tmp_path),
+    )
     assert done.returncode == 0, done.stderr
     assert "indexed 40 files" in done.stdout
     assert "parsing:" not in done.stderr and "indexing:" not in done.stderr and "\r" not in done.stderr
 
 
 def test_progress_can_be_turned_off_on_a_terminal_and_on_in_a_log(repo, tmp_path):
-    code, out = _under_terminal([str(CRA), "index", str(repo), "--kb", str(tmp_path / "kb"), "--history", "0"],
-                                _env(tmp_path, CRA_PROGRESS="0"))
+    code, out = _under_terminal(
+        [str(CRA), "index", str(repo), "--kb", str(tmp_path / "kb"), "--history", "0"], _env(tmp_path, CRA_PROGRESS="0")
+    )
     assert code == 0 and "parsing:" not in out, out
-    done = subprocess.run([str(CRA), "index", str(repo), "--kb", str(tmp_path / "kb2"), "--history", "0"],
-                          capture_output=True, text=True, timeout=300, env=_env(tmp_path, CRA_PROGRESS="1"))
+    done = subprocess.run(
+        [str(CRA), "index", str(repo), "--kb", str(tmp_path / "kb2"), "--history", "0"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=_env(tmp_path, CRA_PROGRESS="1"),
+    )
     assert "parsing: 40/40 files" in done.stderr and "\r" not in done.stderr  # a log: whole lines
 
 

@@ -9,12 +9,14 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
 
-from drivers.reader_model import NumpyReader, export_reader, pair_ids
+from cra.drivers.research.reader_model import NumpyReader, export_reader, pair_ids
 
 HIDDEN, LAYERS, POSITIONS = 64, 2, 256
-WORDS = ("[PAD] [UNK] [CLS] [SEP] def parse _ retry after headers return none x = 1 app auth ldap py validate request "
-         "success username invoice class total readme demo web src login ts export form users without a name accepts "
-         "word").split()  # fmt: skip
+WORDS = (
+    "[PAD] [UNK] [CLS] [SEP] def parse _ retry after headers return none x = 1 app auth ldap py validate request "
+    "success username invoice class total readme demo web src login ts export form users without a name accepts "
+    "word"
+).split()
 PIECES = [*"abcdefghijklmnopqrstuvwxyz0123456789", *(f"##{c}" for c in "abcdefghijklmnopqrstuvwxyz0123456789")]
 VOCAB = len(dict.fromkeys([*WORDS, *PIECES]))
 
@@ -54,24 +56,37 @@ def _state(seed: int = 0) -> dict[str, np.ndarray]:
     def m(*shape, scale=0.1):
         return (rng.standard_normal(shape) * scale).astype(np.float32)
 
-    state = {"bert.embeddings.word_embeddings.weight": m(VOCAB, HIDDEN), "bert.embeddings.position_embeddings.weight": m(POSITIONS, HIDDEN),
-             "bert.embeddings.token_type_embeddings.weight": m(2, HIDDEN),
-             "bert.embeddings.LayerNorm.weight": 1 + m(HIDDEN), "bert.embeddings.LayerNorm.bias": m(HIDDEN),
-             "bert.pooler.dense.weight": m(HIDDEN, HIDDEN), "bert.pooler.dense.bias": m(HIDDEN),
-             "classifier.weight": m(1, HIDDEN, scale=1.0), "classifier.bias": m(1)}  # fmt: skip
+    state = {
+        "bert.embeddings.word_embeddings.weight": m(VOCAB, HIDDEN),
+        "bert.embeddings.position_embeddings.weight": m(POSITIONS, HIDDEN),
+        "bert.embeddings.token_type_embeddings.weight": m(2, HIDDEN),
+        "bert.embeddings.LayerNorm.weight": 1 + m(HIDDEN),
+        "bert.embeddings.LayerNorm.bias": m(HIDDEN),
+        "bert.pooler.dense.weight": m(HIDDEN, HIDDEN),
+        "bert.pooler.dense.bias": m(HIDDEN),
+        "classifier.weight": m(1, HIDDEN, scale=1.0),
+        "classifier.bias": m(1),
+    }
     for i in range(LAYERS):
         a = f"bert.encoder.layer.{i}."
         for name in ("attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense"):
             state[a + name + ".weight"], state[a + name + ".bias"] = m(HIDDEN, HIDDEN), m(HIDDEN)
-        state[a + "intermediate.dense.weight"], state[a + "intermediate.dense.bias"] = m(4 * HIDDEN, HIDDEN), m(4 * HIDDEN)
+        state[a + "intermediate.dense.weight"], state[a + "intermediate.dense.bias"] = (
+            m(4 * HIDDEN, HIDDEN),
+            m(4 * HIDDEN),
+        )
         state[a + "output.dense.weight"], state[a + "output.dense.bias"] = m(HIDDEN, 4 * HIDDEN), m(HIDDEN)
         for norm in ("attention.output.LayerNorm", "output.LayerNorm"):
             state[a + norm + ".weight"], state[a + norm + ".bias"] = 1 + m(HIDDEN), m(HIDDEN)
     return state
 
 
-PASSAGES = ["app/auth/ldap.py\ndef validate_ldap(request): return AuthResult(success=request.username != '')",
-            "app/billing/invoice.py\nclass Invoice: total = 0", "README.md\n# Demo app", "web/src/login.ts\nexport class LoginForm {}"]  # fmt: skip
+PASSAGES = [
+    "app/auth/ldap.py\ndef validate_ldap(request): return AuthResult(success=request.username != '')",
+    "app/billing/invoice.py\nclass Invoice: total = 0",
+    "README.md\n# Demo app",
+    "web/src/login.ts\nexport class LoginForm {}",
+]
 TASK = "LDAP login accepts users without a name"
 
 
@@ -89,15 +104,29 @@ def test_int8_weights_are_a_quarter_of_float32_and_score_as_float16_does(tmp_pat
 
 
 def test_the_numpy_forward_pass_is_torchs():
-    torch = pytest.importorskip("torch")  # the reader venv (drivers.train_reader) has it; the project does not
+    torch = pytest.importorskip(
+        "torch"
+    )  # the reader venv (cra.drivers.research.train_reader) has it; the project does not
     transformers = pytest.importorskip("transformers")
-    config = transformers.BertConfig(vocab_size=VOCAB, hidden_size=HIDDEN, num_hidden_layers=LAYERS, num_attention_heads=HIDDEN // 32,
-                                     intermediate_size=4 * HIDDEN, max_position_embeddings=POSITIONS, num_labels=1)  # fmt: skip
+    config = transformers.BertConfig(
+        vocab_size=VOCAB,
+        hidden_size=HIDDEN,
+        num_hidden_layers=LAYERS,
+        num_attention_heads=HIDDEN // 32,
+        intermediate_size=4 * HIDDEN,
+        max_position_embeddings=POSITIONS,
+        num_labels=1,
+    )
     model = transformers.BertForSequenceClassification(config).eval()
     model.load_state_dict({k: torch.tensor(v) for k, v in _state().items()}, strict=False)
-    reader = NumpyReader(_state(), {"layers": LAYERS, "heads": HIDDEN // 32, "max_tokens": 64, "query_tokens": 16}, _tokenizer())
+    reader = NumpyReader(
+        _state(), {"layers": LAYERS, "heads": HIDDEN // 32, "max_tokens": 64, "query_tokens": 16}, _tokenizer()
+    )
     ids, types, mask = pair_ids(reader.tokenizer, TASK, PASSAGES, 64, 16)
     with torch.no_grad():
-        expected = model(input_ids=torch.tensor(ids), token_type_ids=torch.tensor(types),
-                         attention_mask=torch.tensor(mask)).logits[:, 0].numpy()  # fmt: skip
+        expected = (
+            model(input_ids=torch.tensor(ids), token_type_ids=torch.tensor(types), attention_mask=torch.tensor(mask))
+            .logits[:, 0]
+            .numpy()
+        )
     assert np.allclose(reader.scores(TASK, PASSAGES), expected, atol=1e-4)

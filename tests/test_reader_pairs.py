@@ -8,9 +8,9 @@ import subprocess
 
 import pandas as pd
 
-from dataflows.retrieval.passages import GAP, file_passage, line_chunks, symbol_passage
-from drivers import mined_signals, reader_pairs
-from drivers.errors import exit_code
+from cra.dataflows.retrieval.passages import GAP, file_passage, line_chunks, symbol_passage
+from cra.drivers.common.errors import exit_code
+from cra.drivers.research import mined_signals, reader_pairs
 from tests.fixture_repo import make_repo
 
 
@@ -62,19 +62,40 @@ def test_pairs_of_a_mined_case_hold_its_gold_and_the_first_stages_best(tmp_path,
     mirror = tmp_path / "mirror"
     subprocess.run(["git", "clone", "-q", "--bare", str(repo), str(mirror / "ex+app" / "repo")], check=True)
     shas = _git(repo, "log", "--format=%H", "--reverse").split()
-    case = {"instance_id": "ex__app-2", "repo": "ex/app", "base_commit": shas[1], "created_at": "2024-01-02",
-            "problem_statement": "Fix LDAP login fallback: validate_ldap accepts users without a name (#3)",
-            "gold_files": ["app/auth/ldap.py"], "gold_functions": ["app/auth/ldap.py::validate_ldap"],
-            "language": "python"}  # fmt: skip
+    case = {
+        "instance_id": "ex__app-2",
+        "repo": "ex/app",
+        "base_commit": shas[1],
+        "created_at": "2024-01-02",
+        "problem_statement": "Fix LDAP login fallback: validate_ldap accepts users without a name (#3)",
+        "gold_files": ["app/auth/ldap.py"],
+        "gold_functions": ["app/auth/ldap.py::validate_ldap"],
+        "language": "python",
+    }
     case_file = tmp_path / "cases.jsonl"
     case_file.write_text(json.dumps(case) + "\n")
     signals = tmp_path / "signals"
     assert mined_signals.main(["--cases", str(case_file), "--mirror", str(mirror), "--out", str(signals)]) == 0
     out = tmp_path / "pairs"
-    args = ["--cases", str(case_file), "--signals", str(signals), "--mirror", str(mirror), "--out", str(out), "--top", "5"]
+    args = [
+        "--cases",
+        str(case_file),
+        "--signals",
+        str(signals),
+        "--mirror",
+        str(mirror),
+        "--out",
+        str(out),
+        "--top",
+        "5",
+    ]
     assert reader_pairs.main(args) == 0
     pairs = reader_pairs.read_pairs(out)
-    assert set(pairs["case_id"]) == {"ex__app-2"} and set(pairs["repo"]) == {"ex/app"} and set(pairs["language"]) == {"python"}
+    assert (
+        set(pairs["case_id"]) == {"ex__app-2"}
+        and set(pairs["repo"]) == {"ex/app"}
+        and set(pairs["language"]) == {"python"}
+    )
     assert set(pairs["set"]) == {"signals"}
     files = pairs[pairs["kind"] == "file"]
     gold = files[files["gold"]]

@@ -13,20 +13,28 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dataflows.review.fusion import fused_findings__rrf, fused_findings__score
-from dataflows.review.languages import finding_languages, pr_languages
-from dataflows.review.models import RerankConfig, RetrievalSignals
-from dataflows.review.query import conventional_type, retrieval_query, retrieval_signals
-from dataflows.review.rerank import rerank_by_language, thresholded_findings
-from drivers.cli import main
-from drivers.embeddings import StaticModelProvider
-from drivers.findings_store import add_findings as store_add, lexical_findings, nearest_findings, open_store
-from drivers.review import add_findings, recall_findings
+from cra.dataflows.review.fusion import fused_findings__rrf, fused_findings__score
+from cra.dataflows.review.languages import finding_languages, pr_languages
+from cra.dataflows.review.models import RerankConfig, RetrievalSignals
+from cra.dataflows.review.query import conventional_type, retrieval_query, retrieval_signals
+from cra.dataflows.review.rerank import rerank_by_language, thresholded_findings
+from cra.drivers.cli.main import main
+from cra.drivers.findings.embeddings import StaticModelProvider
+from cra.drivers.findings.review import add_findings, recall_findings
+from cra.drivers.findings.store import add_findings as store_add
+from cra.drivers.findings.store import lexical_findings, nearest_findings, open_store
 
 
 def _signals(**kw) -> RetrievalSignals:
-    base = dict(pr_title="fix(db): escape user input", conventional_type="fix", pr_languages=("python",),
-                file_paths=["app/db.py"], pr_body="", risk_signals=[], author_tier=None)  # fmt: skip
+    base = dict(
+        pr_title="fix(db): escape user input",
+        conventional_type="fix",
+        pr_languages=("python",),
+        file_paths=["app/db.py"],
+        pr_body="",
+        risk_signals=[],
+        author_tier=None,
+    )
     base.update(kw)
     return retrieval_signals(**base)
 
@@ -36,13 +44,24 @@ def _signals(**kw) -> RetrievalSignals:
 
 def test_query_has_every_signal_in_the_seeds_order():
     q = retrieval_query(_signals(pr_body="Body text.", risk_signals=["auth"], author_tier="first-time"))
-    assert q.split("\n") == ["fix(db): escape user input", "Body text.", "[fix]", "Languages: python", "Risk: auth",
-                             "Author: first-time", "app/db.py"]  # fmt: skip
+    assert q.split("\n") == [
+        "fix(db): escape user input",
+        "Body text.",
+        "[fix]",
+        "Languages: python",
+        "Risk: auth",
+        "Author: first-time",
+        "app/db.py",
+    ]
 
 
 def test_signals_are_capped_as_the_seed_says():
-    s = _signals(pr_body="b" * 500, pr_languages=tuple("abcdefg"), risk_signals=[f"r{i}" for i in range(9)],
-                 file_paths=[f"f{i}.py" for i in range(40)])  # fmt: skip
+    s = _signals(
+        pr_body="b" * 500,
+        pr_languages=tuple("abcdefg"),
+        risk_signals=[f"r{i}" for i in range(9)],
+        file_paths=[f"f{i}.py" for i in range(40)],
+    )
     assert len(s.pr_body) == 200 and len(s.detected_languages) == 5
     assert s.risk_signals == ("r0", "r1", "r2") and len(s.top_file_paths) == 15
     q = retrieval_query(_signals(pr_body="", risk_signals=[f"r{i}" for i in range(9)], file_paths=["a.py"]))
@@ -51,12 +70,21 @@ def test_signals_are_capped_as_the_seed_says():
 
 def test_query_never_exceeds_600_chars_and_spends_them_by_priority():
     long_paths = [f"src/very/deep/package/module_{i:02d}/implementation_file.py" for i in range(15)]
-    q = retrieval_query(_signals(pr_body="x" * 200, risk_signals=["touches auth", "large diff"], file_paths=long_paths,
-                                 author_tier="core"))  # fmt: skip
+    q = retrieval_query(
+        _signals(
+            pr_body="x" * 200, risk_signals=["touches auth", "large diff"], file_paths=long_paths, author_tier="core"
+        )
+    )
     assert len(q) <= 600
     lines = q.split("\n")
-    assert lines[:6] == ["fix(db): escape user input", "x" * 200, "[fix]", "Languages: python",
-                         "Risk: touches auth; large diff", "Author: core"]  # fmt: skip
+    assert lines[:6] == [
+        "fix(db): escape user input",
+        "x" * 200,
+        "[fix]",
+        "Languages: python",
+        "Risk: touches auth; large diff",
+        "Author: core",
+    ]
     assert 0 < len(lines[6:]) < 15 and all(line in long_paths for line in lines[6:])  # whole paths, as many as fit
     title_only = retrieval_query(_signals(pr_title="t" * 900, pr_body="body"))
     assert title_only == "t" * 600  # the title is first: it takes the whole budget when it needs it
@@ -76,8 +104,36 @@ def test_conventional_type_and_pr_languages():
 
 
 def test_language_classification_covers_25_plus_extensions():
-    exts = ["py", "js", "jsx", "mjs", "ts", "tsx", "go", "java", "rs", "c", "h", "cpp", "hpp", "cs", "rb", "php",
-            "kt", "swift", "scala", "sh", "sql", "lua", "pl", "r", "dart", "ex", "hs", "vue"]  # fmt: skip
+    exts = [
+        "py",
+        "js",
+        "jsx",
+        "mjs",
+        "ts",
+        "tsx",
+        "go",
+        "java",
+        "rs",
+        "c",
+        "h",
+        "cpp",
+        "hpp",
+        "cs",
+        "rb",
+        "php",
+        "kt",
+        "swift",
+        "scala",
+        "sh",
+        "sql",
+        "lua",
+        "pl",
+        "r",
+        "dart",
+        "ex",
+        "hs",
+        "vue",
+    ]
     langs = finding_languages(pd.DataFrame({"file_path": [f"src/x.{e}" for e in exts]}))
     assert langs.notna().all() and langs.nunique() >= 20
     assert finding_languages(pd.DataFrame({"file_path": ["docs/a.md", "x.json", "weird.zzz", ""]})).isna().all()
@@ -87,9 +143,17 @@ def test_language_classification_covers_25_plus_extensions():
 
 
 def _candidates(rows: list[tuple[str, float]]) -> pd.DataFrame:
-    return pd.DataFrame({"finding_text": [f"finding on {p}" for p, _ in rows], "severity": "minor", "category": "c",
-                         "file_path": [p for p, _ in rows], "outcome": "accepted", "repo": "o/r",
-                         "distance": [d for _, d in rows]})  # fmt: skip
+    return pd.DataFrame(
+        {
+            "finding_text": [f"finding on {p}" for p, _ in rows],
+            "severity": "minor",
+            "category": "c",
+            "file_path": [p for p, _ in rows],
+            "outcome": "accepted",
+            "repo": "o/r",
+            "distance": [d for _, d in rows],
+        }
+    )
 
 
 def _rerank(rows, langs=("python",), threshold=1.0, config=RerankConfig()):
@@ -124,8 +188,11 @@ def test_the_seeds_distortion_pitfall_mild_factors_keep_the_closer_cross_languag
 
 
 def test_after_rank_fusion_language_only_reorders_neighbouring_ranks():
-    vector = _candidates([("best.go", 0.10), ("second.py", 0.12)] + [(f"n{i}.go", 0.2 + i / 100) for i in range(8)]
-                         + [("tenth.py", 0.35)])  # fmt: skip
+    vector = _candidates(
+        [("best.go", 0.10), ("second.py", 0.12)]
+        + [(f"n{i}.go", 0.2 + i / 100) for i in range(8)]
+        + [("tenth.py", 0.35)]
+    )
     fused = fused_findings__rrf(vector, _lexical([]))
     out = rerank_by_language(fused, finding_languages(fused), ("python",))
     assert list(out["file_path"][:2]) == ["best.go", "second.py"]  # the best candidate keeps its place
@@ -137,9 +204,15 @@ def test_after_rank_fusion_language_only_reorders_neighbouring_ranks():
 
 
 def _lexical(rows: list[tuple[str, float]], start: int = 100) -> pd.DataFrame:
-    return pd.DataFrame({"finding_text": [f"finding on {p}" for p, _ in rows], "file_path": [p for p, _ in rows],
-                         "repo": "o/r", "bm25": [b for _, b in rows]},
-                        index=pd.RangeIndex(start, start + len(rows), name="finding_id"))  # fmt: skip
+    return pd.DataFrame(
+        {
+            "finding_text": [f"finding on {p}" for p, _ in rows],
+            "file_path": [p for p, _ in rows],
+            "repo": "o/r",
+            "bm25": [b for _, b in rows],
+        },
+        index=pd.RangeIndex(start, start + len(rows), name="finding_id"),
+    )
 
 
 def test_fusion_ranks_a_finding_both_sides_found_above_those_one_side_found():
@@ -200,8 +273,15 @@ class _Broken(_Fixed):
 
 
 def _finding(repo: str, text: str = "null check missing", path: str = "a.py") -> dict:
-    return {"finding_text": text, "severity": "major", "category": "correctness", "file_path": path,
-            "outcome": "accepted", "repo": repo, "created_at": "2026-01-01T00:00:00Z"}  # fmt: skip
+    return {
+        "finding_text": text,
+        "severity": "major",
+        "category": "correctness",
+        "file_path": path,
+        "outcome": "accepted",
+        "repo": repo,
+        "created_at": "2026-01-01T00:00:00Z",
+    }
 
 
 def test_repository_isolation_and_owner_sharing(tmp_path):
@@ -209,7 +289,9 @@ def test_repository_isolation_and_owner_sharing(tmp_path):
     rows = [_finding(r) for r in ("acme/a", "acme/b", "other/c")]
     assert add_findings(rows, db, _Fixed()) == 3
     assert add_findings(rows, db, _Fixed()) == 0  # stored once
-    repos = lambda **kw: sorted(f.repo for f in recall_findings("fix null", "", ["x.py"], db_path=db, provider=_Fixed(), **kw).findings)  # noqa: E731
+    repos = lambda **kw: sorted(
+        f.repo for f in recall_findings("fix null", "", ["x.py"], db_path=db, provider=_Fixed(), **kw).findings
+    )  # noqa: E731
     assert repos(repo="acme/a") == ["acme/a"]
     assert repos(repo="acme/a", sharing_enabled=True) == ["acme/a", "acme/b"]  # never another owner's
     assert repos(repo="other/c", sharing_enabled=True) == ["other/c"]
@@ -220,25 +302,43 @@ def test_repository_isolation_and_owner_sharing(tmp_path):
 
 def test_bm25_search_keeps_the_same_isolation(tmp_path):
     db = tmp_path / "findings.db"
-    add_findings([_finding(r, f"Retry loop never backs off in {r}") for r in ("acme/a", "acme/b", "other/c")]
-                 + [_finding("acme/a", "Typo in the changelog", "CHANGES.md")], db, _Fixed())  # fmt: skip
+    add_findings(
+        [_finding(r, f"Retry loop never backs off in {r}") for r in ("acme/a", "acme/b", "other/c")]
+        + [_finding("acme/a", "Typo in the changelog", "CHANGES.md")],
+        db,
+        _Fixed(),
+    )
     with open_store(db) as conn:
         search = lambda repo, share=False: sorted(  # noqa: E731
-            lexical_findings(conn, "the retry loop should back off", repo, 10, share)["repo"])
+            lexical_findings(conn, "the retry loop should back off", repo, 10, share)["repo"]
+        )
         assert search("acme/a") == ["acme/a"]  # the changelog typo matches no query term
         assert search("acme/a", True) == ["acme/a", "acme/b"]
         assert search("other/c", True) == ["other/c"] and search("nobody/x", True) == []
         assert search(None) == ["acme/a", "acme/b", "other/c"]  # no repository: the whole store
         assert lexical_findings(conn, "the and of", "acme/a", 10).empty  # stop words only: no terms, no hits
-    bm25_only = lambda **kw: sorted(f.repo for f in recall_findings(  # noqa: E731
-        "retry backoff", db_path=db, no_provider=True, **kw).findings)
-    assert bm25_only(repo="acme/b") == ["acme/b"] and bm25_only(repo="acme/b", sharing_enabled=True) == ["acme/a", "acme/b"]
+    bm25_only = lambda **kw: sorted(
+        f.repo
+        for f in recall_findings(  # noqa: E731
+            "retry backoff", db_path=db, no_provider=True, **kw
+        ).findings
+    )
+    assert bm25_only(repo="acme/b") == ["acme/b"] and bm25_only(repo="acme/b", sharing_enabled=True) == [
+        "acme/a",
+        "acme/b",
+    ]
 
 
 def test_a_store_written_before_fts_gets_it_filled_on_open(tmp_path):
     db = tmp_path / "findings.db"
-    add_findings([_finding("acme/a", "Cursor is never closed on the error path", "app/db.py"),
-                  _finding("acme/a", "Cache key ignores the tenant", "app/cache.py")], db, _Fixed())  # fmt: skip
+    add_findings(
+        [
+            _finding("acme/a", "Cursor is never closed on the error path", "app/db.py"),
+            _finding("acme/a", "Cache key ignores the tenant", "app/cache.py"),
+        ],
+        db,
+        _Fixed(),
+    )
     with open_store(db) as conn:  # turn it into a schema-1 store: no FTS table, user_version 1
         conn.execute("DROP TABLE findings_fts; PRAGMA user_version = 1")
     for _ in range(2):  # the first open migrates, the second finds it done (nothing indexed twice)
@@ -283,7 +383,9 @@ def test_fail_open_damaged_store(tmp_path):
     damaged.write_bytes(b"garbage" * 200)
     result = recall_findings("fix null", db_path=damaged, repo="acme/a", provider=_Fixed())
     assert result.findings == () and result.warnings and result.section == ""
-    assert recall_findings("fix null", db_path=db, repo="acme/a", provider=_Fixed()).findings  # and it works when it can
+    assert recall_findings(
+        "fix null", db_path=db, repo="acme/a", provider=_Fixed()
+    ).findings  # and it works when it can
 
 
 # --- the real model -------------------------------------------------------------------------------------------
@@ -292,15 +394,23 @@ def test_fail_open_damaged_store(tmp_path):
 def test_real_model_ranks_the_relevant_finding_first(tmp_path):
     db = tmp_path / "findings.db"
     rows = [
-        _finding("acme/shop", "SQL injection: the query is built by concatenating user input; use parameters", "app/db.py"),
+        _finding(
+            "acme/shop", "SQL injection: the query is built by concatenating user input; use parameters", "app/db.py"
+        ),
         _finding("acme/shop", "Typo in the German translation of the checkout button label", "locale/de.po"),
         _finding("acme/shop", "Image thumbnails are regenerated on every page load; cache them", "app/images.py"),
     ]
     provider = StaticModelProvider()
     add_findings(rows, db, provider)
-    result = recall_findings("Escape user-supplied values in the search SQL query", "Build the WHERE clause with bound "
-                             "parameters", ["app/search.py"], repo="acme/shop", db_path=db, provider=provider,
-                             distance_threshold=2.0)  # fmt: skip
+    result = recall_findings(
+        "Escape user-supplied values in the search SQL query",
+        "Build the WHERE clause with bound parameters",
+        ["app/search.py"],
+        repo="acme/shop",
+        db_path=db,
+        provider=provider,
+        distance_threshold=2.0,
+    )
     assert result.findings[0].finding_text.startswith("SQL injection")
     texts = [f.finding_text for f in result.findings]
     assert texts.index(rows[0]["finding_text"]) < texts.index(rows[1]["finding_text"])
@@ -312,10 +422,13 @@ def test_real_model_ranks_the_relevant_finding_first(tmp_path):
 
 def test_cli_import_reports_bad_lines_by_number_and_keeps_good_ones(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("CRA_HOME", str(tmp_path / "home"))
-    lines = [json.dumps(_finding("acme/shop", "Nil pointer dereference when the config is missing", "cmd/main.go")),
-             "{not json", json.dumps({**_finding("acme/shop"), "repo": "no-owner"}),
-             json.dumps({**_finding("acme/shop"), "severity": ""}),
-             json.dumps(_finding("acme/shop", "SQL injection through string concatenation", "app/db.py"))]  # fmt: skip
+    lines = [
+        json.dumps(_finding("acme/shop", "Nil pointer dereference when the config is missing", "cmd/main.go")),
+        "{not json",
+        json.dumps({**_finding("acme/shop"), "repo": "no-owner"}),
+        json.dumps({**_finding("acme/shop"), "severity": ""}),
+        json.dumps(_finding("acme/shop", "SQL injection through string concatenation", "app/db.py")),
+    ]
     source = tmp_path / "findings.jsonl"
     source.write_text("\n".join(lines) + "\n")
     assert main(["findings", "import", str(source)]) == 0
@@ -324,24 +437,65 @@ def test_cli_import_reports_bad_lines_by_number_and_keeps_good_ones(tmp_path, ca
     assert f"{source}:2:" in err and f"{source}:3:" in err and f"{source}:4:" in err and ":1:" not in err
     assert (tmp_path / "home" / "findings.db").exists()
 
-    assert main(["findings", "query", "--title", "fix: use bound parameters in SQL", "--files", "app/db.py,app/x.py",
-                 "--repo", "acme/shop", "--max-distance", "2", "--json"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "findings",
+                "query",
+                "--title",
+                "fix: use bound parameters in SQL",
+                "--files",
+                "app/db.py,app/x.py",
+                "--repo",
+                "acme/shop",
+                "--max-distance",
+                "2",
+                "--json",
+            ]
+        )
+        == 0
+    )
     payload = json.loads(capsys.readouterr().out)
     assert set(payload) == {"query", "findings"} and payload["query"].startswith("fix: use bound parameters in SQL")
     assert len(payload["findings"]) == 2
-    assert set(payload["findings"][0]) == {"finding_text", "severity", "category", "file_path", "outcome", "repo",
-                                           "distance", "bm25", "adjusted_distance", "language_match"}  # fmt: skip
+    assert set(payload["findings"][0]) == {
+        "finding_text",
+        "severity",
+        "category",
+        "file_path",
+        "outcome",
+        "repo",
+        "distance",
+        "bm25",
+        "adjusted_distance",
+        "language_match",
+    }
     assert payload["findings"][0]["finding_text"].startswith("SQL injection")
     adjusted = [f["adjusted_distance"] for f in payload["findings"]]
     assert adjusted == sorted(adjusted)
 
-    assert main(["findings", "query", "--title", "fix: use bound parameters in SQL", "--repo", "acme/shop",
-                 "--max-distance", "2"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "findings",
+                "query",
+                "--title",
+                "fix: use bound parameters in SQL",
+                "--repo",
+                "acme/shop",
+                "--max-distance",
+                "2",
+            ]
+        )
+        == 0
+    )
     assert "## Similar Prior Findings" in capsys.readouterr().out
     assert main(["findings", "query", "--title", "x", "--repo", "bad"]) == 2
     assert main(["findings", "import", str(tmp_path / "missing.jsonl")]) == 2
 
-    monkeypatch.setattr("drivers.review.default_provider", lambda: (None, ["no embedding provider (model missing)"]))
+    monkeypatch.setattr(
+        "cra.drivers.findings.review.default_provider", lambda: (None, ["no embedding provider (model missing)"])
+    )
     assert main(["findings", "query", "--title", "fix: SQL injection", "--repo", "acme/shop", "--json"]) == 0
     out, err = capsys.readouterr()
     [only] = json.loads(out)["findings"]  # BM25 alone: the one finding that shares a term, without a distance
@@ -356,11 +510,25 @@ def test_concurrent_importers_lose_nothing(tmp_path):
     db, procs = tmp_path / "findings.db", []
     for p in range(4):
         source = tmp_path / f"part{p}.jsonl"
-        source.write_text("".join(json.dumps(_finding(f"acme/r{p % 2}", f"finding {p}-{i} about retries", f"m{i}.py")) + "\n"
-                                  for i in range(40)))  # fmt: skip
-        procs.append(subprocess.Popen([sys.executable, "-c", "import sys; from drivers.cli import main; "
-                                       f"sys.exit(main(['findings', 'import', {str(source)!r}, '--db', {str(db)!r}]))"],
-                                      cwd=Path(__file__).resolve().parent.parent, stdout=subprocess.PIPE, text=True))  # fmt: skip
+        source.write_text(
+            "".join(
+                json.dumps(_finding(f"acme/r{p % 2}", f"finding {p}-{i} about retries", f"m{i}.py")) + "\n"
+                for i in range(40)
+            )
+        )
+        procs.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-c",
+                    "import sys; from cra.drivers.cli.main import main; "
+                    f"sys.exit(main(['findings', 'import', {str(source)!r}, '--db', {str(db)!r}]))",
+                ],
+                cwd=Path(__file__).resolve().parent.parent,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+        )
     outputs = [proc.communicate(timeout=120)[0] for proc in procs]
     assert [proc.returncode for proc in procs] == [0, 0, 0, 0], outputs
     with open_store(db) as conn:
@@ -371,7 +539,7 @@ def test_concurrent_importers_lose_nothing(tmp_path):
 
 
 def test_an_import_file_with_no_finding_is_an_error(tmp_path, capsys):
-    from drivers.cli import main
+    from cra.drivers.cli.main import main
 
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"text": "x", "repository": "a/b"}\nnot json\n')

@@ -18,12 +18,16 @@ import pytest
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
-from drivers.cli import main
+from cra.drivers.cli.main import main
 from tests.contract import assert_json_contract
 from tests.fixture_repo import FILES, make_repo
 
-PROPERTY = settings(max_examples=60, deadline=None, database=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+PROPERTY = settings(
+    max_examples=60,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 @pytest.fixture(scope="module")
@@ -78,9 +82,20 @@ FIXTURE_PATHS = [p for p in FILES if p.endswith((".py", ".ts", ".go"))]
 def python_tracebacks(draw) -> str:
     """A Python stack trace through fixture files, library files and made-up ones."""
     name = st.text(st.sampled_from(string.ascii_letters + "_"), min_size=1, max_size=12)
-    frames = draw(st.lists(st.tuples(
-        st.sampled_from(FIXTURE_PATHS + ["/usr/lib/python3.11/json/decoder.py", "<frozen importlib._bootstrap>", "<string>"]),
-        st.integers(0, 10**9), name, st.text(max_size=40)), min_size=1, max_size=6))
+    frames = draw(
+        st.lists(
+            st.tuples(
+                st.sampled_from(
+                    FIXTURE_PATHS + ["/usr/lib/python3.11/json/decoder.py", "<frozen importlib._bootstrap>", "<string>"]
+                ),
+                st.integers(0, 10**9),
+                name,
+                st.text(max_size=40),
+            ),
+            min_size=1,
+            max_size=6,
+        )
+    )
     lines = ["Traceback (most recent call last):"]
     for path, line, function, code in frames:
         lines += [f'  File "{path}", line {line}, in {function}', f"    {code}"]
@@ -94,10 +109,15 @@ FRAGMENTS = st.one_of(
     st.text(st.sampled_from(string.punctuation), min_size=1),
     st.text(st.sampled_from(" \t\n\r\x0b\x0c\x85\u00a0\u2028\u2029\u3000"), min_size=1),
     st.text(st.characters(min_codepoint=0x1F300, max_codepoint=0x1FAFF) | st.sampled_from("\u200d\ufe0f"), min_size=1),
-    st.text(st.characters(min_codepoint=0x0590, max_codepoint=0x06FF) | st.sampled_from("\u200f\u202b\u202e\u2067"), min_size=1),
+    st.text(
+        st.characters(min_codepoint=0x0590, max_codepoint=0x06FF) | st.sampled_from("\u200f\u202b\u202e\u2067"),
+        min_size=1,
+    ),
     st.text(st.characters(categories=["Cs"]), min_size=1),  # lone surrogates: how argv bytes that are not UTF-8 arrive
     python_tracebacks(),
-    st.sampled_from(["validate_login", "app/auth/handler.py", "LoginForm", "Invoice.total_amount", "def", "import", "-"]),
+    st.sampled_from(
+        ["validate_login", "app/auth/handler.py", "LoginForm", "Invoice.total_amount", "def", "import", "-"]
+    ),
 )
 TASK_TEXTS = st.lists(FRAGMENTS, min_size=1, max_size=4).map(" ".join)
 
@@ -191,12 +211,27 @@ PATCH = """--- a/app/billing/invoice.py
 +        return round(sum(price for _, price in self.items), 2)
 """
 VALID_CASES = [
-    {"id": "login", "task": "fix validate_login for LDAP users", "expected_files": ["app/auth/handler.py"],
-     "expected_symbols": ["validate_login"]},
-    {"instance_id": "demo__app-1", "repo": "demo/app", "base_commit": "0" * 40, "problem_statement": "Invoice total",
-     "gold_files": ["app/billing/invoice.py"], "gold_functions": ["app/billing/invoice.py::Invoice.total_amount"]},
-    {"instance_id": "demo__app-2", "repo": "demo/app", "base_commit": "0" * 40, "problem_statement": "round invoices",
-     "patch": PATCH},
+    {
+        "id": "login",
+        "task": "fix validate_login for LDAP users",
+        "expected_files": ["app/auth/handler.py"],
+        "expected_symbols": ["validate_login"],
+    },
+    {
+        "instance_id": "demo__app-1",
+        "repo": "demo/app",
+        "base_commit": "0" * 40,
+        "problem_statement": "Invoice total",
+        "gold_files": ["app/billing/invoice.py"],
+        "gold_functions": ["app/billing/invoice.py::Invoice.total_amount"],
+    },
+    {
+        "instance_id": "demo__app-2",
+        "repo": "demo/app",
+        "base_commit": "0" * 40,
+        "problem_statement": "round invoices",
+        "patch": PATCH,
+    },
 ]
 OPTIONAL_FIELDS = ["id", "repo_path", "expected_symbols", "gold_functions", "repo", "base_commit"]
 
@@ -207,31 +242,40 @@ def damaged_cases(draw) -> dict:
     case = dict(draw(st.sampled_from(VALID_CASES)))
     for field in draw(st.sets(st.sampled_from(sorted(case)), max_size=1)):
         del case[field]
-    case.update(draw(st.dictionaries(st.sampled_from(sorted(case) + OPTIONAL_FIELDS), JSON_VALUES, min_size=1, max_size=2)))
+    case.update(
+        draw(st.dictionaries(st.sampled_from(sorted(case) + OPTIONAL_FIELDS), JSON_VALUES, min_size=1, max_size=2))
+    )
     return case
 
 
 def layouts(records: list) -> st.SearchStrategy[str]:
-    return st.sampled_from([
-        json.dumps(records, indent=2),
-        "\n".join(json.dumps(r) for r in records),
-        "\n".join(json.dumps(r, indent=4) for r in records),
-    ])
+    return st.sampled_from(
+        [
+            json.dumps(records, indent=2),
+            "\n".join(json.dumps(r) for r in records),
+            "\n".join(json.dumps(r, indent=4) for r in records),
+        ]
+    )
 
 
 ODD_SEED_CASES = st.fixed_dictionaries(  # well-formed cases with odd contents: they reach retrieval and scoring
     {"task": TASK_TEXTS, "expected_files": st.lists(st.sampled_from(FIXTURE_PATHS) | st.text(max_size=30), max_size=3)},
-    optional={"id": st.text(max_size=3) | st.integers(0, 3) | st.floats(),
-              "expected_symbols": st.none() | st.lists(st.text(max_size=20), max_size=3),
-              "repo_path": st.none() | st.sampled_from([".", "", "/no/such/dir"])},
+    optional={
+        "id": st.text(max_size=3) | st.integers(0, 3) | st.floats(),
+        "expected_symbols": st.none() | st.lists(st.text(max_size=20), max_size=3),
+        "repo_path": st.none() | st.sampled_from([".", "", "/no/such/dir"]),
+    },
 )
 CASE_FILES = st.one_of(
     st.binary(max_size=300),
     JSON_VALUES.map(lambda v: json.dumps(v).encode()),
     st.lists(st.sampled_from(VALID_CASES) | damaged_cases() | JSON_VALUES, min_size=1, max_size=3)
-    .flatmap(layouts).map(str.encode),
+    .flatmap(layouts)
+    .map(str.encode),
     st.lists(damaged_cases(), min_size=1, max_size=2).flatmap(layouts).map(str.encode),
-    st.lists(ODD_SEED_CASES, min_size=1, max_size=3).flatmap(layouts).map(lambda text: text.encode("utf-8", "surrogatepass")),
+    st.lists(ODD_SEED_CASES, min_size=1, max_size=3)
+    .flatmap(layouts)
+    .map(lambda text: text.encode("utf-8", "surrogatepass")),
 )
 CASE_ERROR = re.compile(r"^\[\d+/\d+\] .*?: error \((\w+):", re.MULTILINE)
 
@@ -241,12 +285,16 @@ CASE_ERROR = re.compile(r"^\[\d+/\d+\] .*?: error \((\w+):", re.MULTILINE)
 @example(content=b'{"task": "fix login", "expected_files": 5}')  # wrong types once crashed the normaliser
 @example(content=b'{"task": ["fix", "login"], "expected_files": ["app/auth/handler.py"], "id": {"a": 1}}')
 @example(content=b"[" * 100_000)  # nesting deeper than the JSON decoder's recursion
-@example(content=b'[{"task": "x", "expected_files": [], "id": ' + b"1" * 5000 + b"}]")  # int beyond Python's digit limit
+@example(
+    content=b'[{"task": "x", "expected_files": [], "id": ' + b"1" * 5000 + b"}]"
+)  # int beyond Python's digit limit
 @example(content=b"\xff\xfe{\x00")
 def test_any_case_file_gives_a_summary_or_one_line_error(repo, scratch, content):
     cases = scratch / "cases.json"
     cases.write_bytes(content)
-    code, out, err = run_cli(["evaluate", "--cases", str(cases), "--repo", str(repo), "--workers", "1", "--budget", "4000"])
+    code, out, err = run_cli(
+        ["evaluate", "--cases", str(cases), "--repo", str(repo), "--workers", "1", "--budget", "4000"]
+    )
     event(f"exit {code}")
     assert "Traceback" not in err and "internal error" not in err, err[-2000:]  # main turns a crash into exit 1
     assert code in (0, 1, 2), (code, err[-2000:])

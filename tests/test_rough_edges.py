@@ -7,7 +7,7 @@ from importlib.metadata import version
 
 import pytest
 
-from drivers.cli import build_parser, main
+from cra.drivers.cli.main import build_parser, main
 
 
 def _run(capsys, *argv) -> tuple[int, str, str]:
@@ -26,8 +26,12 @@ def _help(capsys, *argv) -> str:
 
 
 def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
-    return {name: sub for action in parser._actions if isinstance(action, argparse._SubParsersAction)
-            for name, sub in action.choices.items()}  # fmt: skip
+    return {
+        name: sub
+        for action in parser._actions
+        if isinstance(action, argparse._SubParsersAction)
+        for name, sub in action.choices.items()
+    }
 
 
 def _every_command() -> list[tuple[str, ...]]:
@@ -75,8 +79,13 @@ def test_help_texts_speak_the_users_words(capsys):
 def test_help_shows_the_real_default_under_cra_home(tmp_path, capsys, monkeypatch):
     home = tmp_path / "elsewhere"
     monkeypatch.setenv("CRA_HOME", str(home))
-    for argv, name in [(("retrieve",), "memory"), (("memory", "add"), "memory"), (("diagnose",), "memory"),
-                       (("report",), "escalations.db"), (("findings", "add"), "findings.db")]:  # fmt: skip
+    for argv, name in [
+        (("retrieve",), "memory"),
+        (("memory", "add"), "memory"),
+        (("diagnose",), "memory"),
+        (("report",), "escalations.db"),
+        (("findings", "add"), "findings.db"),
+    ]:
         text = "".join(_help(capsys, *argv).split())  # argparse wraps long paths
         assert str(home / name) in text, (argv, text)
         assert "~/.cra" not in text
@@ -84,12 +93,24 @@ def test_help_shows_the_real_default_under_cra_home(tmp_path, capsys, monkeypatc
 
 def test_findings_import_defaults_what_add_defaults_and_severity_is_a_fixed_set(tmp_path, capsys):
     db = tmp_path / "findings.db"
-    code, _, err = _run(capsys, "findings", "add", "Unchecked error from os.Open", "--repo", "acme/shop", "--severity",
-                        "banana", "--db", db)  # fmt: skip
+    code, _, err = _run(
+        capsys,
+        "findings",
+        "add",
+        "Unchecked error from os.Open",
+        "--repo",
+        "acme/shop",
+        "--severity",
+        "banana",
+        "--db",
+        db,
+    )
     assert code == 2 and "banana" in err and "critical, major, minor, nit" in err
     source = tmp_path / "findings.jsonl"
-    source.write_text('{"finding_text": "Nil map write in the cache", "repo": "acme/shop"}\n'
-                      '{"finding_text": "Leaked file handle", "repo": "acme/shop", "severity": "banana"}\n')
+    source.write_text(
+        '{"finding_text": "Nil map write in the cache", "repo": "acme/shop"}\n'
+        '{"finding_text": "Leaked file handle", "repo": "acme/shop", "severity": "banana"}\n'
+    )
     code, out, err = _run(capsys, "findings", "import", source, "--db", db)
     assert code == 0 and "imported 1 findings" in out and "rejected 1 lines" in out
     assert f"{source}:2: severity 'banana' is not one of critical, major, minor, nit" in err
@@ -102,16 +123,30 @@ def test_memory_import_numbers_entries_from_one_and_categories_have_one_spelling
 
     store, source = tmp_path / "memory", tmp_path / "old"
     (source / "projects" / "shop").mkdir(parents=True)
-    (source / "projects" / "shop" / "decisions.json").write_text(json.dumps({"decisions": [
-        {"content": "Money is stored in cents", "timestamp": "2026-01-01T00:00:00"},
-        {"timestamp": "2026-01-01T00:00:00"}]}))  # fmt: skip
+    (source / "projects" / "shop" / "decisions.json").write_text(
+        json.dumps(
+            {
+                "decisions": [
+                    {"content": "Money is stored in cents", "timestamp": "2026-01-01T00:00:00"},
+                    {"timestamp": "2026-01-01T00:00:00"},
+                ]
+            }
+        )
+    )
     code, out, _ = _run(capsys, "memory", "import", source, "--memory-dir", store)
     assert code == 0 and "decisions.json entry 2 of 2: no content" in out
     d = ("--memory-dir", store)
-    assert _run(capsys, "memory", "add", "Orders are immutable", "--scope", "project:shop", "--category", "decision", *d)[0] == 0
+    assert (
+        _run(capsys, "memory", "add", "Orders are immutable", "--scope", "project:shop", "--category", "decision", *d)[
+            0
+        ]
+        == 0
+    )
     assert _run(capsys, "memory", "add", "Prices come from the catalogue", "--scope", "project:shop", *d)[0] == 0
     written_by_older_cra = json.loads((store / "projects" / "shop" / "decisions.json").read_text())
-    written_by_older_cra["decisions"].append({"content": "No floats", "timestamp": "2026-01-02T00:00:00", "category": "decision"})
+    written_by_older_cra["decisions"].append(
+        {"content": "No floats", "timestamp": "2026-01-02T00:00:00", "category": "decision"}
+    )
     (store / "projects" / "shop" / "decisions.json").write_text(json.dumps(written_by_older_cra))
     code, out, _ = _run(capsys, "memory", "list", "--json", *d)
     assert {m["category"] for m in json.loads(out)} == {"decisions"} and len(json.loads(out)) == 4
@@ -129,9 +164,13 @@ def _small_repo(root, files: dict[str, str]):
 
 def test_a_file_name_with_a_newline_stays_on_its_heading_line(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("CRA_CACHE", str(tmp_path / "cache"))
-    repo = _small_repo(tmp_path / "repo", {
-        "con\nfig.py": "import settings\n\ndef parse_config(text):\n    return dict(l.split('=') for l in text.splitlines())\n",
-        "settings.py": "def load_settings():\n    return {}\n"})  # fmt: skip
+    repo = _small_repo(
+        tmp_path / "repo",
+        {
+            "con\nfig.py": "import settings\n\ndef parse_config(text):\n    return dict(l.split('=') for l in text.splitlines())\n",
+            "settings.py": "def load_settings():\n    return {}\n",
+        },
+    )
     assert _run(capsys, "index", repo)[0] == 0
     code, out, _ = _run(capsys, "retrieve", "fix parse_config and load_settings", "--repo", repo)
     assert code == 0
@@ -163,7 +202,9 @@ def test_file_hints_that_match_nothing_are_one_warning(tmp_path, capsys):
     code, _, err = _run(capsys, "retrieve", f"load_settings breaks {' '.join(missing)}", "--repo", repo)
     assert code == 0
     hint_lines = [line for line in err.splitlines() if "file hint" in line]
-    assert hint_lines == [f"warning: 8 file hints match no indexed file: {', '.join(repr(m) for m in missing[:5])} and 3 more"]
+    assert hint_lines == [
+        f"warning: 8 file hints match no indexed file: {', '.join(repr(m) for m in missing[:5])} and 3 more"
+    ]
 
 
 def test_make_setup_says_what_it_installs_before_pip_runs():
@@ -171,7 +212,9 @@ def test_make_setup_says_what_it_installs_before_pip_runs():
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
-    plan = subprocess.run(["make", "-n", "-B", ".venv/.installed"], cwd=root, capture_output=True, text=True, check=True).stdout
+    plan = subprocess.run(
+        ["make", "-n", "-B", ".venv/.installed"], cwd=root, capture_output=True, text=True, check=True
+    ).stdout
     lines = plan.splitlines()
     install = next(i for i, line in enumerate(lines) if "pip install" in line and "-e" in line)
     assert any(line.startswith("echo") and "installing" in line for line in lines[:install])
@@ -186,7 +229,12 @@ def test_the_cl100k_cache_goes_where_cra_cache_says(tmp_path):
     from pathlib import Path
 
     repo = _small_repo(tmp_path / "repo", {"settings.py": "def load_settings():\n    return {}\n"})
-    env = {**os.environ, "HOME": str(tmp_path / "home"), "CRA_CACHE": str(tmp_path / "cache"), "CRA_HOME": str(tmp_path / "cra")}
+    env = {
+        **os.environ,
+        "HOME": str(tmp_path / "home"),
+        "CRA_CACHE": str(tmp_path / "cache"),
+        "CRA_HOME": str(tmp_path / "cra"),
+    }
     cra = Path(sys.executable).with_name("cra")
     subprocess.run([str(cra), "index", str(repo)], env=env, capture_output=True, check=True)  # counts tokens
     assert list((tmp_path / "cache").glob("bpe-*.marshal"))

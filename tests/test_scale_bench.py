@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from drivers.indexer import index_repository
-from drivers.scale_bench import LANGUAGES, generated_tree, growth_exponent
+from cra.drivers.bench.scale import LANGUAGES, generated_tree, growth_exponent
+from cra.drivers.index.indexer import index_repository
 
 
 def test_generated_tree_is_deterministic_and_every_module_parses_with_symbols(tmp_path):

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-
 import pandas as pd
 import pytest
-
 from hamilton import driver
 
-from dataflows.index.schema import TABLES
-from dataflows.lexical import Bm25Index
-from dataflows.retrieval import combination, issue_templates, scope, signals, task_analysis, word_tables
+from cra.dataflows.index.schema import TABLES
+from cra.dataflows.lexical import Bm25Index
+from cra.dataflows.retrieval import combination, issue_templates, scope, signals, task_analysis, word_tables
+from cra.dataflows.retrieval.combination import DEFAULT_WEIGHTS, SIGNALS
+from cra.dataflows.retrieval.models import TaskQuery
+from cra.dataflows.text import term_counts
 from tests.retrieval_dag import run_node
-from dataflows.retrieval.combination import DEFAULT_WEIGHTS, SIGNALS
-from dataflows.retrieval.models import TaskQuery
-from dataflows.text import term_counts
 
 
 def kb_files(*paths: str) -> pd.DataFrame:
@@ -32,8 +30,10 @@ def kb_files(*paths: str) -> pd.DataFrame:
 
 def kb_edges(*pairs: tuple[int, int]) -> pd.DataFrame:
     """An edges table from (src, dst) import pairs."""
-    return pd.DataFrame({"src_file_id": [a for a, _ in pairs], "dst_file_id": [b for _, b in pairs],
-                         "kind": ["import"] * len(pairs)}, columns=list(TABLES["edges"]))
+    return pd.DataFrame(
+        {"src_file_id": [a for a, _ in pairs], "dst_file_id": [b for _, b in pairs], "kind": ["import"] * len(pairs)},
+        columns=list(TABLES["edges"]),
+    )
 
 
 def kb_cochange(*rows: tuple[int, int, int]) -> pd.DataFrame:
@@ -102,7 +102,9 @@ def test_summed_matrix_gives_seeds_a_total_of_one_and_sorts_by_total():
     frame = pd.DataFrame({s: [0.2, 0.9, 0.0] for s in SIGNALS}, index=pd.Index([0, 1, 2], name="file_id"))
     w = pd.Series(1 / len(SIGNALS), index=list(SIGNALS))
     prior = pd.Series(1.0, index=[0, 1, 2])
-    m = combination.summed_matrix(files, frame, w, pd.Series({2: "file hint 'c.py'"}), prior, combination.file_roles(files))
+    m = combination.summed_matrix(
+        files, frame, w, pd.Series({2: "file hint 'c.py'"}), prior, combination.file_roles(files)
+    )
     assert list(m.index) == [2, 1, 0]
     assert m.loc[2, "total"] == 1.0 and m.loc[1, "total"] == pytest.approx(0.9) and bool(m.loc[2, "seed"])
     assert list(m.columns) == ["path", *SIGNALS, "prior", "score", "total", "seed"]
@@ -117,7 +119,9 @@ def test_role_priors_demote_tests_and_docs_and_order_seeds_by_score():
     assert prior.tolist() == [1.0, 0.5, 0.25, 1.0]
     frame = pd.DataFrame({s: [0.4, 0.6, 0.9, 0.7] for s in SIGNALS}, index=pd.Index([0, 1, 2, 3], name="file_id"))
     w = pd.Series(1 / len(SIGNALS), index=list(SIGNALS))
-    m = combination.summed_matrix(files, frame, w, pd.Series({0: "hint", 3: "hint"}), prior, combination.file_roles(files))
+    m = combination.summed_matrix(
+        files, frame, w, pd.Series({0: "hint", 3: "hint"}), prior, combination.file_roles(files)
+    )
     assert list(m.index) == [3, 0, 1, 2]  # seeds first (better-scoring seed first), then tests 0.3 > docs 0.225
     assert m.loc[1, "score"] == pytest.approx(0.3) and m.loc[2, "score"] == pytest.approx(0.225)
 
@@ -149,21 +153,38 @@ def test_scope_never_scores_files_without_a_task_signal():
 def test_scope_adds_import_neighbours_of_seeds_but_not_test_files():
     files = kb_files("src/seed.py", "src/dep.py", "src/user.py", "tests/test_seed.py", "src/far.py")
     edges = kb_edges((0, 1), (2, 0), (3, 0), (1, 4))
-    s = scope_of(matrix({i: 0.0 for i in range(5)}, seeds=(0,)), kb_files=files, kb_edges=edges, kb_cochange=kb_cochange(), scope_size=1)
+    s = scope_of(
+        matrix({i: 0.0 for i in range(5)}, seeds=(0,)),
+        kb_files=files,
+        kb_edges=edges,
+        kb_cochange=kb_cochange(),
+        scope_size=1,
+    )
     assert s["added_by"].to_dict() == {0: "seed", 1: "deps", 2: "deps"}
 
 
 def test_scope_keeps_a_test_file_that_scores_on_its_own():
     files = kb_files("src/seed.py", "tests/test_seed.py")
-    s = scope_of(matrix({0: 0.0, 1: 0.4}, seeds=(0,)), kb_files=files, kb_edges=kb_edges((1, 0)),
-                 kb_cochange=kb_cochange(), scope_size=5)
+    s = scope_of(
+        matrix({0: 0.0, 1: 0.4}, seeds=(0,)),
+        kb_files=files,
+        kb_edges=kb_edges((1, 0)),
+        kb_cochange=kb_cochange(),
+        scope_size=5,
+    )
     assert s.loc[1, "added_by"] == "score" and bool(s.loc[1, "is_test"])
 
 
 def test_scope_adds_strong_cochange_partners_of_seeds():
     files = kb_files("seed.py", "often.py", "rarely.py", "other.py")
     cochange = kb_cochange((0, 1, 3), (0, 2, 2), (2, 3, 9))
-    s = scope_of(matrix({i: 0.0 for i in range(4)}, seeds=(0,)), kb_files=files, kb_edges=kb_edges(), kb_cochange=cochange, scope_size=1)
+    s = scope_of(
+        matrix({i: 0.0 for i in range(4)}, seeds=(0,)),
+        kb_files=files,
+        kb_edges=kb_edges(),
+        kb_cochange=cochange,
+        scope_size=1,
+    )
     assert s["added_by"].to_dict() == {0: "seed", 1: "cochange"}
 
 
@@ -182,29 +203,55 @@ def test_scope_falls_back_to_the_most_central_files_with_a_warning():
 def test_scope_warnings_name_unmatched_file_hints_and_carry_index_and_analysis_warnings():
     files = kb_files("a.py")
     q = TaskQuery("fix b.py", "bug_fix", file_hints=("b.py",))
-    warnings = scope.scope_warnings(matrix({0: 0.5}), files, q, ["LLM assist failed"], ["12 of 40 go files tracked ..."])
-    assert warnings == ["12 of 40 go files tracked ...", "LLM assist failed", "file hint 'b.py' matches no indexed file"]
+    warnings = scope.scope_warnings(
+        matrix({0: 0.5}), files, q, ["LLM assist failed"], ["12 of 40 go files tracked ..."]
+    )
+    assert warnings == [
+        "12 of 40 go files tracked ...",
+        "LLM assist failed",
+        "file hint 'b.py' matches no indexed file",
+    ]
 
 
 def test_stage_one_dataflow_end_to_end():
     files = kb_files("src/auth/handler.py", "src/auth/types.py", "tests/test_handler.py", "README.md", "src/db.py")
-    texts = ["def validate_login(request): ...", "class LoginRequest: ...",
-             "def test_validate_login(): assert validate_login(x)", "project readme", "def connect(): ..."]
+    texts = [
+        "def validate_login(request): ...",
+        "class LoginRequest: ...",
+        "def test_validate_login(): assert validate_login(x)",
+        "project readme",
+        "def connect(): ...",
+    ]
     rows = [(i, t, c) for i, text in enumerate(texts) for t, c in term_counts(text).items()]
-    symbols = pd.DataFrame({"symbol_id": range(4), "file_id": [0, 1, 2, 4],
-                            "name": ["validate_login", "LoginRequest", "test_validate_login", "connect"],
-                            "qualified_name": ["validate_login", "LoginRequest", "test_validate_login", "connect"]})
+    symbols = pd.DataFrame(
+        {
+            "symbol_id": range(4),
+            "file_id": [0, 1, 2, 4],
+            "name": ["validate_login", "LoginRequest", "test_validate_login", "connect"],
+            "qualified_name": ["validate_login", "LoginRequest", "test_validate_login", "connect"],
+        }
+    )
     inputs = {
-        "task_text": "Fix the login validation bug in handler.py", "kb_files": files, "kb_symbols": symbols,
-        "kb_edges": kb_edges((0, 1), (2, 0)), "kb_cochange": kb_cochange((0, 4, 3)),
+        "task_text": "Fix the login validation bug in handler.py",
+        "kb_files": files,
+        "kb_symbols": symbols,
+        "kb_edges": kb_edges((0, 1), (2, 0)),
+        "kb_cochange": kb_cochange((0, 4, 3)),
         "kb_commits": pd.DataFrame(columns=list(TABLES["commits"])),
         "file_lexicon": Bm25Index.from_terms(pd.DataFrame(rows, columns=["file_id", "term", "tf"]), "file_id"),
-        "symbol_lexicon": Bm25Index.from_terms(pd.DataFrame(
-            [(i, t, c) for i, name in enumerate(symbols["name"]) for t, c in term_counts(name).items()],
-            columns=["symbol_id", "term", "tf"]), "symbol_id"),
+        "symbol_lexicon": Bm25Index.from_terms(
+            pd.DataFrame(
+                [(i, t, c) for i, name in enumerate(symbols["name"]) for t, c in term_counts(name).items()],
+                columns=["symbol_id", "term", "tf"],
+            ),
+            "symbol_id",
+        ),
         "kb_commit_files": pd.DataFrame(columns=list(TABLES["commit_files"])),
         "commit_lexicon": Bm25Index.from_terms(pd.DataFrame(columns=["commit", "term", "tf"]), "commit"),
-        "scope_size": 2, "weights_override": None, "weight_profile": None, "kb_warnings": [],
+        "scope_size": 2,
+        "weights_override": None,
+        "weight_profile": None,
+        "kb_warnings": [],
         "kb_contents": pd.DataFrame({"file_id": range(len(texts)), "text": texts}),
     }
     dr = driver.Builder().with_modules(word_tables, issue_templates, task_analysis, signals, combination, scope).build()
@@ -217,11 +264,22 @@ def test_stage_one_dataflow_end_to_end():
 
 
 def test_code_under_examples_docs_or_vendored_dirs_gets_the_non_source_prior():
-    paths = ("src/a.py", "examples/demo.py", "include/lib/fmt/bundled/os.h", "docs/conf.py", "src/vendor/x.js",
-             "src/exampleness.py", "third_party/zlib/inflate.c", "_examples/simple/main.go", "src/_docs/x.js",
-             "caffeine/src/jmh/java/cache/GetPutBenchmark.java")
+    paths = (
+        "src/a.py",
+        "examples/demo.py",
+        "include/lib/fmt/bundled/os.h",
+        "docs/conf.py",
+        "src/vendor/x.js",
+        "src/exampleness.py",
+        "third_party/zlib/inflate.c",
+        "_examples/simple/main.go",
+        "src/_docs/x.js",
+        "caffeine/src/jmh/java/cache/GetPutBenchmark.java",
+    )
     files = kb_files(*paths)
     files["is_test"] = False
     files["language"] = ["python", "python", "cpp", "python", "javascript", "python", "c", "go", "javascript", "java"]
-    prior = combination.file_prior(combination.file_roles(files), combination.file_priors(None, {"priors": {"non_source_prior": 0.25}}))
+    prior = combination.file_prior(
+        combination.file_roles(files), combination.file_priors(None, {"priors": {"non_source_prior": 0.25}})
+    )
     assert prior.tolist() == [1.0, 0.25, 0.25, 0.25, 0.25, 1.0, 0.25, 0.25, 0.25, 0.25]

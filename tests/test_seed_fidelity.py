@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
+from datetime import UTC
 
 import pytest
 
-from drivers import evaluate
-from drivers.cli import main
+from cra.drivers.cli.main import main
+from cra.drivers.evaluation import evaluate
 from tests.fixture_repo import make_repo
 
 
@@ -46,10 +46,18 @@ def test_a_bare_method_name_scores_like_its_qualified_form_when_its_class_is_sho
     """`total_amount` sits inside `Invoice`, which the budget shows whole: the bare seed-format name is found, its body
     counts, and token efficiency counts the method's own tokens (not the whole class) in both forms."""
     records = [
-        {"id": "bare", "task": INVOICE_TASK, "expected_files": ["app/billing/invoice.py"],
-         "expected_symbols": ["total_amount"]},
-        {"id": "qualified", "task": INVOICE_TASK, "expected_files": ["app/billing/invoice.py"],
-         "expected_symbols": ["app/billing/invoice.py::Invoice.total_amount"]},
+        {
+            "id": "bare",
+            "task": INVOICE_TASK,
+            "expected_files": ["app/billing/invoice.py"],
+            "expected_symbols": ["total_amount"],
+        },
+        {
+            "id": "qualified",
+            "task": INVOICE_TASK,
+            "expected_files": ["app/billing/invoice.py"],
+            "expected_symbols": ["app/billing/invoice.py::Invoice.total_amount"],
+        },
     ]
     _, rows = _evaluate_cases(tmp_path, monkeypatch, repo, records, "--budgets", "4096", "--budget", "4096")
     widened = [w for w in json.loads(json.dumps(_widened(repo)))]
@@ -65,8 +73,8 @@ def test_a_bare_method_name_scores_like_its_qualified_form_when_its_class_is_sho
 
 
 def _package(repo, budget="4096"):
-    import io
     import contextlib
+    import io
 
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer):
@@ -100,17 +108,19 @@ def test_sot_falls_back_to_keyword_counts_when_the_kb_scores_nothing(tmp_path, m
     keyword matches was left out for newer ones; now the seed's counts rank them and `stats.sot_ranking` says so."""
     import os
     import time
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    from drivers.diagnose import diagnose
-    from drivers.indexer import index_repository
+    from cra.drivers.diagnostics.diagnose import diagnose
+    from cra.drivers.index.indexer import index_repository
 
     monkeypatch.setenv("CRA_HOME", str(tmp_path / "home"))
     run, repo = tmp_path / "run", tmp_path / "repo"
     run.mkdir()
-    docs = {"docs/deployment.md": "Rolling out: the lag alarm fires when replication falls behind.\n"
-                                  "Replication lag above the threshold pages on-call; check replication slots, "
-                                  "replication workers and replication networks.\n"}
+    docs = {
+        "docs/deployment.md": "Rolling out: the lag alarm fires when replication falls behind.\n"
+        "Replication lag above the threshold pages on-call; check replication slots, "
+        "replication workers and replication networks.\n"
+    }
     docs |= {f"docs/page{i}.md": f"Page {i} of the handbook: office hours and holidays.\n" for i in range(4)}
     now = time.time()
     for age, (rel, text) in enumerate(docs.items()):
@@ -120,17 +130,27 @@ def test_sot_falls_back_to_keyword_counts_when_the_kb_scores_nothing(tmp_path, m
         os.utime(repo / rel, (stamp, stamp))
     index_repository(repo, history=0)
     bundle = {"error_message": "replica overloaded", "root_cause": "Unknown"}  # no indexed word: KB scores 0
-    d = diagnose(bundle, run, repo, "phase_001", 1, now=datetime.now(timezone.utc), force=True).bundle.to_dict()
+    d = diagnose(bundle, run, repo, "phase_001", 1, now=datetime.now(UTC), force=True).bundle.to_dict()
     assert d["sot_files"][0]["path"] == "docs/deployment.md"
     assert d["sot_files"][0]["relevance_score"] == 5  # 'replica' inside 'replication' five times
     assert d["stats"]["sot_ranking"].startswith("keywords (")
 
 
 def test_evaluate_reports_seed_001_gates_per_budget_auto_included(tmp_path, monkeypatch, repo, capsys):
-    records = [{"id": "invoice", "task": INVOICE_TASK, "expected_files": ["app/billing/invoice.py"],
-                "expected_symbols": ["app/billing/invoice.py::Invoice.total_amount"]},
-               {"id": "login", "task": "fix the login validation bug when the LDAP source is used in validate_login",
-                "expected_files": ["app/auth/handler.py", "app/auth/ldap.py"], "expected_symbols": ["validate_login"]}]
+    records = [
+        {
+            "id": "invoice",
+            "task": INVOICE_TASK,
+            "expected_files": ["app/billing/invoice.py"],
+            "expected_symbols": ["app/billing/invoice.py::Invoice.total_amount"],
+        },
+        {
+            "id": "login",
+            "task": "fix the login validation bug when the LDAP source is used in validate_login",
+            "expected_files": ["app/auth/handler.py", "app/auth/ldap.py"],
+            "expected_symbols": ["validate_login"],
+        },
+    ]
     summary_doc, rows = _evaluate_cases(tmp_path, monkeypatch, repo, records, "--budgets", "4096,auto")
     printed = capsys.readouterr().out
     gates = summary_doc["seed_gates"]
@@ -155,12 +175,14 @@ def test_json_carries_the_seeds_names_beside_ours(repo, capsys):
     invoice = files["app/billing/invoice.py"]
     assert isinstance(invoice["file_id"], int)
     assert all(s["file_id"] == invoice["file_id"] and isinstance(s["symbol_id"], int) for s in invoice["symbols"])
-    assert len({s["symbol_id"] for f in doc["files"] for s in f["symbols"]}) == sum(len(f["symbols"]) for f in doc["files"])
+    assert len({s["symbol_id"] for f in doc["files"] for s in f["symbols"]}) == sum(
+        len(f["symbols"]) for f in doc["files"]
+    )
 
 
 def test_each_seed_variant_is_one_switch_and_an_unknown_one_is_refused(repo, tmp_path, capsys):
-    from drivers.kb import load_kb
-    from drivers.retriever import retrieve
+    from cra.drivers.kb.store import load_kb
+    from cra.drivers.retrieval.retriever import retrieve
 
     kb = load_kb(repo / ".cra")
     task = "Fix the login validation bug in handler.py: validate_login accepts short passwords for LDAP users"
@@ -171,6 +193,8 @@ def test_each_seed_variant_is_one_switch_and_an_unknown_one_is_refused(repo, tmp
     cases_file = tmp_path / "cases.jsonl"
     cases_file.write_text(json.dumps({"task": task, "expected_files": ["app/auth/handler.py"]}) + "\n")
     capsys.readouterr()
-    code = main(["evaluate", "--cases", str(cases_file), "--repo", str(repo), "--seed-variants", "budget_split,nonsense"])
+    code = main(
+        ["evaluate", "--cases", str(cases_file), "--repo", str(repo), "--seed-variants", "budget_split,nonsense"]
+    )
     err = capsys.readouterr().err
     assert code == 2 and "nonsense" in err and "budget_split" in err and "Traceback" not in err

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 from contextlib import asynccontextmanager, contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
@@ -25,8 +25,18 @@ from tests.fixture_repo import make_repo  # noqa: E402
 
 CRA = str(Path(sys.executable).parent / "cra")
 TASK = "fix the login password validation: short passwords should return an error"
-TOOLS = {"get_context", "explain_file", "index", "search_symbols", "memories", "record_attempt", "escalation_report", "guide",
-         "diagnose", "past_findings"}
+TOOLS = {
+    "get_context",
+    "explain_file",
+    "index",
+    "search_symbols",
+    "memories",
+    "record_attempt",
+    "escalation_report",
+    "guide",
+    "diagnose",
+    "past_findings",
+}
 
 
 @asynccontextmanager
@@ -73,7 +83,7 @@ def text(result) -> str:
 
 
 def test_tools_are_listed_with_schemas_and_each_answers(served):
-    from drivers.memory_store import add_memory
+    from cra.drivers.memory.store import add_memory
 
     listed = {t.name: t for t in served.portal.call(served.client.list_tools).tools}
     assert set(listed) == TOOLS
@@ -103,13 +113,21 @@ def test_tools_are_listed_with_schemas_and_each_answers(served):
 
     found = served.data("search_symbols", query="validate_login")["symbols"]
     assert found[0]["path"] == "app/auth/handler.py" and found[0]["kind"] == "function"
-    assert served.data("search_symbols", query="invoice total")["symbols"][0]["qualified_name"] == "Invoice.total_amount"
+    assert (
+        served.data("search_symbols", query="invoice total")["symbols"][0]["qualified_name"] == "Invoice.total_amount"
+    )
 
     summary = served.data("index")
     assert summary["parsed"] == 0 and summary["reused"] == summary["files"] > 10 and "indexed" in summary["summary"]
 
-    add_memory(served.home / "memory", "Validate passwords with the shared policy helper", "project:demo", None, 0.9,
-               datetime.now(timezone.utc))  # fmt: skip
+    add_memory(
+        served.home / "memory",
+        "Validate passwords with the shared policy helper",
+        "project:demo",
+        None,
+        0.9,
+        datetime.now(UTC),
+    )
     remembered = served.data("memories", task=TASK)
     assert remembered["project"] == "demo"
     assert [m["content"] for m in remembered["memories"]] == ["Validate passwords with the shared policy helper"]
@@ -138,7 +156,11 @@ def test_bad_requests_are_tool_errors_and_the_server_keeps_answering(served, tmp
         ("get_context", {"task": TASK, "format": "xml"}, "format"),
         ("get_context", {"task": TASK, "budget": 10}, "256"),
         ("get_context", {"task": TASK, "repo": str(outside)}, "outside the repositories"),
-        ("get_context", {"task": TASK, "repo": str(repo / ".." / ".." / outside.parent.name / "outside")}, "outside the"),
+        (
+            "get_context",
+            {"task": TASK, "repo": str(repo / ".." / ".." / outside.parent.name / "outside")},
+            "outside the",
+        ),
         ("get_context", {"task": TASK, "repo": str(tmp_path / "missing")}, "does not exist"),
         ("explain_file", {"task": TASK, "path": "../outside/secret.py"}, "path traversal"),
         ("explain_file", {"task": TASK, "path": "app/../../outside/secret.py"}, "path traversal"),
@@ -167,14 +189,18 @@ def test_diagnose_reads_a_run_directory_inside_the_repository_and_ranks_with_the
     (run / "phase_1_attempt_1.log").write_text("ERROR: validate_login rejected a valid password\nFAILED\n")
     bundle = {"error_message": "validate_login fails", "root_cause": "unknown"}
     try:
-        doc = json.loads(text(served.call("diagnose", bundle=bundle, run_dir=".autonomous_runs/run_1", phase_id="phase_1",
-                                          attempt=2)))  # fmt: skip
+        doc = json.loads(
+            text(
+                served.call("diagnose", bundle=bundle, run_dir=".autonomous_runs/run_1", phase_id="phase_1", attempt=2)
+            )
+        )
         assert doc["escalate"] and doc["priority"] == "high" and doc["stats"]["sot_ranking"] == "kb"
         assert [t["name"] for t in doc["triggers"] if t["fired"]][-2:] == ["repeated_failures", "no_clear_root_cause"]
         assert [a["path"] for a in doc["run_artifacts"]] == ["phase_1_attempt_1.log"]
         assert doc["sot_files"][0]["path"] == "tests/test_auth.py"  # the only SOT directory of the fixture
-        markdown = text(served.call("diagnose", bundle=None, run_dir=str(run), phase_id="phase_1", attempt=1,
-                                    format="markdown"))  # fmt: skip
+        markdown = text(
+            served.call("diagnose", bundle=None, run_dir=str(run), phase_id="phase_1", attempt=1, format="markdown")
+        )
         assert markdown.startswith("# Diagnostics for phase_1") and "the handoff bundle is empty" in markdown
         for run_dir, message in (("../outside", "path traversal"), (str(tmp_path), "outside repository")):
             result = served.call("diagnose", bundle={}, run_dir=run_dir, phase_id="phase_1", attempt=1)
@@ -188,12 +214,25 @@ def test_diagnose_reads_a_run_directory_inside_the_repository_and_ranks_with_the
 
 
 def test_past_findings_recalls_from_the_store_in_cra_home(served):
-    from drivers.review import add_findings
+    from cra.drivers.findings.review import add_findings
 
-    add_findings([{"finding_text": "SQL built by string concatenation; use bound parameters", "severity": "major",
-                   "category": "security", "file_path": "app/db.py", "outcome": "accepted", "repo": "acme/shop",
-                   "created_at": "2026-01-01T00:00:00Z"}], served.home / "findings.db")  # fmt: skip
-    found = served.data("past_findings", title="fix: escape the search SQL", files=["app/search.py"], repository="acme/shop")
+    add_findings(
+        [
+            {
+                "finding_text": "SQL built by string concatenation; use bound parameters",
+                "severity": "major",
+                "category": "security",
+                "file_path": "app/db.py",
+                "outcome": "accepted",
+                "repo": "acme/shop",
+                "created_at": "2026-01-01T00:00:00Z",
+            }
+        ],
+        served.home / "findings.db",
+    )
+    found = served.data(
+        "past_findings", title="fix: escape the search SQL", files=["app/search.py"], repository="acme/shop"
+    )
     assert [f["file_path"] for f in found["findings"]] == ["app/db.py"] and "Similar Prior Findings" in found["section"]
     assert served.data("past_findings", title="fix: escape the search SQL", repository="acme/other")["findings"] == []
     refused = served.call("past_findings", title="x", repository="no-owner")
@@ -201,23 +240,37 @@ def test_past_findings_recalls_from_the_store_in_cra_home(served):
 
 
 def test_get_context_puts_memories_and_guidance_on_top(served):
-    from drivers.escalation import record_attempt
-    from drivers.memory_store import add_memory
+    from cra.drivers.escalation.attempts import record_attempt
+    from cra.drivers.memory.store import add_memory
 
-    add_memory(served.home / "memory", "Validate passwords with the policy module", "universal", "rule", 1.0,
-               datetime.now(timezone.utc))  # fmt: skip
+    add_memory(
+        served.home / "memory",
+        "Validate passwords with the policy module",
+        "universal",
+        "rule",
+        1.0,
+        datetime.now(UTC),
+    )
     record_attempt(served.home / "escalations.db", "MCP-1", "AssertionError: short password accepted")
-    page = text(served.call("get_context", task="validate_login accepts short passwords", memories=True, task_id="MCP-1"))
+    page = text(
+        served.call("get_context", task="validate_login accepts short passwords", memories=True, task_id="MCP-1")
+    )
     assert page.index("## Previous Failure Context") < page.index("## Memories") < page.index("## Task")
     assert "policy module" in page
 
 
 def test_concurrent_calls_each_get_their_own_answer(served):
-    tasks = [TASK, "Invoice total_amount ignores item quantities", "fetchSession returns the wrong token in login.ts",
-             "Serve should fail when listen cannot bind the port"]  # fmt: skip
+    tasks = [
+        TASK,
+        "Invoice total_amount ignores item quantities",
+        "fetchSession returns the wrong token in login.ts",
+        "Serve should fail when listen cannot bind the port",
+    ]
 
     async def ask(task: str) -> list[str]:
-        doc = json.loads(text(await served.client.call_tool("get_context", {"task": task, "format": "json", "budget": 2000})))
+        doc = json.loads(
+            text(await served.client.call_tool("get_context", {"task": task, "format": "json", "budget": 2000}))
+        )
         assert doc["task"]["raw_description"] == task
         return [f["path"] for f in doc["files"]]
 
@@ -247,7 +300,8 @@ def test_a_file_edited_between_two_calls_shows_up_in_the_second(served):
     assert not served.data("search_symbols", query="compute_refund")["symbols"]
     try:
         (repo / "app" / "billing" / "refund.py").write_text(
-            'def compute_refund(invoice, cancelled_at):\n    """The refund of a cancelled invoice."""\n    return 0\n')
+            'def compute_refund(invoice, cancelled_at):\n    """The refund of a cancelled invoice."""\n    return 0\n'
+        )
         utils.write_text(original + "\n\ndef truncate_words(text: str, n: int) -> str:\n    return text\n")  # an edit
         after = json.loads(text(served.call("get_context", task=task, format="json")))
         assert after["files"][0]["path"] == "app/billing/refund.py"
@@ -265,7 +319,9 @@ def test_watch_refreshes_in_the_background(tmp_path):
         assert not s.data("search_symbols", query="apply_discount")["symbols"]
         (repo / "app" / "billing" / "discount.py").write_text("def apply_discount(total, rate):\n    return total\n")
         deadline = time.monotonic() + 20
-        while not (found := s.data("search_symbols", query="apply_discount")["symbols"]) and time.monotonic() < deadline:
+        while (
+            not (found := s.data("search_symbols", query="apply_discount")["symbols"]) and time.monotonic() < deadline
+        ):
             time.sleep(0.2)
         assert [f["path"] for f in found] == ["app/billing/discount.py"]
 
@@ -294,10 +350,18 @@ def test_http_transport_on_loopback_and_a_warning_for_other_hosts(tmp_path):
     repo = make_repo(tmp_path / "demo", git=False)
     env = {**os.environ, "CRA_HOME": str(tmp_path / "home")}
     port = _free_port()
-    server = subprocess.Popen([CRA, "serve", "--repo", str(repo), "--transport", "http", "--port", str(port)],
-                              env=env, stderr=subprocess.PIPE, text=True)  # fmt: skip
-    wide = subprocess.Popen([CRA, "serve", "--repo", str(repo), "--transport", "http", "--host", "0.0.0.0", "--port",
-                             str(_free_port())], env=env, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    server = subprocess.Popen(
+        [CRA, "serve", "--repo", str(repo), "--transport", "http", "--port", str(port)],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    wide = subprocess.Popen(
+        [CRA, "serve", "--repo", str(repo), "--transport", "http", "--host", "0.0.0.0", "--port", str(_free_port())],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
     async def main():
         deadline = time.monotonic() + 60
@@ -321,7 +385,7 @@ def test_http_transport_on_loopback_and_a_warning_for_other_hosts(tmp_path):
 
 
 def test_the_fingerprint_moves_with_indexed_files_and_commits_only(tmp_path):
-    from drivers.workspace import tree_fingerprint
+    from cra.drivers.serve.workspace import tree_fingerprint
 
     repo = make_repo(tmp_path / "demo")
     first = tree_fingerprint(repo)

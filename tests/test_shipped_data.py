@@ -5,8 +5,9 @@ import shutil
 
 import pytest
 
-from drivers import retriever, shipped
-from drivers.cli import main
+from cra.drivers.cli.main import main
+from cra.drivers.common import shipped
+from cra.drivers.retrieval import retriever
 from tests.fixture_repo import make_repo
 
 
@@ -24,8 +25,14 @@ def data_without_weights(tmp_path, monkeypatch):
 
 
 def test_every_default_a_request_reads_is_shipped():
-    for parts in [("weights.toml",), ("symbol_weights.toml",), ("models", "file_ranker.json"),
-                  ("error_categories.toml",), ("conventions", "python.toml"), ("models", "minilm-l6-static")]:
+    for parts in [
+        ("weights.toml",),
+        ("symbol_weights.toml",),
+        ("models", "file_ranker.json"),
+        ("error_categories.toml",),
+        ("conventions", "python.toml"),
+        ("models", "minilm-l6-static"),
+    ]:
         assert shipped.shipped_path(*parts).exists()
 
 

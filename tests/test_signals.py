@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-
 import pandas as pd
 import pytest
 
-from dataflows.index.schema import TABLES
-from dataflows.lexical import Bm25Index
-from dataflows.retrieval import signals
-from dataflows.retrieval.signal_list import SIGNAL_LIST, SIGNALS
+from cra.dataflows.index.schema import TABLES
+from cra.dataflows.lexical import Bm25Index
+from cra.dataflows.retrieval import signals
+from cra.dataflows.retrieval.models import TaskQuery
+from cra.dataflows.retrieval.signal_list import SIGNAL_LIST, SIGNALS
+from cra.dataflows.text import term_counts
 from tests.retrieval_dag import run_node
-from dataflows.retrieval.models import TaskQuery
-from dataflows.text import term_counts
 
 
 def kb_files(*paths: str, **columns) -> pd.DataFrame:
@@ -58,14 +57,19 @@ def kb_symbols(*rows: tuple[int, str]) -> pd.DataFrame:
 
 def kb_edges(*pairs: tuple[int, int]) -> pd.DataFrame:
     """An edges table from (src, dst) import pairs."""
-    return pd.DataFrame({"src_file_id": [a for a, _ in pairs], "dst_file_id": [b for _, b in pairs],
-                         "kind": ["import"] * len(pairs)}, columns=list(TABLES["edges"]))
+    return pd.DataFrame(
+        {"src_file_id": [a for a, _ in pairs], "dst_file_id": [b for _, b in pairs], "kind": ["import"] * len(pairs)},
+        columns=list(TABLES["edges"]),
+    )
 
 
 def query(**fields) -> TaskQuery:
     """A TaskQuery with defaults for what the test does not care about."""
-    return TaskQuery(raw_description=fields.pop("raw_description", ""), task_type=fields.pop("task_type", "feature"),
-                     **{k: tuple(v) for k, v in fields.items()})
+    return TaskQuery(
+        raw_description=fields.pop("raw_description", ""),
+        task_type=fields.pop("task_type", "feature"),
+        **{k: tuple(v) for k, v in fields.items()},
+    )
 
 
 def seeds(*file_ids: int) -> pd.Series:
@@ -83,7 +87,9 @@ def test_path_match_scores_file_name_above_directory_and_nothing_elsewhere():
     assert values(run_node("path_match", kb_files=files, task_query=query(keywords=["handler"]))) == [1.0, 0.0, 0.0]
     directory = run_node("path_match", kb_files=files, task_query=query(keywords=["auth"]))
     assert values(directory) == [0.8, 0.0, 0.0]
-    words = run_node("path_match", kb_files=kb_files("a/cache_store.py", "b/main.py", "c/x.py"), task_query=query(keywords=["cach"]))
+    words = run_node(
+        "path_match", kb_files=kb_files("a/cache_store.py", "b/main.py", "c/x.py"), task_query=query(keywords=["cach"])
+    )
     assert values(words) == [0.7, 0.0, 0.0]
 
 
@@ -104,7 +110,12 @@ def test_symbol_match_exact_substring_constituent():
 def test_symbol_match_favours_distinctive_names():
     files = kb_files("a.py", "b.py", "c.py")
     symbols = kb_symbols((0, "get"), (1, "get"), (2, "get_total_irradiance"))
-    scores = run_node("symbol_match", kb_files=files, kb_symbols=symbols, task_query=query(symbol_hints=["get", "get_total_irradiance"]))
+    scores = run_node(
+        "symbol_match",
+        kb_files=files,
+        kb_symbols=symbols,
+        task_query=query(symbol_hints=["get", "get_total_irradiance"]),
+    )
     assert scores[2] == 1.0
     assert scores[0] == scores[1] < 0.6
 
@@ -128,15 +139,30 @@ def test_recency_placed_in_the_commit_range():
 
 
 def test_domain_match_from_domain_and_module():
-    files = kb_files("src/auth/handler.py", "src/db/conn.py", "README.md",
-                     domain=["auth", "db", ""], module=["auth.handler", "db.conn", "README"])
-    assert values(run_node("domain_match", kb_files=files, task_query=query(keywords=["auth", "handler"]))) == [1.0, 0.0, 0.0]
-    assert values(run_node("domain_match", kb_files=files, task_query=query(concepts=["database"], keywords=["db"]))) == [0.0, 0.8, 0.0]
+    files = kb_files(
+        "src/auth/handler.py",
+        "src/db/conn.py",
+        "README.md",
+        domain=["auth", "db", ""],
+        module=["auth.handler", "db.conn", "README"],
+    )
+    assert values(run_node("domain_match", kb_files=files, task_query=query(keywords=["auth", "handler"]))) == [
+        1.0,
+        0.0,
+        0.0,
+    ]
+    assert values(
+        run_node("domain_match", kb_files=files, task_query=query(concepts=["database"], keywords=["db"]))
+    ) == [0.0, 0.8, 0.0]
 
 
 def test_concept_overlap_is_share_of_task_concepts():
     files = kb_files("a.py", "b.py", "c.py", concepts=[["login", "auth", "token"], ["login"], []])
-    assert values(run_node("concept_overlap", kb_files=files, task_query=query(concepts=["login", "auth"]))) == [1.0, 0.5, 0.0]
+    assert values(run_node("concept_overlap", kb_files=files, task_query=query(concepts=["login", "auth"]))) == [
+        1.0,
+        0.5,
+        0.0,
+    ]
 
 
 def test_structural_centrality_is_normalised_in_degree():
@@ -144,7 +170,11 @@ def test_structural_centrality_is_normalised_in_degree():
     edges = kb_edges((1, 0), (2, 0), (2, 1), (2, 1))
     assert values(signals.structural_centrality(files, edges)) == [1.0, 0.5, 0.0]
     # the same pairs in any order, repeated apart, with a self-edge: distinct importers are still what counts
-    assert values(signals.structural_centrality(files, kb_edges((2, 1), (1, 0), (2, 1), (0, 0), (2, 0)))) == [1.0, 0.5, 0.0]
+    assert values(signals.structural_centrality(files, kb_edges((2, 1), (1, 0), (2, 1), (0, 0), (2, 0)))) == [
+        1.0,
+        0.5,
+        0.0,
+    ]
 
 
 def file_lexicon(texts: list[str]) -> Bm25Index:
@@ -219,8 +249,16 @@ def test_seed_files_from_trace_frames():
 
 def test_seed_files_from_specific_symbol_hints_only():
     files = kb_files("pvlib/irradiance.py", "pvlib/tools.py", "a.py", "b.py", "tests/test_irradiance.py")
-    symbols = kb_symbols((0, "get_total_irradiance"), (4, "get_total_irradiance"), (1, "get_total_irradiance"),
-                         (0, "get"), (1, "get"), (2, "get"), (3, "get"), (1, "cosd"))
+    symbols = kb_symbols(
+        (0, "get_total_irradiance"),
+        (4, "get_total_irradiance"),
+        (1, "get_total_irradiance"),
+        (0, "get"),
+        (1, "get"),
+        (2, "get"),
+        (3, "get"),
+        (1, "cosd"),
+    )
     dotted = signals.seed_files(files, symbols, query(symbol_hints=["pvlib.irradiance.get_total_irradiance"]))
     assert list(dotted.index) == [0]
     common = signals.seed_files(files, symbols, query(symbol_hints=["get"]))
@@ -259,9 +297,15 @@ def test_symbol_lexical_match_takes_each_files_best_symbol():
 def test_history_match_spreads_similar_past_commits_to_their_files_with_recency_decay():
     files = kb_files("a.py", "b.py", "c.py")
     day = 86_400
-    commits = pd.DataFrame({"commit": ["old", "new", "other"], "time": [0, 365 * day, 365 * day],
-                            "author": "x", "message": ["Fix alias join bug", "Fix alias join crash", "Docs"],
-                            "n_files": [1, 1, 1]})
+    commits = pd.DataFrame(
+        {
+            "commit": ["old", "new", "other"],
+            "time": [0, 365 * day, 365 * day],
+            "author": "x",
+            "message": ["Fix alias join bug", "Fix alias join crash", "Docs"],
+            "n_files": [1, 1, 1],
+        }
+    )
     commit_files = pd.DataFrame({"commit": ["old", "new", "other"], "path": ["a.py", "b.py", "c.py"]})
     rows = [(c, t, n) for c, m in zip(commits["commit"], commits["message"]) for t, n in term_counts(m).items()]
     lexicon = Bm25Index.from_terms(pd.DataFrame(rows, columns=["commit", "term", "tf"]), "commit")
@@ -283,8 +327,8 @@ def test_a_signal_outside_zero_to_one_stops_the_signal_frame():
 
 
 def test_every_listed_signal_is_a_node_of_the_retrieval_dag_with_its_helpers_and_index_nodes():
-    from drivers.indexer import index_driver
-    from drivers.retriever import retrieval_driver
+    from cra.drivers.index.indexer import index_driver
+    from cra.drivers.retrieval.retriever import retrieval_driver
 
     retrieval = {v.name for v in retrieval_driver().list_available_variables()}
     index = {v.name for v in index_driver().list_available_variables()}

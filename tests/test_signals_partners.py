@@ -8,9 +8,9 @@ import json
 import pandas as pd
 import pytest
 
-from dataflows.retrieval import signals
-from dataflows.retrieval.signal_list import FIRST_PASS_SIGNALS, SECOND_PASS_SIGNALS, SIGNALS
-from drivers.cli import main
+from cra.dataflows.retrieval import signals
+from cra.dataflows.retrieval.signal_list import FIRST_PASS_SIGNALS, SECOND_PASS_SIGNALS, SIGNALS
+from cra.drivers.cli.main import main
 from tests.fixture_repo import commit_git
 from tests.retrieval_dag import run_node
 from tests.test_signals import kb_edges, kb_files, seeds, values
@@ -33,8 +33,9 @@ def test_a_file_changing_with_an_anchor_scores_the_share_of_the_anchors_commits(
 
 
 def test_an_import_either_way_is_a_tie_and_the_strongest_tie_times_the_anchor_share_counts():
-    files = kb_files("best.py", "second.py", "imports_best.py", "imported_by_second.py", "both.py",
-                     commit_count=[4, 4, 1, 1, 1])
+    files = kb_files(
+        "best.py", "second.py", "imports_best.py", "imported_by_second.py", "both.py", commit_count=[4, 4, 1, 1, 1]
+    )
     edges = kb_edges((2, 0), (1, 3), (4, 0))
     ties = cochange((1, 4, 4))  # both.py: every commit of the second anchor, and an import of the best
     got = signals.partner_affinity(files, ties, edges, anchors(f0=1.0, f1=0.5))
@@ -53,8 +54,14 @@ def test_anchors_are_the_best_files_of_the_first_pass_with_seeds_first():
     frame["lexical_match"] = [0.2, 0.9, 0.0, 0.6, 0.45]
     weights = pd.Series(1.0, index=list(SIGNALS))
     prior = pd.Series(1.0, index=frame.index)
-    got = run_node("anchor_files", first_pass_frame=frame, configured_signal_weights=weights, file_prior=prior,
-                   seed_files=seeds(2), kb_files=files)
+    got = run_node(
+        "anchor_files",
+        first_pass_frame=frame,
+        configured_signal_weights=weights,
+        file_prior=prior,
+        seed_files=seeds(2),
+        kb_files=files,
+    )
     assert list(got.index) == [2, 1, 3]  # the seed (total 1), then the two best scores; ANCHORS = 3
     assert got.tolist() == pytest.approx([1.0, 0.9, 0.6])
 

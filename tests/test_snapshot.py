@@ -1,4 +1,4 @@
-"""`python -m drivers.snapshot`: the before/after comparison of retrieval output that guards refactors."""
+"""`python -m cra.drivers.research.snapshot`: the before/after comparison of retrieval output that guards refactors."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import filecmp
 import json
 import subprocess
 
-from drivers.snapshot import main
+from cra.drivers.research.snapshot import main
 from tests.fixture_repo import make_repo
 
 
@@ -17,9 +17,25 @@ def _mirror_and_cases(tmp_path):
     subprocess.run(["git", "clone", "-q", "--bare", str(repo), str(mirror / "acme+app" / "repo")], check=True)
     head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     cases = tmp_path / "cases.jsonl"
-    tasks = {"login-1": "validate_login returns no token for LDAP users", "billing-2": "Invoice currency formatting is wrong"}
-    cases.write_text("".join(json.dumps({"instance_id": cid, "repo": "acme/app", "base_commit": head, "problem_statement": t,
-                                         "gold_files": ["app/auth/handler.py"]}) + "\n" for cid, t in tasks.items()))
+    tasks = {
+        "login-1": "validate_login returns no token for LDAP users",
+        "billing-2": "Invoice currency formatting is wrong",
+    }
+    cases.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "instance_id": cid,
+                    "repo": "acme/app",
+                    "base_commit": head,
+                    "problem_statement": t,
+                    "gold_files": ["app/auth/handler.py"],
+                }
+            )
+            + "\n"
+            for cid, t in tasks.items()
+        )
+    )
     return mirror, cases
 
 
@@ -37,8 +53,17 @@ def test_two_runs_on_one_cached_kb_write_identical_outputs_and_index_once(tmp_pa
     assert first.err.count("[index]") == 1  # both cases share one base commit: one tree, one KB
     assert "[index]" not in second.err  # the second run reads the very same KB files
     names = sorted(p.name for p in (tmp_path / "before" / "login-1").iterdir())
-    assert names == ["package-32768.json", "package-32768.md", "package-4096.json", "package-4096.md",
-                     "prompt-32768.txt", "prompt-4096.txt", "signal_matrix.csv", "verbose-32768.txt", "verbose-4096.txt"]
+    assert names == [
+        "package-32768.json",
+        "package-32768.md",
+        "package-4096.json",
+        "package-4096.md",
+        "prompt-32768.txt",
+        "prompt-4096.txt",
+        "signal_matrix.csv",
+        "verbose-32768.txt",
+        "verbose-4096.txt",
+    ]
     package = json.loads((tmp_path / "before" / "login-1" / "package-4096.json").read_text())
     assert package["token_count"] <= 4096 and "app/auth/handler.py" in [f["path"] for f in package["files"]]
     comparison = filecmp.dircmp(tmp_path / "before", tmp_path / "after")

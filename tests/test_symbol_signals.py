@@ -7,10 +7,10 @@ import textwrap
 
 import pytest
 
-from drivers.cli import main
-from drivers.indexer import index_repository
-from drivers.kb import default_kb_dir, load_kb
-from drivers.retriever import retrieve
+from cra.drivers.cli.main import main
+from cra.drivers.index.indexer import index_repository
+from cra.drivers.kb.store import default_kb_dir, load_kb
+from cra.drivers.retrieval.retriever import retrieve
 from tests.contract import assert_json_contract
 
 FILES = {
@@ -64,7 +64,7 @@ FILES = {
             header = parse_header(lines[0])
             return [parse_row(header, line) for line in lines[1:]]
         ''',
-    "shop/report.py": '''
+    "shop/report.py": """
         from shop.parsing import read_orders
 
 
@@ -75,8 +75,8 @@ FILES = {
 
         def format_money(value):
             return f"{value:.2f}"
-        ''',
-    "tests/test_parsing.py": '''
+        """,
+    "tests/test_parsing.py": """
         from shop.parsing import parse_header, read_orders
 
 
@@ -86,7 +86,7 @@ FILES = {
 
         def test_read_orders():
             assert read_orders("a\\n1") == [{"a": "1"}]
-        ''',
+        """,
 }
 
 
@@ -114,17 +114,33 @@ def test_one_row_per_source_definition_and_every_signal_in_range(kb):
     ranked = ranking(kb, "Order totals are wrong when an item has no quantity")
     assert not ranked.index.str.startswith("tests/").any()  # test files are ranked through the tests signal only
     assert {"shop/models.py::Order.total", "shop/parsing.py::parse_header", "shop/models.py::Base"} <= set(ranked.index)
-    signals = ["lexical", "title", "name", "mention", "trace", "message", "calls", "hierarchy", "tests", "file",
-               "file_top", "lexical_in_file", "size", "callable"]
+    signals = [
+        "lexical",
+        "title",
+        "name",
+        "mention",
+        "trace",
+        "message",
+        "calls",
+        "hierarchy",
+        "tests",
+        "file",
+        "file_top",
+        "lexical_in_file",
+        "size",
+        "callable",
+    ]
     assert ((ranked[signals] >= 0) & (ranked[signals] <= 1)).all().all()
     assert list(ranked["rank"]) == list(range(1, len(ranked) + 1))
     assert ranked["score"].is_monotonic_decreasing
 
 
 def test_the_title_names_the_function_when_the_body_is_about_something_else(kb):
-    task = ("Coupon discount missing for VIP codes\n\nOur nightly job reads the order file: it splits the header line "
-            "into field names, strips each field, checks for an empty field name, and splits every line into values. "
-            "The header fields are parsed, the rows are parsed, the field names are stripped.")
+    task = (
+        "Coupon discount missing for VIP codes\n\nOur nightly job reads the order file: it splits the header line "
+        "into field names, strips each field, checks for an empty field name, and splits every line into values. "
+        "The header fields are parsed, the rows are parsed, the field names are stripped."
+    )
     ranked = ranking(kb, task)
     assert ranked.at["shop/parsing.py::parse_header", "lexical"] == 1.0  # the body's words point at the parser
     assert ranked.at["shop/models.py::discount_for", "title"] == 1.0
@@ -138,13 +154,13 @@ def test_a_qualified_mention_ranks_that_method_first(kb):
 
 
 def test_an_installed_package_trace_frame_maps_to_the_repository_file_and_line(kb):
-    trace = textwrap.dedent('''
+    trace = textwrap.dedent("""
         Traceback (most recent call last):
           File "/home/u/app.py", line 3, in <module>
           File "/usr/lib/python3/site-packages/shop/parsing.py", line 16, in read_orders
           File "/usr/lib/python3/site-packages/shop/parsing.py", line 4, in parse_header
         ValueError: boom
-        ''')
+        """)
     ranked = ranking(kb, "Reading this file crashes\n" + trace)
     assert ranked.at["shop/parsing.py::parse_header", "trace"] == 1.0  # innermost frame, its line inside
     assert ranked.at["shop/parsing.py::read_orders", "trace"] == 0.5  # the frame above it
@@ -193,8 +209,21 @@ def test_json_provenance_carries_the_symbol_ranking_and_primaries_say_why(repo, 
 
 
 def test_budget_auto_keeps_only_the_bodies_near_the_best_and_says_where_it_stopped(repo, capsys):
-    assert main(["retrieve", "`Order.add_item` recomputes the total", "--repo", repo, "--budget", "auto",
-                 "--format", "json"]) == 0
+    assert (
+        main(
+            [
+                "retrieve",
+                "`Order.add_item` recomputes the total",
+                "--repo",
+                repo,
+                "--budget",
+                "auto",
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
     doc = json.loads(capsys.readouterr().out)
     assert_json_contract(doc)
     stop = doc["provenance"]["auto_budget"]
@@ -217,7 +246,8 @@ def test_a_budget_that_is_neither_a_number_nor_auto_is_one_line(repo, capsys):
 
 def test_a_go_struct_beside_its_methods_keeps_its_body(tmp_path, capsys):
     """Go methods name their struct as parent but lie outside its braces: the struct is no holder of theirs."""
-    (tmp_path / "command.go").write_text(textwrap.dedent('''
+    (tmp_path / "command.go").write_text(
+        textwrap.dedent("""
         package cli
 
         // Command is one command line command.
@@ -229,10 +259,22 @@ def test_a_go_struct_beside_its_methods_keeps_its_body(tmp_path, capsys):
         func (c *Command) checkHelp() bool {
         	return c.Name == "help"
         }
-        ''').lstrip())
+        """).lstrip()
+    )
     index_repository(tmp_path)
-    assert main(["retrieve", "Command needs an ArgValidator hook that checkHelp and run call first", "--repo",
-                 str(tmp_path), "--format", "json"]) == 0
+    assert (
+        main(
+            [
+                "retrieve",
+                "Command needs an ArgValidator hook that checkHelp and run call first",
+                "--repo",
+                str(tmp_path),
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
     doc = json.loads(capsys.readouterr().out)
     depth = {s["symbol"]: (s["tier"], s["depth"]) for s in doc["provenance"]["symbols"]}
     assert depth["Command"] == ("primary", "body") and depth["Command.checkHelp"] == ("primary", "body")
@@ -240,7 +282,8 @@ def test_a_go_struct_beside_its_methods_keeps_its_body(tmp_path, capsys):
 
 def test_a_typescript_type_alias_and_interface_are_ranked_like_functions(tmp_path):
     """Fixes change type definitions too: a TS type alias or interface the task is about is a ranked candidate."""
-    (tmp_path / "types.ts").write_text(textwrap.dedent('''
+    (tmp_path / "types.ts").write_text(
+        textwrap.dedent("""
         export type WritableDraft<T> = {
         	-readonly [K in keyof T]: Draft<T[K]>
         }
@@ -252,12 +295,15 @@ def test_a_typescript_type_alias_and_interface_are_ranked_like_functions(tmp_pat
         export function freeze<T>(value: T): T {
         	return Object.freeze(value)
         }
-        ''').lstrip())
+        """).lstrip()
+    )
     index_repository(tmp_path)
     kb = load_kb(default_kb_dir(tmp_path))
     ranked = ranking(kb, "improve type inference for WritableDraft of tuples")
     assert ranked.index[0] == "types.ts::WritableDraft"
-    assert ranked.loc["types.ts::WritableDraft", "callable"] == 0.0 and ranked.loc["types.ts::freeze", "callable"] == 1.0
+    assert (
+        ranked.loc["types.ts::WritableDraft", "callable"] == 0.0 and ranked.loc["types.ts::freeze", "callable"] == 1.0
+    )
     assert ranking(kb, "PatchListener should receive the inverse patches").index[0] == "types.ts::PatchListener"
 
 
@@ -265,7 +311,8 @@ def test_a_method_the_task_names_ranks_above_its_big_class_unless_the_task_is_ab
     """A class's size and the union of its members' words lift it over the method the task is about; it ranks just
     below that member when the member scores close to it (MEMBER_SHARE), and stays first when none does (its
     constructor, named like it, does not count)."""
-    headers = "".join(textwrap.dedent(f'''
+    headers = "".join(
+        textwrap.dedent(f"""
           public String header{i}(Response response) {{
             String value = response.headers().get("X-Header-{i}");
             if (value == null) {{
@@ -273,10 +320,13 @@ def test_a_method_the_task_names_ranks_above_its_big_class_unless_the_task_is_ab
             }}
             return value.trim() + " status " + status;
           }}
-        ''') for i in range(25))  # fmt: skip
+        """)
+        for i in range(25)
+    )
     source = tmp_path / "src" / "main" / "java" / "feign" / "FeignException.java"
     source.parent.mkdir(parents=True)
-    source.write_text(textwrap.dedent('''
+    source.write_text(
+        textwrap.dedent("""
         package feign;
 
         public class FeignException extends RuntimeException {
@@ -299,8 +349,12 @@ def test_a_method_the_task_names_ranks_above_its_big_class_unless_the_task_is_ab
           static FeignException errorReading(Request request, Response response, IOException cause) {
             return new FeignException(response.status(), cause.getMessage(), request.body(), request.headers());
           }
-        ''').lstrip() + headers + "}\n")
-    (source.parent / "Retryer.java").write_text(textwrap.dedent('''
+        """).lstrip()
+        + headers
+        + "}\n"
+    )
+    (source.parent / "Retryer.java").write_text(
+        textwrap.dedent("""
         package feign;
 
         public interface Retryer {
@@ -316,7 +370,8 @@ def test_a_method_the_task_names_ranks_above_its_big_class_unless_the_task_is_ab
             }
           }
         }
-        ''').lstrip())
+        """).lstrip()
+    )
     index_repository(tmp_path, history=0)
     kb = load_kb(default_kb_dir(tmp_path))
     path = "src/main/java/feign/FeignException.java::"
@@ -328,10 +383,16 @@ def test_a_method_the_task_names_ranks_above_its_big_class_unless_the_task_is_ab
 def test_an_enum_the_task_names_is_shown_whole_with_its_constants(tmp_path, capsys):
     """Its methods alone (primaries) would hide the constants; ranked among the best itself, it may take the room of
     less relevant pieces to be shown whole."""
-    members = "".join(f"    default Connection requestBody{i}(String body) {{\n        // a request method with a body\n"
-                      f"        return method(Method.POST).body(body, {i});\n    }}\n\n" for i in range(30))
+    members = "".join(
+        f"    default Connection requestBody{i}(String body) {{\n        // a request method with a body\n"
+        f"        return method(Method.POST).body(body, {i});\n    }}\n\n"
+        for i in range(30)
+    )
     (tmp_path / "Connection.java").write_text(
-        "package org.example;\n\npublic interface Connection {\n" + members + textwrap.indent(textwrap.dedent('''
+        "package org.example;\n\npublic interface Connection {\n"
+        + members
+        + textwrap.indent(
+            textwrap.dedent("""
             enum Method {
                 GET(false),
                 POST(true),
@@ -347,16 +408,32 @@ def test_an_enum_the_task_names_is_shown_whole_with_its_constants(tmp_path, caps
                     return hasBody;
                 }
             }
-            '''), "    ") + "}\n")
+            """),
+            "    ",
+        )
+        + "}\n"
+    )
     index_repository(tmp_path)
-    assert main(["retrieve", "Connection.Method says whether a request method has a body; HEAD must not send one",
-                 "--repo", str(tmp_path), "--budget", "1000"]) == 0
+    assert (
+        main(
+            [
+                "retrieve",
+                "Connection.Method says whether a request method has a body; HEAD must not send one",
+                "--repo",
+                str(tmp_path),
+                "--budget",
+                "1000",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "HEAD(false);" in out and "public final boolean hasBody()" in out
 
 
 def test_a_closure_never_turns_its_matching_function_into_a_signature(tmp_path, capsys):
-    (tmp_path / "options.js").write_text(textwrap.dedent('''
+    (tmp_path / "options.js").write_text(
+        textwrap.dedent("""
         class Command {
           addOption(option) {
             const handleOptionValue = (value) => {
@@ -368,18 +445,43 @@ def test_a_closure_never_turns_its_matching_function_into_a_signature(tmp_path, 
           }
         }
         module.exports = { Command };
-        ''').lstrip())
+        """).lstrip()
+    )
     index_repository(tmp_path)
-    assert main(["retrieve", "addOption: handleOptionValue ignores the option value of a negated option", "--repo",
-                 str(tmp_path), "--format", "json"]) == 0
+    assert (
+        main(
+            [
+                "retrieve",
+                "addOption: handleOptionValue ignores the option value of a negated option",
+                "--repo",
+                str(tmp_path),
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
     doc = json.loads(capsys.readouterr().out)
     depth = {s["symbol"]: (s["tier"], s["depth"], s.get("inside")) for s in doc["provenance"]["symbols"]}
     assert depth["Command.addOption"] == ("primary", "body", "Command")
     assert depth["Command"] == ("primary", "body", None)  # the budget had room for the class's own lines
     bodies = [s["body"] for f in doc["files"] for s in f["symbols"] if s["body"]]
     assert sum(b.count("const handleOptionValue") for b in bodies) == 1  # the closure once, inside its function
-    assert main(["retrieve", "addOption: handleOptionValue ignores the option value of a negated option", "--repo",
-                 str(tmp_path), "--budget", "auto", "--format", "json"]) == 0
+    assert (
+        main(
+            [
+                "retrieve",
+                "addOption: handleOptionValue ignores the option value of a negated option",
+                "--repo",
+                str(tmp_path),
+                "--budget",
+                "auto",
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
     doc = json.loads(capsys.readouterr().out)
     depth = {s["symbol"]: (s["tier"], s["depth"]) for s in doc["provenance"]["symbols"]}
     assert depth["Command.addOption"] == ("primary", "body")
@@ -388,7 +490,8 @@ def test_a_closure_never_turns_its_matching_function_into_a_signature(tmp_path, 
 
 def test_go_and_java_trace_frames_point_at_the_function_holding_the_line(tmp_path):
     (tmp_path / "router").mkdir()
-    (tmp_path / "router" / "tree.go").write_text(textwrap.dedent('''
+    (tmp_path / "router" / "tree.go").write_text(
+        textwrap.dedent("""
         package router
 
         func insert(path string) int {
@@ -399,9 +502,11 @@ def test_go_and_java_trace_frames_point_at_the_function_holding_the_line(tmp_pat
         	var table map[string]int
         	return table[path] + insert(path)
         }
-        ''').lstrip())
+        """).lstrip()
+    )
     (tmp_path / "src" / "main" / "java" / "acme").mkdir(parents=True)
-    (tmp_path / "src" / "main" / "java" / "acme" / "Pool.java").write_text(textwrap.dedent('''
+    (tmp_path / "src" / "main" / "java" / "acme" / "Pool.java").write_text(
+        textwrap.dedent("""
         package acme;
 
         public class Pool {
@@ -413,22 +518,29 @@ def test_go_and_java_trace_frames_point_at_the_function_holding_the_line(tmp_pat
                 return new int[0][index];
             }
         }
-        ''').lstrip())
+        """).lstrip()
+    )
     index_repository(tmp_path)
     kb = load_kb(default_kb_dir(tmp_path))
-    go = ranking(kb, "panic: assignment to entry in nil map\n\ngoroutine 1 [running]:\n"
-                     "example.com/app/router.lookup(...)\n\t/home/u/src/app/router/tree.go:9 +0x1d\n"
-                     "main.main()\n\t/home/u/src/app/main.go:12 +0x25")
+    go = ranking(
+        kb,
+        "panic: assignment to entry in nil map\n\ngoroutine 1 [running]:\n"
+        "example.com/app/router.lookup(...)\n\t/home/u/src/app/router/tree.go:9 +0x1d\n"
+        "main.main()\n\t/home/u/src/app/main.go:12 +0x25",
+    )
     assert go.at["router/tree.go::lookup", "trace"] == 1.0 and go.at["router/tree.go::insert", "trace"] == 0.0
-    java = ranking(kb, "java.lang.ArrayIndexOutOfBoundsException: Index 0 out of bounds for length 0\n"
-                       "\tat acme.Pool.take(Pool.java:9)\n\tat acme.Pool.borrow(Pool.java:5)")
+    java = ranking(
+        kb,
+        "java.lang.ArrayIndexOutOfBoundsException: Index 0 out of bounds for length 0\n"
+        "\tat acme.Pool.take(Pool.java:9)\n\tat acme.Pool.borrow(Pool.java:5)",
+    )
     path = "src/main/java/acme/Pool.java"
     assert java.at[f"{path}::Pool.take", "trace"] == 1.0  # innermost frame first in a Java trace
     assert java.at[f"{path}::Pool.borrow", "trace"] == 0.5
     assert java.index[0] == f"{path}::Pool.take"
 
 
-RUST_WITH_UNIT_TESTS = '''
+RUST_WITH_UNIT_TESTS = """
     pub fn wrap_line(line: &str, width: usize) -> Vec<String> {
         let mut out = Vec::new();
         let mut rest = line;
@@ -460,7 +572,7 @@ RUST_WITH_UNIT_TESTS = '''
             assert_eq!(wrap_line("long line numbers", 8).len(), 3);
         }
     }
-    '''
+    """
 
 
 def test_rust_unit_tests_in_a_source_file_give_way_to_the_code_they_test(tmp_path, capsys):
@@ -479,8 +591,19 @@ def test_rust_unit_tests_in_a_source_file_give_way_to_the_code_they_test(tmp_pat
     assert tiers["wrap_line"] == "primary"
     assert "test_wrap_long_line_with_line_numbers" not in tiers and "wraps_long_line_numbers_side_by_side" not in tiers
     assert "wrapped_line_numbers" not in tiers
-    assert main(["retrieve", f"{task}: `test_wrap_long_line_with_line_numbers` fails", "--repo", str(tmp_path),
-                 "--format", "json"]) == 0
+    assert (
+        main(
+            [
+                "retrieve",
+                f"{task}: `test_wrap_long_line_with_line_numbers` fails",
+                "--repo",
+                str(tmp_path),
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
     tiers = {s["symbol"]: s["tier"] for s in json.loads(capsys.readouterr().out)["provenance"]["symbols"]}
     assert tiers.get("test_wrap_long_line_with_line_numbers") == "primary"  # named: shown
 
@@ -490,7 +613,8 @@ def test_a_constructor_does_not_take_its_class_name_as_its_own(tmp_path):
     body otherwise ranked it first for every task about the class (Java, C#, C++)."""
     source = tmp_path / "src" / "main" / "java" / "pool" / "PropertyElf.java"
     source.parent.mkdir(parents=True)
-    source.write_text(textwrap.dedent('''
+    source.write_text(
+        textwrap.dedent("""
         package pool;
 
         public final class PropertyElf {
@@ -510,7 +634,8 @@ def test_a_constructor_does_not_take_its_class_name_as_its_own(tmp_path):
             writeMethod.invoke(target, propValue);
           }
         }
-        ''').lstrip())
+        """).lstrip()
+    )
     index_repository(tmp_path, history=0)
     ranked = ranking(load_kb(default_kb_dir(tmp_path)), "PropertyElf fails to set a property whose value is a boolean")
     path = "src/main/java/pool/PropertyElf.java::"

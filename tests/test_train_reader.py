@@ -5,22 +5,50 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from drivers.train_reader import groups_of, reranked_metrics
+from cra.drivers.research.train_reader import groups_of, reranked_metrics
 
 
 def _case(case_id: str, repo: str, gold_ranks: list[int], n: int = 5, kind: str = "file") -> list[dict]:
     """A case's rows: the first stage's n best (rank 1..n), gold at gold_ranks (0: a gold it did not bring in)."""
     n_gold, n_top = len(gold_ranks), sum(r > 0 for r in gold_ranks)
-    rows = [{"case_id": case_id, "repo": repo, "kind": kind, "key": f"f{r}", "rank": r, "gold": r in gold_ranks,
-             "n_gold": n_gold, "n_gold_top": n_top, "query": "q", "passage": f"p{r}"} for r in range(1, n + 1)]  # fmt: skip
-    rows += [{"case_id": case_id, "repo": repo, "kind": kind, "key": f"g{i}", "rank": 0, "gold": True, "n_gold": n_gold,
-              "n_gold_top": n_top, "query": "q", "passage": "gold"} for i, r in enumerate(gold_ranks) if r == 0]  # fmt: skip
+    rows = [
+        {
+            "case_id": case_id,
+            "repo": repo,
+            "kind": kind,
+            "key": f"f{r}",
+            "rank": r,
+            "gold": r in gold_ranks,
+            "n_gold": n_gold,
+            "n_gold_top": n_top,
+            "query": "q",
+            "passage": f"p{r}",
+        }
+        for r in range(1, n + 1)
+    ]
+    rows += [
+        {
+            "case_id": case_id,
+            "repo": repo,
+            "kind": kind,
+            "key": f"g{i}",
+            "rank": 0,
+            "gold": True,
+            "n_gold": n_gold,
+            "n_gold_top": n_top,
+            "query": "q",
+            "passage": "gold",
+        }
+        for i, r in enumerate(gold_ranks)
+        if r == 0
+    ]
     return rows
 
 
 def test_training_groups_leave_the_heldout_repositories_and_the_cases_the_first_stage_missed_out():
-    pairs = pd.DataFrame(_case("a", "ex/a", [2]) + _case("b", "ex/b", [0]) + _case("c", "ex/held", [1])
-                         + _case("d", "ex/a", [3, 0]))  # fmt: skip
+    pairs = pd.DataFrame(
+        _case("a", "ex/a", [2]) + _case("b", "ex/b", [0]) + _case("c", "ex/held", [1]) + _case("d", "ex/a", [3, 0])
+    )
     groups, heldout = groups_of(pairs, {"ex/held"})
     assert set(heldout["case_id"]) == {"c"}
     cases = [{pairs.at[i, "case_id"] for i in gold + negatives} for gold, negatives in groups]

@@ -1,4 +1,4 @@
-"""The weight fitting of `drivers.tune` on synthetic signal rows: it finds the signal that predicts the fix."""
+"""The weight fitting of `cra.drivers.research.tune` on synthetic signal rows: it finds the signal that predicts the fix."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dataflows.retrieval.signal_list import SIGNALS
-from drivers import tune
-from drivers.errors import CraError
-from drivers.retriever import load_weights, retrieve
+from cra.dataflows.retrieval.signal_list import SIGNALS
+from cra.drivers.common.errors import CraError
+from cra.drivers.research import tune
+from cra.drivers.retrieval.retriever import load_weights, retrieve
 
 
 def synthetic_rows(n_cases: int = 24, n_files: int = 30, seed: int = 0) -> pd.DataFrame:
@@ -24,8 +24,16 @@ def synthetic_rows(n_cases: int = 24, n_files: int = 30, seed: int = 0) -> pd.Da
         gold = rng.integers(n_files)
         frame["history_match"] = rng.uniform(0.0, 0.5, size=n_files)
         frame.loc[gold, "history_match"] = 1.0
-        frame = frame.assign(path=[f"f{i}.py" for i in range(n_files)], seed=False, is_test=False, non_source=False,
-                             case_id=f"c{case}", repo=f"r{case % 3}", task_type="bug_fix", gold=False)
+        frame = frame.assign(
+            path=[f"f{i}.py" for i in range(n_files)],
+            seed=False,
+            is_test=False,
+            non_source=False,
+            case_id=f"c{case}",
+            repo=f"r{case % 3}",
+            task_type="bug_fix",
+            gold=False,
+        )
         frame.loc[gold, "gold"] = True
         frames.append(frame)
     return pd.concat(frames, ignore_index=True)
@@ -53,7 +61,9 @@ def test_per_repository_in_sample_fit_bounds_what_one_shared_weighting_can_reach
 
 
 def test_fitted_weights_file_loads_back_as_the_default_profile_format(tmp_path):
-    params = dict(zip(SIGNALS + tune.PRIORS, tune.fit(tune.Ranker(synthetic_rows(), SIGNALS), tune.start_params(SIGNALS))))
+    params = dict(
+        zip(SIGNALS + tune.PRIORS, tune.fit(tune.Ranker(synthetic_rows(), SIGNALS), tune.start_params(SIGNALS)))
+    )
     path = tmp_path / "weights.toml"
     path.write_text(tune.weights_toml(params, "fitted on synthetic rows"))
     loaded = load_weights(path)
@@ -70,9 +80,14 @@ def test_reused_signal_rows_give_the_ablation_as_text_parquet_and_plot(tmp_path)
     assert "acc@5" in (tmp_path / "ablation.txt").read_text() and (tmp_path / "ablation.png").stat().st_size > 0
 
 
-@pytest.mark.parametrize(("weights", "message"), [({"bm25": 0.5}, "unknown signal weight(s) ['bm25']; valid names: path_match"),
-                                                  ({"lexical_match": -1}, "non-negative numbers"),
-                                                  ({"test_file_prior": "high"}, "non-negative numbers")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("weights", "message"),
+    [
+        ({"bm25": 0.5}, "unknown signal weight(s) ['bm25']; valid names: path_match"),
+        ({"lexical_match": -1}, "non-negative numbers"),
+        ({"test_file_prior": "high"}, "non-negative numbers"),
+    ],
+)
 def test_bad_weights_are_one_user_error_from_a_file_and_from_retrieve(tmp_path, weights, message):
     path = tmp_path / "weights.toml"
     path.write_text("".join(f"{name} = {value!r}\n" for name, value in weights.items()).replace("'", '"'))

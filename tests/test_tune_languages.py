@@ -1,11 +1,11 @@
-"""drivers.tune_languages: per-language rows, the shipped profile with and without its second-pass signals."""
+"""cra.drivers.research.tune_languages: per-language rows, the shipped profile with and without its second-pass signals."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from dataflows.retrieval.signal_list import SIGNALS
-from drivers.tune_languages import family_comparison
+from cra.dataflows.retrieval.signal_list import SIGNALS
+from cra.drivers.research.tune_languages import family_comparison
 
 
 def test_the_shipped_profile_rows_differ_by_the_second_pass_signals_only():
@@ -16,8 +16,19 @@ def test_the_shipped_profile_rows_differ_by_the_second_pass_signals_only():
                 values = dict.fromkeys(SIGNALS, 0.0)
                 values["lexical_match"] = 0.5 if f == 0 else 0.6
                 values["partner_affinity"] = 1.0 if f == 0 else 0.0
-                rows.append({"path": f"f{f}", **values, "seed": False, "is_test": False, "non_source": False,
-                             "case_id": f"{language}-{c}", "repo": f"{language}/r", "gold": f == 0, "language": language})  # fmt: skip
+                rows.append(
+                    {
+                        "path": f"f{f}",
+                        **values,
+                        "seed": False,
+                        "is_test": False,
+                        "non_source": False,
+                        "case_id": f"{language}-{c}",
+                        "repo": f"{language}/r",
+                        "gold": f == 0,
+                        "language": language,
+                    }
+                )
     profile = {"weights": {"lexical_match": 1.0, "partner_affinity": 0.5}, "priors": {}}
     table = family_comparison(pd.DataFrame(rows), profile, fits=())
     for language in ("go", "rust"):

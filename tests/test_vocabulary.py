@@ -1,4 +1,4 @@
-"""The per-KB word tables (dataflows.retrieval.vocabulary) give the signals exactly what per-request work gave."""
+"""The per-KB word tables (cra.dataflows.retrieval.vocabulary) give the signals exactly what per-request work gave."""
 
 from __future__ import annotations
 
@@ -6,23 +6,42 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dataflows.lexical import stable_order
-from dataflows.retrieval import vocabulary
-from dataflows.retrieval.models import TaskQuery
-from drivers.word_cache import word_tables
+from cra.dataflows.lexical import stable_order
+from cra.dataflows.retrieval import vocabulary
+from cra.dataflows.retrieval.models import TaskQuery
+from cra.drivers.kb.word_cache import word_tables
 from tests.retrieval_dag import EMPTY_LEXICON, run_node
 from tests.test_signals import kb_files, kb_symbols
 
-PATHS = ("src/auth/LoginHandler.py", "src/auth/__init__.py", "src/cache_store/backends.py", "docs/Caching.md",
-         "tests/test_login_handler.py")
-NAMES = ("validate_login", "LoginHandler", "HTTPServerError2", "get_URL_v2", "_cache_key", "CacheStore", "touch",
-         "parse_url", "test_login_tests", "Rule_L031", "__init__")
+PATHS = (
+    "src/auth/LoginHandler.py",
+    "src/auth/__init__.py",
+    "src/cache_store/backends.py",
+    "docs/Caching.md",
+    "tests/test_login_handler.py",
+)
+NAMES = (
+    "validate_login",
+    "LoginHandler",
+    "HTTPServerError2",
+    "get_URL_v2",
+    "_cache_key",
+    "CacheStore",
+    "touch",
+    "parse_url",
+    "test_login_tests",
+    "Rule_L031",
+    "__init__",
+)
 
 
 def files() -> pd.DataFrame:
     """A files table with domains, modules and concepts worth matching."""
-    return kb_files(*PATHS, domain=["auth", "auth", "cache_store", "", ""],
-                    concepts=[["login", "Auth"], ["auth"], ["caching", "backend"], ["caching"], ["login"]])
+    return kb_files(
+        *PATHS,
+        domain=["auth", "auth", "cache_store", "", ""],
+        concepts=[["login", "Auth"], ["auth"], ["caching", "backend"], ["caching"], ["login"]],
+    )
 
 
 def symbols() -> pd.DataFrame:
@@ -33,13 +52,17 @@ def symbols() -> pd.DataFrame:
 
 def query() -> TaskQuery:
     """A task touching path words, prefixes, stems, symbol hints and concepts."""
-    return TaskQuery(raw_description="Caching login handler: touch() ignores the URL timeout", task_type="bug_fix",
-                     keywords=("cach", "login", "handler", "touch", "url", "timeout", "backend", "auth"),
-                     symbol_hints=("LoginHandler", "touch", "get_URL"), concepts=("caching", "login"))
+    return TaskQuery(
+        raw_description="Caching login handler: touch() ignores the URL timeout",
+        task_type="bug_fix",
+        keywords=("cach", "login", "handler", "touch", "url", "timeout", "backend", "auth"),
+        symbol_hints=("LoginHandler", "touch", "get_URL"),
+        concepts=("caching", "login"),
+    )
 
 
 def tables(kb_files_: pd.DataFrame, kb_symbols_: pd.DataFrame) -> dict:
-    """The word tables a loaded KB passes to the DAG (`drivers.word_cache.word_tables`, named as DAG inputs)."""
+    """The word tables a loaded KB passes to the DAG (`cra.drivers.kb.word_cache.word_tables`, named as DAG inputs)."""
     return {f"kb_{name}": table for name, table in word_tables(kb_files_, kb_symbols_).items()}
 
 
@@ -72,8 +95,23 @@ def terms_of(codes: np.ndarray, labels: np.ndarray, name_terms: pd.DataFrame) ->
 
 
 def test_symbol_name_terms_equal_name_words_of_every_name():
-    tricky = ["3Dfoo", "x-3Dfoo", "9ABc", "a9B", "caféBar", "HTTPServerError2", "get_URL_v2", "a.b-c/d:e", "İstanbul",
-              "test_tests", "", "_", "123", "abc123def", *NAMES]
+    tricky = [
+        "3Dfoo",
+        "x-3Dfoo",
+        "9ABc",
+        "a9B",
+        "caféBar",
+        "HTTPServerError2",
+        "get_URL_v2",
+        "a.b-c/d:e",
+        "İstanbul",
+        "test_tests",
+        "",
+        "_",
+        "123",
+        "abc123def",
+        *NAMES,
+    ]
     frame = pd.DataFrame({"symbol_id": range(len(tricky)), "file_id": 0, "name": tricky})
     names = vocabulary.symbol_names(frame)
     codes = vocabulary.symbol_name_codes(frame, names)["name_code"].to_numpy()
@@ -87,7 +125,10 @@ def test_symbol_name_terms_equal_name_words_of_every_name():
 def test_norms_match_norm_of_each_name():
     values = pd.Series(["RuleL031", "Rule_L031", "get-URL.v2", "İx", "Kelvin\u212a"])
     assert list(vocabulary.norms(values)) == [vocabulary.norm(v) for v in values]
-    assert list(vocabulary.norms(pd.Series(["a_b", None], dtype=object))) == ["ab", pd.NA]  # (a qualified name may be null)
+    assert list(vocabulary.norms(pd.Series(["a_b", None], dtype=object))) == [
+        "ab",
+        pd.NA,
+    ]  # (a qualified name may be null)
 
 
 def test_word_index_groups_rows_by_sorted_word():

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
-from dataflows.diagnostics.models import ArtifactEntry, MemoryEntry, RetrievalBundle, SotEntry, TriggerResult
+from cra.dataflows.diagnostics.models import ArtifactEntry, MemoryEntry, RetrievalBundle, SotEntry, TriggerResult
 
 
 def retrieval_bundle(
@@ -21,11 +21,20 @@ def retrieval_bundle(
     sot_ranking_used: str,
 ) -> RetrievalBundle:
     """What deep retrieval hands on: priority, the triggers' verdicts and (when escalating or forced) the evidence."""
-    stamp = (now if now.tzinfo else now.replace(tzinfo=timezone.utc)).astimezone(timezone.utc)
+    stamp = (now if now.tzinfo else now.replace(tzinfo=UTC)).astimezone(UTC)
     if not retrieval_wanted:
         run_artifacts, sot_files, memory_entries = (), (), ()
-    return RetrievalBundle(phase_id, stamp.strftime("%Y-%m-%dT%H:%M:%SZ"), retrieval_priority, escalate, triggers,
-                           run_artifacts, sot_files, memory_entries, sot_ranking_used)  # fmt: skip
+    return RetrievalBundle(
+        phase_id,
+        stamp.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        retrieval_priority,
+        escalate,
+        triggers,
+        run_artifacts,
+        sot_files,
+        memory_entries,
+        sot_ranking_used,
+    )
 
 
 def bundle_json(retrieval_bundle: RetrievalBundle) -> str:
@@ -45,14 +54,22 @@ def bundle_markdown(retrieval_bundle: RetrievalBundle) -> str:
     b = retrieval_bundle
     d = b.to_dict()
     s = d["stats"]
-    lines = [f"# Diagnostics for {b.phase_id}", "",
-             f"{'Escalate' if b.escalate else 'No escalation needed'}: priority {b.priority} ({b.timestamp}).", "",
-             "## Triggers", ""]  # fmt: skip
+    lines = [
+        f"# Diagnostics for {b.phase_id}",
+        "",
+        f"{'Escalate' if b.escalate else 'No escalation needed'}: priority {b.priority} ({b.timestamp}).",
+        "",
+        "## Triggers",
+        "",
+    ]
     lines += [f"- [{'x' if t.fired else ' '}] {t.name}: {t.reason}" for t in b.triggers]
     lines += ["", f"## Run artifacts ({s['run_artifacts_count']} files, {s['run_artifacts_size']} bytes)", ""]
     for e in b.run_artifacts:
         lines += [f"### {e.path} (modified {e.modified}, {e.size} bytes)", "", _fenced(e.content)]
-    lines += [f"## Source of truth ({s['sot_files_count']} files, {s['sot_files_size']} bytes, ranked by {b.sot_ranking})", ""]
+    lines += [
+        f"## Source of truth ({s['sot_files_count']} files, {s['sot_files_size']} bytes, ranked by {b.sot_ranking})",
+        "",
+    ]
     for e in b.sot_files:
         lines += [f"### {e.path} (relevance {e.relevance_score}, {e.size} bytes)", "", _fenced(e.content)]
     lines += [f"## Memory ({s['memory_entries_count']} entries, {s['memory_entries_size']} bytes)", ""]

@@ -98,6 +98,7 @@ class RetrievalBundle:
 
     def to_dict(self) -> dict:
         """The bundle as JSON (entries and stats), with escalate, triggers and stats.sot_ranking added."""
+
         def size(entries) -> int:
             return sum(e.size for e in entries)
 
@@ -111,9 +112,12 @@ class RetrievalBundle:
             "sot_files": [asdict(e) for e in self.sot_files],
             "memory_entries": [e.to_dict() for e in self.memory_entries],
             "stats": {
-                "run_artifacts_count": len(self.run_artifacts), "run_artifacts_size": size(self.run_artifacts),
-                "sot_files_count": len(self.sot_files), "sot_files_size": size(self.sot_files),
-                "memory_entries_count": len(self.memory_entries), "memory_entries_size": size(self.memory_entries),
+                "run_artifacts_count": len(self.run_artifacts),
+                "run_artifacts_size": size(self.run_artifacts),
+                "sot_files_count": len(self.sot_files),
+                "sot_files_size": size(self.sot_files),
+                "memory_entries_count": len(self.memory_entries),
+                "memory_entries_size": size(self.memory_entries),
                 "sot_ranking": self.sot_ranking,
             },
-        }  # fmt: skip
+        }

@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import re
 import string
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pandas as pd
 from hamilton.function_modifiers import config
 
-from dataflows.diagnostics.models import ArtifactEntry, Caps, Handoff, MemoryEntry, RetrievalCaps, SotEntry
+from cra.dataflows.diagnostics.models import ArtifactEntry, Caps, Handoff, MemoryEntry, RetrievalCaps, SotEntry
 
-SEED_CAPS = RetrievalCaps(run_artifacts=Caps(5, 10 * 1024), sot_files=Caps(3, 15 * 1024), memory_entries=Caps(5, 5 * 1024))
+SEED_CAPS = RetrievalCaps(
+    run_artifacts=Caps(5, 10 * 1024), sot_files=Caps(3, 15 * 1024), memory_entries=Caps(5, 5 * 1024)
+)
 # "adaptive caps": high priority ~7 files / 15 KB of run artifacts, low ~3 files / 5 KB; (files, bytes) factors
 ADAPTIVE_FACTORS = {"high": (1.4, 1.5), "medium": (1.0, 1.0), "low": (0.6, 0.5)}
 RECENCY_WINDOW_S = 24 * 3600
@@ -27,7 +29,11 @@ MIN_TRUNCATED_BYTES = 100  # a cut entry needs more room than this to be worth s
 MARKER_ROOM = 25  # bytes kept free for the marker
 MIN_KEYWORD_CHARS = 5  # keywords are words longer than 4 characters
 SOT_DIRS = ("docs", "src", "tests")
-KB_SIGNALS = ("lexical_match", "symbol_lexical_match", "symbol_match")  # the retrieval pipeline's lexical + symbol signals
+KB_SIGNALS = (
+    "lexical_match",
+    "symbol_lexical_match",
+    "symbol_match",
+)  # the retrieval pipeline's lexical + symbol signals
 
 
 @config.when(adaptive_caps=False)
@@ -121,9 +127,12 @@ def sot_ranking_used__kb(
     0 everywhere and lost a document with five matches); then the seed's keyword counts, saying why."""
     if not (sot_kb_scores > 0).any():
         return "keywords (the KB scored no file)" if (sot_keyword_counts > 0).any() else "kb"
-    order = sot_candidates.assign(kb=sot_kb_scores).sort_values(["kb", "mtime", "path"], ascending=[False, False, True],
-                                                                  kind="stable").index  # fmt: skip
-    picks, rest = order[: retrieval_caps.sot_files.max_files], order[retrieval_caps.sot_files.max_files:]
+    order = (
+        sot_candidates.assign(kb=sot_kb_scores)
+        .sort_values(["kb", "mtime", "path"], ascending=[False, False, True], kind="stable")
+        .index
+    )
+    picks, rest = order[: retrieval_caps.sot_files.max_files], order[retrieval_caps.sot_files.max_files :]
     if (sot_keyword_counts[picks] == 0).any() and (sot_keyword_counts[rest] > 0).any():
         return "keywords (the KB ranked a file without keyword matches above one with them)"
     return "kb"
@@ -167,7 +176,7 @@ def _with_texts(order: pd.DataFrame, candidate_texts: pd.Series) -> pd.DataFrame
 
 
 def _iso(mtime: float) -> str:
-    return datetime.fromtimestamp(float(mtime), timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(float(mtime), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def run_artifacts(
@@ -178,7 +187,9 @@ def run_artifacts(
     return tuple(ArtifactEntry(row.path, content, n, _iso(row.mtime)) for row, content, n in kept)
 
 
-def sot_files(sot_order: pd.DataFrame, candidate_texts: pd.Series, retrieval_caps: RetrievalCaps) -> tuple[SotEntry, ...]:
+def sot_files(
+    sot_order: pd.DataFrame, candidate_texts: pd.Series, retrieval_caps: RetrievalCaps
+) -> tuple[SotEntry, ...]:
     """The SOT files retrieved, most relevant first, within 3 files / 15 KB (or the adaptive caps)."""
     kept = _fill(_with_texts(sot_order, candidate_texts), retrieval_caps.sot_files)
     score = int if sot_order["relevance"].dtype.kind in "iu" else float
@@ -202,5 +213,7 @@ def memory_entries(memory_candidates: pd.DataFrame, retrieval_caps: RetrievalCap
         values = {f: getattr(row, f, None) for f in fields}
         return {f: (None if v is None or (isinstance(v, float) and pd.isna(v)) else v) for f, v in values.items()}
 
-    return tuple(MemoryEntry(row.source, content, n, round(float(row.relevance_score), 4), **extra(row))
-                 for row, content, n in _fill(ranked, retrieval_caps.memory_entries))  # fmt: skip
+    return tuple(
+        MemoryEntry(row.source, content, n, round(float(row.relevance_score), 4), **extra(row))
+        for row, content, n in _fill(ranked, retrieval_caps.memory_entries)
+    )

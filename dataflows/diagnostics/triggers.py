@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from dataflows.diagnostics.models import Handoff, TriggerResult
+from cra.dataflows.diagnostics.models import Handoff, TriggerResult
 
 MIN_ERROR_CHARS = 20  # trigger 1: a shorter error message is minimal
 MIN_ACTIONABLE_CHARS = 30  # trigger 2: a shorter one is too terse to act on
@@ -42,8 +42,13 @@ def handoff(handoff_bundle: Any) -> Handoff:
         changes = tuple(_text(c) for c in changes if _text(c).strip())
     else:
         changes = (_text(changes),) if _text(changes).strip() else ()
-    return Handoff(error_message=_text(bundle.get("error_message")).strip(), stack_trace=_text(bundle.get("stack_trace")).strip(),
-                   root_cause=_text(bundle.get("root_cause")).strip(), recent_changes=changes, empty=not bundle)  # fmt: skip
+    return Handoff(
+        error_message=_text(bundle.get("error_message")).strip(),
+        stack_trace=_text(bundle.get("stack_trace")).strip(),
+        root_cause=_text(bundle.get("root_cause")).strip(),
+        recent_changes=changes,
+        empty=not bundle,
+    )
 
 
 def empty_bundle_trigger(handoff: Handoff) -> tuple[bool, str]:
@@ -52,12 +57,20 @@ def empty_bundle_trigger(handoff: Handoff) -> tuple[bool, str]:
         return True, "the handoff bundle is empty"
     n = len(handoff.error_message)
     if n >= MIN_ERROR_CHARS or handoff.stack_trace or handoff.recent_changes:
-        found = [what for what, present in ((f"an error message of {n} characters", n >= MIN_ERROR_CHARS),
-                 ("a stack trace", bool(handoff.stack_trace)),
-                 (f"{len(handoff.recent_changes)} recent changes", bool(handoff.recent_changes))) if present]  # fmt: skip
+        found = [
+            what
+            for what, present in (
+                (f"an error message of {n} characters", n >= MIN_ERROR_CHARS),
+                ("a stack trace", bool(handoff.stack_trace)),
+                (f"{len(handoff.recent_changes)} recent changes", bool(handoff.recent_changes)),
+            )
+            if present
+        ]
         return False, "the bundle has " + ", ".join(found)
-    return True, (f"the error message has {n} characters (under {MIN_ERROR_CHARS}), and there is no stack trace "
-                  "and no recent change")  # fmt: skip
+    return True, (
+        f"the error message has {n} characters (under {MIN_ERROR_CHARS}), and there is no stack trace "
+        "and no recent change"
+    )
 
 
 def actionable_context_trigger(handoff: Handoff) -> tuple[bool, str]:
@@ -69,8 +82,11 @@ def actionable_context_trigger(handoff: Handoff) -> tuple[bool, str]:
     short = len(message) < MIN_ACTIONABLE_CHARS
     locator = _LOCATOR.search(message)
     if (generic or short) and not locator:
-        why = (f"the generic phrase {generic[0]!r}" if generic
-               else f"only {len(message)} characters (under {MIN_ACTIONABLE_CHARS})")  # fmt: skip
+        why = (
+            f"the generic phrase {generic[0]!r}"
+            if generic
+            else f"only {len(message)} characters (under {MIN_ACTIONABLE_CHARS})"
+        )
         return True, f"the error message has {why} and names no file path, line number or module"
     if locator:
         return False, f"the error message names {locator.group(0).strip()!r}"
@@ -91,8 +107,10 @@ def repeated_failures_trigger(attempt: int, attempt_logs: pd.DataFrame) -> tuple
     failing = earlier[hits.any(axis=1)]
     if failing.empty:
         return False, f"the {len(earlier)} earlier attempt logs have no failure marker ({', '.join(FAILURE_MARKERS)})"
-    listed = "; ".join(f"{row.path} ({', '.join(m for m in FAILURE_MARKERS if hits.at[i, m])})"
-                       for i, row in zip(failing.index, failing.itertuples()))  # fmt: skip
+    listed = "; ".join(
+        f"{row.path} ({', '.join(m for m in FAILURE_MARKERS if hits.at[i, m])})"
+        for i, row in zip(failing.index, failing.itertuples())
+    )
     return True, f"attempt {attempt} after failures: {listed}"
 
 
@@ -116,8 +134,12 @@ def triggers(
     root_cause_trigger: tuple[bool, str],
 ) -> tuple[TriggerResult, ...]:
     """The four triggers' verdicts, trigger 1 to 4."""
-    named = (("empty_bundle", empty_bundle_trigger), ("lacks_actionable_context", actionable_context_trigger),
-             ("repeated_failures", repeated_failures_trigger), ("no_clear_root_cause", root_cause_trigger))  # fmt: skip
+    named = (
+        ("empty_bundle", empty_bundle_trigger),
+        ("lacks_actionable_context", actionable_context_trigger),
+        ("repeated_failures", repeated_failures_trigger),
+        ("no_clear_root_cause", root_cause_trigger),
+    )
     return tuple(TriggerResult(name, bool(fired), reason) for name, (fired, reason) in named)
 
 

@@ -9,14 +9,15 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dataflows.escalation.categories import UNKNOWN
+from cra.dataflows.escalation.categories import UNKNOWN
 
 PATTERNS = ("single_failure", "consistent", "intermittent_network", "varied")
 
 
 def _categorised(attempts: pd.DataFrame, attempt_categories: pd.Series) -> pd.DataFrame:
-    return pd.DataFrame({"task_id": attempts["task_id"], "attempt_number": attempts["attempt_number"],
-                         "category": attempt_categories})  # fmt: skip
+    return pd.DataFrame(
+        {"task_id": attempts["task_id"], "attempt_number": attempts["attempt_number"], "category": attempt_categories}
+    )
 
 
 def failure_patterns(attempts: pd.DataFrame, attempt_categories: pd.Series) -> pd.Series:
@@ -53,9 +54,13 @@ def _texts(category_texts: dict, category: str) -> dict:
 
 
 def root_cause_hypotheses(
-    failure_patterns: pd.Series, dominant_categories: pd.Series, category_counts: pd.DataFrame,
-    attempt_totals: pd.Series, category_texts: dict, pattern_texts: dict,
-) -> pd.Series:  # fmt: skip
+    failure_patterns: pd.Series,
+    dominant_categories: pd.Series,
+    category_counts: pd.DataFrame,
+    attempt_totals: pd.Series,
+    category_texts: dict,
+    pattern_texts: dict,
+) -> pd.Series:
     """One-sentence hypothesis per task from its pattern's template and its category's cause (deterministic)."""
     breakdown = category_counts.assign(part=category_counts["category"] + " " + category_counts["attempts"].astype(str))
     breakdowns = breakdown.groupby("task_id", sort=False)["part"].agg(", ".join)
@@ -64,8 +69,11 @@ def root_cause_hypotheses(
     for task_id, pattern in failure_patterns.items():
         category = dominant_categories[task_id]
         out[task_id] = pattern_texts[pattern]["hypothesis"].format(
-            category=category, cause=_texts(category_texts, category).get("cause", ""), n=attempt_totals[task_id],
-            network=int(network.get(task_id, 0)), breakdown=breakdowns[task_id],
+            category=category,
+            cause=_texts(category_texts, category).get("cause", ""),
+            n=attempt_totals[task_id],
+            network=int(network.get(task_id, 0)),
+            breakdown=breakdowns[task_id],
         )
     return pd.Series(out, dtype=object, name="root_cause_hypothesis")
 
@@ -76,7 +84,9 @@ def suggested_interventions(
     """Actionable steps per task: its category's interventions, then its pattern's (deterministic, no duplicates)."""
     out = {}
     for task_id, pattern in failure_patterns.items():
-        steps = [*_texts(category_texts, dominant_categories[task_id]).get("interventions", ()),
-                 *pattern_texts[pattern].get("interventions", ())]  # fmt: skip
+        steps = [
+            *_texts(category_texts, dominant_categories[task_id]).get("interventions", ()),
+            *pattern_texts[pattern].get("interventions", ()),
+        ]
         out[task_id] = tuple(dict.fromkeys(steps))
     return pd.Series(out, dtype=object, name="suggested_interventions")

@@ -46,17 +46,30 @@ def _rules_of(table: dict, source: int) -> list[dict]:
     for category, spec in table.get("categories", {}).items():
         for kind in KINDS:
             for position, rule in enumerate(spec.get(kind, ())):
-                rows.append({"category": category, "kind": kind, "rule": str(rule), "regex": _REGEX[kind](rule),
-                             "source": source, "kind_rank": KINDS.index(kind), "position": position,
-                             "length": len(str(rule)) if kind == "patterns" else 0})  # fmt: skip
+                rows.append(
+                    {
+                        "category": category,
+                        "kind": kind,
+                        "rule": str(rule),
+                        "regex": _REGEX[kind](rule),
+                        "source": source,
+                        "kind_rank": KINDS.index(kind),
+                        "position": position,
+                        "length": len(str(rule)) if kind == "patterns" else 0,
+                    }
+                )
     return rows
 
 
 def category_rules(default_category_table: dict, user_category_table: dict) -> pd.DataFrame:
     """Every matching rule in precedence order (user before default, then KINDS, then longest pattern first)."""
     rows = _rules_of(user_category_table, 0) + _rules_of(default_category_table, 1)
-    frame = pd.DataFrame(rows, columns=["category", "kind", "rule", "regex", "source", "kind_rank", "position", "length"])
-    frame = frame.sort_values(["source", "kind_rank", "length", "position"], ascending=[True, True, False, True], kind="stable")
+    frame = pd.DataFrame(
+        rows, columns=["category", "kind", "rule", "regex", "source", "kind_rank", "position", "length"]
+    )
+    frame = frame.sort_values(
+        ["source", "kind_rank", "length", "position"], ascending=[True, True, False, True], kind="stable"
+    )
     return frame[["category", "kind", "rule", "regex"]].reset_index(drop=True)
 
 
@@ -88,7 +101,9 @@ def _first_category(message: str, matcher: tuple[tuple[re.Pattern, str], ...]) -
 
 def attempt_categories(attempts: pd.DataFrame, category_matcher: tuple[tuple[re.Pattern, str], ...]) -> pd.Series:
     """Category of every attempt: the one it was recorded with, else the first matching rule's (or 'unknown')."""
-    recorded = attempts["error_type"] if "error_type" in attempts else pd.Series(None, index=attempts.index, dtype=object)
+    recorded = (
+        attempts["error_type"] if "error_type" in attempts else pd.Series(None, index=attempts.index, dtype=object)
+    )
     result = recorded.astype(object).copy()
     missing = result.isna()
     if missing.any():

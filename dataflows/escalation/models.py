@@ -57,9 +57,11 @@ class EscalationReport:
     @classmethod
     def from_dict(cls, d: dict) -> EscalationReport:
         """Inverse of to_dict (a stored report read back)."""
-        return cls(**{
-            **d,
-            "attempt_history": tuple(RetryAttempt(**a) for a in d["attempt_history"]),
-            "suggested_interventions": tuple(d["suggested_interventions"]),
-            "similar_failures": tuple(SimilarFailure(**s) for s in d.get("similar_failures", ())),
-        })
+        return cls(
+            **{
+                **d,
+                "attempt_history": tuple(RetryAttempt(**a) for a in d["attempt_history"]),
+                "suggested_interventions": tuple(d["suggested_interventions"]),
+                "similar_failures": tuple(SimilarFailure(**s) for s in d.get("similar_failures", ())),
+            }
+        )

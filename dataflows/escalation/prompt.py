@@ -10,9 +10,11 @@ def human_guidance_section(guidance_hints: tuple) -> str:
     if not guidance_hints:
         return ""
     hints = "\n\n".join(hint.strip() for hint in guidance_hints)
-    return ("## CRITICAL: Human Guidance Provided\n\n"
-            "A human expert has reviewed this task and provided the following guidance:\n\n"
-            f"{hints}\n\nPlease carefully consider this guidance when approaching the task.\n")  # fmt: skip
+    return (
+        "## CRITICAL: Human Guidance Provided\n\n"
+        "A human expert has reviewed this task and provided the following guidance:\n\n"
+        f"{hints}\n\nPlease carefully consider this guidance when approaching the task.\n"
+    )
 
 
 def failure_context_section(task_id: str, root_cause_hypotheses: pd.Series, suggested_interventions: pd.Series) -> str:

@@ -1,13 +1,13 @@
 """Similar past failures: earlier escalated tasks of the same category whose error messages are
-lexically close to this task's (BM25 of `dataflows.lexical`), listed with the guidance they were given."""
+lexically close to this task's (BM25 of `cra.dataflows.lexical`), listed with the guidance they were given."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from dataflows.escalation.models import SimilarFailure
-from dataflows.lexical import Bm25Index
-from dataflows.text import term_counts
+from cra.dataflows.escalation.models import SimilarFailure
+from cra.dataflows.lexical import Bm25Index
+from cra.dataflows.text import term_counts
 
 SIMILAR_LIMIT = 3  # at most this many in a report
 MIN_SIMILARITY = 0.3  # BM25 score relative to the best a past task could reach (see similar_past_failures)
@@ -32,7 +32,11 @@ def similar_past_failures(
         return ()
     docs = pd.concat([past[["task_id", "messages"]], pd.DataFrame({"task_id": [task_id], "messages": [task_messages]})])
     terms = pd.DataFrame(
-        [(doc, term, tf) for doc, text in zip(docs["task_id"], docs["messages"]) for term, tf in term_counts(text).items()],
+        [
+            (doc, term, tf)
+            for doc, text in zip(docs["task_id"], docs["messages"])
+            for term, tf in term_counts(text).items()
+        ],
         columns=["task_id", "term", "tf"],
     )
     index = Bm25Index.from_terms(terms, "task_id")
@@ -48,9 +52,15 @@ def similar_past_failures(
     ranked = past.assign(similarity=similarity)
     ranked = ranked[ranked["similarity"] >= MIN_SIMILARITY].sort_values("similarity", ascending=False, kind="stable")
     return tuple(
-        SimilarFailure(task_id=row.task_id, title=row.title, error_category=row.error_category,
-                       failure_pattern=row.failure_pattern, error_message=row.error_message,
-                       similarity=round(float(row.similarity), 3), status=row.status,
-                       resolution=None if pd.isna(row.resolution) else row.resolution)  # fmt: skip
+        SimilarFailure(
+            task_id=row.task_id,
+            title=row.title,
+            error_category=row.error_category,
+            failure_pattern=row.failure_pattern,
+            error_message=row.error_message,
+            similarity=round(float(row.similarity), 3),
+            status=row.status,
+            resolution=None if pd.isna(row.resolution) else row.resolution,
+        )
         for row in ranked.head(SIMILAR_LIMIT).itertuples(index=False)
     )

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from dataflows.index.parsers.models import ParsedFile
+from cra.dataflows.index.parsers.models import ParsedFile
 
 CASE_COLUMNS = ("case_id", "task", "expected_files", "expected_symbols", "repo", "base_commit", "repo_path")
 FORMAT_FIELDS = {
@@ -50,7 +50,9 @@ def _json_values(case_text: str, source: str) -> list:
                 f"{source}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}. Write {_LAYOUTS}."
             ) from None
         except (ValueError, RecursionError) as exc:  # e.g. an integer of 5,000 digits, lists nested 100,000 deep
-            raise CaseFormatError(f"{source}: unreadable JSON ({exc or type(exc).__name__}). Write {_LAYOUTS}.") from None
+            raise CaseFormatError(
+                f"{source}: unreadable JSON ({exc or type(exc).__name__}). Write {_LAYOUTS}."
+            ) from None
         values.append(value)
     if not values:
         raise CaseFormatError(f"{source} is empty: write {_LAYOUTS}.")
@@ -73,7 +75,9 @@ def case_records(case_text: str, case_source: str = "case file") -> list[dict]:
     records = values[0] if len(values) == 1 and isinstance(values[0], list) else values
     for i, record in enumerate(records):
         if not isinstance(record, dict):
-            raise CaseFormatError(f"{case_source}: case #{i + 1} is a JSON {_json_type(record)}, not an object. Write {_LAYOUTS}.")
+            raise CaseFormatError(
+                f"{case_source}: case #{i + 1} is a JSON {_json_type(record)}, not an object. Write {_LAYOUTS}."
+            )
         if case_format(record) is None:
             raise CaseFormatError(
                 f"{case_source}: case #{i + 1} is in no known format (fields found: {sorted(record)}). "
@@ -89,9 +93,14 @@ def _is_strings(value) -> bool:
 
 
 _FIELD_KINDS = {  # field: (what it must be, test); a field its format does not require may also be null
-    **dict.fromkeys(("task", "problem_statement", "repo", "base_commit", "patch", "repo_path"), ("a string", lambda v: isinstance(v, str))),
+    **dict.fromkeys(
+        ("task", "problem_statement", "repo", "base_commit", "patch", "repo_path"),
+        ("a string", lambda v: isinstance(v, str)),
+    ),
     **dict.fromkeys(("id", "instance_id"), ("a string or a number", lambda v: isinstance(v, (str, int, float)))),
-    **dict.fromkeys(("expected_files", "expected_symbols", "gold_files", "gold_functions"), ("a list of strings", _is_strings)),
+    **dict.fromkeys(
+        ("expected_files", "expected_symbols", "gold_files", "gold_functions"), ("a list of strings", _is_strings)
+    ),
 }
 
 
@@ -170,7 +179,9 @@ def cases(case_records: list[dict]) -> pd.DataFrame:
     frame = pd.DataFrame(rows, columns=[*CASE_COLUMNS, "format", "patch"], dtype=object)
     duplicated = frame["case_id"][frame["case_id"].duplicated()]
     if len(duplicated):
-        raise CaseFormatError(f"case ids must be unique; repeated: {sorted(set(duplicated))}. Give each case its own id.")
+        raise CaseFormatError(
+            f"case ids must be unique; repeated: {sorted(set(duplicated))}. Give each case its own id."
+        )
     return frame
 
 

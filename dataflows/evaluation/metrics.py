@@ -16,9 +16,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dataflows.evaluation.cases import MODULE_SYMBOL
-from dataflows.retrieval.models import ContextPackage
-from dataflows.retrieval.symbol_signals import CANDIDATE_KINDS
+from cra.dataflows.evaluation.cases import MODULE_SYMBOL
+from cra.dataflows.retrieval.models import ContextPackage
+from cra.dataflows.retrieval.symbol_signals import CANDIDATE_KINDS
 
 KS = (1, 3, 5, 10)
 RANKING_METRICS = (
@@ -41,15 +41,25 @@ FUNCTION_METRICS = (
     *(f"function_acc@{k}" for k in FUNCTION_KS),
     "function_mrr",
 )
-BUDGET_METRICS = ("gold_body", "gold_body_any", "gold_named", "token_efficiency", "package_tokens", "package_file_recall",
-                  "package_file_precision")
+BUDGET_METRICS = (
+    "gold_body",
+    "gold_body_any",
+    "gold_named",
+    "token_efficiency",
+    "package_tokens",
+    "package_file_recall",
+    "package_file_precision",
+)
 # seed 001's Phase 2 gate: "file-level recall > 0.8, precision > 0.5, token efficiency > 0.6" (of the package)
 SEED_GATES = (("package_file_recall", 0.8), ("package_file_precision", 0.5), ("token_efficiency", 0.6))
 BASELINE_PREFIX = "bm25_"
 BASELINE_BUDGET_METRICS = (f"{BASELINE_PREFIX}gold_body", f"{BASELINE_PREFIX}package_tokens")
 SUMMARY_METRICS = (
-    *RANKING_METRICS, *PACKAGE_METRICS, *(BASELINE_PREFIX + m for m in RANKING_METRICS),
-    *FUNCTION_METRICS, *(BASELINE_PREFIX + m for m in FUNCTION_METRICS),
+    *RANKING_METRICS,
+    *PACKAGE_METRICS,
+    *(BASELINE_PREFIX + m for m in RANKING_METRICS),
+    *FUNCTION_METRICS,
+    *(BASELINE_PREFIX + m for m in FUNCTION_METRICS),
 )
 BM25_SYMBOL_KINDS = CANDIDATE_KINDS  # the baseline ranks the definitions the pipeline ranks
 
@@ -85,12 +95,16 @@ def package_symbols(package: ContextPackage) -> pd.DataFrame:
     rows = []
     for f in package.files:
         for s in f.symbols:
-            rows.append((f.path, f"{f.path}::{s.qualified_name}", s.name, s.qualified_name, s.tokens, s.body is not None, None))
+            rows.append(
+                (f.path, f"{f.path}::{s.qualified_name}", s.name, s.qualified_name, s.tokens, s.body is not None, None)
+            )
             held = s.body is not None
             lines = max(s.end_line - s.start_line + 1, 1)
             for m in s.members:
                 own = m.tokens if m.body is not None else s.tokens * (m.end_line - m.start_line + 1) / lines
-                rows.append((f.path, f"{f.path}::{m.qualified_name}", m.name, m.qualified_name, own, held, s.qualified_name))
+                rows.append(
+                    (f.path, f"{f.path}::{m.qualified_name}", m.name, m.qualified_name, own, held, s.qualified_name)
+                )
     return pd.DataFrame(rows, columns=["path", "key", "name", "qualified_name", "tokens", "has_body", "inside"])
 
 
@@ -150,16 +164,32 @@ def _relevant_tokens(symbols: pd.DataFrame, expected_symbols: list[str]) -> floa
         if not own.any():
             relevant |= enclosing & symbols["has_body"]
     inside = symbols["inside"] if "inside" in symbols else pd.Series(None, index=symbols.index, dtype=object)
-    holders = set(zip(symbols.loc[relevant & inside.isna(), "path"], symbols.loc[relevant & inside.isna(), "qualified_name"]))
-    counted_twice = inside.notna() & pd.Series([(p, q) in holders for p, q in zip(symbols["path"], inside)], index=symbols.index, dtype=bool)
+    holders = set(
+        zip(symbols.loc[relevant & inside.isna(), "path"], symbols.loc[relevant & inside.isna(), "qualified_name"])
+    )
+    counted_twice = inside.notna() & pd.Series(
+        [(p, q) in holders for p, q in zip(symbols["path"], inside)], index=symbols.index, dtype=bool
+    )
     return float(symbols.loc[relevant & ~counted_twice, "tokens"].sum())
 
 
 def _holds_gold(symbols: pd.DataFrame, expected_symbols: list[str]) -> pd.Series:
     """Shown symbols (classes shown whole) that carry a gold member among their members."""
     relevant = _relevant_symbol_mask(symbols, expected_symbols)
-    holders = set(zip(symbols.loc[relevant & symbols["inside"].notna(), "path"], symbols.loc[relevant & symbols["inside"].notna(), "inside"]))
-    return pd.Series([(p, q) in holders for p, q in zip(symbols["path"], symbols["qualified_name"])], index=symbols.index, dtype=bool) & symbols["inside"].isna()
+    holders = set(
+        zip(
+            symbols.loc[relevant & symbols["inside"].notna(), "path"],
+            symbols.loc[relevant & symbols["inside"].notna(), "inside"],
+        )
+    )
+    return (
+        pd.Series(
+            [(p, q) in holders for p, q in zip(symbols["path"], symbols["qualified_name"])],
+            index=symbols.index,
+            dtype=bool,
+        )
+        & symbols["inside"].isna()
+    )
 
 
 def package_metrics(
@@ -172,7 +202,9 @@ def package_metrics(
     symbols = package_symbols(package)
     out = {
         "package_file_recall": len(expected & package_paths) / len(expected) if expected else nan,
-        "package_file_precision": len(expected & package_paths) / len(package_paths) if package_paths and expected else (0.0 if expected else nan),
+        "package_file_precision": len(expected & package_paths) / len(package_paths)
+        if package_paths and expected
+        else (0.0 if expected else nan),
         "budget_utilization": package.token_count / package.budget if package.budget else nan,
     }
     if expected_symbols:
@@ -221,8 +253,9 @@ def function_metrics(gold_ranks: list[int | None], prefix: str = "") -> dict[str
     return out
 
 
-def budget_metrics(package: ContextPackage, expected_symbols: list[str] | None, label: str,
-                   expected_files: list[str] | None = None) -> dict[str, float]:
+def budget_metrics(
+    package: ContextPackage, expected_symbols: list[str] | None, label: str, expected_files: list[str] | None = None
+) -> dict[str, float]:
     """The package at one budget against the gold functions: share whose body is in (own or enclosing), whether
     any is, share named at any depth (signature included), token efficiency, and the package's tokens; against the
     gold files (when given), the package's file recall and precision (seed 001's gates)."""
@@ -252,11 +285,15 @@ def bm25_symbol_ranking(kb_symbols: pd.DataFrame, kb_files: pd.DataFrame, symbol
     (symbol_scores, indexed by symbol_id), best first, those sharing no term with the task left out; columns path,
     qualified_name, body_tokens, rank."""
     files = kb_files.loc[~kb_files["is_test"].astype(bool), ["file_id", "path"]]
-    ranked = kb_symbols.loc[kb_symbols["kind"].isin(BM25_SYMBOL_KINDS), ["symbol_id", "file_id", "qualified_name", "body_tokens"]]
+    ranked = kb_symbols.loc[
+        kb_symbols["kind"].isin(BM25_SYMBOL_KINDS), ["symbol_id", "file_id", "qualified_name", "body_tokens"]
+    ]
     ranked = ranked.merge(files, on="file_id")
     ranked = ranked.assign(score=ranked["symbol_id"].map(symbol_scores).fillna(0.0))
     ranked = ranked[ranked["score"] > 0].sort_values(["score", "symbol_id"], ascending=[False, True], kind="stable")
-    return ranked.assign(rank=np.arange(1, len(ranked) + 1))[["path", "qualified_name", "body_tokens", "rank"]].reset_index(drop=True)
+    return ranked.assign(rank=np.arange(1, len(ranked) + 1))[
+        ["path", "qualified_name", "body_tokens", "rank"]
+    ].reset_index(drop=True)
 
 
 def bodies_within(symbol_ranking: pd.DataFrame, budget: int) -> pd.DataFrame:
@@ -264,7 +301,9 @@ def bodies_within(symbol_ranking: pd.DataFrame, budget: int) -> pd.DataFrame:
     body would not fit (a symbol inside a body already taken comes free): path, qualified_name, tokens, has_body."""
     taken: list[tuple[str, str, int]] = []
     used = 0
-    for path, name, tokens in zip(symbol_ranking["path"], symbol_ranking["qualified_name"], symbol_ranking["body_tokens"]):
+    for path, name, tokens in zip(
+        symbol_ranking["path"], symbol_ranking["qualified_name"], symbol_ranking["body_tokens"]
+    ):
         if any(p == path and name.startswith(q + ".") for p, q, _ in taken):
             taken.append((path, name, 0))
             continue
@@ -275,13 +314,17 @@ def bodies_within(symbol_ranking: pd.DataFrame, budget: int) -> pd.DataFrame:
     return pd.DataFrame(taken, columns=["path", "qualified_name", "tokens"]).assign(has_body=True)
 
 
-def bm25_budget_metrics(bm25_ranking: pd.DataFrame, expected_symbols: list[str] | None, budget: int, label: str) -> dict[str, float]:
+def bm25_budget_metrics(
+    bm25_ranking: pd.DataFrame, expected_symbols: list[str] | None, budget: int, label: str
+) -> dict[str, float]:
     """The BM25 budget curve at one budget: the share of gold functions whose body is among the BM25 symbols'
     bodies that fit in `budget` tokens, and the tokens those bodies take."""
     gold = gold_functions(expected_symbols)
     taken = bodies_within(bm25_ranking, budget)
     return {
-        f"{BASELINE_PREFIX}gold_body@{label}": float(np.mean([_body_in(taken, g) for g in gold])) if gold else float("nan"),
+        f"{BASELINE_PREFIX}gold_body@{label}": float(np.mean([_body_in(taken, g) for g in gold]))
+        if gold
+        else float("nan"),
         f"{BASELINE_PREFIX}package_tokens@{label}": float(taken["tokens"].sum()),
     }
 

@@ -1,5 +1,5 @@
 """Term counting of code at index time (a helper module, not a Hamilton module: no driver lists it, so its public
-functions are not nodes): the counts of `dataflows.text.terms`, tokenising each distinct identifier once."""
+functions are not nodes): the counts of `cra.dataflows.text.terms`, tokenising each distinct identifier once."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 from collections import Counter
 from functools import lru_cache
 
-from dataflows.text import terms
+from cra.dataflows.text import terms
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 

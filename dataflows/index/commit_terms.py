@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from dataflows.index.schema import TABLES
-from dataflows.text import term_counts
+from cra.dataflows.index.schema import TABLES
+from cra.dataflows.text import term_counts
 
 
 def kb_commit_terms(kb_commits: pd.DataFrame, previous_kb: dict[str, pd.DataFrame] | None = None) -> pd.DataFrame:
@@ -14,6 +14,9 @@ def kb_commit_terms(kb_commits: pd.DataFrame, previous_kb: dict[str, pd.DataFram
     if previous_kb and "commits" in previous_kb and "commit_terms" in previous_kb:
         if previous_kb["commits"]["commit"].tolist() == kb_commits["commit"].tolist():  # (a hash names its message)
             return previous_kb["commit_terms"]
-    rows = [(commit, term, tf) for commit, message in zip(kb_commits["commit"], kb_commits["message"].fillna(""))
-            for term, tf in term_counts(message).items()]
+    rows = [
+        (commit, term, tf)
+        for commit, message in zip(kb_commits["commit"], kb_commits["message"].fillna(""))
+        for term, tf in term_counts(message).items()
+    ]
     return pd.DataFrame(rows, columns=list(TABLES["commit_terms"])).astype({"tf": "int32"})

@@ -11,8 +11,8 @@ import re
 
 import pandas as pd
 
-from dataflows.index.frames import conform, in_set
-from dataflows.index.parsers import language_of
+from cra.dataflows.index.frames import conform, in_set
+from cra.dataflows.index.parsers import language_of
 
 FIX_MESSAGE = re.compile(r"\b(?:fix(?:es|ed)?|bug|crash|regression|broken|wrong|incorrect|error)\b|#\d+", re.IGNORECASE)
 PROSE_LANGUAGES = frozenset({"markdown", "text", "rst", "asciidoc"})
@@ -85,11 +85,15 @@ def kb_companions(
     times = kb_commits.set_index("commit")["time"]
     prose = {p: _prose(p) for p in distinct}
     notes = touched[in_set(touched["commit"], fixes) & paths.map(prose).to_numpy(dtype=bool)]
-    notes = notes.assign(directory=notes["path"].map(lambda p: posixpath.dirname(p) + "/"), time=notes["commit"].map(times))
+    notes = notes.assign(
+        directory=notes["path"].map(lambda p: posixpath.dirname(p) + "/"), time=notes["commit"].map(times)
+    )
     by_dir = notes.groupby("directory").agg(n=("commit", "nunique"), files=("path", "nunique"), since=("time", "min"))
     # a directory whose notes are mostly new files (one per fix) counts as one companion
     by_dir = by_dir[(by_dir["files"] >= by_dir["n"] * 0.8) & (by_dir.index != "/")]
-    units = pd.concat([notes.groupby("path").agg(n=("commit", "nunique"), since=("time", "min")), by_dir[["n", "since"]]])
+    units = pd.concat(
+        [notes.groupby("path").agg(n=("commit", "nunique"), since=("time", "min")), by_dir[["n", "since"]]]
+    )
     fix_times = times.reindex(fixes).to_numpy()
     # the share over the fixes since the file first appears in the history (a renamed changelog starts afresh)
     units["of"] = [(fix_times >= since).sum() for since in units["since"]]
@@ -108,6 +112,12 @@ def kb_companions(
             latest.append("\n".join(newest.loc[newest["directory"] == unit, "path"].drop_duplicates().head(5)))
         else:
             latest.append(_latest_entries(_text_of(unit, decoded_files, indexed_files, kb_contents)))
-    frame = pd.DataFrame({"path": units.index, "share": units["share"].to_numpy(), "n_fix_commits": units["n"].to_numpy(),
-                          "latest": latest})  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "path": units.index,
+            "share": units["share"].to_numpy(),
+            "n_fix_commits": units["n"].to_numpy(),
+            "latest": latest,
+        }
+    )
     return conform(frame, "companions")

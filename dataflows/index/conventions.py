@@ -2,7 +2,7 @@
 
 Not a Hamilton module: pure functions the index nodes, the retrieval's symbol table (and the case miner) call
 with the `language_conventions` input, a dict language -> table loaded by the driver
-(`drivers.conventions.load_conventions`). A table has `tests.names` / `tests.dirs` (what a test file is; in either
+(`cra.drivers.common.conventions.load_conventions`). A table has `tests.names` / `tests.dirs` (what a test file is; in either
 section `dir_patterns` match directory names by regex, C#'s `Foo.Tests/` projects, and `paths` whole paths:
 Python's `test/` is a test directory at the top of a repository, a library inside a package, `django/test/`),
 `tests.attributes` (what makes a function a test wherever it is: Rust `#[test]`, JUnit `@Test`), `tests.subjects`

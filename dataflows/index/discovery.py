@@ -15,10 +15,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from dataflows.index.conventions import is_non_source_path, is_test_path
-from dataflows.index.frames import in_set
-from dataflows.index.parsers import header_language, language_of
-from dataflows.index.schema import TABLES
+from cra.dataflows.index.conventions import is_non_source_path, is_test_path
+from cra.dataflows.index.frames import in_set
+from cra.dataflows.index.parsers import header_language, language_of
+from cra.dataflows.index.schema import TABLES
 
 _SNIFF_BYTES = 8192
 _HEADER_LINES = 10
@@ -27,10 +27,21 @@ _GENERATED_MARKERS = re.compile(
 )
 LOCK_FILES = frozenset(
     {
-        "package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", "poetry.lock", "Pipfile.lock",
-        "Cargo.lock", "Gemfile.lock", "composer.lock", "go.sum", "uv.lock", "pdm.lock", "bun.lockb",
+        "package-lock.json",
+        "npm-shrinkwrap.json",
+        "yarn.lock",
+        "pnpm-lock.yaml",
+        "poetry.lock",
+        "Pipfile.lock",
+        "Cargo.lock",
+        "Gemfile.lock",
+        "composer.lock",
+        "go.sum",
+        "uv.lock",
+        "pdm.lock",
+        "bun.lockb",
     }
-)  # fmt: skip
+)
 _MINIFIABLE = (".js", ".mjs", ".cjs", ".css")
 _MINIFIED_LINE = 1000  # a js/css line this long (or an average over 300) means minified output
 TEST_DIRS = frozenset({"tests", "test", "__tests__", "testing"})
@@ -65,7 +76,8 @@ def _texts(data: list, decode: list[bool]) -> pd.Series:
     np.cumsum([len(d) if keep else 0 for keep, d in zip(text, data)], out=offsets[1:])
     joined = pa.py_buffer(b"".join(d for keep, d in zip(text, data) if keep))
     array = pa.LargeStringArray.from_buffers(
-        len(data), pa.py_buffer(offsets), joined, pa.py_buffer(np.packbits(text, bitorder="little")), int((~text).sum()))
+        len(data), pa.py_buffer(offsets), joined, pa.py_buffer(np.packbits(text, bitorder="little")), int((~text).sum())
+    )
     return pd.Series(array, dtype="str")
 
 
@@ -101,7 +113,7 @@ def decoded_files(
     """Scanned files with sha1 hash, language and `reused` (the previous index holds this path with this
     content); only the other files are decoded (text None when binary, and for reused rows, whose text and
     facts come from the previous KB), so an incremental run decodes just what changed. A file the scan did not
-    read (data None: unchanged since the last run, see `drivers.sources.scan_sources`) and that the last run left
+    read (data None: unchanged since the last run, see `cra.drivers.index.sources.scan_sources`) and that the last run left
     out keeps the reason it was left out for (`skipped_as`, from previous_skipped: reason -> paths)."""
     paths = source_files["path"].astype(str).tolist()
     hashes = _hashes(source_files)
@@ -125,7 +137,11 @@ def decoded_files(
 
 def _skipped_as(decoded_files: pd.DataFrame, reason: str) -> pd.Series:
     """Which files the scan did not read are still left out for this reason."""
-    return decoded_files["skipped_as"] == reason if "skipped_as" in decoded_files else pd.Series(False, index=decoded_files.index)
+    return (
+        decoded_files["skipped_as"] == reason
+        if "skipped_as" in decoded_files
+        else pd.Series(False, index=decoded_files.index)
+    )
 
 
 def skipped_binary(decoded_files: pd.DataFrame) -> list[str]:
@@ -161,10 +177,19 @@ def skipped_generated(decoded_files: pd.DataFrame, language_conventions: dict | 
     headers, minified) or, by their language's convention table, vendored / build output; only decoded files
     are checked: a reused file was indexed with this very content."""
     rows = np.flatnonzero((decoded_files["text"].notna() & decoded_files["language"].notna()).to_numpy())
-    paths, languages = decoded_files["path"].to_numpy(dtype=object)[rows], decoded_files["language"].to_numpy(dtype=object)[rows]
+    paths, languages = (
+        decoded_files["path"].to_numpy(dtype=object)[rows],
+        decoded_files["language"].to_numpy(dtype=object)[rows],
+    )
     texts = _texts_at(decoded_files["text"], rows)
-    found = {p for p, lang, t in zip(paths, languages, texts) if is_generated(p, t) or is_non_source_path(p, lang, language_conventions)}
-    return decoded_files.loc[decoded_files["path"].isin(found) | _skipped_as(decoded_files, "generated"), "path"].tolist()
+    found = {
+        p
+        for p, lang, t in zip(paths, languages, texts)
+        if is_generated(p, t) or is_non_source_path(p, lang, language_conventions)
+    }
+    return decoded_files.loc[
+        decoded_files["path"].isin(found) | _skipped_as(decoded_files, "generated"), "path"
+    ].tolist()
 
 
 def _is_test(path: str, language: str | None, conventions: dict | None) -> bool:
@@ -236,12 +261,16 @@ def file_facts(
     computed again when the packages changed (adding or removing an __init__.py renames modules)."""
     skipped = set(skipped_generated) | set(skipped_unsupported)
     reused = decoded_files["reused"]
-    keep = reused | (decoded_files["text"].notna() & decoded_files["language"].notna() & ~in_set(decoded_files["path"], skipped))
+    keep = reused | (
+        decoded_files["text"].notna() & decoded_files["language"].notna() & ~in_set(decoded_files["path"], skipped)
+    )
     files = decoded_files.drop(columns="text").assign(row=np.arange(len(decoded_files)))  # texts read by row, below
     files = files[keep].sort_values("path", ignore_index=True)
     fresh = files[~files["reused"]]
     paths, languages, modules, n_lines = fresh["path"].tolist(), [], [], []
-    for path, language, text in zip(paths, fresh["language"], _texts_at(decoded_files["text"], fresh["row"].to_numpy())):
+    for path, language, text in zip(
+        paths, fresh["language"], _texts_at(decoded_files["text"], fresh["row"].to_numpy())
+    ):
         languages.append(header_language(path, language, text))
         modules.append(_module(path, languages[-1], text, frozenset()))
         n_lines.append(text.count("\n") + (1 if text and not text.endswith("\n") else 0))
@@ -273,7 +302,9 @@ def file_facts(
 def previous_files(previous_kb: dict[str, pd.DataFrame] | None) -> pd.DataFrame:
     """The files table of the last index (empty when indexing from scratch)."""
     if not previous_kb or "files" not in previous_kb:
-        return pd.DataFrame({column: pd.Series(dtype=object) for column in TABLES["files"]}).astype({"file_id": "int64"})
+        return pd.DataFrame({column: pd.Series(dtype=object) for column in TABLES["files"]}).astype(
+            {"file_id": "int64"}
+        )
     return previous_kb["files"]
 
 

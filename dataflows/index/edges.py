@@ -21,9 +21,9 @@ from collections import defaultdict
 import numpy as np
 import pandas as pd
 
-from dataflows.index.conventions import manifest_names, subject_rules, test_subjects
-from dataflows.index.frames import conform, in_set, new_symbol_ids
-from dataflows.index.mapped import values_at
+from cra.dataflows.index.conventions import manifest_names, subject_rules, test_subjects
+from cra.dataflows.index.frames import conform, in_set, new_symbol_ids
+from cra.dataflows.index.mapped import values_at
 
 JS_LANGUAGES = frozenset({"javascript", "typescript", "tsx", "jsx"})
 JS_EXTENSIONS = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".d.ts")
@@ -61,8 +61,12 @@ def manifest_texts(
     ids = previous_files.set_index("path")["file_id"].reindex(reused.to_numpy())
     contents = previous_kb["contents"]
     rows = pd.Index(contents["file_id"]).get_indexer(ids.to_numpy())  # a few rows of the (large) text column
-    carried = pd.DataFrame({"path": reused.to_numpy(dtype=object)[rows >= 0],
-                            "text": pd.Series(values_at(contents["text"], rows[rows >= 0]), dtype=object)})  # fmt: skip
+    carried = pd.DataFrame(
+        {
+            "path": reused.to_numpy(dtype=object)[rows >= 0],
+            "text": pd.Series(values_at(contents["text"], rows[rows >= 0]), dtype=object),
+        }
+    )
     return pd.concat([fresh, carried], ignore_index=True).sort_values("path", ignore_index=True)
 
 
@@ -113,21 +117,34 @@ def _js_manifest(directory: str, text: str, name: str) -> tuple[dict[str, list[s
     if name == "package.json":
         if not isinstance(data.get("name"), str):
             return {}, {}
-        entries = [data[f] for f in _JS_ENTRY_FIELDS if isinstance(data.get(f), str)] + _export_targets(data.get("exports"))
+        entries = [data[f] for f in _JS_ENTRY_FIELDS if isinstance(data.get(f), str)] + _export_targets(
+            data.get("exports")
+        )
         paths = [posixpath.normpath(posixpath.join(directory, e)) for e in entries]
-        return {data["name"]: [*paths, posixpath.join(directory, "src/index"), posixpath.join(directory, "index"),
-                               posixpath.join(directory, "lib/index")]}, {data["name"] + "/": [directory + "/" if directory else ""]}
+        return {
+            data["name"]: [
+                *paths,
+                posixpath.join(directory, "src/index"),
+                posixpath.join(directory, "index"),
+                posixpath.join(directory, "lib/index"),
+            ]
+        }, {data["name"] + "/": [directory + "/" if directory else ""]}
     options = data.get("compilerOptions") if isinstance(data.get("compilerOptions"), dict) else {}
     base = posixpath.normpath(posixpath.join(directory, options.get("baseUrl") or "."))
     aliases = {}
     for alias, targets in (options.get("paths") or {}).items():
         if isinstance(targets, list) and alias != "*":
-            aliases[alias.rstrip("*")] = [posixpath.normpath(posixpath.join(base, t.rstrip("*"))) + ("/" if t.endswith("/*") else "")
-                                          for t in targets if isinstance(t, str)]
+            aliases[alias.rstrip("*")] = [
+                posixpath.normpath(posixpath.join(base, t.rstrip("*"))) + ("/" if t.endswith("/*") else "")
+                for t in targets
+                if isinstance(t, str)
+            ]
     return {}, aliases
 
 
-def package_roots(manifest_texts: pd.DataFrame, language_conventions: dict | None = None) -> dict[str, dict[str, list[str]]]:
+def package_roots(
+    manifest_texts: pd.DataFrame, language_conventions: dict | None = None
+) -> dict[str, dict[str, list[str]]]:
     """Bare import names -> repository paths, read from the manifests the convention tables name: JS/TS package.json
     `name` -> its entry files (source/module/main/exports) and `name/` -> its directory, tsconfig.json `paths`
     aliases; Rust Cargo.toml package names -> their src/ directory (so `use other_crate::x` resolves in a workspace)."""
@@ -166,8 +183,13 @@ def _rust_use_items(inner: str) -> list[str]:
 class _Resolver:
     """Lookup tables over the indexed files; `resolve` maps one import row to (dst_file_id, local, member)s."""
 
-    def __init__(self, files: pd.DataFrame, go_modules: dict[str, str], symbols: pd.DataFrame | None = None,
-                 package_roots: dict[str, dict[str, list[str]]] | None = None):
+    def __init__(
+        self,
+        files: pd.DataFrame,
+        go_modules: dict[str, str],
+        symbols: pd.DataFrame | None = None,
+        package_roots: dict[str, dict[str, list[str]]] | None = None,
+    ):
         columns = {c: files[c].tolist() for c in ("file_id", "path", "language", "module", "package")}  # (not Series
         self.by_path = dict(zip(columns["path"], columns["file_id"]))  # iteration: Arrow strings one by one are slow)
         self.go_modules = go_modules
@@ -196,7 +218,10 @@ class _Resolver:
         namespace package (a directory without __init__.py, which gives no module its dotted name), the file at the
         path the import names (`written`, default name) from the repository root or src/. A relative import (anchor:
         the directory its dots name, "" for the root) is looked up by its path first, as Python does."""
-        if anchor is not None and (found := self._py_file((f"{anchor}/" if anchor else "",), written or "")) is not None:
+        if (
+            anchor is not None
+            and (found := self._py_file((f"{anchor}/" if anchor else "",), written or "")) is not None
+        ):
             return found
         found = self.py_modules.get(name)
         if not found:
@@ -246,7 +271,9 @@ class _Resolver:
             orig, local = orig.strip(), (alias or orig).strip()
             sub = None
             if orig != "*":
-                sub = self._py_module(f"{full}.{orig}" if full else orig, package, anchor, f"{target}.{orig}" if target else orig)
+                sub = self._py_module(
+                    f"{full}.{orig}" if full else orig, package, anchor, f"{target}.{orig}" if target else orig
+                )
             if sub is not None:
                 out.append((sub, local, None))
                 continue
@@ -257,8 +284,16 @@ class _Resolver:
 
     def _js_file(self, base: str) -> int | None:
         """The indexed file a JS/TS module path names: as is, with an extension, or its directory's index file."""
-        stems = [base, base[: -len(posixpath.splitext(base)[1])]] if base.endswith((".js", ".jsx", ".mjs", ".cjs")) else [base]
-        candidates = [c for stem in stems for c in (stem, *(stem + e for e in JS_EXTENSIONS), *(f"{stem}/index{e}" for e in JS_EXTENSIONS))]
+        stems = (
+            [base, base[: -len(posixpath.splitext(base)[1])]]
+            if base.endswith((".js", ".jsx", ".mjs", ".cjs"))
+            else [base]
+        )
+        candidates = [
+            c
+            for stem in stems
+            for c in (stem, *(stem + e for e in JS_EXTENSIONS), *(f"{stem}/index{e}" for e in JS_EXTENSIONS))
+        ]
         return next((self.by_path[c] for c in candidates if c in self.by_path), None)
 
     def _js_bare(self, target: str) -> int | None:
@@ -269,20 +304,29 @@ class _Resolver:
         prefixes = {**self.roots.get("js_aliases", {})}
         for prefix in sorted(prefixes, key=len, reverse=True):
             if prefix and (target == prefix.rstrip("/") or target.startswith(prefix)):
-                rest = target[len(prefix):]
+                rest = target[len(prefix) :]
                 for root in prefixes[prefix]:
                     for sub in ("", "src/", "lib/"):
-                        if (dst := self._js_file(posixpath.normpath(root + (sub if root.endswith("/") or not root else "") + rest))) is not None:
+                        if (
+                            dst := self._js_file(
+                                posixpath.normpath(root + (sub if root.endswith("/") or not root else "") + rest)
+                            )
+                        ) is not None:
                             return dst
         return None
 
     def javascript(self, package: str, target: str, names: list[str]):
-        dst = self._js_file(posixpath.normpath(posixpath.join(package, target))) if target.startswith(".") else self._js_bare(target)
+        dst = (
+            self._js_file(posixpath.normpath(posixpath.join(package, target)))
+            if target.startswith(".")
+            else self._js_bare(target)
+        )
         if dst is None:
             return []
         bound = [n.partition(" as ") for n in names if n and n != "*"]  # "* as m": the module itself, bound to m
-        return [(dst, (alias or orig).strip(), None if orig.strip() == "*" else orig.strip()) for orig, _, alias in bound] \
-            or [(dst, None, None)]
+        return [
+            (dst, (alias or orig).strip(), None if orig.strip() == "*" else orig.strip()) for orig, _, alias in bound
+        ] or [(dst, None, None)]
 
     def go(self, target: str, names: list[str]):
         for prefix, directory in self.go_modules.items():
@@ -352,7 +396,9 @@ class _Resolver:
         elif parts[0] in self.roots.get("rust_crates", {}):  # another crate of the workspace (Cargo.toml name)
             root, parts = self.roots["rust_crates"][parts[0]][0], parts[1:]
             named = [n for n in names if n.isidentifier()]
-            found = [self.by_path[c] for n in named for c in (posixpath.join(root, *parts, n) + ".rs",) if c in self.by_path]
+            found = [
+                self.by_path[c] for n in named for c in (posixpath.join(root, *parts, n) + ".rs",) if c in self.by_path
+            ]
             if found or not parts:
                 return [(dst, None, None) for dst in dict.fromkeys(found)] or self._rust_crate_root(root)
         elif len(parts) == 1:  # `mod x;`
@@ -460,8 +506,10 @@ def import_context(
     columns = ["path", "language", "module", "package"]
     files = indexed_files[columns].astype(object).sort_values("path")
     paths = dict(zip(indexed_files["file_id"].tolist(), indexed_files["path"].tolist()))
-    namespaces = [{name: sorted(paths[f] for f in ids) for name, ids in table.items()}  # (file ids: in no one order)
-                  for table in _namespaces(indexed_files, kb_symbols)]
+    namespaces = [
+        {name: sorted(paths[f] for f in ids) for name, ids in table.items()}  # (file ids: in no one order)
+        for table in _namespaces(indexed_files, kb_symbols)
+    ]
     digest = hashlib.sha1(json.dumps([files[c].tolist() for c in columns], default=str).encode())
     digest.update(json.dumps([go_modules, package_roots, namespaces], sort_keys=True, default=str).encode())
     return digest.hexdigest()
@@ -482,7 +530,12 @@ def import_bindings(
     crate names from the manifests). When the import context is the previous run's, unchanged files keep their
     previous bindings and only new/changed files' imports are resolved."""
     carried = pd.DataFrame(columns=_BINDING_COLUMNS)
-    if import_context is not None and previous_import_context == import_context and previous_kb and "import_bindings" in previous_kb:
+    if (
+        import_context is not None
+        and previous_import_context == import_context
+        and previous_kb
+        and "import_bindings" in previous_kb
+    ):
         reused = indexed_files.loc[indexed_files["reused"].astype(bool), "file_id"]
         previous = previous_kb["import_bindings"]
         carried = previous[previous["file_id"].isin(reused)]
@@ -502,11 +555,15 @@ def import_bindings(
     if not len(carried):
         return resolved
     bindings = pd.concat([carried.astype({"local": object, "member": object}), resolved], ignore_index=True)
-    bindings = bindings.astype({"file_id": "int64", "dst_file_id": "int64"}).sort_values("file_id", kind="stable", ignore_index=True)
+    bindings = bindings.astype({"file_id": "int64", "dst_file_id": "int64"}).sort_values(
+        "file_id", kind="stable", ignore_index=True
+    )
     return bindings.where(bindings.notna(), None)
 
 
-def reexport_bindings(import_bindings: pd.DataFrame, kb_symbols: pd.DataFrame, indexed_files: pd.DataFrame) -> pd.DataFrame:
+def reexport_bindings(
+    import_bindings: pd.DataFrame, kb_symbols: pd.DataFrame, indexed_files: pd.DataFrame
+) -> pd.DataFrame:
     """Bindings a Rust file gets through another module (same columns as import_bindings, not stored): `use m::*`
     binds every top-level name of m and every item m itself imports (the `pub use` re-exports of a crate root that
     `use super::*` / `use crate::*` reach), and an item imported from a module that only re-exports it binds to
@@ -522,19 +579,31 @@ def reexport_bindings(import_bindings: pd.DataFrame, kb_symbols: pd.DataFrame, i
     globs = bindings.loc[bindings["local"] == GLOB, ["file_id", "dst_file_id"]]
     top = kb_symbols.loc[kb_symbols["parent_id"].isna(), ["file_id", "name"]].astype({"name": object}).drop_duplicates()
     own = globs.merge(top.rename(columns={"file_id": "dst_file_id", "name": "local"}), on="dst_file_id")
-    through_glob = globs.rename(columns={"dst_file_id": "via"}).merge(items.rename(columns={"file_id": "via"}), on="via")
-    named = bindings[bindings["member"].notna()].merge(top, left_on=["dst_file_id", "member"], right_on=["file_id", "name"],
-                                                       how="left", indicator=True, suffixes=("", "_top"))
+    through_glob = globs.rename(columns={"dst_file_id": "via"}).merge(
+        items.rename(columns={"file_id": "via"}), on="via"
+    )
+    named = bindings[bindings["member"].notna()].merge(
+        top,
+        left_on=["dst_file_id", "member"],
+        right_on=["file_id", "name"],
+        how="left",
+        indicator=True,
+        suffixes=("", "_top"),
+    )
     unresolved = named.loc[named["_merge"] == "left_only", ["file_id", "dst_file_id", "local", "member"]]
     onward = items.rename(columns={"file_id": "via", "local": "name", "dst_file_id": "dst", "member": "item"})
     hops = unresolved.rename(columns={"dst_file_id": "via", "member": "name"}).merge(onward, on=["via", "name"])
-    through_item = pd.DataFrame({"file_id": hops["file_id"], "dst_file_id": hops["dst"], "local": hops["local"],
-                                 "member": hops["item"]})
-    derived = pd.concat([
-        own.assign(member=own["local"]),
-        through_glob[_BINDING_COLUMNS],
-        through_item,
-    ], ignore_index=True)  # fmt: skip
+    through_item = pd.DataFrame(
+        {"file_id": hops["file_id"], "dst_file_id": hops["dst"], "local": hops["local"], "member": hops["item"]}
+    )
+    derived = pd.concat(
+        [
+            own.assign(member=own["local"]),
+            through_glob[_BINDING_COLUMNS],
+            through_item,
+        ],
+        ignore_index=True,
+    )
     derived = derived[derived["file_id"] != derived["dst_file_id"]].astype(as_objects)
     return derived.drop_duplicates(ignore_index=True)
 
@@ -597,17 +666,23 @@ def _sibling_refs(refs: pd.DataFrame, own: pd.DataFrame) -> pd.DataFrame:
     return refs[refs["holder"] != ""].astype({"sibling": object})
 
 
-def _lookup(refs: pd.DataFrame, targets: pd.DataFrame, left_on: list[str], right_on: list[str], priority: float) -> pd.DataFrame:
+def _lookup(
+    refs: pd.DataFrame, targets: pd.DataFrame, left_on: list[str], right_on: list[str], priority: float
+) -> pd.DataFrame:
     """Candidate (ref row, dst symbol) pairs of one resolution rule, tagged with its priority."""
     if refs.empty or targets.empty:  # an empty side may carry float64 keys that cannot merge with strings
         return pd.DataFrame({"ref": [], "dst": [], "top": [], "priority": []})
     keys = {f"_k{i}": targets[c].to_numpy() for i, c in enumerate(right_on)}
-    right = pd.DataFrame({**keys, "dst": targets["symbol_id"].to_numpy(), "top": targets["parent_id"].isna().to_numpy()})
+    right = pd.DataFrame(
+        {**keys, "dst": targets["symbol_id"].to_numpy(), "top": targets["parent_id"].isna().to_numpy()}
+    )
     hits = refs[["ref", *left_on]].merge(right, left_on=left_on, right_on=list(keys), how="inner")
     return pd.DataFrame({"ref": hits["ref"], "dst": hits["dst"], "top": hits["top"], "priority": priority})
 
 
-def matched_symbols(indexed_files: pd.DataFrame, kb_symbols: pd.DataFrame, previous_kb: dict[str, pd.DataFrame] | None) -> pd.DataFrame:
+def matched_symbols(
+    indexed_files: pd.DataFrame, kb_symbols: pd.DataFrame, previous_kb: dict[str, pd.DataFrame] | None
+) -> pd.DataFrame:
     """The symbols of the files parsed again that were indexed before, matched with their previous rows: same file,
     qualified name, kind, nesting (top level or not) and occurrence among those. Columns file_id, name, old_id (null:
     new), symbol_id (null: gone). Another file's references resolve as before against a file whose names all matched:
@@ -621,7 +696,12 @@ def matched_symbols(indexed_files: pd.DataFrame, kb_symbols: pd.DataFrame, previ
 
     def keyed(symbols: pd.DataFrame) -> dict[tuple, tuple[str, int]]:  # (a handful of files: plain Python is quicker)
         rows = symbols[symbols["file_id"].isin(known)]
-        keys = zip(rows["file_id"].tolist(), rows["qualified_name"].tolist(), rows["kind"].tolist(), rows["parent_id"].isna().tolist())
+        keys = zip(
+            rows["file_id"].tolist(),
+            rows["qualified_name"].tolist(),
+            rows["kind"].tolist(),
+            rows["parent_id"].isna().tolist(),
+        )
         seen: dict[tuple, int] = defaultdict(int)
         out = {}
         for key, name, symbol_id in zip(keys, rows["name"].tolist(), rows["symbol_id"].tolist()):
@@ -660,21 +740,32 @@ def symbol_edge_files(
     differ = now.merge(before, how="outer", indicator=True)
     moved = differ.loc[differ["_merge"] != "both", "src_file_id"]
     # changed files other files may now resolve differently against: new ones, and those whose imports changed
-    reshaped = changed.difference(_same_imports(changed, kb_imports, previous_kb["imports"])).union(changed.intersection(moved))
-    reshaped = reshaped.union(changed.difference(matched_symbols["file_id"].astype("int64")))  # (new files match nothing)
+    reshaped = changed.difference(_same_imports(changed, kb_imports, previous_kb["imports"])).union(
+        changed.intersection(moved)
+    )
+    reshaped = reshaped.union(
+        changed.difference(matched_symbols["file_id"].astype("int64"))
+    )  # (new files match nothing)
     # a changed file whose symbols all matched and whose references are as before resolves as before: carried over
-    changed = changed.difference(_same_references(changed.difference(reshaped), matched_symbols, kb_references,
-                                                   previous_kb.get("references")))  # fmt: skip
+    changed = changed.difference(
+        _same_references(changed.difference(reshaped), matched_symbols, kb_references, previous_kb.get("references"))
+    )
     bound = pd.concat([import_bindings[["file_id", "dst_file_id"]], reexport_bindings[["file_id", "dst_file_id"]]])
     bound = bound[bound["dst_file_id"].isin(changed)].astype("int64")
     # a file added, changed or deleted in a Go / Java package (C#: the project) changes what its peers' names resolve to
     previous = previous_kb["files"]
     gone = previous[~in_set(previous["path"], indexed_files["path"])]
     keys = _package_keys(indexed_files)
-    reshaped_packages = set(keys[indexed_files["file_id"].isin(reshaped).to_numpy()].dropna()) | set(_package_keys(gone).dropna())
+    reshaped_packages = set(keys[indexed_files["file_id"].isin(reshaped).to_numpy()].dropna()) | set(
+        _package_keys(gone).dropna()
+    )
     changed_packages = set(keys[indexed_files["file_id"].isin(changed).to_numpy()].dropna()) - reshaped_packages
-    dirty = [pd.Series(changed, dtype="int64"), bound.loc[bound["dst_file_id"].isin(reshaped), "file_id"], moved,
-             pd.Series(files[keys.isin(reshaped_packages).to_numpy()], dtype="int64")]  # fmt: skip
+    dirty = [
+        pd.Series(changed, dtype="int64"),
+        bound.loc[bound["dst_file_id"].isin(reshaped), "file_id"],
+        moved,
+        pd.Series(files[keys.isin(reshaped_packages).to_numpy()], dtype="int64"),
+    ]
     renamed = set(matched_symbols.loc[matched_symbols[["old_id", "symbol_id"]].isna().any(axis=1), "name"].dropna())
     maybe = pd.Index(bound["file_id"]).union(files[keys.isin(changed_packages).to_numpy()]).difference(changed)
     if renamed and len(maybe):
@@ -684,7 +775,9 @@ def symbol_edge_files(
     return files.intersection(pd.Index(pd.concat(dirty).unique()))
 
 
-def _same_references(file_ids: pd.Index, matched: pd.DataFrame, now: pd.DataFrame, before: pd.DataFrame | None) -> pd.Index:
+def _same_references(
+    file_ids: pd.Index, matched: pd.DataFrame, now: pd.DataFrame, before: pd.DataFrame | None
+) -> pd.Index:
     """The file_ids whose symbols all matched their previous selves (`matched_symbols`) and whose references
     (referring symbol, name, kind: not lines) are the previous KB's, the referring symbols taken through the match."""
     mine = matched[matched["file_id"].isin(file_ids)]
@@ -698,8 +791,9 @@ def _same_references(file_ids: pd.Index, matched: pd.DataFrame, now: pd.DataFram
     def references(rows: pd.DataFrame, ids) -> dict[int, list]:
         rows = rows[rows["file_id"].isin(file_ids)]
         out = defaultdict(list)
-        for file_id, symbol_id, name, kind in zip(rows["file_id"].tolist(), map(ids, rows["symbol_id"].tolist()),
-                                                  rows["name"].tolist(), rows["kind"].tolist()):  # fmt: skip
+        for file_id, symbol_id, name, kind in zip(
+            rows["file_id"].tolist(), map(ids, rows["symbol_id"].tolist()), rows["name"].tolist(), rows["kind"].tolist()
+        ):
             out[file_id].append((symbol_id, name, kind))
         return {file_id: sorted(found) for file_id, found in out.items()}
 
@@ -709,10 +803,16 @@ def _same_references(file_ids: pd.Index, matched: pd.DataFrame, now: pd.DataFram
 
 def _same_imports(file_ids: pd.Index, now: pd.DataFrame, before: pd.DataFrame) -> pd.Index:
     """The file_ids whose import statements (target, names, level: not lines) are the previous KB's."""
+
     def statements(imports: pd.DataFrame) -> pd.Series:
         rows = imports[imports["file_id"].isin(file_ids)]
-        text = rows["target"].astype(object).fillna("") + "|" + rows["level"].astype("Int64").astype(str) + "|" + \
-            rows["names"].map(lambda names: ",".join(map(str, names)) if names is not None else "")
+        text = (
+            rows["target"].astype(object).fillna("")
+            + "|"
+            + rows["level"].astype("Int64").astype(str)
+            + "|"
+            + rows["names"].map(lambda names: ",".join(map(str, names)) if names is not None else "")
+        )
         return text.groupby(rows["file_id"].astype("int64").to_numpy()).agg(tuple)
 
     a, b = statements(now), statements(before)
@@ -751,12 +851,20 @@ def kb_symbol_edges(
     a glob or re-export.
     """
     packages = pd.Series(_package_keys(indexed_files).to_numpy(), index=indexed_files["file_id"].to_numpy())
-    resolved = pd.concat([  # each reference resolves on its own: files a run of references at a time bound the merges
-        _resolved_symbol_edges(kb_symbols, kb_references[kb_references["file_id"].isin(files)],
-                               import_bindings[import_bindings["file_id"].isin(files)], packages,
-                               reexport_bindings[reexport_bindings["file_id"].isin(files)])
-        for files in _reference_runs(kb_references, symbol_edge_files)
-    ] or [pd.DataFrame(columns=["src_symbol_id", "dst_symbol_id", "kind"])], ignore_index=True)  # fmt: skip
+    resolved = pd.concat(
+        [  # each reference resolves on its own: files a run of references at a time bound the merges
+            _resolved_symbol_edges(
+                kb_symbols,
+                kb_references[kb_references["file_id"].isin(files)],
+                import_bindings[import_bindings["file_id"].isin(files)],
+                packages,
+                reexport_bindings[reexport_bindings["file_id"].isin(files)],
+            )
+            for files in _reference_runs(kb_references, symbol_edge_files)
+        ]
+        or [pd.DataFrame(columns=["src_symbol_id", "dst_symbol_id", "kind"])],
+        ignore_index=True,
+    )
     carried = _carried_symbol_edges(previous_kb, symbol_edge_files, symbol_keys, matched_symbols)
     edges = pd.concat([f for f in (carried, resolved) if len(f)] or [resolved], ignore_index=True)
     return conform(_sorted_unique_edges(edges), "symbol_edges")
@@ -772,7 +880,13 @@ def _sorted_unique_edges(edges: pd.DataFrame) -> pd.DataFrame:
     order = np.lexsort((kind_codes, dst, src))
     src, dst, kind_codes = src[order], dst[order], kind_codes[order]
     first = np.r_[True, (src[1:] != src[:-1]) | (dst[1:] != dst[:-1]) | (kind_codes[1:] != kind_codes[:-1])]
-    return pd.DataFrame({"src_symbol_id": src[first], "dst_symbol_id": dst[first], "kind": np.asarray(kinds, dtype=object)[kind_codes[first]]})
+    return pd.DataFrame(
+        {
+            "src_symbol_id": src[first],
+            "dst_symbol_id": dst[first],
+            "kind": np.asarray(kinds, dtype=object)[kind_codes[first]],
+        }
+    )
 
 
 REFERENCE_RUN = 500_000  # references resolved at once (OpenJDK's 3M at once raised the index's peak by 0.4 GB)
@@ -788,7 +902,9 @@ def _reference_runs(kb_references: pd.DataFrame, files: pd.Index) -> list[pd.Ind
 
 
 def _carried_symbol_edges(
-    previous_kb: dict[str, pd.DataFrame] | None, symbol_edge_files: pd.Index, symbol_keys: pd.DataFrame,
+    previous_kb: dict[str, pd.DataFrame] | None,
+    symbol_edge_files: pd.Index,
+    symbol_keys: pd.DataFrame,
     matched_symbols: pd.DataFrame,
 ) -> pd.DataFrame:
     """The previous run's symbol edges from files not resolved again, with this run's symbol ids (a symbol of a file
@@ -798,21 +914,32 @@ def _carried_symbol_edges(
         return pd.DataFrame(columns=columns)
     previous = previous_kb["symbol_edges"]
     symbols = previous_kb["symbols"]
-    owner = np.full(int(symbols["symbol_id"].to_numpy(np.int64).max(initial=-1)) + 1, -1, dtype=np.int64)  # previous id -> file_id
+    owner = np.full(
+        int(symbols["symbol_id"].to_numpy(np.int64).max(initial=-1)) + 1, -1, dtype=np.int64
+    )  # previous id -> file_id
     owner[symbols["symbol_id"].to_numpy(np.int64)] = symbols["file_id"].to_numpy(np.int64)
     keep = ~np.isin(owner[previous["src_symbol_id"].to_numpy(np.int64)], symbol_edge_files.to_numpy(np.int64))
     matched = matched_symbols.dropna(subset=["old_id", "symbol_id"])
-    ids = pd.concat([symbol_keys[["old_id", "symbol_id"]], matched[["old_id", "symbol_id"]].astype("int64")], ignore_index=True)
-    carried = pd.DataFrame({
-        "src_symbol_id": new_symbol_ids(previous.loc[keep, "src_symbol_id"], ids),
-        "dst_symbol_id": new_symbol_ids(previous.loc[keep, "dst_symbol_id"], ids),
-        "kind": previous.loc[keep, "kind"].astype(object),
-    })  # fmt: skip
-    return carried.dropna(subset=["src_symbol_id", "dst_symbol_id"]).astype({"src_symbol_id": "int64", "dst_symbol_id": "int64"})
+    ids = pd.concat(
+        [symbol_keys[["old_id", "symbol_id"]], matched[["old_id", "symbol_id"]].astype("int64")], ignore_index=True
+    )
+    carried = pd.DataFrame(
+        {
+            "src_symbol_id": new_symbol_ids(previous.loc[keep, "src_symbol_id"], ids),
+            "dst_symbol_id": new_symbol_ids(previous.loc[keep, "dst_symbol_id"], ids),
+            "kind": previous.loc[keep, "kind"].astype(object),
+        }
+    )
+    return carried.dropna(subset=["src_symbol_id", "dst_symbol_id"]).astype(
+        {"src_symbol_id": "int64", "dst_symbol_id": "int64"}
+    )
 
 
 def _resolved_symbol_edges(
-    kb_symbols: pd.DataFrame, references: pd.DataFrame, import_bindings: pd.DataFrame, packages: pd.Series | None = None,
+    kb_symbols: pd.DataFrame,
+    references: pd.DataFrame,
+    import_bindings: pd.DataFrame,
+    packages: pd.Series | None = None,
     reexported: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Edges of these references (import_bindings of their files), resolved against the symbols they can reach:
@@ -825,18 +952,28 @@ def _resolved_symbol_edges(
     columns = ["symbol_id", "file_id", "name", "parent_id", "kind", "qualified_name"]
     split = refs["name"].str.rpartition(".")
     packages = packages if packages is not None else pd.Series(dtype=object)
-    refs = refs.assign(ref=range(len(refs)), prefix=split[0], last=split[2],
-                       package=packages.reindex(refs["file_id"].to_numpy()).to_numpy())  # fmt: skip
+    refs = refs.assign(
+        ref=range(len(refs)),
+        prefix=split[0],
+        last=split[2],
+        package=packages.reindex(refs["file_id"].to_numpy()).to_numpy(),
+    )
     plain = refs[refs["prefix"] == ""]
     dotted = refs[refs["prefix"] != ""]
     in_package = packages.index[packages.isin(refs["package"].dropna().unique()).to_numpy()]
     reexported = reexported if reexported is not None else pd.DataFrame(columns=_BINDING_COLUMNS)
-    reachable = (kb_symbols["file_id"].isin(refs["file_id"]) | kb_symbols["file_id"].isin(import_bindings["dst_file_id"])
-                 | kb_symbols["file_id"].isin(in_package) | kb_symbols["file_id"].isin(reexported["dst_file_id"]))  # fmt: skip
+    reachable = (
+        kb_symbols["file_id"].isin(refs["file_id"])
+        | kb_symbols["file_id"].isin(import_bindings["dst_file_id"])
+        | kb_symbols["file_id"].isin(in_package)
+        | kb_symbols["file_id"].isin(reexported["dst_file_id"])
+    )
     symbols = kb_symbols.loc[reachable, columns].astype({"name": object, "kind": object, "qualified_name": object})
     own = symbols[symbols["file_id"].isin(refs["file_id"])]
     top = symbols[symbols["parent_id"].isna()]
-    modules = import_bindings[import_bindings["member"].isna() & import_bindings["local"].notna() & (import_bindings["local"] != GLOB)]
+    modules = import_bindings[
+        import_bindings["member"].isna() & import_bindings["local"].notna() & (import_bindings["local"] != GLOB)
+    ]
 
     def bound(bindings: pd.DataFrame) -> pd.DataFrame:  # (file_id, local) -> the top-level symbol it names
         members = bindings[bindings["member"].notna()].astype({"member": object})
@@ -848,31 +985,50 @@ def _resolved_symbol_edges(
     owner = _enclosing_class(own)
     self_refs = dotted[dotted["prefix"].isin(SELF_NAMES)].join(owner, on="symbol_id", how="inner")
     siblings = _sibling_refs(dotted[dotted["prefix"].isin(SELF_NAMES) & ~dotted["symbol_id"].isin(owner.index)], own)
-    classes = pd.concat([
-        top[top["kind"].isin(CLASS_KINDS) & top["file_id"].isin(refs["file_id"])][["file_id", "name", "symbol_id"]],
-        imported.rename(columns={"local": "name"})[["file_id", "name", "symbol_id"]],
-        through.rename(columns={"local": "name"})[["file_id", "name", "symbol_id"]],
-    ]).rename(columns={"name": "class_name", "symbol_id": "class_id"}).astype({"class_name": object})  # fmt: skip
+    classes = (
+        pd.concat(
+            [
+                top[top["kind"].isin(CLASS_KINDS) & top["file_id"].isin(refs["file_id"])][
+                    ["file_id", "name", "symbol_id"]
+                ],
+                imported.rename(columns={"local": "name"})[["file_id", "name", "symbol_id"]],
+                through.rename(columns={"local": "name"})[["file_id", "name", "symbol_id"]],
+            ]
+        )
+        .rename(columns={"name": "class_name", "symbol_id": "class_id"})
+        .astype({"class_name": object})
+    )
     peers = top.assign(package=packages.reindex(top["file_id"].to_numpy()).to_numpy()).dropna(subset=["package"])
     peer_classes = peers.loc[peers["kind"].isin(CLASS_KINDS), ["package", "name", "symbol_id"]]
-    class_refs = pd.concat([
-        dotted.merge(classes, left_on=["file_id", "prefix"], right_on=["file_id", "class_name"]),
-        dotted.dropna(subset=["package"]).merge(peer_classes.rename(columns={"name": "class_name", "symbol_id": "class_id"}),
-                                                left_on=["package", "prefix"], right_on=["package", "class_name"]),
-    ], ignore_index=True)  # fmt: skip
-    class_members = kb_symbols.loc[kb_symbols["parent_id"].isin(class_refs["class_id"]), columns].astype({"name": object})
+    class_refs = pd.concat(
+        [
+            dotted.merge(classes, left_on=["file_id", "prefix"], right_on=["file_id", "class_name"]),
+            dotted.dropna(subset=["package"]).merge(
+                peer_classes.rename(columns={"name": "class_name", "symbol_id": "class_id"}),
+                left_on=["package", "prefix"],
+                right_on=["package", "class_name"],
+            ),
+        ],
+        ignore_index=True,
+    )
+    class_members = kb_symbols.loc[kb_symbols["parent_id"].isin(class_refs["class_id"]), columns].astype(
+        {"name": object}
+    )
     same_file = _lookup(plain, own, ["file_id", "name"], ["file_id", "name"], 0)
     same_file.loc[~same_file["top"].astype(bool), "priority"] = 5
-    candidates = pd.concat([
-        same_file,
-        _lookup(self_refs, own, ["owner", "last"], ["parent_id", "name"], 1),
-        _lookup(siblings, own, ["file_id", "sibling"], ["file_id", "qualified_name"], 1.5),
-        _lookup(plain, imported, ["file_id", "name"], ["file_id", "local"], 2),
-        _lookup(plain, through, ["file_id", "name"], ["file_id", "local"], 2.2),
-        _lookup(plain.dropna(subset=["package"]), peers, ["package", "name"], ["package", "name"], 2.5),
-        _lookup(dotted, module_members, ["file_id", "prefix", "last"], ["file_id_b", "local", "name"], 3),
-        _lookup(class_refs, class_members, ["class_id", "last"], ["parent_id", "name"], 4),
-    ], ignore_index=True)  # fmt: skip
+    candidates = pd.concat(
+        [
+            same_file,
+            _lookup(self_refs, own, ["owner", "last"], ["parent_id", "name"], 1),
+            _lookup(siblings, own, ["file_id", "sibling"], ["file_id", "qualified_name"], 1.5),
+            _lookup(plain, imported, ["file_id", "name"], ["file_id", "local"], 2),
+            _lookup(plain, through, ["file_id", "name"], ["file_id", "local"], 2.2),
+            _lookup(plain.dropna(subset=["package"]), peers, ["package", "name"], ["package", "name"], 2.5),
+            _lookup(dotted, module_members, ["file_id", "prefix", "last"], ["file_id_b", "local", "name"], 3),
+            _lookup(class_refs, class_members, ["class_id", "last"], ["parent_id", "name"], 4),
+        ],
+        ignore_index=True,
+    )
     best = candidates.sort_values(["ref", "priority", "dst"]).drop_duplicates("ref")
     edges = refs[["ref", "symbol_id", "kind"]].merge(best[["ref", "dst"]], on="ref")
     edges = edges.rename(columns={"symbol_id": "src_symbol_id", "dst": "dst_symbol_id"})

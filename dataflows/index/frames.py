@@ -9,7 +9,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dataflows.index.schema import TABLES
+from cra.dataflows.index.schema import TABLES
 
 NULLABLE_INTS = {("symbols", "parent_id"), ("comments", "symbol_id"), ("files", "last_commit_time")}
 
@@ -26,8 +26,10 @@ def conform(frame: pd.DataFrame, table: str) -> pd.DataFrame:
             values = values if values.dtype == target else values.astype(target)
         elif name == "bool":
             values = values if values.dtype == bool else values.astype(bool)
-        elif name == "string" and not isinstance(values.dtype, pd.CategoricalDtype) and not (
-            isinstance(values.dtype, pd.StringDtype) and not values.hasnans
+        elif (
+            name == "string"
+            and not isinstance(values.dtype, pd.CategoricalDtype)
+            and not (isinstance(values.dtype, pd.StringDtype) and not values.hasnans)
         ):  # arrow-backed strings without nulls (reused rows) and dictionary-encoded terms (written as strings) stay
             values = values.astype(object)
             if values.hasnans:
@@ -66,7 +68,9 @@ def in_set(values: pd.Series, among) -> np.ndarray:
     if not (isinstance(values.dtype, pd.StringDtype) and values.dtype.storage == "pyarrow"):
         return values.isin(among).to_numpy(dtype=bool)
     array = pa.array(values, from_pandas=True)
-    candidates = pa.array(list(among) if isinstance(among, (set, frozenset)) else among, type=array.type, from_pandas=True)
+    candidates = pa.array(
+        list(among) if isinstance(among, (set, frozenset)) else among, type=array.type, from_pandas=True
+    )
     candidates = candidates.combine_chunks() if isinstance(candidates, pa.ChunkedArray) else candidates
     return pc.is_in(array, value_set=candidates).fill_null(False).to_numpy(zero_copy_only=False)
 
@@ -146,17 +150,41 @@ def new_symbol_id_array(old_ids: pd.Series, symbol_keys: pd.DataFrame) -> np.nda
 
 
 # the id columns of each KB table, and the columns whose order a table is kept in (as a fresh index writes it)
-_FILE_ID_COLUMNS = {"files": ["file_id"], "contents": ["file_id"], "symbols": ["file_id"], "comments": ["file_id"],
-                    "imports": ["file_id"], "references": ["file_id"], "edges": ["src_file_id", "dst_file_id"],
-                    "cochange": ["file_a", "file_b"], "file_terms": ["file_id"], "concept_terms": ["file_id"],
-                    "import_bindings": ["file_id", "dst_file_id"]}  # fmt: skip
-_SYMBOL_ID_COLUMNS = {"symbols": ["symbol_id", "parent_id"], "comments": ["symbol_id"], "references": ["symbol_id"],
-                      "symbol_edges": ["src_symbol_id", "dst_symbol_id"], "symbol_terms": ["symbol_id"]}  # fmt: skip
-_ROW_ORDER = {"files": ["file_id"], "contents": ["file_id"], "symbols": ["symbol_id"], "comments": ["file_id", "line"],
-              "imports": ["file_id", "line"], "references": ["symbol_id"], "edges": ["src_file_id", "dst_file_id"],
-              "symbol_edges": ["src_symbol_id", "dst_symbol_id", "kind"], "cochange": ["file_a", "file_b"],
-              "file_terms": ["file_id"], "symbol_terms": ["symbol_id"], "concept_terms": ["file_id"],
-              "import_bindings": ["file_id"]}  # fmt: skip
+_FILE_ID_COLUMNS = {
+    "files": ["file_id"],
+    "contents": ["file_id"],
+    "symbols": ["file_id"],
+    "comments": ["file_id"],
+    "imports": ["file_id"],
+    "references": ["file_id"],
+    "edges": ["src_file_id", "dst_file_id"],
+    "cochange": ["file_a", "file_b"],
+    "file_terms": ["file_id"],
+    "concept_terms": ["file_id"],
+    "import_bindings": ["file_id", "dst_file_id"],
+}
+_SYMBOL_ID_COLUMNS = {
+    "symbols": ["symbol_id", "parent_id"],
+    "comments": ["symbol_id"],
+    "references": ["symbol_id"],
+    "symbol_edges": ["src_symbol_id", "dst_symbol_id"],
+    "symbol_terms": ["symbol_id"],
+}
+_ROW_ORDER = {
+    "files": ["file_id"],
+    "contents": ["file_id"],
+    "symbols": ["symbol_id"],
+    "comments": ["file_id", "line"],
+    "imports": ["file_id", "line"],
+    "references": ["symbol_id"],
+    "edges": ["src_file_id", "dst_file_id"],
+    "symbol_edges": ["src_symbol_id", "dst_symbol_id", "kind"],
+    "cochange": ["file_a", "file_b"],
+    "file_terms": ["file_id"],
+    "symbol_terms": ["symbol_id"],
+    "concept_terms": ["file_id"],
+    "import_bindings": ["file_id"],
+}
 
 
 def _renumbered(values: pd.Series, lookup: np.ndarray) -> pd.Series:
@@ -187,13 +215,18 @@ def canonical_ids(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     symbol_lookup[symbol_ids[order]] = np.arange(len(symbol_ids))
     out = dict(tables)
     for name, frame in tables.items():
-        columns = {c: file_lookup for c in _FILE_ID_COLUMNS.get(name, [])} | {c: symbol_lookup for c in _SYMBOL_ID_COLUMNS.get(name, [])}
+        columns = {c: file_lookup for c in _FILE_ID_COLUMNS.get(name, [])} | {
+            c: symbol_lookup for c in _SYMBOL_ID_COLUMNS.get(name, [])
+        }
         if not columns or frame is None or frame.empty:
             continue
         frame = frame.assign(**{c: _renumbered(frame[c], lookup) for c, lookup in columns.items()})
         if name == "cochange":  # file_a < file_b, as counted
             a, b = frame["file_a"].to_numpy(), frame["file_b"].to_numpy()
-            frame = frame.assign(file_a=np.minimum(a, b).astype(frame["file_a"].dtype), file_b=np.maximum(a, b).astype(frame["file_b"].dtype))
+            frame = frame.assign(
+                file_a=np.minimum(a, b).astype(frame["file_a"].dtype),
+                file_b=np.maximum(a, b).astype(frame["file_b"].dtype),
+            )
         out[name] = frame.sort_values(_ROW_ORDER[name], kind="stable", ignore_index=True)
     return out
 

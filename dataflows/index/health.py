@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from dataflows.index.parsers import PARSED_LANGUAGES, language_of
+from cra.dataflows.index.parsers import PARSED_LANGUAGES, language_of
 
 MIN_MISSING = 20  # tracked source files of one language missing from the index before it is worth a warning
 MIN_SHARE = 0.5  # ... and when fewer than this share of them made it in
@@ -24,20 +24,34 @@ def unread_sources(kb_files: pd.DataFrame, kb_symbols: pd.DataFrame) -> pd.Serie
     """Paths of the large source files of a parsed language, parsed without error and not tests, that define no
     symbol or whose symbols span under UNREAD_SHARE of their lines: a sign the parser missed the style they are
     written in (`res.redirect = function ...` before it was read), so retrieval sees their text but not their code."""
-    files = kb_files[kb_files["language"].isin(PARSED_LANGUAGES) & ~kb_files["is_test"].astype(bool)
-                     & kb_files["parse_error"].isna() & (kb_files["n_lines"] >= UNREAD_LINES)]
+    files = kb_files[
+        kb_files["language"].isin(PARSED_LANGUAGES)
+        & ~kb_files["is_test"].astype(bool)
+        & kb_files["parse_error"].isna()
+        & (kb_files["n_lines"] >= UNREAD_LINES)
+    ]
     mine = kb_symbols[kb_symbols["file_id"].isin(files["file_id"])]
-    parents = mine.set_index("symbol_id")[["start_line", "end_line"]].reindex(mine["parent_id"].astype("float64").to_numpy())
-    inside = (mine["start_line"].to_numpy() >= parents["start_line"].to_numpy()) & \
-        (mine["end_line"].to_numpy() <= parents["end_line"].to_numpy())  # (NaN for no parent: False)
+    parents = mine.set_index("symbol_id")[["start_line", "end_line"]].reindex(
+        mine["parent_id"].astype("float64").to_numpy()
+    )
+    inside = (mine["start_line"].to_numpy() >= parents["start_line"].to_numpy()) & (
+        mine["end_line"].to_numpy() <= parents["end_line"].to_numpy()
+    )  # (NaN for no parent: False)
     top = mine[~inside]  # symbols not within their parent's lines: top level, Go methods, JS prototype methods
-    spans = (top["end_line"].astype("int64") - top["start_line"].astype("int64") + 1).groupby(top["file_id"].to_numpy()).sum()
+    spans = (
+        (top["end_line"].astype("int64") - top["start_line"].astype("int64") + 1)
+        .groupby(top["file_id"].to_numpy())
+        .sum()
+    )
     covered = spans.reindex(files["file_id"].to_numpy()).fillna(0).to_numpy()
     return files.loc[covered < UNREAD_SHARE * files["n_lines"].to_numpy(), "path"].astype(object).reset_index(drop=True)
 
 
 def index_warnings(
-    kb_files: pd.DataFrame, tracked_sources: pd.Series | None, git_log: str | None, history_limit: int,
+    kb_files: pd.DataFrame,
+    tracked_sources: pd.Series | None,
+    git_log: str | None,
+    history_limit: int,
     unread_sources: pd.Series,
 ) -> list[str]:
     """Signs that the index does not reflect the tree (empty, no source, tracked sources left out, source the parser

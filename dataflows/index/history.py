@@ -1,13 +1,13 @@
 """Git history as frames: commits, the files each touched, per-file recency/churn, co-change counts.
 
-Input is the raw text of `drivers.git_history.git_log` (records separated by RS, fields by US).
+Input is the raw text of `cra.drivers.index.git_history.git_log` (records separated by RS, fields by US).
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from dataflows.index.frames import conform, in_set
+from cra.dataflows.index.frames import conform, in_set
 
 RECORD_SEP = "\x1e"
 FIELD_SEP = "\x1f"
@@ -48,8 +48,10 @@ def kb_commit_files(git_log: str | None) -> pd.DataFrame:
 def file_history(kb_commits: pd.DataFrame, kb_commit_files: pd.DataFrame) -> pd.DataFrame:
     """Per path: last_commit_time (newest commit touching it) and commit_count within the indexed history."""
     if kb_commit_files.empty:  # no history (outside git, --history 0): the frame the grouping gives, without it
-        return pd.DataFrame({"last_commit_time": pd.Series(dtype="int64"), "commit_count": pd.Series(dtype="int64")},
-                            index=pd.Index([], dtype=kb_commit_files["path"].dtype, name="path"))
+        return pd.DataFrame(
+            {"last_commit_time": pd.Series(dtype="int64"), "commit_count": pd.Series(dtype="int64")},
+            index=pd.Index([], dtype=kb_commit_files["path"].dtype, name="path"),
+        )
     touched = kb_commit_files.merge(kb_commits[["commit", "time"]], on="commit")
     return touched.groupby("path").agg(last_commit_time=("time", "max"), commit_count=("commit", "nunique"))
 

@@ -2,7 +2,7 @@
 
 The counts of new/changed files are made by the per-file work in `parsing` (see its module docstring for
 what a symbol's document is); this module keys them by the run's ids and merges the reused rows.
-Weights are not computed here: `dataflows.lexical.Bm25Index.from_terms` builds them when a KB is loaded.
+Weights are not computed here: `cra.dataflows.lexical.Bm25Index.from_terms` builds them when a KB is loaded.
 """
 
 from __future__ import annotations
@@ -10,8 +10,16 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dataflows.index.frames import MAX_SLICES, conform, ids_in, kept_rows, new_symbol_id_array, ordered_by, previous_table
-from dataflows.index.parsing import symbol_ids_of_locals
+from cra.dataflows.index.frames import (
+    MAX_SLICES,
+    conform,
+    ids_in,
+    kept_rows,
+    new_symbol_id_array,
+    ordered_by,
+    previous_table,
+)
+from cra.dataflows.index.parsing import symbol_ids_of_locals
 
 
 def _merged(reused: pd.DataFrame, new: pd.DataFrame, doc: str) -> pd.DataFrame:
@@ -55,7 +63,9 @@ def kb_symbol_terms(
     (a class's body is its own lines plus its members' names), by (symbol_id, term): re-keying keeps the reused
     rows' order, this run's rows go in between."""
     new = parsed_symbol_terms
-    ids = symbol_ids_of_locals(new["file_id"].to_numpy(np.int32), new["local"].to_numpy(np.int32), symbol_keys[symbol_keys["local"] >= 0])
+    ids = symbol_ids_of_locals(
+        new["file_id"].to_numpy(np.int32), new["local"].to_numpy(np.int32), symbol_keys[symbol_keys["local"] >= 0]
+    )
     new = pd.DataFrame({"symbol_id": ids, "term": new["term"].array, "tf": new["tf"].to_numpy()}, copy=False)  # shared
     new = ordered_by(new, "symbol_id")  # each symbol's terms come sorted from the parse, symbols in id order
     previous = previous_table(previous_kb, "symbol_terms")

@@ -1,6 +1,6 @@
 """Tables kept as uncompressed Arrow IPC files and memory-mapped when read (a helper module, not a Hamilton
 module): every file's text and every comment, of which a request, or a parse worker, reads only the rows it needs.
-`drivers.kb` stores the KB's mapped tables with these; the index writes its contents table with them before the
+`cra.drivers.kb.store` stores the KB's mapped tables with these; the index writes its contents table with them before the
 parse, so that the tree's texts are on disk, not in the driver's memory, while the files are parsed."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from dataflows.index.schema import TABLES, arrow_schema
+from cra.dataflows.index.schema import TABLES, arrow_schema
 
 BATCH_ROWS = 10_000  # rows of texts converted and written at once: all of OpenJDK's texts at once took 0.5 GB more
 TEXT_TABLES = frozenset({"contents", "comments"})  # (other tables' rows are small: converted a million at a time)
@@ -23,8 +23,10 @@ def write_mapped(frame: pd.DataFrame | None, table: str, path: Path) -> None:
         frame = pd.DataFrame({c: pd.Series(dtype=object) for c in TABLES[table]})
     frame, schema = frame[list(TABLES[table])], arrow_schema(table)
     rows = BATCH_ROWS if table in TEXT_TABLES else 1 << 20
-    batches = (pa.Table.from_pandas(frame.iloc[start : start + rows], schema=schema, preserve_index=False)
-               for start in range(0, len(frame), rows))  # fmt: skip
+    batches = (
+        pa.Table.from_pandas(frame.iloc[start : start + rows], schema=schema, preserve_index=False)
+        for start in range(0, len(frame), rows)
+    )
     write_batches(batches, table, path)
 
 
@@ -44,8 +46,10 @@ def taken(column: pa.Array | pa.ChunkedArray, rows: np.ndarray) -> pa.Array:
     bounds = np.cumsum([0, *(len(chunk) for chunk in column.chunks)])
     chunk_of = np.searchsorted(bounds, rows, side="right") - 1
     by_chunk = np.argsort(chunk_of, kind="stable")
-    parts = [column.chunk(int(c)).take(pa.array(rows[by_chunk][chunk_of[by_chunk] == c] - bounds[c]))
-             for c in np.unique(chunk_of)]  # fmt: skip
+    parts = [
+        column.chunk(int(c)).take(pa.array(rows[by_chunk][chunk_of[by_chunk] == c] - bounds[c]))
+        for c in np.unique(chunk_of)
+    ]
     grouped = pa.concat_arrays(parts) if parts else pa.array([], type=column.type)
     return grouped.take(pa.array(np.argsort(by_chunk, kind="stable")))  # back in the order asked for
 

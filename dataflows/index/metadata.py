@@ -9,10 +9,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dataflows.index.frames import conform, doc_count, ids_in, kept_rows, ordered_by, previous_table
-from dataflows.index.mapped import BATCH_ROWS, read_mapped, write_batches
-from dataflows.index.schema import arrow_schema
-from dataflows.lexical import sorted_term_codes
+from cra.dataflows.index.frames import conform, doc_count, ids_in, kept_rows, ordered_by, previous_table
+from cra.dataflows.index.mapped import BATCH_ROWS, read_mapped, write_batches
+from cra.dataflows.index.schema import arrow_schema
+from cra.dataflows.lexical import sorted_term_codes
 
 MAX_CONCEPTS = 10
 CONTENTS_FILE = "contents.arrow"  # the contents table's file in the run's contents_dir (the KB's own name for it)
@@ -26,7 +26,9 @@ def kb_concept_terms(
     counted = parsed_concept_terms
     previous = previous_table(previous_kb, "concept_terms")
     carried = kept_rows(previous, ids_in(previous["file_id"], indexed_files.loc[indexed_files["reused"], "file_id"]))
-    frames = [f for f in (carried, counted.astype({"term": carried["term"].dtype}) if len(carried) else counted) if len(f)]
+    frames = [
+        f for f in (carried, counted.astype({"term": carried["term"].dtype}) if len(carried) else counted) if len(f)
+    ]
     terms = pd.concat(frames, ignore_index=True) if frames else counted
     return conform(ordered_by(terms, "file_id"), "concept_terms")
 
@@ -45,15 +47,23 @@ def file_concepts(
     frequency carries its previous concepts over (exactly what scoring it again would give), the others are scored."""
     reused = indexed_files["reused"].fillna(False).astype(bool).to_numpy()
     ids = pd.Index(indexed_files["file_id"].astype("int64"))
-    carried = previous_files.set_index("file_id")["concepts"].reindex(ids[reused]) if reused.any() else pd.Series(dtype=object)
+    carried = (
+        previous_files.set_index("file_id")["concepts"].reindex(ids[reused])
+        if reused.any()
+        else pd.Series(dtype=object)
+    )
     carried = carried[carried.notna()].map(list)
-    changed = _changed_document_frequencies(kb_file_terms, indexed_files, previous_files["file_id"], previous_table(previous_kb, "file_terms"))
+    changed = _changed_document_frequencies(
+        kb_file_terms, indexed_files, previous_files["file_id"], previous_table(previous_kb, "file_terms")
+    )
     if changed is None:  # the number of files changed: every idf moved
         carried = carried.iloc[:0]
     elif len(changed):
         carried = carried.drop(_files_holding(changed, kb_concept_terms, kb_file_terms), errors="ignore")
     rows = _concept_tf(kb_concept_terms, kb_file_terms, ids.difference(carried.index))
-    few = sum(len(tf) for tf in rows) < len(kb_file_terms) // 4  # (a re-index scores a few files: count their terms only)
+    few = (
+        sum(len(tf) for tf in rows) < len(kb_file_terms) // 4
+    )  # (a re-index scores a few files: count their terms only)
     frequencies = _document_frequencies(kb_file_terms, _distinct_terms(rows) if few else None)
     scored = [_scored_concepts(tf, frequencies) for tf in rows]
     parts = [part for part in (carried, *scored) if len(part)]
@@ -68,9 +78,11 @@ def _concept_tf(kb_concept_terms: pd.DataFrame, kb_file_terms: pd.DataFrame, fil
     with_concepts = pd.Index(pd.unique(concept_files))
     fallback_files = files.difference(with_concepts)
     frames = [
-        kb_concept_terms if with_concepts.isin(files).all() else kept_rows(kb_concept_terms, np.isin(concept_files, files)),
+        kb_concept_terms
+        if with_concepts.isin(files).all()
+        else kept_rows(kb_concept_terms, np.isin(concept_files, files)),
         kept_rows(kb_file_terms, ids_in(kb_file_terms["file_id"], fallback_files)) if len(fallback_files) else None,
-    ]  # fmt: skip
+    ]
     return [f[["file_id", "term", "tf"]] for f in frames if f is not None and len(f)]
 
 
@@ -82,14 +94,17 @@ def _files_holding(terms: pd.Index, kb_concept_terms: pd.DataFrame, kb_file_term
     return pd.Index(pd.concat([in_concepts, in_fallback]).unique()).astype("int64")
 
 
-def _changed_document_frequencies(kb_file_terms: pd.DataFrame, indexed_files: pd.DataFrame, previous_ids: pd.Series,
-                                  previous_terms: pd.DataFrame):
+def _changed_document_frequencies(
+    kb_file_terms: pd.DataFrame, indexed_files: pd.DataFrame, previous_ids: pd.Series, previous_terms: pd.DataFrame
+):
     """Terms whose document frequency differs from the previous KB's (previous_ids: its files), or None when the
     number of documents did."""
     if doc_count(kb_file_terms["file_id"]) != doc_count(previous_terms["file_id"]):
         return None
     reused = indexed_files["reused"].fillna(False).astype(bool).to_numpy()
-    parsed = indexed_files.loc[~reused, "file_id"]  # (looked up in the few files that are not reused, not the many that are)
+    parsed = indexed_files.loc[
+        ~reused, "file_id"
+    ]  # (looked up in the few files that are not reused, not the many that are)
     before = previous_ids[~ids_in(previous_ids, indexed_files.loc[reused, "file_id"])]
     new = kb_file_terms.loc[ids_in(kb_file_terms["file_id"], parsed), "term"].astype(object).value_counts()
     old = previous_terms.loc[ids_in(previous_terms["file_id"], before), "term"].astype(object).value_counts()
@@ -105,7 +120,9 @@ def _distinct_terms(frames: list[pd.DataFrame]) -> pa.Array:
     return pc.unique(pa.chunked_array(arrays, type=pa.large_string()))
 
 
-def _document_frequencies(kb_file_terms: pd.DataFrame, among: pa.Array | None = None) -> tuple[int, pa.Array, np.ndarray]:
+def _document_frequencies(
+    kb_file_terms: pd.DataFrame, among: pa.Array | None = None
+) -> tuple[int, pa.Array, np.ndarray]:
     """(number of files, distinct terms, how many files hold each): counted per distinct term, not looked up per row
     (OpenJDK's 13M file-term rows: int64 positions of 100 MB, twice); among: only these terms are counted (the
     terms of the few files a re-index scores: counting Django's 444,000 file-term rows took 23 ms)."""
@@ -152,7 +169,10 @@ def _scored_concepts(tf: pd.DataFrame, frequencies: tuple[int, pa.Array, np.ndar
     rank -= np.repeat(starts.astype(np.int32), np.diff(np.r_[starts, len(ids)]))
     top = rank < MAX_CONCEPTS
     del rank
-    ids, top_terms = ids[top].astype(np.int64), np.array(vocabulary.array.take(pa.array(codes[top])).to_pylist(), dtype=object)
+    ids, top_terms = (
+        ids[top].astype(np.int64),
+        np.array(vocabulary.array.take(pa.array(codes[top])).to_pylist(), dtype=object),
+    )
     starts = np.flatnonzero(np.diff(ids)) + 1
     return pd.Series([list(chunk) for chunk in np.split(top_terms, starts)], index=ids[np.r_[0, starts]], dtype=object)
 
@@ -186,7 +206,10 @@ def kb_files(
 
 
 def written_contents(
-    indexed_files: pd.DataFrame, decoded_files: pd.DataFrame, previous_kb: dict[str, pd.DataFrame] | None, contents_dir: str
+    indexed_files: pd.DataFrame,
+    decoded_files: pd.DataFrame,
+    previous_kb: dict[str, pd.DataFrame] | None,
+    contents_dir: str,
 ) -> str:
     """The contents table (whole text per file_id: decoded now for new or changed files, the previous KB's rows for
     reused ones) written into contents_dir as the KB stores it, and the file's path. Written before the parse, a batch
@@ -205,9 +228,15 @@ def written_contents(
         for start in range(0, len(order), BATCH_ROWS):
             rows = order[start : start + BATCH_ROWS]
             old = reused[rows]
-            text = _texts_by_runs(old, np.where(old, previous_row[rows] if previous is not None else -1, decoded_row[rows]),
-                                  previous_texts, decoded)
-            yield pa.table({"file_id": pa.array(ids[rows], type=pa.int32()), "text": text}, schema=arrow_schema("contents"))
+            text = _texts_by_runs(
+                old,
+                np.where(old, previous_row[rows] if previous is not None else -1, decoded_row[rows]),
+                previous_texts,
+                decoded,
+            )
+            yield pa.table(
+                {"file_id": pa.array(ids[rows], type=pa.int32()), "text": text}, schema=arrow_schema("contents")
+            )
 
     path = Path(contents_dir) / CONTENTS_FILE
     write_batches(batches(), "contents", path)
@@ -231,7 +260,9 @@ def _texts_by_runs(old: np.ndarray, at: np.ndarray, previous, decoded) -> pa.Arr
     pieces = [piece.cast(pa.string()) for piece in pieces if len(piece)]
     if old.any() and 1 < len(pieces) <= MAX_TEXT_CHUNKS:
         return pa.chunked_array(pieces, type=pa.string())
-    return pa.concat_arrays(pieces) if len(pieces) != 1 else pieces[0]  # (new texts only: joined, as a fresh index does)
+    return (
+        pa.concat_arrays(pieces) if len(pieces) != 1 else pieces[0]
+    )  # (new texts only: joined, as a fresh index does)
 
 
 def kb_contents(written_contents: str) -> pd.DataFrame:
@@ -264,7 +295,11 @@ def index_stats(
         "n_symbol_edges": int(len(kb_symbol_edges)),
         "n_commits": int(len(kb_commits)),
         "history_available": bool(history_available),
-        "skipped": {"binary": list(skipped_binary), "generated": list(skipped_generated), "unsupported": list(skipped_unsupported)},
+        "skipped": {
+            "binary": list(skipped_binary),
+            "generated": list(skipped_generated),
+            "unsupported": list(skipped_unsupported),
+        },
         "parse_errors": [[str(p), str(e)] for p, e in zip(errors["path"], errors["parse_error"])],
         "import_context": import_context,
     }

@@ -30,17 +30,40 @@ import numpy as np
 import pandas as pd
 from hamilton.htypes import Collect, Parallelizable
 
-from dataflows.index.code_terms import code_term_counts
-from dataflows.index.frames import conform, kept_rows, new_symbol_ids, ordered_by, previous_table, stacked, stacked_terms, take_rows
-from dataflows.index.mapped import texts_of
-from dataflows.index.parsers import parse_source
-from dataflows.index.parsers.comments import is_rationale
-from dataflows.index.parsers.models import ParsedFile, ParsedSymbol
+from cra.dataflows.index.code_terms import code_term_counts
+from cra.dataflows.index.frames import (
+    conform,
+    kept_rows,
+    new_symbol_ids,
+    ordered_by,
+    previous_table,
+    stacked,
+    stacked_terms,
+    take_rows,
+)
+from cra.dataflows.index.mapped import texts_of
+from cra.dataflows.index.parsers import parse_source
+from cra.dataflows.index.parsers.comments import is_rationale
+from cra.dataflows.index.parsers.models import ParsedFile, ParsedSymbol
 
 BATCH_FILES = 300  # files per parallel task: large enough to amortise pickling, small enough to balance 2+ cores
 CONTAINER_KINDS = frozenset({"class", "interface", "enum"})
-SYMBOL_COLUMNS = ["file_id", "local", "name", "qualified_name", "kind", "start_line", "end_line", "signature",
-                  "docstring", "decorators", "parent_local", "signature_tokens", "body_tokens", "docstring_tokens"]  # fmt: skip
+SYMBOL_COLUMNS = [
+    "file_id",
+    "local",
+    "name",
+    "qualified_name",
+    "kind",
+    "start_line",
+    "end_line",
+    "signature",
+    "docstring",
+    "decorators",
+    "parent_local",
+    "signature_tokens",
+    "body_tokens",
+    "docstring_tokens",
+]
 COMMENT_COLUMNS = ["file_id", "local", "line", "text", "is_rationale"]
 IMPORT_COLUMNS = ["file_id", "target", "names", "level", "line"]
 REFERENCE_COLUMNS = ["file_id", "local", "name", "kind"]
@@ -122,9 +145,24 @@ def _parse_batch(files: pd.DataFrame, count_tokens: Callable, count_line_tokens:
         for local, s in enumerate(symbols):
             first, last = min(max(s.start_line - 1, 0), n_lines), min(max(s.end_line, 0), n_lines)
             body = int(line_tokens[max(last, first)] - line_tokens[first])
-            symbols_.append((file_id, local, s.name, s.qualified_name, s.kind, s.start_line, s.end_line, s.signature,
-                             s.docstring, list(s.decorators), s.parent, tokens_of(s.signature), body,
-                             tokens_of(s.docstring or "")))  # fmt: skip
+            symbols_.append(
+                (
+                    file_id,
+                    local,
+                    s.name,
+                    s.qualified_name,
+                    s.kind,
+                    s.start_line,
+                    s.end_line,
+                    s.signature,
+                    s.docstring,
+                    list(s.decorators),
+                    s.parent,
+                    tokens_of(s.signature),
+                    body,
+                    tokens_of(s.docstring or ""),
+                )
+            )
         comments: dict[int, list[str]] = {}
         for c in result.comments:
             comments_.append((file_id, c.symbol, c.line, c.text, bool(is_rationale(c.text))))
@@ -132,11 +170,15 @@ def _parse_batch(files: pd.DataFrame, count_tokens: Callable, count_line_tokens:
                 comments.setdefault(c.symbol, []).append(c.text)
         imports_.extend((file_id, i.target, list(i.names), i.level, i.line) for i in result.imports)
         in_symbols = sorted((r for r in result.references if r.symbol is not None), key=lambda r: r.symbol)
-        references_.extend((file_id, r.symbol, r.name, r.kind) for r in in_symbols)  # (made outside any symbol: no edge)
+        references_.extend(
+            (file_id, r.symbol, r.name, r.kind) for r in in_symbols
+        )  # (made outside any symbol: no edge)
         for local, (s, body) in enumerate(zip(symbols, _symbol_bodies(text.split("\n"), symbols))):
             doc = "\n".join([s.qualified_name, s.signature, s.docstring or "", body, *comments.get(local, ())])
             symbol_terms.extend((file_id, local, term, tf) for term, tf in sorted(code_term_counts(doc).items()))
-        concepts = "\n".join([*(f"{s.qualified_name} {s.docstring or ''}" for s in symbols), *(c.text for c in result.comments)])
+        concepts = "\n".join(
+            [*(f"{s.qualified_name} {s.docstring or ''}" for s in symbols), *(c.text for c in result.comments)]
+        )
         concept_terms.extend((file_id, term, tf) for term, tf in sorted(code_term_counts(concepts).items()))
     return ParsedBatch(
         errors=pd.Series(errors, dtype=object),
@@ -170,7 +212,10 @@ def parse_batches(changed_files: pd.DataFrame, batch_files: int = BATCH_FILES) -
 
 
 def parsed_batch(
-    parse_batches: pd.DataFrame, written_contents: str, count_tokens: Callable, count_line_tokens: Callable,
+    parse_batches: pd.DataFrame,
+    written_contents: str,
+    count_tokens: Callable,
+    count_line_tokens: Callable,
     parse_checkpoint: str | None = None,
 ) -> ParsedBatch:
     """Parse, token counts and term counts of one batch of files (runs in a worker process when parallel), their
@@ -214,7 +259,9 @@ def parsed_rows(parsed_batch: Collect[ParsedBatch]) -> list[ParsedBatch]:
     which takes it out of the batches: it is let go of once stacked, and the heap is trimmed between kinds (after
     each node), instead of every batch's rows staying alive beside the stacked ones (OpenJDK: 1.1 GB twice over)."""
     batches = list(parsed_batch)
-    return batches or [_parse_batch(pd.DataFrame(columns=["file_id", "path", "language", "text"]), len, lambda text: [])]
+    return batches or [
+        _parse_batch(pd.DataFrame(columns=["file_id", "path", "language", "text"]), len, lambda text: [])
+    ]
 
 
 def _taken_field(batches: list[ParsedBatch], field: str) -> list:
@@ -237,7 +284,7 @@ def parsed_errors(parsed_rows: list[ParsedBatch]) -> pd.Series:
 
 def parsed_count(parsed_errors: pd.Series) -> int:
     """How many new or changed files this run parsed (or resumed); progress is reported per finished batch by the
-    driver (drivers.indexer), not here."""
+    driver (cra.drivers.index.indexer), not here."""
     return len(parsed_errors)
 
 
@@ -291,12 +338,20 @@ def reused_symbol_rows(indexed_files: pd.DataFrame, previous_kb: dict[str, pd.Da
 def symbol_keys(reused_symbol_rows: pd.DataFrame, new_symbol_rows: pd.DataFrame) -> pd.DataFrame:
     """Dense new symbol_id for every symbol, ordered by file then position; old_id for reused, local for new."""
     reused = pd.DataFrame(
-        {"file_id": reused_symbol_rows["file_id"].astype("int64"), "order": reused_symbol_rows["symbol_id"].astype("int64"),
-         "old_id": reused_symbol_rows["symbol_id"].astype("int64"), "local": -1}  # fmt: skip
+        {
+            "file_id": reused_symbol_rows["file_id"].astype("int64"),
+            "order": reused_symbol_rows["symbol_id"].astype("int64"),
+            "old_id": reused_symbol_rows["symbol_id"].astype("int64"),
+            "local": -1,
+        }
     )
     new = pd.DataFrame(
-        {"file_id": new_symbol_rows["file_id"].astype("int64"), "order": new_symbol_rows["local"].astype("int64"),
-         "old_id": -1, "local": new_symbol_rows["local"].astype("int64")}  # fmt: skip
+        {
+            "file_id": new_symbol_rows["file_id"].astype("int64"),
+            "order": new_symbol_rows["local"].astype("int64"),
+            "old_id": -1,
+            "local": new_symbol_rows["local"].astype("int64"),
+        }
     )
     keys = pd.concat([reused, new], ignore_index=True).sort_values(["file_id", "order"], ignore_index=True)
     keys["symbol_id"] = np.arange(len(keys), dtype="int64")
@@ -328,8 +383,9 @@ def symbol_ids_of_locals(file_ids: np.ndarray, locals_: np.ndarray, keys: pd.Dat
 
 def _local_to_new(symbol_keys: pd.DataFrame, file_ids: pd.Series, locals_: pd.Series) -> pd.Series:
     """new symbol_id of (file_id, local index) pairs of parsed files; NA where local is missing."""
-    ids = symbol_ids_of_locals(file_ids.to_numpy(np.int64), locals_.fillna(-1).to_numpy(np.int64),
-                               symbol_keys[symbol_keys["local"] >= 0])  # fmt: skip
+    ids = symbol_ids_of_locals(
+        file_ids.to_numpy(np.int64), locals_.fillna(-1).to_numpy(np.int64), symbol_keys[symbol_keys["local"] >= 0]
+    )
     return pd.Series(ids, index=file_ids.index).astype("Int64")
 
 
@@ -341,7 +397,9 @@ def file_tokens(indexed_files: pd.DataFrame, previous_files: pd.DataFrame, parse
     return pd.concat([counted, carried]).reindex(indexed_files["file_id"].to_numpy()).fillna(0).astype("int64")
 
 
-def kb_symbols(reused_symbol_rows: pd.DataFrame, new_symbol_rows: pd.DataFrame, symbol_keys: pd.DataFrame) -> pd.DataFrame:
+def kb_symbols(
+    reused_symbol_rows: pd.DataFrame, new_symbol_rows: pd.DataFrame, symbol_keys: pd.DataFrame
+) -> pd.DataFrame:
     """Every definition in the KB (reused rows re-keyed, parsed rows with token counts), ordered by symbol_id."""
     reused = reused_symbol_rows.assign(
         symbol_id=new_symbol_ids(reused_symbol_rows["symbol_id"], symbol_keys),
@@ -350,7 +408,8 @@ def kb_symbols(reused_symbol_rows: pd.DataFrame, new_symbol_rows: pd.DataFrame, 
     new = new_symbol_rows.assign(
         symbol_id=_local_to_new(symbol_keys, new_symbol_rows["file_id"], new_symbol_rows["local"]),
         parent_id=_local_to_new(symbol_keys, new_symbol_rows["file_id"], new_symbol_rows["parent_local"])
-        if len(new_symbol_rows) else pd.Series(dtype="Int64"),
+        if len(new_symbol_rows)
+        else pd.Series(dtype="Int64"),
     )
     frames = [f for f in (reused, new) if len(f)]
     symbols = pd.concat(frames, ignore_index=True) if frames else new
@@ -358,12 +417,17 @@ def kb_symbols(reused_symbol_rows: pd.DataFrame, new_symbol_rows: pd.DataFrame, 
 
 
 def kb_comments(
-    parsed_comments: pd.DataFrame, indexed_files: pd.DataFrame, symbol_keys: pd.DataFrame,
+    parsed_comments: pd.DataFrame,
+    indexed_files: pd.DataFrame,
+    symbol_keys: pd.DataFrame,
     previous_kb: dict[str, pd.DataFrame] | None,
 ) -> pd.DataFrame:
     """Comments of every file, attached to their innermost symbol, with the parser's is_rationale flag."""
-    new = parsed_comments.assign(symbol_id=_local_to_new(symbol_keys, parsed_comments["file_id"], parsed_comments["local"])
-                              if len(parsed_comments) else pd.Series(dtype="Int64"))  # fmt: skip
+    new = parsed_comments.assign(
+        symbol_id=_local_to_new(symbol_keys, parsed_comments["file_id"], parsed_comments["local"])
+        if len(parsed_comments)
+        else pd.Series(dtype="Int64")
+    )
     previous = previous_table(previous_kb, "comments")
     reused = previous[previous["file_id"].isin(indexed_files.loc[indexed_files["reused"], "file_id"])]
     reused = reused.assign(symbol_id=new_symbol_ids(reused["symbol_id"], symbol_keys))
@@ -387,9 +451,11 @@ def kb_references(
 ) -> pd.DataFrame:
     """Raw identifier references (call/base/annotation) made by every symbol, keyed by the new symbol ids:
     reused rows first in their previous order (re-keying keeps it sorted), then this run's rows by symbol."""
-    ids = symbol_ids_of_locals(parsed_references["file_id"].to_numpy(np.int64),
-                               parsed_references["local"].fillna(-1).to_numpy(np.int64),
-                               symbol_keys[symbol_keys["local"] >= 0]).astype(np.float64)  # fmt: skip
+    ids = symbol_ids_of_locals(
+        parsed_references["file_id"].to_numpy(np.int64),
+        parsed_references["local"].fillna(-1).to_numpy(np.int64),
+        symbol_keys[symbol_keys["local"] >= 0],
+    ).astype(np.float64)
     known = np.flatnonzero(~np.isnan(ids))
     rows = known[np.argsort(ids[known], kind="stable")]  # in parse order already: then no copy (`take_rows`)
     new = take_rows(parsed_references, rows).assign(symbol_id=ids[rows].astype(np.int64))

@@ -99,7 +99,17 @@ TABLES: dict[str, dict[str, pa.DataType]] = {
 }
 
 # tables a request needs in memory (contents is loaded lazily, terms only for rebuilds)
-REQUEST_TABLES = ("files", "symbols", "comments", "edges", "symbol_edges", "cochange", "commits", "commit_files", "companions")
+REQUEST_TABLES = (
+    "files",
+    "symbols",
+    "comments",
+    "edges",
+    "symbol_edges",
+    "cochange",
+    "commits",
+    "commit_files",
+    "companions",
+)
 
 
 def arrow_schema(table: str) -> pa.Schema:

@@ -38,8 +38,12 @@ class RetrievalResult:
     token_estimate: int
 
     def to_dict(self) -> dict:
-        return {"memories": [asdict(m) for m in self.memories], "total_found": self.total_found,
-                "total_returned": self.total_returned, "token_estimate": self.token_estimate}  # fmt: skip
+        return {
+            "memories": [asdict(m) for m in self.memories],
+            "total_found": self.total_found,
+            "total_returned": self.total_returned,
+            "token_estimate": self.token_estimate,
+        }
 
 
 @dataclass(frozen=True)
@@ -58,5 +62,10 @@ class MemoryContext:
     def provenance(self) -> dict:
         """JSON-ready record of what went in and why (for a package's `provenance.memories`)."""
         memories = [{**asdict(m), "bucket": b, "tokens": c} for m, b, c in zip(self.memories, self.buckets, self.costs)]
-        return {"budget": self.budget, "tokens": self.tokens, "total_found": self.total_found,
-                "allocations": self.allocations, "memories": memories}  # fmt: skip
+        return {
+            "budget": self.budget,
+            "tokens": self.tokens,
+            "total_found": self.total_found,
+            "allocations": self.allocations,
+            "memories": memories,
+        }

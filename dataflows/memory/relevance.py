@@ -19,8 +19,8 @@ from itertools import chain
 import numpy as np
 import pandas as pd
 
-from dataflows.lexical import Bm25Index
-from dataflows.text import terms
+from cra.dataflows.lexical import Bm25Index
+from cra.dataflows.text import terms
 
 # A scope table could give the context's language 1.0, above its project (0.9), yet the expected order and the priority
 # list rank task > project > language > universal ("language 0.8-1.0"): 0.85 keeps both.
@@ -42,10 +42,19 @@ def scope_parts(memories: pd.DataFrame) -> pd.DataFrame:
     p = pd.Series(scopes, dtype=object).str.split(":", n=3, expand=True).reindex(columns=range(4))
     is_project = p[0].eq("project") & p[1].notna()
     is_task = is_project & p[2].eq("task") & p[3].notna()
-    kind = np.select([p[0].eq("universal"), p[0].eq("language") & p[1].notna(), is_task, is_project],
-                     ["universal", "language", "task", "project"], "other")  # fmt: skip
-    distinct = pd.DataFrame({"kind": kind, "language": p[1].where(p[0].eq("language")),
-                             "project": p[1].where(is_project), "task": p[3].where(is_task)}).astype(object)  # fmt: skip
+    kind = np.select(
+        [p[0].eq("universal"), p[0].eq("language") & p[1].notna(), is_task, is_project],
+        ["universal", "language", "task", "project"],
+        "other",
+    )
+    distinct = pd.DataFrame(
+        {
+            "kind": kind,
+            "language": p[1].where(p[0].eq("language")),
+            "project": p[1].where(is_project),
+            "task": p[3].where(is_task),
+        }
+    ).astype(object)
     return distinct.iloc[codes].set_axis(memories.index)
 
 
@@ -59,11 +68,18 @@ def scope_match(scope_parts: pd.DataFrame, project: str | None, language: str | 
     own language 0.85, universal 0.8, same project's other task 0.7, other language 0.3, other project 0.2)."""
     kind, same_project = scope_parts["kind"], _same(scope_parts["project"], project)
     values = np.select(
-        [kind.eq("universal"), kind.eq("language") & _same(scope_parts["language"], language), kind.eq("language"),
-         kind.isin(["project", "task"]) & ~same_project, kind.eq("project"),
-         kind.eq("task") & _same(scope_parts["task"], task), kind.eq("task")],
-        [0.8, OWN_LANGUAGE, 0.3, 0.2, 0.9, 1.0, 0.7], 0.5,
-    )  # fmt: skip
+        [
+            kind.eq("universal"),
+            kind.eq("language") & _same(scope_parts["language"], language),
+            kind.eq("language"),
+            kind.isin(["project", "task"]) & ~same_project,
+            kind.eq("project"),
+            kind.eq("task") & _same(scope_parts["task"], task),
+            kind.eq("task"),
+        ],
+        [0.8, OWN_LANGUAGE, 0.3, 0.2, 0.9, 1.0, 0.7],
+        0.5,
+    )
     return pd.Series(values, index=scope_parts.index, dtype=float)
 
 
@@ -118,8 +134,13 @@ def _postings(contents: pd.Series) -> pd.DataFrame:
     within = np.arange(lens.sum()) - np.repeat(np.cumsum(lens) - lens, lens)
     text_of = np.repeat(np.repeat(np.arange(len(split)), per_text), lens)
     keys, tf = np.unique(text_of * len(vocab) + term_codes[first + within], return_counts=True)
-    return pd.DataFrame({"memory": contents.index.to_numpy()[keys // len(vocab)],
-                         "term": np.asarray(vocab, dtype=object)[keys % len(vocab)], "tf": tf})  # fmt: skip
+    return pd.DataFrame(
+        {
+            "memory": contents.index.to_numpy()[keys // len(vocab)],
+            "term": np.asarray(vocab, dtype=object)[keys % len(vocab)],
+            "tf": tf,
+        }
+    )
 
 
 def lexical_relevance(memories: pd.DataFrame, task_text_terms: list[str]) -> pd.Series:
@@ -136,11 +157,22 @@ def lexical_relevance(memories: pd.DataFrame, task_text_terms: list[str]) -> pd.
 
 
 def relevance_factors(
-    scope_match: pd.Series, recency: pd.Series, confidence: pd.Series, task_match: pd.Series, lexical_relevance: pd.Series
+    scope_match: pd.Series,
+    recency: pd.Series,
+    confidence: pd.Series,
+    task_match: pd.Series,
+    lexical_relevance: pd.Series,
 ) -> pd.DataFrame:
     """One row per memory, one column per factor: what `relevance_score` weighs, in one place to look at."""
-    return pd.DataFrame({"scope_match": scope_match, "recency": recency, "confidence": confidence,
-                         "task_match": task_match, "lexical_relevance": lexical_relevance})  # fmt: skip
+    return pd.DataFrame(
+        {
+            "scope_match": scope_match,
+            "recency": recency,
+            "confidence": confidence,
+            "task_match": task_match,
+            "lexical_relevance": lexical_relevance,
+        }
+    )
 
 
 def relevance_weights(task_text_terms: list[str]) -> pd.Series:
@@ -170,18 +202,29 @@ def relevance_reason(
     high-conf; plus "about the task" for a strong lexical match; "default" when nothing stands out)."""
     kind, same_project = scope_parts["kind"], _same(scope_parts["project"], project)
     scope = np.select(
-        [kind.eq("universal"), kind.eq("language") & _same(scope_parts["language"], language),
-         kind.eq("task") & same_project & _same(scope_parts["task"], task), kind.isin(["project", "task"]) & same_project],
-        [1, 2, 3, 4], 0,
-    )  # fmt: skip
+        [
+            kind.eq("universal"),
+            kind.eq("language") & _same(scope_parts["language"], language),
+            kind.eq("task") & same_project & _same(scope_parts["task"], task),
+            kind.isin(["project", "task"]) & same_project,
+        ],
+        [1, 2, 3, 4],
+        0,
+    )
     days = np.floor(memory_age_days.to_numpy(dtype=float))
     with np.errstate(invalid="ignore"):
         age = np.select([days < AGE_STEPS[0], days > AGE_STEPS[2]], [1, 2], 0)
     sure = (confidence.to_numpy() >= 0.8).astype(int)
     about = (lexical_relevance.to_numpy() >= ABOUT_THE_TASK).astype(int)
-    names = (("", "universal", f"lang:{language}", f"task:{task}", "project"), ("", "recent", "old"),
-             ("", "high-conf"), ("", "about the task"))  # fmt: skip
+    names = (
+        ("", "universal", f"lang:{language}", f"task:{task}", "project"),
+        ("", "recent", "old"),
+        ("", "high-conf"),
+        ("", "about the task"),
+    )
     keys = ((scope * 3 + age) * 2 + sure) * 2 + about  # a handful of distinct reasons: join each once
     distinct, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-    labels = [", ".join(n[c[i]] for n, c in zip(names, (scope, age, sure, about)) if n[c[i]]) or "default" for i in first]
+    labels = [
+        ", ".join(n[c[i]] for n, c in zip(names, (scope, age, sure, about)) if n[c[i]]) or "default" for i in first
+    ]
     return pd.Series(np.asarray(labels, dtype=object)[inverse.ravel()], index=scope_parts.index, dtype=object)

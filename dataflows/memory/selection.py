@@ -14,7 +14,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from dataflows.memory.models import MemoryContext, MemoryQuery, RetrievalResult, RetrievedMemory
+from cra.dataflows.memory.models import MemoryContext, MemoryQuery, RetrievalResult, RetrievedMemory
 
 BUCKETS = {"universal": 700, "language": 500, "project": 300}  # the memory section's split of its 1,500 tokens
 SECTION_HEADING = "## Memories\n\n"
@@ -49,10 +49,15 @@ def matching_memories(
     if memory_query.category:
         keep &= memories["category"].eq(memory_query.category)
     frame = memories.assign(
-        relevance_score=relevance_score, reason=relevance_reason, age=memory_age_days,
-        bucket=scope_parts["kind"].map(BUCKET_OF_KIND), kind=scope_parts["kind"], language=scope_parts["language"],
-        project=scope_parts["project"], task=scope_parts["task"],
-    )[keep]  # fmt: skip
+        relevance_score=relevance_score,
+        reason=relevance_reason,
+        age=memory_age_days,
+        bucket=scope_parts["kind"].map(BUCKET_OF_KIND),
+        kind=scope_parts["kind"],
+        language=scope_parts["language"],
+        project=scope_parts["project"],
+        task=scope_parts["task"],
+    )[keep]
     return frame.sort_values(["relevance_score", "age"], ascending=[False, True], kind="stable", na_position="last")
 
 
@@ -67,10 +72,13 @@ def memory_lines(ranked_memories: pd.DataFrame) -> pd.Series:
     r = ranked_memories
     tag = np.select(
         [r["kind"].eq("language"), r["kind"].eq("project"), r["kind"].eq("task")],
-        ["[" + r["language"].fillna("") + "] ", "[" + r["project"].fillna("") + "] ",
-         "[" + r["project"].fillna("") + "/" + r["task"].fillna("") + "] "],
+        [
+            "[" + r["language"].fillna("") + "] ",
+            "[" + r["project"].fillna("") + "] ",
+            "[" + r["project"].fillna("") + "/" + r["task"].fillna("") + "] ",
+        ],
         "",
-    )  # fmt: skip
+    )
     flat = r["content"].astype(str).str.split().str.join(" ")
     return ("- " + pd.Series(tag, index=r.index, dtype=object) + flat + "\n").astype(object)
 
@@ -91,10 +99,17 @@ def _fit(costs: np.ndarray, budget: int) -> np.ndarray:
 
 def _retrieved(frame: pd.DataFrame) -> tuple[RetrievedMemory, ...]:
     return tuple(
-        RetrievedMemory(r.content, r.scope, r.category, float(r.confidence), r.timestamp,
-                        round(float(r.relevance_score), 4), r.reason)
+        RetrievedMemory(
+            r.content,
+            r.scope,
+            r.category,
+            float(r.confidence),
+            r.timestamp,
+            round(float(r.relevance_score), 4),
+            r.reason,
+        )
         for r in frame.itertuples(index=False)
-    )  # fmt: skip
+    )
 
 
 def budgeted_memories(ranked_memories: pd.DataFrame, memory_tokens: pd.Series, budget: int | None) -> pd.DataFrame:
@@ -108,8 +123,12 @@ def retrieval_result(
     budgeted_memories: pd.DataFrame, memory_tokens: pd.Series, matching_memories: pd.DataFrame
 ) -> RetrievalResult:
     """The query's result: returned memories with score and reason, how many matched, their tokens."""
-    return RetrievalResult(_retrieved(budgeted_memories), len(matching_memories), len(budgeted_memories),
-                           int(memory_tokens.reindex(budgeted_memories.index).sum()))  # fmt: skip
+    return RetrievalResult(
+        _retrieved(budgeted_memories),
+        len(matching_memories),
+        len(budgeted_memories),
+        int(memory_tokens.reindex(budgeted_memories.index).sum()),
+    )
 
 
 def memory_allocations(memory_budget: int, count_tokens: Callable) -> pd.Series:
@@ -148,7 +167,9 @@ def memory_selection(
     return ranked_memories.loc[chosen]
 
 
-def memory_budget_use(memory_selection: pd.DataFrame, memory_tokens: pd.Series, memory_allocations: pd.Series) -> pd.DataFrame:
+def memory_budget_use(
+    memory_selection: pd.DataFrame, memory_tokens: pd.Series, memory_allocations: pd.Series
+) -> pd.DataFrame:
     """Per bucket: tokens allocated, carried in from the buckets before, and used."""
     used = memory_tokens.reindex(memory_selection.index).groupby(memory_selection["bucket"]).sum()
     used = used.reindex(memory_allocations.index, fill_value=0).astype(int)

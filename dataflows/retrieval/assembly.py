@@ -12,12 +12,13 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from dataflows.retrieval.signal_list import SIGNALS
-from dataflows.retrieval.models import CompanionNote, ContextPackage, FileContext, TaskQuery
-from dataflows.retrieval.markdown import edges_between, ordered_files, package_markdown
-from dataflows.retrieval.symbol_signals import SYMBOL_SIGNALS
+from cra.dataflows.retrieval.markdown import edges_between, ordered_files, package_markdown
+from cra.dataflows.retrieval.models import CompanionNote, ContextPackage, FileContext, TaskQuery
+from cra.dataflows.retrieval.signal_list import SIGNALS
+from cra.dataflows.retrieval.symbol_signals import SYMBOL_SIGNALS
 
 RANKING_ROWS = 20  # rows of the symbol ranking the provenance carries
+
 
 def included_edges(budgeted_files: list[FileContext], context_edges: pd.DataFrame) -> tuple[tuple[str, str], ...]:
     """(source path, target path) import edges among the files the package contains, by source then target rank."""
@@ -30,9 +31,15 @@ def companion_notes(kb_companions: pd.DataFrame | None = None) -> tuple[Companio
     if kb_companions is None or kb_companions.empty:
         return ()
     rows = zip(kb_companions["path"], kb_companions["share"], kb_companions["n_fix_commits"], kb_companions["latest"])
-    return tuple(CompanionNote(str(path), f"changed by {share:.0%} of this repository's fix commits ({int(n)}); a fix "
-                               "usually adds an entry here. Latest entries:", str(latest or ""))
-                 for path, share, n, latest in rows)  # fmt: skip
+    return tuple(
+        CompanionNote(
+            str(path),
+            f"changed by {share:.0%} of this repository's fix commits ({int(n)}); a fix "
+            "usually adds an entry here. Latest entries:",
+            str(latest or ""),
+        )
+        for path, share, n, latest in rows
+    )
 
 
 def context_package(
@@ -75,7 +82,9 @@ def context_package(
     if companion_notes and tokens > budget:  # the notes never push a package over its budget
         companion_notes = ()
         tokens = measured(())
-    return ContextPackage(query, files, included_edges, tokens, int(budget), provenance, companion_notes, pinned_sections)
+    return ContextPackage(
+        query, files, included_edges, tokens, int(budget), provenance, companion_notes, pinned_sections
+    )
 
 
 def _empty_package_warning(files: list[FileContext], scope: pd.DataFrame) -> list[str]:
@@ -92,8 +101,9 @@ def _scope_provenance(scope: pd.DataFrame) -> list[dict]:
     order = np.argsort(scope["rank"].to_numpy(), kind="stable")
     values = np.round(np.column_stack([scope[s].to_numpy(dtype=float) for s in signals]), 6) if signals else None
     rows = values[order].tolist() if signals else [[] for _ in order]
-    columns = (scope[c].to_numpy()[order].tolist() for c in ("path", "rank", "total_score", "seed", "seed_reason",
-                                                              "added_by"))  # fmt: skip
+    columns = (
+        scope[c].to_numpy()[order].tolist() for c in ("path", "rank", "total_score", "seed", "seed_reason", "added_by")
+    )
     return [
         {
             "path": str(p),
@@ -115,8 +125,17 @@ def _ranking_provenance(symbol_ranking: pd.DataFrame | None) -> list[dict]:
     top = symbol_ranking.head(RANKING_ROWS)
     values = np.round(top[list(SYMBOL_SIGNALS)].to_numpy(dtype=float), 4).tolist()
     columns = (top[c].tolist() for c in ("rank", "path", "qualified_name", "kind", "score"))
-    return [{"rank": int(r), "path": str(p), "symbol": str(q), "kind": str(k), "score": round(float(sc), 4),
-             "signals": dict(zip(SYMBOL_SIGNALS, v))} for r, p, q, k, sc, v in zip(*columns, values)]  # fmt: skip
+    return [
+        {
+            "rank": int(r),
+            "path": str(p),
+            "symbol": str(q),
+            "kind": str(k),
+            "score": round(float(sc), 4),
+            "signals": dict(zip(SYMBOL_SIGNALS, v)),
+        }
+        for r, p, q, k, sc, v in zip(*columns, values)
+    ]
 
 
 def _symbol_provenance(files: tuple[FileContext, ...], symbol_tiers: pd.DataFrame) -> list[dict]:
@@ -128,11 +147,14 @@ def _symbol_provenance(files: tuple[FileContext, ...], symbol_tiers: pd.DataFram
             for s in (shown, *shown.members):  # a class shown whole: its members' lines are in its body
                 if not s.reason and reasons is None:
                     reasons = dict(zip(symbol_tiers["symbol_id"], symbol_tiers["reason"]))
-                out.append({
-                    "path": f.path,
-                    "symbol": s.qualified_name,
-                    "tier": s.relevance,
-                    "depth": "body" if s.body is not None or s is not shown else "signature",
-                    "reason": s.reason or reasons.get(s.symbol_id, ""),
-                } | ({} if s is shown else {"inside": shown.qualified_name}))
+                out.append(
+                    {
+                        "path": f.path,
+                        "symbol": s.qualified_name,
+                        "tier": s.relevance,
+                        "depth": "body" if s.body is not None or s is not shown else "signature",
+                        "reason": s.reason or reasons.get(s.symbol_id, ""),
+                    }
+                    | ({} if s is shown else {"inside": shown.qualified_name})
+                )
     return out

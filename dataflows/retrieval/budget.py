@@ -28,17 +28,36 @@ import numpy as np
 import pandas as pd
 from hamilton.function_modifiers import config
 
-from dataflows.retrieval.models import BudgetCuts, BudgetPlan, FileContext, SymbolContext, TaskQuery
-from dataflows.retrieval.markdown import assertion_bullet, edges_between, ordered_files, package_markdown, shown_path, shown_text
-from dataflows.retrieval.precision import FLOOR_RANK
-from dataflows.retrieval.vocabulary import member_mask
+from cra.dataflows.retrieval.markdown import (
+    assertion_bullet,
+    edges_between,
+    ordered_files,
+    package_markdown,
+    shown_path,
+    shown_text,
+)
+from cra.dataflows.retrieval.models import BudgetCuts, BudgetPlan, FileContext, SymbolContext, TaskQuery
+from cra.dataflows.retrieval.precision import FLOOR_RANK
+from cra.dataflows.retrieval.vocabulary import member_mask
 
 TASK_ALLOCATION = 512
-SECTION_SHARES = {"primary": 0.75, "tests": 0.05, "supporting": 0.10, "type_context": 0.05, "rationale": 0.05,
-                  "outline": 0.0}
+SECTION_SHARES = {
+    "primary": 0.75,
+    "tests": 0.05,
+    "supporting": 0.10,
+    "type_context": 0.05,
+    "rationale": 0.05,
+    "outline": 0.0,
+}
 # seed 001's split (`--seed-variants budget_split`): primary 60%, tests 10%, supporting 15%, type context 10%, rationale 5%
-SEED_SECTION_SHARES = {"primary": 0.60, "tests": 0.10, "supporting": 0.15, "type_context": 0.10, "rationale": 0.05,
-                       "outline": 0.0}
+SEED_SECTION_SHARES = {
+    "primary": 0.60,
+    "tests": 0.10,
+    "supporting": 0.15,
+    "type_context": 0.10,
+    "rationale": 0.05,
+    "outline": 0.0,
+}
 EVICTION_ORDER = ("outline", "rationale", "type_context", "supporting", "tests", "primary")
 REFILL_ROUNDS = 3
 REFILL_MIN_SLACK = 0.005  # a refill round re-renders the package: not worth it for under 0.5% of the budget
@@ -65,7 +84,9 @@ def eviction_rule__seed() -> str:
     return "tiers_first"
 
 
-def budget_items(file_contexts: list[FileContext], count_tokens: Callable, floor_rule: str = "best_ranked") -> pd.DataFrame:
+def budget_items(
+    file_contexts: list[FileContext], count_tokens: Callable, floor_rule: str = "best_ranked"
+) -> pd.DataFrame:
     """One row per piece the budget can cut (symbol, test assertion, rationale comment) with its token costs; the
     floor is the FLOOR_RANK best-ranked primaries, or (`floor_rule` 'seed_files', seed 001) the seed files' primaries."""
     rows = []
@@ -79,14 +100,40 @@ def budget_items(file_contexts: list[FileContext], count_tokens: Callable, floor
             else:
                 floor = s.relevance == "primary" and s.rank is not None and s.rank <= FLOOR_RANK
             priority = f.score if s.score is None else s.score
-            rows.append((*base, "symbol", pos, s.qualified_name, _section(f, s), s.start_line, floor, priority,
-                         s.tokens + 1, signature + 1, demotable))  # +1: the blank line between symbols
+            rows.append(
+                (
+                    *base,
+                    "symbol",
+                    pos,
+                    s.qualified_name,
+                    _section(f, s),
+                    s.start_line,
+                    floor,
+                    priority,
+                    s.tokens + 1,
+                    signature + 1,
+                    demotable,
+                )
+            )  # +1: the blank line between symbols
         for pos, a in enumerate(f.test_assertions or ()):
             cost = count_tokens(assertion_bullet(a)) + 1
             rows.append((*base, *_piece("assertion", pos, a.partition(": ")[0], "tests", cost, f.score)))
         for pos, c in enumerate(f.rationale_comments):
             rows.append((*base, *_piece("rationale", pos, None, "rationale", count_tokens(f"- {c}") + 1, f.score)))
-    columns = ["file", "file_id", "path", "score", "rank", "kind", "pos", "symbol", "section", "line", "floor", "priority"]
+    columns = [
+        "file",
+        "file_id",
+        "path",
+        "score",
+        "rank",
+        "kind",
+        "pos",
+        "symbol",
+        "section",
+        "line",
+        "floor",
+        "priority",
+    ]
     return pd.DataFrame(rows, columns=[*columns, "full", "demoted", "demotable"])
 
 
@@ -113,7 +160,9 @@ def file_overhead(file_contexts: list[FileContext], context_edges: pd.DataFrame,
     """Tokens each file costs beyond its items: heading, fence, and its edges, each charged to the end that goes
     first (the one whose best piece is in a lower section, else the lower-ranked): the edge goes with it."""
     files = file_contexts
-    heading = [count_tokens(f"### {shown_path(f.path)} (rank #{f.relevance_rank})\n```{f.language}\n\n```") + 2 for f in files]
+    heading = [
+        count_tokens(f"### {shown_path(f.path)} (rank #{f.relevance_rank})\n```{f.language}\n\n```") + 2 for f in files
+    ]
     overhead = np.array(heading, dtype=np.int64)
     edges = edges_between(ordered_files(files), context_edges)
     position = {f.path: i for i, f in enumerate(files)}
@@ -132,13 +181,17 @@ def allotted_task_text(task_query: TaskQuery, code_budget: int, count_tokens: Ca
 
 
 def unbudgeted_tokens(
-    file_contexts: list[FileContext], budget_item_columns: dict[str, np.ndarray], allotted_task_text: str,
-    context_edges: pd.DataFrame, count_tokens: Callable,
+    file_contexts: list[FileContext],
+    budget_item_columns: dict[str, np.ndarray],
+    allotted_task_text: str,
+    context_edges: pd.DataFrame,
+    count_tokens: Callable,
 ) -> int:
     """Tokens of the package's real markdown before any cut (what the budget report calls `before`)."""
     items = budget_item_columns
-    return _package_tokens(file_contexts, items, _Cuts.none(len(items["file"])).state, allotted_task_text,
-                           context_edges, count_tokens)  # fmt: skip
+    return _package_tokens(
+        file_contexts, items, _Cuts.none(len(items["file"])).state, allotted_task_text, context_edges, count_tokens
+    )
 
 
 def section_room(
@@ -155,8 +208,9 @@ def section_room(
     return max(0, int(code_budget) - correction - int(file_overhead[primary_files].sum()))
 
 
-def section_allocation(budget_item_columns: dict[str, np.ndarray], section_room: int,
-                       section_shares: dict[str, float] | None = None) -> dict[str, int]:
+def section_allocation(
+    budget_item_columns: dict[str, np.ndarray], section_room: int, section_shares: dict[str, float] | None = None
+) -> dict[str, int]:
     """Tokens per section: SECTION_SHARES (or `section_shares`) of the room, and what a section does not need flows
     to the others by share (outlines get what is left)."""
     shares = section_shares or SECTION_SHARES
@@ -211,7 +265,9 @@ def budget_cuts(
         real = measure(cuts.state, task)
         if real > code_budget:
             margin = int(REFILL_MIN_SLACK * code_budget) // 2  # estimates run a little low: one cut, not several
-            cut = _cut(items, overhead, cuts, _global_sequence(items, cuts.state), real - code_budget + margin, lock=True)
+            cut = _cut(
+                items, overhead, cuts, _global_sequence(items, cuts.state), real - code_budget + margin, lock=True
+            )
             if cut is None:
                 if not task:
                     break  # nothing left but section headers: a budget below a handful of tokens
@@ -259,16 +315,25 @@ def budget_plan(
     code_budget, items, cuts = int(code_budget), budget_item_columns, budget_cuts
     files = _rendered(file_contexts, items, cuts.state, cuts.widened, count_tokens)
     shown = {m.symbol_id: (f.path, m) for f in files for s in f.symbols for m in (s, *s.members)}
-    widened = [{"path": shown[sid][0], "symbol": shown[sid][1].qualified_name,
-                "members": [m.qualified_name for m in shown[sid][1].members]} for sid in cuts.widened]  # fmt: skip
+    widened = [
+        {
+            "path": shown[sid][0],
+            "symbol": shown[sid][1].qualified_name,
+            "members": [m.qualified_name for m in shown[sid][1].members],
+        }
+        for sid in cuts.widened
+    ]
     warnings = []
     if cuts.task_truncated:
-        warnings.append(f"task text truncated to {count_tokens(cuts.task_text)} tokens to fit the budget of {code_budget}")
+        warnings.append(
+            f"task text truncated to {count_tokens(cuts.task_text)} tokens to fit the budget of {code_budget}"
+        )
     floor = np.flatnonzero(items["floor"].astype(bool) & (cuts.state != FULL)).tolist()
     if floor:
         path, symbol = items["path"].tolist(), items["symbol"].tolist()
-        what = "; ".join(f"{path[i]}::{symbol[i]} ({'body demoted' if cuts.state[i] == DEMOTED else 'dropped'})"
-                         for i in floor)  # fmt: skip
+        what = "; ".join(
+            f"{path[i]}::{symbol[i]} ({'body demoted' if cuts.state[i] == DEMOTED else 'dropped'})" for i in floor
+        )
         warnings.append(f"budget {code_budget} cannot hold the floor (task + best-ranked symbols): {what}")
     task_tokens = count_tokens(cuts.task_text)
     sections, tokens = items["section"].astype(object), _tokens(items, cuts.state)
@@ -282,12 +347,14 @@ def budget_plan(
         "allocation_after_flow": {"task": task_tokens} | {s: int(v) for s, v in section_allocation.items()},
         "used": {s: int(tokens[sections == s].sum()) for s in SECTION_SHARES},
         "evicted": [e | {"tokens": int(full) - 1} for e, full in zip(_entries(evicted_items), evicted_items["full"])],
-        "demoted": [e | {"tokens_before": int(full) - 1, "tokens_after": int(after) - 1}
-                    for e, full, after in zip(_entries(demoted_items), demoted_items["full"], demoted_items["demoted"])],
+        "demoted": [
+            e | {"tokens_before": int(full) - 1, "tokens_after": int(after) - 1}
+            for e, full, after in zip(_entries(demoted_items), demoted_items["full"], demoted_items["demoted"])
+        ],
         "widened": widened,
         "task_truncated": bool(cuts.task_truncated),
         "warnings": warnings,
-    }  # fmt: skip
+    }
     return BudgetPlan(files, cuts.task_text, report)
 
 
@@ -332,8 +399,14 @@ def _estimate(items: dict[str, np.ndarray], overhead: np.ndarray, state: np.ndar
     return int(_tokens(items, state).sum() + overhead[live].sum())
 
 
-def _cut(items: dict[str, np.ndarray], overhead: np.ndarray, cuts: _Cuts, actions: tuple[np.ndarray, ...], need: float,
-         lock: bool = False) -> _Cuts | None:
+def _cut(
+    items: dict[str, np.ndarray],
+    overhead: np.ndarray,
+    cuts: _Cuts,
+    actions: tuple[np.ndarray, ...],
+    need: float,
+    lock: bool = False,
+) -> _Cuts | None:
     """The cuts after applying actions (item, to, saving) in order until they save `need` tokens (emptied files save
     their overhead too); None when there is nothing to save or to cut."""
     if need <= 0 or not len(actions[0]):
@@ -381,8 +454,14 @@ def _refill(items: dict[str, np.ndarray], overhead: np.ndarray, cuts: _Cuts, sla
     return _Cuts(state, cut_at, cuts.locked, cuts.steps) if changed else None
 
 
-def _package_tokens(files: list[FileContext], items: dict[str, np.ndarray], state: np.ndarray, task: str,
-                    edges: pd.DataFrame, count_tokens: Callable) -> int:
+def _package_tokens(
+    files: list[FileContext],
+    items: dict[str, np.ndarray],
+    state: np.ndarray,
+    task: str,
+    edges: pd.DataFrame,
+    count_tokens: Callable,
+) -> int:
     """Tokens of the package's real markdown with the items in this state."""
     kept = ordered_files(_apply(files, items, state))
     return count_tokens(package_markdown(task, kept, edges_between(kept, edges)))
@@ -397,8 +476,17 @@ def _cut_items(budget_items: pd.DataFrame, budget_cuts: BudgetCuts, state: int) 
 def _entries(cut_items: pd.DataFrame) -> list[dict]:
     """Report entries of cut items: where they were and how relevant (the token columns are added by the caller)."""
     columns = (cut_items[c].tolist() for c in ("path", "symbol", "kind", "section", "score", "rank"))
-    return [{"path": path, "symbol": symbol if isinstance(symbol, str) else None, "kind": kind, "section": section,
-             "score": float(score), "rank": int(rank)} for path, symbol, kind, section, score, rank in zip(*columns)]
+    return [
+        {
+            "path": path,
+            "symbol": symbol if isinstance(symbol, str) else None,
+            "kind": kind,
+            "section": section,
+            "score": float(score),
+            "rank": int(rank),
+        }
+        for path, symbol, kind, section, score, rank in zip(*columns)
+    ]
 
 
 def _piece(kind: str, pos: int, symbol: str | None, section: str, cost: int, score: float) -> tuple:
@@ -406,7 +494,9 @@ def _piece(kind: str, pos: int, symbol: str | None, section: str, cost: int, sco
     return kind, pos, symbol, section, 0, False, score, cost, cost, False
 
 
-def _flowed_allocation(demand: np.ndarray, available: float, section_shares: dict[str, float] = SECTION_SHARES) -> dict[str, int]:
+def _flowed_allocation(
+    demand: np.ndarray, available: float, section_shares: dict[str, float] = SECTION_SHARES
+) -> dict[str, int]:
     """Section shares of the available tokens (demand: per section, in section_shares order); what a section does
     not need flows to the others by share."""
     shares = np.array(list(section_shares.values()), dtype=float)
@@ -439,8 +529,14 @@ def _cut_sequence(
     full, demoted = items["full"].astype(np.int64), items["demoted"].astype(np.int64)
     saving = np.where(phase == 0, full[idx] - demoted[idx], demoted[idx])  # an evicted body was demoted first
     by_item = (items["section"][idx] == "primary") & (not items.get("_tiers_first"))
-    keys = (-items["line"][idx], -items["rank"][idx], np.where(by_item, phase, 0), items["priority"][idx],
-            np.where(by_item, 0, phase), section[idx])
+    keys = (
+        -items["line"][idx],
+        -items["rank"][idx],
+        np.where(by_item, phase, 0),
+        items["priority"][idx],
+        np.where(by_item, 0, phase),
+        section[idx],
+    )
     order = np.lexsort(keys)
     return idx[order], np.where(phase[order] == 0, DEMOTED, EVICTED), saving[order]
 
@@ -465,15 +561,18 @@ def _apply(files: list[FileContext], items: dict[str, np.ndarray], state: np.nda
             out.append(f)
             continue
         sym, live, why = {}, set(), set()
-        for kind, pos, st, demoted in zip(items["kind"][lo:hi].tolist(), items["pos"][lo:hi].tolist(), here.tolist(),
-                                          items["demoted"][lo:hi].tolist()):  # fmt: skip
+        for kind, pos, st, demoted in zip(
+            items["kind"][lo:hi].tolist(), items["pos"][lo:hi].tolist(), here.tolist(), items["demoted"][lo:hi].tolist()
+        ):
             if st != EVICTED:
                 if kind == "symbol":
                     sym[pos] = demoted if st == DEMOTED else None
                 else:
                     (live if kind == "assertion" else why).add(pos)
         symbols = tuple(s if sym[p] is None else _demoted(s, sym[p] - 1) for p, s in enumerate(f.symbols) if p in sym)
-        assertions = None if f.test_assertions is None else tuple(a for p, a in enumerate(f.test_assertions) if p in live)
+        assertions = (
+            None if f.test_assertions is None else tuple(a for p, a in enumerate(f.test_assertions) if p in live)
+        )
         rationale = tuple(c for p, c in enumerate(f.rationale_comments) if p in why) if symbols else ()
         if symbols or assertions:
             out.append(replace(f, symbols=symbols, test_assertions=assertions, rationale_comments=rationale))
@@ -486,8 +585,16 @@ def _demoted(symbol: SymbolContext, tokens: int) -> SymbolContext:
     return replace(symbol, body=None, tokens=tokens)
 
 
-def _widened(file_contexts: list[FileContext], items: dict[str, np.ndarray], cuts: _Cuts, code_budget: int, real: int,
-             task: str, edges: pd.DataFrame, count_tokens: Callable) -> tuple[_Cuts, tuple[int, ...], int]:
+def _widened(
+    file_contexts: list[FileContext],
+    items: dict[str, np.ndarray],
+    cuts: _Cuts,
+    code_budget: int,
+    real: int,
+    task: str,
+    edges: pd.DataFrame,
+    count_tokens: Callable,
+) -> tuple[_Cuts, tuple[int, ...], int]:
     """The cuts with classes that hold a shown body widened to their whole source (which replaces the members shown
     inside it), best file and cheapest first: paid by the room left, or for a class holding one of the WIDEN_RANK
     best-ranked symbols by further cuts in the budget's own order, down to its best member's priority. Also the
@@ -501,8 +608,10 @@ def _widened(file_contexts: list[FileContext], items: dict[str, np.ndarray], cut
     files, where, offered = [], {}, []  # the rendered files, each symbol's file, each file's widening options
 
     def options_of(f: FileContext) -> list[tuple]:
-        return [((f.relevance_rank, extra, f.symbols[p].symbol_id), top, f.symbols[p])
-                for p, extra, top in _widenings(f, count_tokens)]  # fmt: skip
+        return [
+            ((f.relevance_rank, extra, f.symbols[p].symbol_id), top, f.symbols[p])
+            for p, extra, top in _widenings(f, count_tokens)
+        ]
 
     rendered_cuts = None
     while True:
@@ -535,8 +644,13 @@ def _widened(file_contexts: list[FileContext], items: dict[str, np.ndarray], cut
     return cuts, widened, real
 
 
-def _rendered(file_contexts: list[FileContext], items: dict[str, np.ndarray], state: np.ndarray,
-              widened: tuple[int, ...], count_tokens: Callable) -> list[FileContext]:
+def _rendered(
+    file_contexts: list[FileContext],
+    items: dict[str, np.ndarray],
+    state: np.ndarray,
+    widened: tuple[int, ...],
+    count_tokens: Callable,
+) -> list[FileContext]:
     """The file contexts with every item in its budget state, then the widened classes shown whole."""
     files = _apply(file_contexts, items, state)
     holder = {s.symbol_id: i for i, f in enumerate(files) for s in f.symbols} if widened else {}
@@ -546,8 +660,14 @@ def _rendered(file_contexts: list[FileContext], items: dict[str, np.ndarray], st
     return files
 
 
-def _funding(items: dict[str, np.ndarray], cuts: _Cuts, holder: SymbolContext, need: int, widened: tuple[int, ...],
-             file_contexts: list[FileContext]) -> tuple[_Cuts, int] | None:
+def _funding(
+    items: dict[str, np.ndarray],
+    cuts: _Cuts,
+    holder: SymbolContext,
+    need: int,
+    widened: tuple[int, ...],
+    file_contexts: list[FileContext],
+) -> tuple[_Cuts, int] | None:
     """The cuts that free `need` tokens for showing `holder` whole, taken in the budget's own order (outlines first,
     primaries by priority) but never the floor, a piece inside it or inside a class already widened, or a primary
     as relevant as its best member; and the tokens they free. None when that is not enough."""
@@ -576,15 +696,22 @@ def _funding(items: dict[str, np.ndarray], cuts: _Cuts, holder: SymbolContext, n
 
 def _pieces_inside(items: dict[str, np.ndarray], holder: SymbolContext) -> np.ndarray:
     """Per budget item: whether it is a symbol within the holder's lines (the holder itself included)."""
-    return ((items["file_id"] == holder.file_id) & (items["kind"] == "symbol") & (items["line"] >= holder.start_line)
-            & (items["line"] <= holder.end_line))  # fmt: skip
+    return (
+        (items["file_id"] == holder.file_id)
+        & (items["kind"] == "symbol")
+        & (items["line"] >= holder.start_line)
+        & (items["line"] <= holder.end_line)
+    )
 
 
 def _inside(f: FileContext, p: int) -> list[int]:
     """Positions of the file's other symbols within the lines of symbol p."""
     outer = f.symbols[p]
-    return [q for q, s in enumerate(f.symbols) if q != p and s.file_id == outer.file_id
-            and outer.start_line <= s.start_line and s.end_line <= outer.end_line]  # fmt: skip
+    return [
+        q
+        for q, s in enumerate(f.symbols)
+        if q != p and s.file_id == outer.file_id and outer.start_line <= s.start_line and s.end_line <= outer.end_line
+    ]
 
 
 def _widenings(f: FileContext, count_tokens: Callable) -> list[tuple[int, int, bool]]:
@@ -613,8 +740,14 @@ def _widen(f: FileContext, symbol_id: int, count_tokens: Callable) -> FileContex
         return f
     s, inside = f.symbols[p], set(_inside(f, p))
     members = tuple(m for q, o in enumerate(f.symbols) if q in inside for m in (replace(o, members=()), *o.members))
-    whole = replace(s, body=s.whole_body, relevance="primary", tokens=int(count_tokens(s.whole_body.rstrip())),
-                    reason=f"{s.reason}; shown whole: the budget had room for the rest of its lines", members=members)  # fmt: skip
+    whole = replace(
+        s,
+        body=s.whole_body,
+        relevance="primary",
+        tokens=int(count_tokens(s.whole_body.rstrip())),
+        reason=f"{s.reason}; shown whole: the budget had room for the rest of its lines",
+        members=members,
+    )
     return replace(f, symbols=tuple(whole if q == p else o for q, o in enumerate(f.symbols) if q not in inside))
 
 

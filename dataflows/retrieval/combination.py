@@ -3,7 +3,7 @@
 Two passes: every signal but the second-pass ones (`partner_affinity`) is scored first; the best files of that
 first pass are the anchors the second-pass signals relate every other file to; `signal_frame` holds both.
 
-Weights: profile (`data/weights.toml`, fitted by `drivers.tune`; else `signal_list`'s defaults) -> task-type
+Weights: profile (`data/weights.toml`, fitted by `cra.drivers.research.tune`; else `signal_list`'s defaults) -> task-type
 adjustment -> user override -> signals that are zero for every file get 0 -> renormalised to sum 1.
 A file's score is its weighted sum times its role prior (source code 1, tests and docs/data less: the
 files a fix edits are source files; code under examples/, docs/, benchmarks/ or vendored directories counts as
@@ -18,11 +18,19 @@ import pandas as pd
 from hamilton.data_quality.base import DataValidator, ValidationResult
 from hamilton.function_modifiers import check_output_custom, config, group, inject, source
 
-from dataflows.retrieval.learned import TreeModel, learned_order
-from dataflows.retrieval.models import TaskQuery
-from dataflows.retrieval.ranking import effective_weights, file_scores, role_prior, roles
-from dataflows.retrieval.signal_list import (DEFAULT_PRIORS, DEFAULT_WEIGHTS, FIRST_PASS_SIGNALS, PRIOR_SIGNALS, SECOND_PASS_SIGNALS,
-                                             SIGNALS, TASK_TYPE_WEIGHTS, checked_weights)
+from cra.dataflows.retrieval.learned import TreeModel, learned_order
+from cra.dataflows.retrieval.models import TaskQuery
+from cra.dataflows.retrieval.ranking import effective_weights, file_scores, role_prior, roles
+from cra.dataflows.retrieval.signal_list import (
+    DEFAULT_PRIORS,
+    DEFAULT_WEIGHTS,
+    FIRST_PASS_SIGNALS,
+    PRIOR_SIGNALS,
+    SECOND_PASS_SIGNALS,
+    SIGNALS,
+    TASK_TYPE_WEIGHTS,
+    checked_weights,
+)
 
 ANCHORS = 3  # first-pass files a second-pass signal relates the others to
 _TASK_DEPENDENT = [i for i, name in enumerate(FIRST_PASS_SIGNALS) if name not in PRIOR_SIGNALS]
@@ -35,8 +43,12 @@ def seed_task_type_weights__on() -> dict[str, dict[str, float]]:
     return TASK_TYPE_WEIGHTS
 
 
-def configured_signal_weights(task_query: TaskQuery, weights_override: dict | None, weight_profile: dict | None,
-                              seed_task_type_weights: dict | None = None) -> pd.Series:
+def configured_signal_weights(
+    task_query: TaskQuery,
+    weights_override: dict | None,
+    weight_profile: dict | None,
+    seed_task_type_weights: dict | None = None,
+) -> pd.Series:
     """Raw weight per signal: profile (or defaults), then the task type's adjustment, then the user's override."""
     profile = weight_profile or {}
     task_types = seed_task_type_weights or profile.get("task_types", TASK_TYPE_WEIGHTS)
@@ -67,8 +79,11 @@ class SignalsInUnitRange(DataValidator):
         values = dataset.to_numpy(dtype=float)
         outside = ~((values >= 0.0) & (values <= 1.0))
         bad = sorted({str(c) for c in dataset.columns[outside.any(axis=0)]})
-        return ValidationResult(passes=not bad, message=f"signals outside [0, 1]: {bad}" if bad else "all in [0, 1]",
-                                diagnostics={"signals": bad})  # fmt: skip
+        return ValidationResult(
+            passes=not bad,
+            message=f"signals outside [0, 1]: {bad}" if bad else "all in [0, 1]",
+            diagnostics={"signals": bad},
+        )
 
 
 def _frame(kb_files: pd.DataFrame, signals: dict[str, pd.Series], names: tuple[str, ...]) -> pd.DataFrame:
@@ -98,7 +113,11 @@ def anchor_files(
     score, total = file_scores(values, effective_weights(configured, (values > 0).any(axis=0)), prior, seed)
     ranked = pd.DataFrame({"total": total, "score": score}, index=first_pass_frame.index)
     evidence = seed | (values[:, _TASK_DEPENDENT] > 0).any(axis=1)  # recency alone ties no file to the task
-    ranked = ranked[(ranked["total"] > 0) & evidence].sort_values(["total", "score"], ascending=False, kind="stable").head(ANCHORS)
+    ranked = (
+        ranked[(ranked["total"] > 0) & evidence]
+        .sort_values(["total", "score"], ascending=False, kind="stable")
+        .head(ANCHORS)
+    )
     share = ranked["total"] / ranked["total"].max() if len(ranked) else ranked["total"]
     return share.rename("share")
 
@@ -134,8 +153,12 @@ def file_roles(kb_files: pd.DataFrame) -> pd.DataFrame:
 def file_prior(file_roles: pd.DataFrame, file_priors: pd.Series) -> pd.Series:
     """Per-file multiplier by role: 1 for source code, the test prior for tests, the non-source prior for prose/data
     and peripheral code."""
-    values = role_prior(file_roles["is_test"].to_numpy(), file_roles["non_source"].to_numpy(),
-                        file_priors["test_file_prior"], file_priors["non_source_prior"])  # fmt: skip
+    values = role_prior(
+        file_roles["is_test"].to_numpy(),
+        file_roles["non_source"].to_numpy(),
+        file_priors["test_file_prior"],
+        file_priors["non_source_prior"],
+    )
     return pd.Series(values, index=file_roles.index, dtype=float)
 
 

@@ -15,7 +15,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from dataflows.index.mapped import values_at
+from cra.dataflows.index.mapped import values_at
 
 _TEMPLATE_PATH = re.compile(r"(?:^|/)issue_templates?(?:/[^/]+)?\.(?:md|markdown|ya?ml)$", re.IGNORECASE)
 _FORM_LABEL = re.compile(r"""^\s*(?:-\s*)?label\s*:\s*(?P<q>["']?)(.*?)(?P=q)\s*$""")
@@ -74,7 +74,7 @@ def _answer(line: str, template_lines: frozenset[tuple[str, ...]], longest: int)
     for n in range(min(len(key) - 1, longest), MIN_PREFIX_WORDS - 1, -1):
         if key[:n] in template_lines:
             cleaned = _cleaned(line)
-            return cleaned[list(_WORD.finditer(cleaned))[n].start():]
+            return cleaned[list(_WORD.finditer(cleaned))[n].start() :]
     return line
 
 

@@ -2,7 +2,7 @@
 
 The weighted sum ranks every file; the model re-orders its CANDIDATES best, where the fixes' files almost always
 are, with what a sum cannot express: interactions between signals, each file's rank among the candidates, its size
-and history, its language and the task's type. Training (`drivers.learn_ranker`, LightGBM lambdarank) and
+and history, its language and the task's type. Training (`cra.drivers.research.learn_ranker`, LightGBM lambdarank) and
 requests build features with the same function, `candidate_features`. The model ships as JSON arrays, evaluated
 here with numpy: a request needs no LightGBM.
 """
@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dataflows.retrieval.signal_list import SIGNALS
-from dataflows.retrieval.task_analysis import TASK_TYPES
+from cra.dataflows.retrieval.signal_list import SIGNALS
+from cra.dataflows.retrieval.task_analysis import TASK_TYPES
 
 CANDIDATES = 100  # files the model re-orders: the weighted sum's best
 TOP = 3  # the sum's best files, which `stem_like_top` and `dir_of_top` relate each candidate to
@@ -27,11 +27,23 @@ _FAMILY_OF = {"typescript": "javascript", "tsx": "javascript", "jsx": "javascrip
 FEATURES: tuple[str, ...] = (
     *SIGNALS,
     *(f"{s}_rank" for s in SIGNALS),
-    "total", "total_share", "total_rank", "seed", "is_test", "non_source",
-    "log_tokens", "log_lines", "log_commits", "log_age_days", "log_repo_files", "stem_like_top", "dir_of_top",
-    *(f"lang_{f}" for f in FAMILIES), "lang_other",
+    "total",
+    "total_share",
+    "total_rank",
+    "seed",
+    "is_test",
+    "non_source",
+    "log_tokens",
+    "log_lines",
+    "log_commits",
+    "log_age_days",
+    "log_repo_files",
+    "stem_like_top",
+    "dir_of_top",
+    *(f"lang_{f}" for f in FAMILIES),
+    "lang_other",
     *(f"task_{t}" for t in TASK_TYPES),
-)  # fmt: skip
+)
 
 
 def candidate_features(candidates: pd.DataFrame, n_repo_files: int, task_type: str) -> pd.DataFrame:
@@ -51,8 +63,12 @@ def candidate_features(candidates: pd.DataFrame, n_repo_files: int, task_type: s
     out["total_rank"] = np.arange(n) / max(n - 1, 1)
     for flag in ("seed", "is_test", "non_source"):
         out[flag] = candidates[flag].to_numpy(bool).astype(float)
-    for name, column in (("log_tokens", "tokens"), ("log_lines", "n_lines"), ("log_commits", "commit_count"),
-                         ("log_age_days", "age_days")):  # fmt: skip
+    for name, column in (
+        ("log_tokens", "tokens"),
+        ("log_lines", "n_lines"),
+        ("log_commits", "commit_count"),
+        ("log_age_days", "age_days"),
+    ):
         values = pd.to_numeric(candidates[column], errors="coerce").astype("float64").to_numpy()
         out[name] = np.where(np.isnan(values), -1.0, np.log1p(np.clip(values, 0.0, None)))
     out["log_repo_files"] = np.full(n, np.log1p(n_repo_files))
@@ -89,8 +105,12 @@ class TreeModel:
 
     def __init__(self, spec: dict):
         self.features = tuple(spec["features"])
-        trees = [t if t["feature"] else {"feature": [0], "threshold": [np.inf], "left": [-1], "right": [-1],
-                                         "leaf": t["leaf"]} for t in spec["trees"]]  # fmt: skip
+        trees = [
+            t
+            if t["feature"]
+            else {"feature": [0], "threshold": [np.inf], "left": [-1], "right": [-1], "leaf": t["leaf"]}
+            for t in spec["trees"]
+        ]
         nodes, leaves = max(len(t["feature"]) for t in trees), max(len(t["leaf"]) for t in trees)
 
         def padded(key: str, width: int, fill, dtype) -> np.ndarray:
@@ -147,8 +167,9 @@ def lightgbm_spec(dump: dict, features: tuple[str, ...]) -> dict:
     return {"features": list(features), "trees": trees}
 
 
-def learned_order(matrix: pd.DataFrame, kb_files: pd.DataFrame, task_type: str, model: TreeModel,
-                  roles: pd.DataFrame) -> pd.DataFrame:
+def learned_order(
+    matrix: pd.DataFrame, kb_files: pd.DataFrame, task_type: str, model: TreeModel, roles: pd.DataFrame
+) -> pd.DataFrame:
     """`matrix` (best first by the weighted sum) with its CANDIDATES best re-ordered by `model`.
 
     The candidates keep the sum's totals, handed out in the model's order (so the files after them, tiers and
@@ -161,10 +182,14 @@ def learned_order(matrix: pd.DataFrame, kb_files: pd.DataFrame, task_type: str, 
     files = {c: kb_files[c].take(at).to_numpy() for c in ("language", "tokens", "n_lines", "commit_count")}
     times = pd.to_numeric(kb_files["last_commit_time"], errors="coerce").astype("float64")
     candidates = top.assign(
-        language=files["language"], tokens=files["tokens"], n_lines=files["n_lines"], commit_count=files["commit_count"],
+        language=files["language"],
+        tokens=files["tokens"],
+        n_lines=files["n_lines"],
+        commit_count=files["commit_count"],
         age_days=((times.max() - times.take(at)) / 86400.0).to_numpy(),
-        is_test=roles["is_test"].to_numpy()[at], non_source=roles["non_source"].to_numpy()[at],
-    )  # fmt: skip
+        is_test=roles["is_test"].to_numpy()[at],
+        non_source=roles["non_source"].to_numpy()[at],
+    )
     features = candidate_features(candidates, len(kb_files), task_type)
     score = model.predict(features[list(model.features)].to_numpy(float))  # the model's own columns, in its order
     order = np.argsort(-score, kind="stable")
@@ -172,7 +197,7 @@ def learned_order(matrix: pd.DataFrame, kb_files: pd.DataFrame, task_type: str, 
     totals = np.where(totals > 0, np.maximum(totals - np.arange(len(totals)) * 1e-9, 1e-12), 0.0)  # strictly ordered
     rest = len(matrix) - len(top)
     out = matrix.iloc[np.r_[order, np.arange(len(top), len(matrix))]].copy()  # one copy of the matrix, not four
-    out["total"] = np.r_[totals, matrix["total"].to_numpy(float)[len(top):]]
+    out["total"] = np.r_[totals, matrix["total"].to_numpy(float)[len(top) :]]
     out["sum_rank"] = np.r_[(order + 1).astype(float), np.full(rest, np.nan)]
     out["learned"] = np.r_[score[order], np.full(rest, np.nan)]
     return out

@@ -14,9 +14,11 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-from dataflows.retrieval.models import TIER_ORDER, FileContext, SymbolContext
+from cra.dataflows.retrieval.models import TIER_ORDER, FileContext, SymbolContext
 
-_HASH_COMMENT = frozenset({"python", "ruby", "shell", "bash", "toml", "yaml", "perl", "r", "elixir", "text", "markdown"})
+_HASH_COMMENT = frozenset(
+    {"python", "ruby", "shell", "bash", "toml", "yaml", "perl", "r", "elixir", "text", "markdown"}
+)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -35,7 +37,10 @@ def code_span(path: str) -> str:
 
 
 def package_markdown(
-    task_text: str, files: Iterable[FileContext], edges: Iterable[tuple[str, str]], companions: Iterable = (),
+    task_text: str,
+    files: Iterable[FileContext],
+    edges: Iterable[tuple[str, str]],
+    companions: Iterable = (),
     pinned: Iterable = (),
 ) -> str:
     """The whole markdown document; empty sections are left out so they cost no tokens (companions: CompanionNotes;
@@ -184,7 +189,9 @@ def ordered_files(files: Iterable[FileContext]) -> tuple[FileContext, ...]:
     out = []
     for f in files:
         keep = []
-        for s in sorted(f.symbols, key=lambda s: (TIER_ORDER.get(s.relevance, len(TIER_ORDER)), s.start_line, s.symbol_id)):
+        for s in sorted(
+            f.symbols, key=lambda s: (TIER_ORDER.get(s.relevance, len(TIER_ORDER)), s.start_line, s.symbol_id)
+        ):
             if s.symbol_id in seen or (s.file_id != f.file_id and s.symbol_id in home):
                 continue
             seen.add(s.symbol_id)

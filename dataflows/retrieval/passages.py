@@ -1,5 +1,5 @@
 """The texts a code-reading reranker reads (issue 57): a task, a file as its path and best-matching chunks, a symbol
-as its own chunk. Training pairs (`drivers.reader_pairs`) and requests render them with these same functions, so
+as its own chunk. Training pairs (`cra.drivers.research.reader_pairs`) and requests render them with these same functions, so
 the model reads at request time what it was trained on.
 
 A file's chunks are its symbols' spans (the index's parse; a span over CHUNK_LINES lines is cut into windows of
@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 
-from dataflows.text import terms
+from cra.dataflows.text import terms
 
 CHUNK_LINES = 40  # the longest chunk, in lines
 PASSAGE_CHARS = 1200  # about 300-400 WordPiece tokens of code: the model truncates to its length
@@ -58,7 +58,9 @@ def line_chunks(n_lines: int, spans: list[tuple[int, int]]) -> list[tuple[int, i
     return sorted(out)
 
 
-def best_chunks(lines: list[str], chunks: list[tuple[int, int]], task_terms: set[str], budget: int) -> list[tuple[int, int]]:
+def best_chunks(
+    lines: list[str], chunks: list[tuple[int, int]], task_terms: set[str], budget: int
+) -> list[tuple[int, int]]:
     """The chunks to show, best first by the rarity-weighted task terms they hold (ties and chunks holding none: in
     file order), while they fit in `budget` characters (the best one always, cut later to fit); blank chunks and
     chunks inside a kept one left out. Best first, because a reader truncates what is too long."""
@@ -102,8 +104,9 @@ def file_passage(path: str, source: str, spans: list[tuple[int, int]], task: str
     return compact(f"{path}\n" + "\n".join(parts))[:budget]
 
 
-def symbol_passage(path: str, qualified_name: str, source: str, span: tuple[int, int], task: str,
-                   budget: int = PASSAGE_CHARS) -> str:
+def symbol_passage(
+    path: str, qualified_name: str, source: str, span: tuple[int, int], task: str, budget: int = PASSAGE_CHARS
+) -> str:
     """A function or class as the model reads it: path and qualified name, its first lines (the signature), then
     the windows of its body that best match the task, at most `budget` characters in all."""
     lines = source.splitlines()

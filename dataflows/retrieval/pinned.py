@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from dataflows.retrieval.markdown import pinned_markdown
+from cra.dataflows.retrieval.markdown import pinned_markdown
 
 BOUNDARY_TOKENS = 2  # a pinned block and the package after it are counted apart: room for tokens merging at the seam
 

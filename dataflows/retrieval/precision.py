@@ -26,13 +26,13 @@ import numpy as np
 import pandas as pd
 from hamilton.function_modifiers import config
 
-from dataflows.lexical import Bm25Index
-from dataflows.retrieval import vocabulary
-from dataflows.retrieval.models import TIER_ORDER, FileContext, ScopedSymbols, SymbolContext, TaskQuery
-from dataflows.index.mapped import values_at
-from dataflows.retrieval.symbol_table import SymbolTable
-from dataflows.retrieval.markdown import shown_text
-from dataflows.retrieval.symbol_signals import SYMBOL_SIGNALS
+from cra.dataflows.index.mapped import values_at
+from cra.dataflows.lexical import Bm25Index
+from cra.dataflows.retrieval import vocabulary
+from cra.dataflows.retrieval.markdown import shown_text
+from cra.dataflows.retrieval.models import TIER_ORDER, FileContext, ScopedSymbols, SymbolContext, TaskQuery
+from cra.dataflows.retrieval.symbol_signals import SYMBOL_SIGNALS
+from cra.dataflows.retrieval.symbol_table import SymbolTable
 
 TYPE_KINDS = ("class", "interface", "enum", "type_alias")
 TYPE_EDGE_KINDS = ("annotation", "base")
@@ -43,8 +43,20 @@ MATCH_WEIGHT = 1.0  # matched-term weight a name / docstring needs
 NAME_COVERAGE = 0.5  # share of a name's words the task must mention (all of them unless two strong words match)
 TYPE_BODY_MAX_TOKENS = 160  # small type definitions (dataclasses, enums) are shown whole, bigger ones by signature
 MAX_TYPE_HOPS = 8
-_CONTEXT_COLUMNS = frozenset(("symbol_id", "file_id", "name", "qualified_name", "kind", "start_line", "end_line",
-                              "signature", "docstring", "body_tokens"))  # fmt: skip
+_CONTEXT_COLUMNS = frozenset(
+    (
+        "symbol_id",
+        "file_id",
+        "name",
+        "qualified_name",
+        "kind",
+        "start_line",
+        "end_line",
+        "signature",
+        "docstring",
+        "body_tokens",
+    )
+)
 OUTLINE_RANK = 5  # the top source files are outlined: their remaining definitions by signature
 OUTLINE_KINDS = ("class", "interface", "enum", "type_alias", "function", "method")
 PRIMARY_CANDIDATES = 150  # ranked symbols offered a body; the budget cuts the lowest-scored first ...
@@ -62,7 +74,9 @@ _ASSERTION = re.compile(
 
 def precision_terms(task_query: TaskQuery, symbol_lexicon: Bm25Index) -> pd.Series:
     """Task keyword/hint term -> match weight: 1 when distinctive in the KB, 0.5 when many symbols share it."""
-    words = sorted({w for text in (*task_query.keywords, *task_query.symbol_hints) for w in vocabulary.name_words(text)})
+    words = sorted(
+        {w for text in (*task_query.keywords, *task_query.symbol_hints) for w in vocabulary.name_words(text)}
+    )
     n_docs = len(symbol_lexicon.doc_ids)
     common_df = max(COMMON_DF_MIN, COMMON_DF_SHARE * n_docs)
     df = np.array([symbol_lexicon.document_frequency(w) for w in words], dtype=float)
@@ -80,9 +94,22 @@ def scoped_symbols(scope: pd.DataFrame, kb_symbol_table: SymbolTable) -> ScopedS
     flag = lambda column: scope[column].fillna(False).astype(bool).to_numpy()[at]  # noqa: E731
     src, dst = local[table.edge_src], local[table.edge_dst]
     inside = (src >= 0) & (dst >= 0)  # both ends scoped, in KB edge order
-    return ScopedSymbols(rows, local, at, table.symbol_id[rows], table.file_id[rows], scope["rank"].to_numpy()[at],
-                         flag("seed"), flag("is_test"), table.kind[rows], table.name[rows], table.qualified_name[rows],
-                         src[inside], dst[inside], np.isin(table.edge_kind[inside], TYPE_EDGE_KINDS))  # fmt: skip
+    return ScopedSymbols(
+        rows,
+        local,
+        at,
+        table.symbol_id[rows],
+        table.file_id[rows],
+        scope["rank"].to_numpy()[at],
+        flag("seed"),
+        flag("is_test"),
+        table.kind[rows],
+        table.name[rows],
+        table.qualified_name[rows],
+        src[inside],
+        dst[inside],
+        np.isin(table.edge_kind[inside], TYPE_EDGE_KINDS),
+    )
 
 
 @config.when(seed_primaries=True)
@@ -97,8 +124,12 @@ def seed_primary_pool__on(symbol_ranking: pd.DataFrame, scope: pd.DataFrame) -> 
     return symbol_ranking[matched] if matched.any() else symbol_ranking
 
 
-def ranked_primaries(symbol_ranking: pd.DataFrame, symbol_weights: dict[str, float],
-                     budget_mode: str, seed_primary_pool: pd.DataFrame | None = None) -> pd.DataFrame:
+def ranked_primaries(
+    symbol_ranking: pd.DataFrame,
+    symbol_weights: dict[str, float],
+    budget_mode: str,
+    seed_primary_pool: pd.DataFrame | None = None,
+) -> pd.DataFrame:
     """The top of the symbol ranking offered a body (symbol_id, rank, score, reason): up to PRIMARY_CANDIDATES
     scoring at least PRIMARY_SHARE of the best, or with `budget_mode` 'auto' at least AUTO_SHARE (at most AUTO_MAX);
     with seed 001's gate 4 on, only from `seed_primary_pool`."""
@@ -107,13 +138,19 @@ def ranked_primaries(symbol_ranking: pd.DataFrame, symbol_weights: dict[str, flo
     share, most = (AUTO_SHARE, AUTO_MAX) if budget_mode == "auto" else (PRIMARY_SHARE, PRIMARY_CANDIDATES)
     if len(ranked):
         ranked = ranked[ranked["score"] >= share * ranked["score"].iloc[0]].head(most)
-    return pd.DataFrame({"symbol_id": ranked["symbol_id"].to_numpy(), "rank": ranked["rank"].to_numpy(),
-                         "score": ranked["score"].to_numpy(dtype=float),
-                         "reason": _ranking_reasons(ranked, symbol_weights)})  # fmt: skip
+    return pd.DataFrame(
+        {
+            "symbol_id": ranked["symbol_id"].to_numpy(),
+            "rank": ranked["rank"].to_numpy(),
+            "score": ranked["score"].to_numpy(dtype=float),
+            "reason": _ranking_reasons(ranked, symbol_weights),
+        }
+    )
 
 
-def auto_budget_stop(symbol_ranking: pd.DataFrame, ranked_primaries: pd.DataFrame, primary_symbols: pd.Series,
-                     budget_mode: str) -> dict | None:
+def auto_budget_stop(
+    symbol_ranking: pd.DataFrame, ranked_primaries: pd.DataFrame, primary_symbols: pd.Series, budget_mode: str
+) -> dict | None:
     """Where and why `--budget auto` stopped adding bodies (None for a fixed budget): how many ranked symbols it
     kept, how many show a body (a class holding a kept method shows its signature), the first left out, the rule."""
     if budget_mode != "auto":
@@ -128,9 +165,15 @@ def auto_budget_stop(symbol_ranking: pd.DataFrame, ranked_primaries: pd.DataFram
         why = f"at most {AUTO_MAX} bodies"
     else:
         why = f"the next score {float(nxt['score']):.3f} is below {AUTO_SHARE:g} x the best ({best:.3f})"
-    return {"ranked_kept": kept, "bodies": int(len(primary_symbols)), "best_score": round(best, 4),
-            "share": AUTO_SHARE, "max_bodies": AUTO_MAX,
-            "next": None if nxt is None else f"{nxt['path']}::{nxt['qualified_name']}", "reason": why}  # fmt: skip
+    return {
+        "ranked_kept": kept,
+        "bodies": int(len(primary_symbols)),
+        "best_score": round(best, 4),
+        "share": AUTO_SHARE,
+        "max_bodies": AUTO_MAX,
+        "next": None if nxt is None else f"{nxt['path']}::{nxt['qualified_name']}",
+        "reason": why,
+    }
 
 
 def symbol_matches(
@@ -157,7 +200,9 @@ def symbol_matches(
 
 
 def primary_holders(
-    symbol_matches: pd.Series, scoped_symbols: ScopedSymbols, kb_symbol_table: SymbolTable,
+    symbol_matches: pd.Series,
+    scoped_symbols: ScopedSymbols,
+    kb_symbol_table: SymbolTable,
     kb_symbols: pd.DataFrame,
 ) -> pd.Series:
     """symbol_id -> 'contains primary X': the classes (interfaces, enums, type aliases) whose lines enclose a task
@@ -174,7 +219,9 @@ def primary_holders(
 
 
 def nested_matches(
-    symbol_matches: pd.Series, scoped_symbols: ScopedSymbols, kb_symbol_table: SymbolTable,
+    symbol_matches: pd.Series,
+    scoped_symbols: ScopedSymbols,
+    kb_symbol_table: SymbolTable,
     kb_symbols: pd.DataFrame,
 ) -> pd.Series:
     """symbol_id -> 'inside primary X': task matches nested in a matching function or method, whose body the
@@ -291,19 +338,25 @@ def symbol_tiers(
     s, table = scoped_symbols, kb_symbol_table
     tier = np.full(len(s.rows), "excluded", dtype=object)
     reason = np.full(len(s.rows), "", dtype=object)
-    for name, chosen in (("primary", primary_symbols), ("supporting", supporting_symbols),
-                         ("type_context", type_context_symbols), ("outline", outline_symbols)):  # fmt: skip
+    for name, chosen in (
+        ("primary", primary_symbols),
+        ("supporting", supporting_symbols),
+        ("type_context", type_context_symbols),
+        ("outline", outline_symbols),
+    ):
         at = _positions(s, table, chosen)
         tier[at], reason[at] = name, chosen.to_numpy(dtype=object)
     reason[(tier == "excluded") & ~_allowed(s, live_test_files)] = "test file without a test matching the task"
     tier_rank = np.select([tier == t for t in TIER_ORDER], list(TIER_ORDER.values()))
     order = np.lexsort((table.start_line[s.rows], tier_rank, s.rank))
-    return pd.DataFrame({
-        "symbol_id": s.symbol_id[order],
-        "file_id": s.file_id[order],
-        "tier": pd.Series(tier[order], dtype=object),
-        "reason": pd.Series(reason[order], dtype=object),
-    })
+    return pd.DataFrame(
+        {
+            "symbol_id": s.symbol_id[order],
+            "file_id": s.file_id[order],
+            "tier": pd.Series(tier[order], dtype=object),
+            "reason": pd.Series(reason[order], dtype=object),
+        }
+    )
 
 
 def file_contexts(
@@ -327,8 +380,10 @@ def file_contexts(
     ranked = ranked_primaries.set_index("symbol_id").reindex(chosen["symbol_id"].to_numpy())
     primary = (chosen["tier"] == "primary").to_numpy()
     holder = chosen["reason"].astype(str).str.startswith("contains primary").to_numpy()  # its rank: may it widen
-    columns |= {"rank": np.where(primary | holder, ranked["rank"].to_numpy(dtype=float), np.nan).tolist(),
-                "score": np.where(primary | holder, ranked["score"].to_numpy(dtype=float), np.nan).tolist()}
+    columns |= {
+        "rank": np.where(primary | holder, ranked["rank"].to_numpy(dtype=float), np.nan).tolist(),
+        "score": np.where(primary | holder, ranked["score"].to_numpy(dtype=float), np.nan).tolist(),
+    }
     by_file: dict[int, list[dict]] = {}
     for record in (dict(zip(columns, values)) for values in zip(*columns.values())):
         by_file.setdefault(record["file_id"], []).append(record)
@@ -492,8 +547,9 @@ def _first_of_each(values: np.ndarray) -> np.ndarray:
     return np.sort(first)
 
 
-def _enclosing(s: ScopedSymbols, table: SymbolTable, members: np.ndarray,
-               kb_symbols: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+def _enclosing(
+    s: ScopedSymbols, table: SymbolTable, members: np.ndarray, kb_symbols: pd.DataFrame
+) -> tuple[np.ndarray, np.ndarray]:
     """(ancestor, member) positions among the scoped symbols: every scoped ancestor, at any depth, whose lines
     enclose a member's."""
     end_line = kb_symbols["end_line"].to_numpy()

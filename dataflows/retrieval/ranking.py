@@ -1,5 +1,5 @@
 """How signal values become a file's score, total and place in the ranking: the arithmetic of `combination`'s
-nodes, shared with `drivers.tune` so that weights are fitted on exactly the scores the pipeline computes.
+nodes, shared with `cra.drivers.research.tune` so that weights are fitted on exactly the scores the pipeline computes.
 Helpers over arrays, not Hamilton nodes.
 """
 
@@ -34,9 +34,14 @@ def roles(kb_files: pd.DataFrame) -> pd.DataFrame:
     milliseconds)."""
     path_rank = np.empty(len(kb_files), dtype=np.int64)
     path_rank[np.argsort(kb_files["path"].to_numpy(dtype=object), kind="stable")] = np.arange(len(kb_files))
-    return pd.DataFrame({"is_test": kb_files["is_test"].fillna(False).astype(bool).to_numpy(),
-                         "non_source": non_source(kb_files), "path_rank": path_rank},
-                        index=pd.Index(kb_files["file_id"], name="file_id"))  # fmt: skip
+    return pd.DataFrame(
+        {
+            "is_test": kb_files["is_test"].fillna(False).astype(bool).to_numpy(),
+            "non_source": non_source(kb_files),
+            "path_rank": path_rank,
+        },
+        index=pd.Index(kb_files["file_id"], name="file_id"),
+    )
 
 
 def role_prior(is_test: np.ndarray, non_source: np.ndarray, test_prior: float, non_source_prior: float) -> np.ndarray:
@@ -52,7 +57,9 @@ def effective_weights(configured: np.ndarray, live: np.ndarray) -> np.ndarray:
     return weights / weights.sum()
 
 
-def file_scores(values: np.ndarray, weights: np.ndarray, prior: np.ndarray, seed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def file_scores(
+    values: np.ndarray, weights: np.ndarray, prior: np.ndarray, seed: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """(score, total) per file: weighted sum (clipped to 1) times prior; a seed's total is 1.0 times its prior."""
     score = np.clip((values * weights).sum(axis=1), 0.0, 1.0) * prior
     return score, np.where(seed, prior, score)

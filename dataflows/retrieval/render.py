@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 import re
 
-from dataflows.retrieval.markdown import package_markdown, pinned_markdown, sections
-from dataflows.retrieval.models import ContextPackage
+from cra.dataflows.retrieval.markdown import package_markdown, pinned_markdown, sections
+from cra.dataflows.retrieval.models import ContextPackage
 
 DEFAULT_PROMPT_TEMPLATE = """You are a coding agent working in an existing repository. Complete the task below using the context \
 selected for it: the code that matters, the types it uses and the tests that pin its behaviour.
@@ -37,8 +37,9 @@ _NONE = "(none)"
 def markdown_text(context_package: ContextPackage) -> str:
     """The package as markdown (Task, Primary Context, Type Context, Test Expectations, Dependency Map)."""
     package = context_package
-    return package_markdown(package.task_query.raw_description, package.files, package.dependency_edges, package.companions,
-                            package.pinned)
+    return package_markdown(
+        package.task_query.raw_description, package.files, package.dependency_edges, package.companions, package.pinned
+    )
 
 
 def prompt_text(context_package: ContextPackage, prompt_template: str) -> str:

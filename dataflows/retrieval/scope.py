@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dataflows.retrieval.signal_list import PRIOR_SIGNALS, SIGNALS
-from dataflows.retrieval.models import TaskQuery
-from dataflows.retrieval.signals import MAX_FILES_PER_FILE_HINT
-from dataflows.retrieval.hints import path_matches
+from cra.dataflows.retrieval.hints import path_matches
+from cra.dataflows.retrieval.models import TaskQuery
+from cra.dataflows.retrieval.signal_list import PRIOR_SIGNALS, SIGNALS
+from cra.dataflows.retrieval.signals import MAX_FILES_PER_FILE_HINT
 
 MIN_COCHANGE = 3  # co-change partners of a seed join the scope from this many shared commits
 FALLBACK_SIZE = 10  # files scoped when nothing matches: the most imported ones
@@ -72,7 +72,9 @@ def ranked_candidates(signal_matrix: pd.DataFrame, scope_size: int) -> pd.Series
     matching = _matching(signal_matrix)
     if _nothing_matched(signal_matrix, matching):
         return pd.Series("score", index=_most_central(signal_matrix))
-    return pd.concat([pd.Series("seed", index=seeds), pd.Series("score", index=_scored(signal_matrix, scope_size, matching))])
+    return pd.concat(
+        [pd.Series("seed", index=seeds), pd.Series("score", index=_scored(signal_matrix, scope_size, matching))]
+    )
 
 
 def dependency_expansion(signal_matrix: pd.DataFrame, kb_edges: pd.DataFrame, kb_files: pd.DataFrame) -> pd.Index:
@@ -99,8 +101,11 @@ def scope(
 ) -> pd.DataFrame:
     """The ranked files retrieval works on: the candidates, then the seeds' import and co-change neighbours; a seed
     says why it is one (`seed_reason`: "file hint 'x.py'", "symbol hint 'tools.cosd'", ...)."""
-    labelled = [ranked_candidates, pd.Series("deps", index=dependency_expansion),
-                pd.Series("cochange", index=cochange_expansion)]  # fmt: skip
+    labelled = [
+        ranked_candidates,
+        pd.Series("deps", index=dependency_expansion),
+        pd.Series("cochange", index=cochange_expansion),
+    ]
     added_by = pd.concat([s for s in labelled if len(s)] or [pd.Series(dtype=object)])
     added_by = added_by[~added_by.index.duplicated(keep="first") & added_by.index.isin(signal_matrix.index)]
     rows = signal_matrix.loc[added_by.index].assign(added_by=added_by.to_numpy())
@@ -110,7 +115,9 @@ def scope(
     rows["is_test"] = np.where(at >= 0, is_test[at] if len(is_test) else False, False)
     reasons = seed_files.reindex(rows.index).fillna("").astype(str).to_numpy()
     rows["seed_reason"] = np.where(rows["seed"].to_numpy(dtype=bool), reasons, "")
-    rows = rows.sort_values(["total_score", "seed", "score", "path"], ascending=[False, False, False, True], kind="stable")
+    rows = rows.sort_values(
+        ["total_score", "seed", "score", "path"], ascending=[False, False, False, True], kind="stable"
+    )
     rows["rank"] = range(1, len(rows) + 1)
     rows.index.name = "file_id"
     return rows[SCOPE_COLUMNS]
@@ -140,14 +147,14 @@ def scope_warnings(
     if len(broad) == 1:
         warnings.append(f"file hint '{broad[0][0]}' matches {broad[0][1]} files; none used as seeds")
     elif broad:
-        warnings.append(f"{len(broad)} file hints match more than {MAX_FILES_PER_FILE_HINT} files each; none used as "
-                        f"seeds: {_listed([f'{hint} ({count})' for hint, count in broad])}")
+        warnings.append(
+            f"{len(broad)} file hints match more than {MAX_FILES_PER_FILE_HINT} files each; none used as "
+            f"seeds: {_listed([f'{hint} ({count})' for hint, count in broad])}"
+        )
     if kb_files.empty:
         warnings.append("the knowledge base has no files; nothing to scope")
     elif _nothing_matched(signal_matrix):
-        warnings.append(
-            f"no file matched the task; scope falls back to the {FALLBACK_SIZE} most imported files"
-        )
+        warnings.append(f"no file matched the task; scope falls back to the {FALLBACK_SIZE} most imported files")
     return warnings
 
 

@@ -1,7 +1,7 @@
 """The one list of scoring signals: each signal's name, default weight, whether it is original, and the nodes
 and KB lexicon that exist only for it; the role priors and task-type adjustments; and the one validation of
 user weights. Constants and a helper, not Hamilton nodes: `combination` builds its nodes from them,
-`drivers.retriever` validates with them, `drivers.tune` and `drivers.timing` iterate them.
+`cra.drivers.retrieval.retriever` validates with them, `cra.drivers.research.tune` and `cra.drivers.bench.timing` iterate them.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Signal:
-    """One scoring signal: a node of `dataflows.retrieval.signals` (0-1 per file) of the same name."""
+    """One scoring signal: a node of `cra.dataflows.retrieval.signals` (0-1 per file) of the same name."""
 
     name: str
     default_weight: float  # before task-type adjustment and normalisation (the shipped profile may replace it)
@@ -31,13 +31,25 @@ SIGNAL_LIST: tuple[Signal, ...] = (
     Signal("domain_match", 0.10, seed=True),
     Signal("concept_overlap", 0.10, seed=True, index_nodes=("file_concepts",)),
     Signal("structural_centrality", 0.05, seed=True),
-    Signal("lexical_match", 0.30, seed=False, helper_nodes=("lexical_query_terms",), index_nodes=("kb_file_terms",),
-           lexicon="file_lexicon"),
+    Signal(
+        "lexical_match",
+        0.30,
+        seed=False,
+        helper_nodes=("lexical_query_terms",),
+        index_nodes=("kb_file_terms",),
+        lexicon="file_lexicon",
+    ),
     Signal("symbol_lexical_match", 0.20, seed=False, index_nodes=("kb_symbol_terms",), lexicon="symbol_lexicon"),
     Signal("history_match", 0.10, seed=False, index_nodes=("kb_commit_terms",), lexicon="commit_lexicon"),
     Signal("title_match", 0.20, seed=False, helper_nodes=("title_query_terms",)),
-    Signal("partner_affinity", 0.10, seed=False, helper_nodes=("anchor_files",),
-           index_nodes=("kb_cochange", "kb_edges"), second_pass=True),
+    Signal(
+        "partner_affinity",
+        0.10,
+        seed=False,
+        helper_nodes=("anchor_files",),
+        index_nodes=("kb_cochange", "kb_edges"),
+        second_pass=True,
+    ),
 )
 SIGNALS: tuple[str, ...] = tuple(s.name for s in SIGNAL_LIST)
 SEED_SIGNALS: tuple[str, ...] = tuple(s.name for s in SIGNAL_LIST if s.seed)

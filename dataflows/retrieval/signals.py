@@ -11,19 +11,25 @@ import re
 import numpy as np
 import pandas as pd
 
-from dataflows.lexical import Bm25Index
-from dataflows.retrieval import vocabulary
-from dataflows.retrieval.models import TaskQuery
-from dataflows.retrieval.hints import path_matches
-from dataflows.retrieval.vocabulary import WordIndex
-from dataflows.text import STOP_WORDS, stem, terms
+from cra.dataflows.lexical import Bm25Index
+from cra.dataflows.retrieval import vocabulary
+from cra.dataflows.retrieval.hints import path_matches
+from cra.dataflows.retrieval.models import TaskQuery
+from cra.dataflows.retrieval.vocabulary import WordIndex
+from cra.dataflows.text import STOP_WORDS, stem, terms
 
 MAX_FILES_PER_FILE_HINT = 5  # a bare name like `__init__.py` naming more files than this seeds none
 COMMON_TERM_SHARE = 0.5  # lexical_match drops query terms found in more than this share of files
 HOP_SCORES = {1: 1.0, 2: 0.5, 3: 0.25}
 # path_match: (keyword equals the whole component, equals a word of it, prefixes a word) x (file name, directory)
-PATH_SCORES = {("whole", True): 1.0, ("whole", False): 0.8, ("word", True): 0.7, ("word", False): 0.5,
-               ("prefix", True): 0.4, ("prefix", False): 0.3}
+PATH_SCORES = {
+    ("whole", True): 1.0,
+    ("whole", False): 0.8,
+    ("word", True): 0.7,
+    ("word", False): 0.5,
+    ("prefix", True): 0.4,
+    ("prefix", False): 0.3,
+}
 SYMBOL_EXACT, SYMBOL_SUBSTRING, SYMBOL_CONSTITUENT = 1.0, 0.5, 0.3
 MIN_PREFIX_LEN = 3
 TYPE_KINDS = ("class", "enum", "interface", "trait")  # symbol kinds that own members
@@ -97,12 +103,14 @@ def _word_matches(vocabulary: pd.DataFrame, keywords: list[str], prefix: bool) -
     item_codes, _ = pd.factorize(items)
     _, first = np.unique(where * (len(items) + 1) + item_codes, return_index=True)  # an (entry, item) pair once
     keep = np.sort(first)
-    return pd.DataFrame({
-        "position": where[keep],
-        "entry": entries[where[keep]],
-        "item": items[keep],
-        "level": np.repeat(levels, [len(same), len(stemmed), len(positions)])[keep],
-    })
+    return pd.DataFrame(
+        {
+            "position": where[keep],
+            "entry": entries[where[keep]],
+            "item": items[keep],
+            "level": np.repeat(levels, [len(same), len(stemmed), len(positions)])[keep],
+        }
+    )
 
 
 def _keyword_path_hits(components: WordIndex, words: WordIndex, keywords: list[str]) -> pd.DataFrame:
@@ -113,12 +121,18 @@ def _keyword_path_hits(components: WordIndex, words: WordIndex, keywords: list[s
     for index, matches in ((components, whole), (words, _word_matches(words.vocabulary, keywords, prefix=True))):
         rows, counts = vocabulary.rows_of(index, matches["position"].to_numpy())
         levels = np.repeat(matches["level"].to_numpy(dtype=object), counts)
-        found.append((index.rows["file_id"].to_numpy()[rows], np.repeat(matches["item"].to_numpy(dtype=object), counts),
-                      _path_scores(levels, index.rows["is_name"].to_numpy(dtype=bool)[rows])))  # fmt: skip
+        found.append(
+            (
+                index.rows["file_id"].to_numpy()[rows],
+                np.repeat(matches["item"].to_numpy(dtype=object), counts),
+                _path_scores(levels, index.rows["is_name"].to_numpy(dtype=bool)[rows]),
+            )
+        )
     items, item_names = pd.factorize(np.concatenate([i for _, i, _ in found]).astype(object), sort=True)
     file_ids = np.concatenate([f for f, _, _ in found])
-    best = vocabulary.best_per_pair(file_ids.astype(np.int64), items, np.concatenate([s for _, _, s in found]),
-                                    len(item_names))  # fmt: skip
+    best = vocabulary.best_per_pair(
+        file_ids.astype(np.int64), items, np.concatenate([s for _, _, s in found]), len(item_names)
+    )
     item_names = np.asarray(item_names, dtype=object)
     return pd.DataFrame({"file_id": best[0].astype(file_ids.dtype), "item": item_names[best[1]], "score": best[2]})
 
@@ -168,15 +182,21 @@ def _symbol_hits(
             found.append((codes, np.full(len(codes), hint, dtype=object), SYMBOL_SUBSTRING))
     matches = _word_matches(name_words.vocabulary, list(task_query.keywords), prefix=True)
     rows, counts = vocabulary.rows_of(name_words, matches["position"].to_numpy())
-    found.append((name_words.rows["code"].to_numpy()[rows], np.repeat(matches["item"].to_numpy(dtype=object), counts),
-                  SYMBOL_CONSTITUENT))  # fmt: skip
+    found.append(
+        (
+            name_words.rows["code"].to_numpy()[rows],
+            np.repeat(matches["item"].to_numpy(dtype=object), counts),
+            SYMBOL_CONSTITUENT,
+        )
+    )
     codes = np.concatenate([c for c, _, _ in found]).astype(np.int64)
     items, item_names = pd.factorize(np.concatenate([i for _, i, _ in found]).astype(object), sort=True)
     scores = np.concatenate([np.full(len(c), s) for c, _, s in found])
     codes, items, scores = vocabulary.best_per_pair(codes, items, scores, len(item_names))  # once per name
     files, counts = vocabulary.carriers_of(index, codes)
-    file_id, items, scores = vocabulary.best_per_pair(files.astype(np.int64), np.repeat(items, counts),
-                                                      np.repeat(scores, counts), len(item_names))  # fmt: skip
+    file_id, items, scores = vocabulary.best_per_pair(
+        files.astype(np.int64), np.repeat(items, counts), np.repeat(scores, counts), len(item_names)
+    )
     item_names = np.asarray(item_names, dtype=object)
     return pd.DataFrame({"file_id": file_id.astype(index.files.dtype), "item": item_names[items], "score": scores})
 
@@ -192,8 +212,9 @@ def symbol_match(
     """0-1 per file: its symbol names vs task hints/keywords, exact 1.0 / substring 0.5 / constituent 0.3 (signal 2)."""
     if kb_files.empty or kb_symbols.empty or not (task_query.keywords or task_query.symbol_hints):
         return _zeros(kb_files)
-    return _saturated_hits(kb_files, _symbol_hits(task_query, kb_symbol_names, kb_symbol_name_words,
-                                                  kb_symbol_name_index))
+    return _saturated_hits(
+        kb_files, _symbol_hits(task_query, kb_symbol_names, kb_symbol_name_words, kb_symbol_name_index)
+    )
 
 
 def _file_hint_seeds(kb_files: pd.DataFrame, task_query: TaskQuery) -> list[pd.Series]:
@@ -293,8 +314,10 @@ def cochange_affinity(kb_files: pd.DataFrame, kb_cochange: pd.DataFrame, seed_fi
         return _zeros(kb_files)
     seeds = seed_files.index
     pairs = pd.concat(
-        [kb_cochange.set_axis(["seed", "other", "count"], axis=1),
-         kb_cochange[["file_b", "file_a", "count"]].set_axis(["seed", "other", "count"], axis=1)],
+        [
+            kb_cochange.set_axis(["seed", "other", "count"], axis=1),
+            kb_cochange[["file_b", "file_a", "count"]].set_axis(["seed", "other", "count"], axis=1),
+        ],
         ignore_index=True,
     )
     pairs = pairs[pairs["seed"].isin(seeds) & ~pairs["other"].isin(seeds)]
@@ -462,8 +485,12 @@ def partner_affinity(
     commits = kb_files.set_index("file_id")["commit_count"].reindex(anchor_files.index).fillna(0).clip(lower=1)
     ties = []
     if not kb_cochange.empty:
-        pairs = pd.concat([kb_cochange.set_axis(["anchor", "other", "count"], axis=1),
-                           kb_cochange[["file_b", "file_a", "count"]].set_axis(["anchor", "other", "count"], axis=1)])
+        pairs = pd.concat(
+            [
+                kb_cochange.set_axis(["anchor", "other", "count"], axis=1),
+                kb_cochange[["file_b", "file_a", "count"]].set_axis(["anchor", "other", "count"], axis=1),
+            ]
+        )
         pairs = pairs[pairs["anchor"].isin(anchor_files.index) & (pairs["count"] >= MIN_TIE_COMMITS)]
         ties.append(pairs.assign(tie=(pairs["count"] / pairs["anchor"].map(commits)).clip(upper=1.0)))
     if not kb_edges.empty:

@@ -32,21 +32,48 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from dataflows.lexical import Bm25Index
-from dataflows.retrieval import vocabulary
-from dataflows.retrieval.hints import path_matches
-from dataflows.retrieval.models import ScopedSymbols, TaskQuery
-from dataflows.index.mapped import values_at
-from dataflows.retrieval.symbol_table import SymbolTable
+from cra.dataflows.index.mapped import values_at
+from cra.dataflows.lexical import Bm25Index
+from cra.dataflows.retrieval import vocabulary
+from cra.dataflows.retrieval.hints import path_matches
+from cra.dataflows.retrieval.models import ScopedSymbols, TaskQuery
+from cra.dataflows.retrieval.symbol_table import SymbolTable
 
 # what a fix changes: interfaces, type aliases and enums too (13 of 342 development cases changed one; 7 in TS)
 CANDIDATE_KINDS = ("function", "method", "class", "interface", "type_alias", "enum")
-SYMBOL_SIGNALS = ("lexical", "title", "name", "mention", "trace", "message", "calls", "hierarchy", "tests", "file",
-                  "file_top", "lexical_in_file", "size", "callable")
+SYMBOL_SIGNALS = (
+    "lexical",
+    "title",
+    "name",
+    "mention",
+    "trace",
+    "message",
+    "calls",
+    "hierarchy",
+    "tests",
+    "file",
+    "file_top",
+    "lexical_in_file",
+    "size",
+    "callable",
+)
 # hand-set weights; data/symbol_weights.toml (fitted, leave-one-repository-out) replaces them when present
-DEFAULT_SYMBOL_WEIGHTS = {"lexical": 0.30, "title": 0.0, "name": 0.15, "mention": 0.20, "trace": 0.20, "message": 0.20,
-                          "calls": 0.05, "hierarchy": 0.05, "tests": 0.10, "file": 0.25,
-                          "file_top": 0.0, "lexical_in_file": 0.0, "size": 0.0, "callable": 0.0}  # fmt: skip
+DEFAULT_SYMBOL_WEIGHTS = {
+    "lexical": 0.30,
+    "title": 0.0,
+    "name": 0.15,
+    "mention": 0.20,
+    "trace": 0.20,
+    "message": 0.20,
+    "calls": 0.05,
+    "hierarchy": 0.05,
+    "tests": 0.10,
+    "file": 0.25,
+    "file_top": 0.0,
+    "lexical_in_file": 0.0,
+    "size": 0.0,
+    "callable": 0.0,
+}
 # a class, interface or enum ranks just below its best member (its constructor aside: it shares the class's name)
 # when that member scores at least MEMBER_SHARE of it: its size and the union of its members' words lift it over the
 # method the task is about ("Return response body in FeignException from errorReading" put the class first); on the
@@ -59,7 +86,9 @@ STRONG_WEIGHT = 2.0  # matched name-term weight that lets half a name's words co
 MIN_MESSAGE_CHARS = 12
 MAX_FRAMES = 64  # distinct frames looked up: a trace pasted many times, or megabytes of text, stays linear
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)(?:, in ([\w<>.]+))?')
-_LOCATION = re.compile(r"(?<![\w./\\@-])([\w./\\@-]+\.(?:go|rs|java|kt|scala|js|jsx|mjs|cjs|ts|tsx|rb|php|cs|c|cc|cpp|h|hpp|swift)):(\d+)")
+_LOCATION = re.compile(
+    r"(?<![\w./\\@-])([\w./\\@-]+\.(?:go|rs|java|kt|scala|js|jsx|mjs|cjs|ts|tsx|rb|php|cs|c|cc|cpp|h|hpp|swift)):(\d+)"
+)
 _INSTALLED = re.compile(r"^.*?/(?:site|dist)-packages/")
 _CALLED = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
 _INLINE_EXCEPTION = re.compile(r"\b[A-Z]\w*(?:Error|Exception|Warning): ([^\n]{8,300})")
@@ -264,8 +293,15 @@ def _mention(s: ScopedSymbols, table: SymbolTable, task_query: TaskQuery) -> np.
     return out
 
 
-def _trace(s: ScopedSymbols, table: SymbolTable, kb_rows: np.ndarray, frames: pd.DataFrame,
-           start: np.ndarray, end: np.ndarray, c: np.ndarray) -> np.ndarray:
+def _trace(
+    s: ScopedSymbols,
+    table: SymbolTable,
+    kb_rows: np.ndarray,
+    frames: pd.DataFrame,
+    start: np.ndarray,
+    end: np.ndarray,
+    c: np.ndarray,
+) -> np.ndarray:
     """1 for the symbol holding the innermost frame's line, less for outer frames (1 / depth), the innermost
     holder only; a frame whose function name matches but whose line is outside still counts half."""
     out = np.zeros(len(c))
@@ -281,8 +317,9 @@ def _trace(s: ScopedSymbols, table: SymbolTable, kb_rows: np.ndarray, frames: pd
     return out
 
 
-def _message(s: ScopedSymbols, c: np.ndarray, kb_contents: pd.DataFrame, messages: list[str],
-             start: np.ndarray, end: np.ndarray) -> np.ndarray:
+def _message(
+    s: ScopedSymbols, c: np.ndarray, kb_contents: pd.DataFrame, messages: list[str], start: np.ndarray, end: np.ndarray
+) -> np.ndarray:
     """1 for the innermost candidate whose lines contain a message fragment the task quotes."""
     out = np.zeros(len(c))
     if not messages or not len(c):
@@ -334,8 +371,7 @@ def _nearness(s: ScopedSymbols, anchors: np.ndarray) -> np.ndarray:
     return out
 
 
-def _hierarchy(s: ScopedSymbols, table: SymbolTable, anchors: np.ndarray,
-               task_query: TaskQuery) -> np.ndarray:
+def _hierarchy(s: ScopedSymbols, table: SymbolTable, anchors: np.ndarray, task_query: TaskQuery) -> np.ndarray:
     """Per scoped symbol: 1 for an ancestor class (base edges, transitively) of a class the task is about (named,
     holding an anchor, or the head of a dotted name such as `Order.save`), and for the method of an anchor's name
     (or a dotted name's tail) in an ancestor or a subclass."""
@@ -381,8 +417,14 @@ def _scoped_pairs(s: ScopedSymbols, table: SymbolTable) -> tuple[np.ndarray, np.
     return s.local[table.edge_src[at]], s.local[table.edge_dst[at]]
 
 
-def _tested(s: ScopedSymbols, table: SymbolTable, task_query: TaskQuery, kb_symbols: pd.DataFrame,
-            kb_contents: pd.DataFrame, c: np.ndarray) -> np.ndarray:
+def _tested(
+    s: ScopedSymbols,
+    table: SymbolTable,
+    task_query: TaskQuery,
+    kb_symbols: pd.DataFrame,
+    kb_contents: pd.DataFrame,
+    c: np.ndarray,
+) -> np.ndarray:
     """Per candidate: 1 when a test the task names (a test function of the scope) calls it by name in its body."""
     out = np.zeros(len(c))
     names = {vocabulary.norm(h).split(".")[-1] for h in task_query.symbol_hints}

@@ -12,7 +12,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dataflows.index.conventions import test_attribute_pattern
+from cra.dataflows.index.conventions import test_attribute_pattern
 
 
 def arrow_strings(values: pd.Series) -> pa.Array:
@@ -165,8 +165,13 @@ def symbol_table(
     term_id, vocab = pd.factorize(name_terms["term"], sort=True)
     term_code = name_terms["code"].to_numpy(dtype=np.int64)
     n_names = max(int(codes.max(initial=-1)), int(term_code.max(initial=-1))) + 1
-    key = pd.DataFrame({"src": kb_symbol_edges["src_symbol_id"], "dst": kb_symbol_edges["dst_symbol_id"],
-                        "kind": pd.factorize(kb_symbol_edges["kind"])[0]})  # integers: hashed 10x faster than strings
+    key = pd.DataFrame(
+        {
+            "src": kb_symbol_edges["src_symbol_id"],
+            "dst": kb_symbol_edges["dst_symbol_id"],
+            "kind": pd.factorize(kb_symbol_edges["kind"])[0],
+        }
+    )  # integers: hashed 10x faster than strings
     edges = kb_symbol_edges[~key.duplicated().to_numpy()]
     src = id_rows(symbol_id, edges["src_symbol_id"].to_numpy())
     dst = id_rows(symbol_id, edges["dst_symbol_id"].to_numpy())

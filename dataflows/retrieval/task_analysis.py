@@ -14,10 +14,10 @@ from collections import Counter
 import pandas as pd
 from hamilton.function_modifiers import config
 
-from dataflows.lexical import Bm25Index
-from dataflows.retrieval.hints import path_matches
-from dataflows.retrieval.models import TaskQuery
-from dataflows.text import STOP_WORDS, stem, terms
+from cra.dataflows.lexical import Bm25Index
+from cra.dataflows.retrieval.hints import path_matches
+from cra.dataflows.retrieval.models import TaskQuery
+from cra.dataflows.text import STOP_WORDS, stem, terms
 
 MAX_KEYWORDS = 40
 IDENTIFIER_WEIGHT = 3  # a term seen inside an identifier / code counts this many prose occurrences
@@ -57,10 +57,35 @@ _BUILTIN_NAMES = frozenset(dir(builtins)) | {"self", "cls", "super", "main", "se
 
 # the words that classify a task by type, plus close synonyms; ties resolve in this order
 TASK_TYPE_WORDS: dict[str, tuple[str, ...]] = {
-    "bug_fix": ("fix", "bug", "broken", "error", "crash", "fail", "failure", "wrong", "incorrect", "regression",
-                "exception", "traceback", "issue", "unexpected"),
-    "refactor": ("refactor", "clean", "cleanup", "reorganize", "reorganise", "restructure", "rename", "simplify",
-                 "extract", "deduplicate", "split"),
+    "bug_fix": (
+        "fix",
+        "bug",
+        "broken",
+        "error",
+        "crash",
+        "fail",
+        "failure",
+        "wrong",
+        "incorrect",
+        "regression",
+        "exception",
+        "traceback",
+        "issue",
+        "unexpected",
+    ),
+    "refactor": (
+        "refactor",
+        "clean",
+        "cleanup",
+        "reorganize",
+        "reorganise",
+        "restructure",
+        "rename",
+        "simplify",
+        "extract",
+        "deduplicate",
+        "split",
+    ),
     "test": ("test", "tests", "spec", "coverage", "unittest", "pytest"),
     "feature": ("add", "implement", "create", "new", "support", "feature", "allow", "introduce", "enable"),
 }

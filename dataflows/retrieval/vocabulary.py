@@ -1,7 +1,7 @@
 """Per-KB word tables of file paths, symbol names, domains and concepts: the string work matching needs, done once.
 
 Splitting names into words and stemming them is proportional to the repository, so a loaded KB does it once
-(`drivers.kb.KnowledgeBase`) and passes the frames into the retrieval DAG as `kb_*` inputs; request-time nodes
+(`cra.drivers.kb.store.KnowledgeBase`) and passes the frames into the retrieval DAG as `kb_*` inputs; request-time nodes
 only merge and `isin` against them. Plain helper functions, not DAG nodes; a node given no table (a test on a
 three-row frame) builds the one it needs from the KB frame with the same function, so results are the same.
 """
@@ -16,7 +16,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dataflows.text import CAMEL_WORDS, STOP_WORDS, split_identifier, stem, stem_words
+from cra.dataflows.text import CAMEL_WORDS, STOP_WORDS, split_identifier, stem, stem_words
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -162,19 +162,27 @@ def symbol_name_terms(names: pd.DataFrame, previous: tuple[pd.DataFrame, pd.Data
     words = words[(words.str.len() >= 2) & ~words.isin(STOP_WORDS) & ~words.str.isdigit().astype(bool)]
     codes = np.arange(len(names))[words.index.to_numpy(dtype=np.int64)] if len(words) else np.array([], dtype=np.int64)
     terms = pd.DataFrame({"code": codes, "term": stems(words).to_numpy(dtype=object)})
-    return terms[terms["term"] != "test"].drop_duplicates().sort_values(["code", "term"], kind="stable", ignore_index=True)
+    return (
+        terms[terms["term"] != "test"].drop_duplicates().sort_values(["code", "term"], kind="stable", ignore_index=True)
+    )
 
 
-def _carried_name_terms(names: pd.DataFrame, previous_names: pd.DataFrame, previous_terms: pd.DataFrame) -> pd.DataFrame:
+def _carried_name_terms(
+    names: pd.DataFrame, previous_names: pd.DataFrame, previous_terms: pd.DataFrame
+) -> pd.DataFrame:
     """`symbol_name_terms` of names, the rows of names previous_names had taken from previous_terms."""
     new_code, fresh = _name_codes(previous_names, names)
     codes = new_code[previous_terms["code"].to_numpy(np.int64)]
-    carried = pd.DataFrame({"code": codes[codes >= 0], "term": previous_terms["term"].to_numpy(dtype=object)[codes >= 0]})
+    carried = pd.DataFrame(
+        {"code": codes[codes >= 0], "term": previous_terms["term"].to_numpy(dtype=object)[codes >= 0]}
+    )
     built = symbol_name_terms(names.iloc[fresh].reset_index(drop=True))
     built = built.assign(code=fresh[built["code"].to_numpy(np.int64)])
     terms = pd.concat([carried, built], ignore_index=True)  # a name's rows come whole from one side, sorted by term
     order = np.argsort(terms["code"].to_numpy(np.int64), kind="stable")
-    return pd.DataFrame({"code": terms["code"].to_numpy(np.int64)[order], "term": terms["term"].to_numpy(dtype=object)[order]})
+    return pd.DataFrame(
+        {"code": terms["code"].to_numpy(np.int64)[order], "term": terms["term"].to_numpy(dtype=object)[order]}
+    )
 
 
 _NOT_NORM = re.compile(r"[^a-z0-9.]")
@@ -201,8 +209,10 @@ def norm(name: str) -> str:
 def symbol_name_codes(kb_symbols: pd.DataFrame, names: pd.DataFrame) -> pd.DataFrame:
     """(file_id, name_code) per symbol: the position of its name in `names` (-1 when it has none)."""
     codes = pd.Index(names["name"]).get_indexer(kb_symbols["name"].astype(object))
-    return pd.DataFrame({"file_id": kb_symbols["file_id"].to_numpy(), "name_code": codes},
-                        index=pd.Index(kb_symbols["symbol_id"], name="symbol_id"))
+    return pd.DataFrame(
+        {"file_id": kb_symbols["file_id"].to_numpy(), "name_code": codes},
+        index=pd.Index(kb_symbols["symbol_id"], name="symbol_id"),
+    )
 
 
 def file_name_words(values: pd.Series) -> pd.DataFrame:
@@ -238,8 +248,9 @@ def concept_vocabulary(kb_files: pd.DataFrame) -> pd.DataFrame:
 
 def symbol_norms(kb_symbols: pd.DataFrame) -> pd.DataFrame:
     """(name, qualified) per symbol row: the `norm` of its name and of its qualified name (NA when it has none)."""
-    return pd.DataFrame({"name": norms(kb_symbols["name"]), "qualified": norms(kb_symbols["qualified_name"])},
-                        dtype="string[pyarrow]")  # fmt: skip
+    return pd.DataFrame(
+        {"name": norms(kb_symbols["name"]), "qualified": norms(kb_symbols["qualified_name"])}, dtype="string[pyarrow]"
+    )
 
 
 _NAME_SEPARATOR = "\0"
@@ -262,8 +273,12 @@ def name_index(names: pd.DataFrame, codes: pd.DataFrame) -> NameIndex:
     pairs = codes.loc[codes["name_code"] >= 0, ["name_code", "file_id"]].drop_duplicates()
     pairs = pairs.sort_values(["name_code", "file_id"], kind="stable")
     offsets = np.searchsorted(pairs["name_code"].to_numpy(), np.arange(len(names) + 1))
-    return NameIndex(text="".join(f"{n}{_NAME_SEPARATOR}" for n in lower), starts=np.cumsum(lengths) - lengths,
-                     files=pairs["file_id"].to_numpy(), offsets=offsets)  # fmt: skip
+    return NameIndex(
+        text="".join(f"{n}{_NAME_SEPARATOR}" for n in lower),
+        starts=np.cumsum(lengths) - lengths,
+        files=pairs["file_id"].to_numpy(),
+        offsets=offsets,
+    )
 
 
 def names_containing(index: NameIndex, part: str) -> np.ndarray:

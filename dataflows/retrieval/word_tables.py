@@ -2,7 +2,7 @@
 stemming) that a request only merges against.
 
 Each node builds its table from the KB frames. A driver that has them already (written with the KB, loaded once
-per process: `drivers.kb.KnowledgeBase.word_overrides`) hands them to the retrieval DAG as overrides
+per process: `cra.drivers.kb.store.KnowledgeBase.word_overrides`) hands them to the retrieval DAG as overrides
 (`execute(overrides=...)`), so in a request none of these nodes runs; without overrides (a notebook, a test on
 three rows) the same nodes build them.
 """
@@ -11,14 +11,25 @@ from __future__ import annotations
 
 import pandas as pd
 
-from dataflows.retrieval import symbol_table, vocabulary
-from dataflows.retrieval.symbol_table import SymbolTable
-from dataflows.retrieval.vocabulary import NameIndex, WordIndex
+from cra.dataflows.retrieval import symbol_table, vocabulary
+from cra.dataflows.retrieval.symbol_table import SymbolTable
+from cra.dataflows.retrieval.vocabulary import NameIndex, WordIndex
 
 # the tables persisted with a KB (`kb_<name>` nodes); the others are built from them once per loaded KB
-PERSISTED = ("path_components", "path_words", "symbol_names", "symbol_name_words", "symbol_name_codes",
-             "symbol_name_terms", "symbol_norms", "domain_words", "module_words", "file_concepts",
-             "concept_vocabulary", "symbol_name_index")  # fmt: skip
+PERSISTED = (
+    "path_components",
+    "path_words",
+    "symbol_names",
+    "symbol_name_words",
+    "symbol_name_codes",
+    "symbol_name_terms",
+    "symbol_norms",
+    "domain_words",
+    "module_words",
+    "file_concepts",
+    "concept_vocabulary",
+    "symbol_name_index",
+)
 DERIVED = ("symbol_table",)
 
 
@@ -100,5 +111,12 @@ def kb_symbol_table(
 ) -> SymbolTable:
     """The symbols as arrays (parents, edges, name terms) for the precision stage; with kb_files and
     language_conventions, also which are tests by their attributes (Rust `#[test]` in a source file)."""
-    return symbol_table.symbol_table(kb_symbols, kb_symbol_edges, kb_symbol_name_codes, kb_symbol_name_terms,
-                                     kb_symbol_norms, kb_files, language_conventions)  # fmt: skip
+    return symbol_table.symbol_table(
+        kb_symbols,
+        kb_symbol_edges,
+        kb_symbol_name_codes,
+        kb_symbol_name_terms,
+        kb_symbol_norms,
+        kb_files,
+        language_conventions,
+    )

@@ -7,7 +7,7 @@ candidate once with its `distance` (NaN when the vector side did not vouch for i
 no query term matched), both ranks, and `fused_distance` (0 = the query's best candidate), on which the language
 re-rank then works. Default: weighted reciprocal rank fusion (k = 60, the vector side's votes x 0.7), which ignores
 the two sides' incomparable score scales; `fusion="score"` shrinks the cosine distance by BM25 relative to the
-query's best. Both were measured on the mined findings set (`python -m drivers.findings_recall`; README): weighted
+query's best. Both were measured on the mined findings set (`python -m cra.drivers.research.findings_recall`; README): weighted
 RRF is the default because it is the one that matches BM25 alone on text-only queries.
 """
 
@@ -18,7 +18,9 @@ import pandas as pd
 from hamilton.function_modifiers import config
 
 RRF_K = 60  # the constant of Cormack et al. (2009): damps the weight of the very first ranks
-VECTOR_WEIGHT = 0.7  # the static model is the weaker ranker on the findings set (both query kinds): its votes count less
+VECTOR_WEIGHT = (
+    0.7  # the static model is the weaker ranker on the findings set (both query kinds): its votes count less
+)
 LEXICAL_WEIGHT = 0.9  # how far the best BM25 match shrinks a distance (score fusion; measured 0.5, 0.7, 0.9)
 
 
@@ -28,7 +30,9 @@ def _candidates(thresholded_findings: pd.DataFrame, lexical_candidates: pd.DataF
     vector, lexical = thresholded_findings, lexical_candidates
     frame = pd.concat([vector, lexical[~lexical.index.isin(vector.index)]]) if len(lexical) else vector.copy()
     frame["distance"] = pd.to_numeric(frame.get("distance", np.nan), errors="coerce").astype(float)
-    frame["bm25"] = pd.to_numeric(lexical.get("bm25", pd.Series(dtype=float)), errors="coerce").reindex(frame.index).astype(float)
+    frame["bm25"] = (
+        pd.to_numeric(lexical.get("bm25", pd.Series(dtype=float)), errors="coerce").reindex(frame.index).astype(float)
+    )
     frame["vector_rank"] = frame["distance"].rank(method="min")
     frame["lexical_rank"] = frame["bm25"].rank(method="min", ascending=False)
     return frame
@@ -38,8 +42,14 @@ def _ordered(candidates: pd.DataFrame, fused_distance: pd.Series) -> pd.DataFram
     """Best first: fused distance, then the closer vector distance, the higher BM25, the older finding (its id)."""
     fused = fused_distance.to_numpy(dtype=float)
     missing_last = lambda values: np.nan_to_num(values, nan=np.inf)  # noqa: E731
-    order = np.lexsort((candidates.index.to_numpy(), missing_last(-candidates["bm25"].to_numpy()),
-                        missing_last(candidates["distance"].to_numpy()), fused))  # fmt: skip
+    order = np.lexsort(
+        (
+            candidates.index.to_numpy(),
+            missing_last(-candidates["bm25"].to_numpy()),
+            missing_last(candidates["distance"].to_numpy()),
+            fused,
+        )
+    )
     return candidates.iloc[order].assign(fused_distance=fused[order])
 
 

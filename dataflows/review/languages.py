@@ -1,6 +1,6 @@
 """Which programming languages a pull request touches and which language each stored finding is about.
 
-Languages come from file paths through the indexer's table (`dataflows.index.parsers.language_of`, 80+ extensions
+Languages come from file paths through the indexer's table (`cra.dataflows.index.parsers.language_of`, 80+ extensions
 and file names). Documentation and configuration formats (markdown, JSON, YAML, ...) and unknown paths classify as
 None: findings on such files (a JSON config in a Go change) stay neutral in the re-rank, neither boosted nor penalised.
 """
@@ -11,12 +11,24 @@ from collections import Counter
 
 import pandas as pd
 
-from dataflows.index.parsers import language_of
+from cra.dataflows.index.parsers import language_of
 
 MAX_PR_LANGUAGES = 5
-NEUTRAL_FORMATS = frozenset({
-    "markdown", "rst", "text", "asciidoc", "toml", "yaml", "json", "ini", "properties", "dotenv", "xml",
-})  # fmt: skip
+NEUTRAL_FORMATS = frozenset(
+    {
+        "markdown",
+        "rst",
+        "text",
+        "asciidoc",
+        "toml",
+        "yaml",
+        "json",
+        "ini",
+        "properties",
+        "dotenv",
+        "xml",
+    }
+)
 SAME_LANGUAGE = {"tsx": "typescript"}  # a .tsx finding is a TypeScript finding
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from dataflows.review.models import RetrievalSignals
+from cra.dataflows.review.models import RetrievalSignals
 
 MAX_QUERY_CHARS = 600
 BODY_EXCERPT_CHARS = 200

@@ -3,7 +3,7 @@
 Input `vector_candidates`: the store's nearest findings (columns finding_text, severity, category, file_path,
 outcome, repo, distance = cosine distance of the finding's embedding to the query's). The threshold applies to the
 original distance, before fusion: a vector hit beyond it loses its vector vote (it stays only
-if BM25 found it too). `dataflows.review.fusion` then joins the BM25 candidates; the language re-rank multiplies the
+if BM25 found it too). `cra.dataflows.review.fusion` then joins the BM25 candidates; the language re-rank multiplies the
 fused distance, so it only reorders what fusion kept. The multipliers are mild (0.85 / 1.15): language breaks
 near-ties but never lifts a far same-language finding over a close cross-language one (a reorder needs the fused
 distances within a factor 1.15 / 0.85 = 1.35 of each other); unknown languages stay 1.0.
@@ -14,12 +14,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dataflows.review.models import FindingsRecall, RecalledFinding, RerankConfig
+from cra.dataflows.review.models import FindingsRecall, RecalledFinding, RerankConfig
 
 DEFAULT_MAX_CONTEXT_CHARS = 2_000
 SECTION_HEADING = "## Similar Prior Findings (Learning Context)"
-SECTION_INTRO = ("These findings from earlier reviews resemble this change. Use them as context; judge every issue "
-                 "in this diff on its own merits.")  # fmt: skip
+SECTION_INTRO = (
+    "These findings from earlier reviews resemble this change. Use them as context; judge every issue "
+    "in this diff on its own merits."
+)
 FIELDS = ("finding_text", "severity", "category", "file_path", "outcome", "repo")
 
 
@@ -41,14 +43,22 @@ def rerank_by_language(
     language = finding_languages.reindex(fused_findings.index)
     known = language.notna().to_numpy()
     match = known & language.isin(set(pr_languages)).to_numpy()
-    factor = np.where(match, rerank_config.same_language_boost, np.where(known, rerank_config.cross_language_penalty, 1.0))
+    factor = np.where(
+        match, rerank_config.same_language_boost, np.where(known, rerank_config.cross_language_penalty, 1.0)
+    )
     fused = fused_findings["fused_distance"].to_numpy(dtype=float)
-    if rerank_config.basis == "original":  # seed 002's re-rank, measured as `review-seed` by drivers.findings_recall
-        original = pd.to_numeric(fused_findings.get("distance", pd.Series(np.nan, index=fused_findings.index)),
-                                 errors="coerce").to_numpy(dtype=float)  # fmt: skip
+    if (
+        rerank_config.basis == "original"
+    ):  # seed 002's re-rank, measured as `review-seed` by cra.drivers.research.findings_recall
+        original = pd.to_numeric(
+            fused_findings.get("distance", pd.Series(np.nan, index=fused_findings.index)), errors="coerce"
+        ).to_numpy(dtype=float)
         lexical_only = np.isnan(original)
-        out = fused_findings.assign(language_match=match, adjusted_distance=np.where(lexical_only, fused, original) * factor,
-                                    _lexical_only=lexical_only)  # fmt: skip
+        out = fused_findings.assign(
+            language_match=match,
+            adjusted_distance=np.where(lexical_only, fused, original) * factor,
+            _lexical_only=lexical_only,
+        )
         out = out.sort_values(["_lexical_only", "adjusted_distance", "fused_distance"], kind="stable")
         return out.drop(columns="_lexical_only")
     out = fused_findings.assign(language_match=match, adjusted_distance=fused * factor)
@@ -61,12 +71,18 @@ def recalled_findings(rerank_by_language: pd.DataFrame, top_k: int = 5) -> tuple
     frame = rerank_by_language.head(max(0, int(top_k)))
     text = frame.reindex(columns=list(FIELDS)).fillna("").astype(str).itertuples(index=False, name=None)
     optional = lambda column: [None if pd.isna(v) else float(v) for v in frame[column]]  # noqa: E731
-    numbers = zip(optional("distance"), optional("bm25"), frame["adjusted_distance"].astype(float), frame["language_match"])
-    return tuple(RecalledFinding(*fields, distance=d, bm25=b, adjusted_distance=a, language_match=bool(m))
-                 for fields, (d, b, a, m) in zip(text, numbers))  # fmt: skip
+    numbers = zip(
+        optional("distance"), optional("bm25"), frame["adjusted_distance"].astype(float), frame["language_match"]
+    )
+    return tuple(
+        RecalledFinding(*fields, distance=d, bm25=b, adjusted_distance=a, language_match=bool(m))
+        for fields, (d, b, a, m) in zip(text, numbers)
+    )
 
 
-def findings_section(recalled_findings: tuple[RecalledFinding, ...], max_context_chars: int = DEFAULT_MAX_CONTEXT_CHARS) -> str:
+def findings_section(
+    recalled_findings: tuple[RecalledFinding, ...], max_context_chars: int = DEFAULT_MAX_CONTEXT_CHARS
+) -> str:
     """The prompt section of prior findings, whole lines within the
     character budget; empty when there is nothing to show."""
     lines, used = [], len(SECTION_HEADING) + len(SECTION_INTRO) + 4
@@ -81,6 +97,8 @@ def findings_section(recalled_findings: tuple[RecalledFinding, ...], max_context
     return f"{SECTION_HEADING}\n\n{SECTION_INTRO}\n\n" + "\n".join(lines) + "\n" if lines else ""
 
 
-def findings_recall(retrieval_query: str, recalled_findings: tuple[RecalledFinding, ...], findings_section: str) -> FindingsRecall:
+def findings_recall(
+    retrieval_query: str, recalled_findings: tuple[RecalledFinding, ...], findings_section: str
+) -> FindingsRecall:
     """The recall's result: query, findings best first, prompt section."""
     return FindingsRecall(query=retrieval_query, findings=recalled_findings, section=findings_section)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from dataflows.index.parsers.models import ParsedFile
+from cra.dataflows.index.parsers.models import ParsedFile
 
 PARSED_LANGUAGES = frozenset(
     {"python", "javascript", "typescript", "tsx", "go", "java", "rust", "c", "cpp", "csharp", "ruby", "php"}
@@ -18,37 +18,122 @@ PARSED_LANGUAGES = frozenset(
 
 LANGUAGE_BY_EXTENSION: dict[str, str] = {
     # parsed
-    "py": "python", "pyi": "python",
-    "c": "c", "h": "c", "cc": "cpp", "cpp": "cpp", "cxx": "cpp", "hpp": "cpp", "hh": "cpp", "hxx": "cpp",
-    "inl": "cpp", "ipp": "cpp", "tpp": "cpp", "txx": "cpp",
-    "cs": "csharp", "rb": "ruby", "php": "php",
-    "js": "javascript", "jsx": "javascript", "mjs": "javascript", "cjs": "javascript",
-    "ts": "typescript", "mts": "typescript", "cts": "typescript",
+    "py": "python",
+    "pyi": "python",
+    "c": "c",
+    "h": "c",
+    "cc": "cpp",
+    "cpp": "cpp",
+    "cxx": "cpp",
+    "hpp": "cpp",
+    "hh": "cpp",
+    "hxx": "cpp",
+    "inl": "cpp",
+    "ipp": "cpp",
+    "tpp": "cpp",
+    "txx": "cpp",
+    "cs": "csharp",
+    "rb": "ruby",
+    "php": "php",
+    "js": "javascript",
+    "jsx": "javascript",
+    "mjs": "javascript",
+    "cjs": "javascript",
+    "ts": "typescript",
+    "mts": "typescript",
+    "cts": "typescript",
     "tsx": "tsx",
     "go": "go",
     "java": "java",
     "rs": "rust",
     # indexed as text
-    "md": "markdown", "markdown": "markdown", "mdx": "markdown",
-    "rst": "rst", "txt": "text", "adoc": "asciidoc",
-    "toml": "toml", "yaml": "yaml", "yml": "yaml", "json": "json", "jsonc": "json",
-    "cfg": "ini", "ini": "ini", "conf": "ini", "properties": "properties", "env": "dotenv",
-    "xml": "xml", "gradle": "gradle", "lock": "text",
-    "sh": "shell", "bash": "shell", "zsh": "shell", "fish": "shell", "ps1": "powershell", "bat": "batch",
-    "kt": "kotlin", "kts": "kotlin", "swift": "swift",
-    "scala": "scala", "sc": "scala", "clj": "clojure", "ex": "elixir", "exs": "elixir", "erl": "erlang",
-    "hs": "haskell", "ml": "ocaml", "lua": "lua", "pl": "perl", "pm": "perl", "r": "r", "jl": "julia",
-    "dart": "dart", "m": "objective-c", "mm": "objective-c", "zig": "zig", "nim": "nim", "v": "v",
-    "sql": "sql", "graphql": "graphql", "gql": "graphql", "proto": "protobuf", "thrift": "thrift",
-    "html": "html", "htm": "html", "css": "css", "scss": "scss", "sass": "sass", "less": "less",
-    "vue": "vue", "svelte": "svelte", "tf": "terraform", "hcl": "hcl", "nix": "nix",
-    "pyx": "cython", "pxd": "cython", "ipynb": "json", "cmake": "cmake", "mk": "make",
+    "md": "markdown",
+    "markdown": "markdown",
+    "mdx": "markdown",
+    "rst": "rst",
+    "txt": "text",
+    "adoc": "asciidoc",
+    "toml": "toml",
+    "yaml": "yaml",
+    "yml": "yaml",
+    "json": "json",
+    "jsonc": "json",
+    "cfg": "ini",
+    "ini": "ini",
+    "conf": "ini",
+    "properties": "properties",
+    "env": "dotenv",
+    "xml": "xml",
+    "gradle": "gradle",
+    "lock": "text",
+    "sh": "shell",
+    "bash": "shell",
+    "zsh": "shell",
+    "fish": "shell",
+    "ps1": "powershell",
+    "bat": "batch",
+    "kt": "kotlin",
+    "kts": "kotlin",
+    "swift": "swift",
+    "scala": "scala",
+    "sc": "scala",
+    "clj": "clojure",
+    "ex": "elixir",
+    "exs": "elixir",
+    "erl": "erlang",
+    "hs": "haskell",
+    "ml": "ocaml",
+    "lua": "lua",
+    "pl": "perl",
+    "pm": "perl",
+    "r": "r",
+    "jl": "julia",
+    "dart": "dart",
+    "m": "objective-c",
+    "mm": "objective-c",
+    "zig": "zig",
+    "nim": "nim",
+    "v": "v",
+    "sql": "sql",
+    "graphql": "graphql",
+    "gql": "graphql",
+    "proto": "protobuf",
+    "thrift": "thrift",
+    "html": "html",
+    "htm": "html",
+    "css": "css",
+    "scss": "scss",
+    "sass": "sass",
+    "less": "less",
+    "vue": "vue",
+    "svelte": "svelte",
+    "tf": "terraform",
+    "hcl": "hcl",
+    "nix": "nix",
+    "pyx": "cython",
+    "pxd": "cython",
+    "ipynb": "json",
+    "cmake": "cmake",
+    "mk": "make",
 }
 LANGUAGE_BY_FILENAME: dict[str, str] = {
-    "dockerfile": "dockerfile", "makefile": "make", "gnumakefile": "make", "cmakelists.txt": "cmake",
-    "readme": "text", "license": "text", "changelog": "text", "authors": "text", "contributing": "text",
-    ".gitignore": "text", ".dockerignore": "text", ".editorconfig": "ini", "procfile": "text",
-    "gemfile": "ruby", "rakefile": "ruby", "vagrantfile": "ruby", "jenkinsfile": "groovy",
+    "dockerfile": "dockerfile",
+    "makefile": "make",
+    "gnumakefile": "make",
+    "cmakelists.txt": "cmake",
+    "readme": "text",
+    "license": "text",
+    "changelog": "text",
+    "authors": "text",
+    "contributing": "text",
+    ".gitignore": "text",
+    ".dockerignore": "text",
+    ".editorconfig": "ini",
+    "procfile": "text",
+    "gemfile": "ruby",
+    "rakefile": "ruby",
+    "vagrantfile": "ruby",
+    "jenkinsfile": "groovy",
 }
 
 
@@ -64,8 +149,11 @@ def language_of(path: str) -> str | None:
 
 
 # what C cannot say: a namespace, a template, a class, `using namespace`, <string>-style headers, access labels, `::`
-_CPP_TEXT = re.compile(r"^[ \t]*(?:namespace(?:[ \t]+[\w:]+)?[ \t]*\{|template[ \t]*<|class[ \t]+\w+|using[ \t]+namespace[ \t]"
-                       r"|#[ \t]*include[ \t]*<\w+>|(?:public|private|protected)[ \t]*:)|\w::~?\w", re.MULTILINE)
+_CPP_TEXT = re.compile(
+    r"^[ \t]*(?:namespace(?:[ \t]+[\w:]+)?[ \t]*\{|template[ \t]*<|class[ \t]+\w+|using[ \t]+namespace[ \t]"
+    r"|#[ \t]*include[ \t]*<\w+>|(?:public|private|protected)[ \t]*:)|\w::~?\w",
+    re.MULTILINE,
+)
 
 
 def is_cpp_text(text: str) -> bool:
@@ -87,10 +175,10 @@ def parse_source(language: str, text: str) -> ParsedFile | None:
         return None
     try:
         if language == "python":
-            from dataflows.index.parsers.python_ast import parse_python
+            from cra.dataflows.index.parsers.python_ast import parse_python
 
             return parse_python(text)
-        from dataflows.index.parsers.treesitter import parse_treesitter
+        from cra.dataflows.index.parsers.treesitter import parse_treesitter
 
         return parse_treesitter(language, text)
     except Exception as exc:  # noqa: BLE001 - a parser bug must not stop indexing

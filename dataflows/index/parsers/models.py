@@ -1,6 +1,6 @@
 """What a language parser returns for one file: plain records, local indices, no ids yet.
 
-The index dataflow turns these into the KB tables of `dataflows.index.schema`, assigning
+The index dataflow turns these into the KB tables of `cra.dataflows.index.schema`, assigning
 file_id / symbol_id; `parent` and `symbol` fields are indices into `ParsedFile.symbols`.
 """
 

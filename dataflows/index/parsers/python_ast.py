@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import re
 
-from dataflows.index.parsers.models import (
+from cra.dataflows.index.parsers.models import (
     ParsedComment,
     ParsedFile,
     ParsedImport,
@@ -131,7 +131,9 @@ class _Collector:
         base_names = [_dotted(base) for base in node.bases]
         is_enum = any(name and name.rsplit(".", 1)[-1] in _ENUM_BASES for name in base_names)
         parts = [*node.bases, *node.keywords]
-        idx = self._add(node.name, "enum" if is_enum else "class", node, _start_line(node), self._header(node, parts), scope)
+        idx = self._add(
+            node.name, "enum" if is_enum else "class", node, _start_line(node), self._header(node, parts), scope
+        )
         for name in base_names:
             if name:
                 self._ref(idx, name, "base")
@@ -374,6 +376,8 @@ def _regex_imports(text: str) -> list[ParsedImport]:
                     aliased = (" ".join(words[:3]),) if len(words) >= 3 and words[1] == "as" else ()
                     out.append(ParsedImport(target=words[0], names=aliased, line=line))
         else:
-            imported = tuple(" ".join(w[:3]) if len(w) >= 3 and w[1] == "as" else w[0] for w in map(str.split, names.split(",")) if w)
+            imported = tuple(
+                " ".join(w[:3]) if len(w) >= 3 and w[1] == "as" else w[0] for w in map(str.split, names.split(",")) if w
+            )
             out.append(ParsedImport(target=module, names=imported, level=len(dots), line=line))
     return out

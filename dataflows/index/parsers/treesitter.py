@@ -11,17 +11,18 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import replace
+
 from tree_sitter import Language, Node, Parser
 
-from dataflows.index.parsers.models import (
+from cra.dataflows.index.parsers.models import (
     ParsedComment,
     ParsedFile,
     ParsedImport,
     ParsedReference,
     ParsedSymbol,
 )
-from dataflows.index.parsers.ts_common import WHITESPACE, Decl, Spec
-from dataflows.index.parsers.ts_languages import SPEC_FACTORIES
+from cra.dataflows.index.parsers.ts_common import WHITESPACE, Decl, Spec
+from cra.dataflows.index.parsers.ts_languages import SPEC_FACTORIES
 
 _TYPE_NAMES = frozenset({"type_identifier", "nested_type_identifier", "qualified_type", "scoped_type_identifier"})
 # type names here are declarations or constructor calls, not annotations
@@ -86,12 +87,16 @@ _TYPESCRIPT_GAPS = (
     # (tree-sitter-typescript issue 335): the line's first indent becomes `;`
     (re.compile(rb"^[ \t](?=[ \t]*<[A-Za-z_$][^\n]*>[ \t]*\()", re.MULTILINE), lambda m: b";"),
     # variance annotations on type parameters, `interface ZodType<out Output, in Input>` (TypeScript 4.7): blanked
-    (re.compile(rb"(?<=[<,\s])(?:in\s+out|out|in)(?=\s+[A-Za-z_$][\w$]*\s*(?:extends\b|=|,|>))"),
-     lambda m: b" " * len(m.group(0))),
+    (
+        re.compile(rb"(?<=[<,\s])(?:in\s+out|out|in)(?=\s+[A-Za-z_$][\w$]*\s*(?:extends\b|=|,|>))"),
+        lambda m: b" " * len(m.group(0)),
+    ),
 )
 # a variable named `using` (`using += ...`, `return using`), read as a `using` declaration (explicit resource
 # management): any `using` not followed by a name is renamed
 _USING_VARIABLE = (re.compile(rb"\busing\b(?!\s+[A-Za-z_$])"), lambda m: b"usinG")
+
+
 def _blank(text: bytes) -> bytes:
     """A space for every byte but newlines: a rewrite that keeps every byte offset and line."""
     return re.sub(rb"[^\n]", b" ", text)
@@ -101,7 +106,10 @@ def _blank(text: bytes) -> bytes:
 # { ... }`): the grammar sees two headers before one body, and no directive may stand between a header and its body.
 # The first branch is kept: the `#else`/`#elif` branches and the `#if`/`#endif` lines are blanked.
 _FIRST_BRANCHES = (
-    (re.compile(rb"^[ \t]*#[ \t]*(?:else|elif)\b[\s\S]*?(?=^[ \t]*#[ \t]*endif\b)", re.MULTILINE), lambda m: _blank(m.group(0))),
+    (
+        re.compile(rb"^[ \t]*#[ \t]*(?:else|elif)\b[\s\S]*?(?=^[ \t]*#[ \t]*endif\b)", re.MULTILINE),
+        lambda m: _blank(m.group(0)),
+    ),
     (re.compile(rb"^[ \t]*#[ \t]*(?:if|endif)\b[^\n]*", re.MULTILINE), lambda m: _blank(m.group(0))),
 )
 _GRAMMAR_GAPS = {
@@ -140,7 +148,7 @@ def parse_treesitter(language: str, text: str) -> ParsedFile:
     A "c" file with C++ in it (`is_cpp_text`: a namespace, a template, `::`, ...) is parsed as C++. C and C++ are
     parsed with the macros in front of a declaration blanked (`_C_DECLARATION_MACROS`).
     """
-    from dataflows.index.parsers import is_cpp_text
+    from cra.dataflows.index.parsers import is_cpp_text
 
     source = text.encode("utf-8", errors="replace")
     if language == "c" and is_cpp_text(text):
@@ -175,11 +183,20 @@ def parse_treesitter(language: str, text: str) -> ParsedFile:
 # keeping every byte offset and line, wherever a type and a name (maybe on the next line) follow
 # (and `class YAML_CPP_API Binary {`, which they read as a function named Binary)
 _C_DECLARATION_MACROS = (
-    (re.compile(rb"^([ \t]*(?:template[ \t]*<[^\n]*>[ \t]*)?)((?:[A-Z][A-Z0-9_]*[A-Z0-9](?:\([^()\n]*\))?(?:[ \t]+|[ \t]*\n[ \t]*))+)"
-                rb"(?=[A-Za-z_][^\n(;{}=]*?(?:[ \t*&>]|\n)[ \t*&]*[~A-Za-z_][\w:~]*[ \t]*\()", re.MULTILINE),
-     lambda m: m.group(1) + _blank(m.group(2))),
-    (re.compile(rb"\b((?:class|struct)[ \t]+)([A-Z][A-Z0-9_]*[A-Z0-9])(?=[ \t]+[A-Za-z_]\w*[ \t]*(?:final\b[ \t]*)?[:{\n])"),
-     lambda m: m.group(1) + _blank(m.group(2))),
+    (
+        re.compile(
+            rb"^([ \t]*(?:template[ \t]*<[^\n]*>[ \t]*)?)((?:[A-Z][A-Z0-9_]*[A-Z0-9](?:\([^()\n]*\))?(?:[ \t]+|[ \t]*\n[ \t]*))+)"
+            rb"(?=[A-Za-z_][^\n(;{}=]*?(?:[ \t*&>]|\n)[ \t*&]*[~A-Za-z_][\w:~]*[ \t]*\()",
+            re.MULTILINE,
+        ),
+        lambda m: m.group(1) + _blank(m.group(2)),
+    ),
+    (
+        re.compile(
+            rb"\b((?:class|struct)[ \t]+)([A-Z][A-Z0-9_]*[A-Z0-9])(?=[ \t]+[A-Za-z_]\w*[ \t]*(?:final\b[ \t]*)?[:{\n])"
+        ),
+        lambda m: m.group(1) + _blank(m.group(2)),
+    ),
 )
 
 
@@ -194,7 +211,9 @@ class _Walker:
         self._seen: set[tuple[int, str, str]] = set()
         self._receivers: list[tuple[int, str]] = []  # (symbol, receiver type) for Go methods
         self._classes: set[str] = set()  # receivers that are classes whatever they are declared as (JS prototypes)
-        self._type_bases: list[tuple[str, str]] = []  # (type, base) declared outside the type: Rust `impl Trait for Type`
+        self._type_bases: list[
+            tuple[str, str]
+        ] = []  # (type, base) declared outside the type: Rust `impl Trait for Type`
         self._file_namespace: str | None = None  # C# `namespace A.B;` / PHP `namespace A\B;` (statement form)
 
     def text(self, node: Node) -> str:
@@ -464,4 +483,3 @@ def _signature(decl: Decl, walker: _Walker) -> str:
         raw = walker.source[start.start_byte : decl.outer.end_byte].split(b"\n", 1)[0]
     text = WHITESPACE.sub(" ", raw.decode("utf-8", errors="replace")).strip().rstrip("{;").strip()
     return _LIST_EDGES.sub(lambda m: m[1] or m[2], text)  # a wrapped parameter list, `( &mut self, x: u8, )`, joined
-

@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from tree_sitter import Node
 
-from dataflows.index.parsers.models import ParsedImport
-from dataflows.index.parsers.ts_common import (
+from cra.dataflows.index.parsers.models import ParsedImport
+from cra.dataflows.index.parsers.ts_common import (
     CONSTANT_NAME,
     WHITESPACE,
     Decl,
@@ -18,8 +18,12 @@ from dataflows.index.parsers.ts_common import (
     string_value,
 )
 
-
-_C_RECORDS = {"struct_specifier": "class", "union_specifier": "class", "class_specifier": "class", "enum_specifier": "enum"}
+_C_RECORDS = {
+    "struct_specifier": "class",
+    "union_specifier": "class",
+    "class_specifier": "class",
+    "enum_specifier": "enum",
+}
 _C_NAMES = frozenset(
     {"identifier", "field_identifier", "qualified_identifier", "destructor_name", "operator_name", "template_function"}
 )
@@ -81,7 +85,13 @@ def _c_macro_class(node: Node, walker: Walker) -> Decl:
     ]
     bases = [b.child_by_field_name("name") or b if b.type == "template_type" else b for b in bases]
     name = walker.text(node.child_by_field_name("declarator"))
-    return Decl(name, _C_RECORDS[node.child_by_field_name("type").type], _c_outer(node), node.child_by_field_name("body"), bases=bases)
+    return Decl(
+        name,
+        _C_RECORDS[node.child_by_field_name("type").type],
+        _c_outer(node),
+        node.child_by_field_name("body"),
+        bases=bases,
+    )
 
 
 def _c_in_function_body(node: Node) -> bool:

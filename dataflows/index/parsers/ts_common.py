@@ -5,12 +5,13 @@ interface a language module may use, and small node helpers. The language module
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from typing import Protocol
 
 from tree_sitter import Node
 
-from dataflows.index.parsers.models import ParsedImport
+from cra.dataflows.index.parsers.models import ParsedImport
 
 CONSTANT_NAME = re.compile(r"^_*[A-Z][A-Z0-9_]*$")
 WHITESPACE = re.compile(r"\s+")
@@ -40,7 +41,9 @@ class Decl:
     body: Node | None
     qualifier: str | None = None  # Go receiver / C++ `Class::` / Ruby `Outer::`: qualified name "Type.method"
     bases: list[Node | str] = field(default_factory=list)  # base type nodes, or names already normalised
-    makes_class: bool = False  # the qualifier's own symbol is a class: JS `Foo.prototype.bar = function` (constructor Foo)
+    makes_class: bool = (
+        False  # the qualifier's own symbol is a class: JS `Foo.prototype.bar = function` (constructor Foo)
+    )
 
 
 @dataclass(frozen=True)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from tree_sitter import Node
 
-from dataflows.index.parsers.models import ParsedImport
-from dataflows.index.parsers.ts_common import WHITESPACE, Decl, Walker, dotted_callee, make_spec
-
+from cra.dataflows.index.parsers.models import ParsedImport
+from cra.dataflows.index.parsers.ts_common import WHITESPACE, Decl, Walker, dotted_callee, make_spec
 
 _CS_KINDS = {
     "class_declaration": "class",

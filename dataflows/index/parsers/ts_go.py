@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from tree_sitter import Node
 
-from dataflows.index.parsers.models import ParsedImport
-from dataflows.index.parsers.ts_common import (
+from cra.dataflows.index.parsers.models import ParsedImport
+from cra.dataflows.index.parsers.ts_common import (
     CONSTANT_NAME,
     Decl,
     Walker,
@@ -16,7 +16,6 @@ from dataflows.index.parsers.ts_common import (
     make_spec,
     string_value,
 )
-
 
 _GO_BUILTIN_TYPES = frozenset(
     "any bool byte comparable complex64 complex128 error float32 float64 int int8 int16 int32 int64 rune string "

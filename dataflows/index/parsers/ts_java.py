@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from tree_sitter import Node
 
-from dataflows.index.parsers.models import ParsedImport
-from dataflows.index.parsers.ts_common import (
+from cra.dataflows.index.parsers.models import ParsedImport
+from cra.dataflows.index.parsers.ts_common import (
     CONSTANT_NAME,
     Decl,
     Walker,
@@ -16,7 +16,6 @@ from dataflows.index.parsers.ts_common import (
     is_jsdoc,
     make_spec,
 )
-
 
 _JAVA_KINDS = {
     "class_declaration": "class",
@@ -38,7 +37,10 @@ def _java_declare(node: Node, walker: Walker) -> Decl | None:
         for child in node.children:
             if child.type in ("superclass", "super_interfaces", "extends_interfaces"):
                 bases.extend(
-                    t for t in descendants(child) if t.type in ("type_identifier", "scoped_type_identifier") and t.parent.type != "scoped_type_identifier"
+                    t
+                    for t in descendants(child)
+                    if t.type in ("type_identifier", "scoped_type_identifier")
+                    and t.parent.type != "scoped_type_identifier"
                 )
         return Decl(walker.text(name), kind, node, node.child_by_field_name("body"), bases=bases)
     if node.type == "enum_constant" and name is not None and node.child_by_field_name("body") is not None:

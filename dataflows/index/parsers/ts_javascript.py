@@ -11,12 +11,12 @@ function, `onClick = () => {}`; a named function passed to a call at module leve
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from tree_sitter import Node
 
-from dataflows.index.parsers.models import ParsedImport
-from dataflows.index.parsers.ts_common import (
+from cra.dataflows.index.parsers.models import ParsedImport
+from cra.dataflows.index.parsers.ts_common import (
     CONSTANT_NAME,
     Decl,
     Walker,
@@ -25,7 +25,6 @@ from dataflows.index.parsers.ts_common import (
     make_spec,
     string_value,
 )
-
 
 _FUNCTION_VALUES = frozenset(
     {"arrow_function", "function_expression", "function", "generator_function", "generator_function_expression"}
@@ -66,7 +65,8 @@ def _js_declaration(node: Node, walker: Walker) -> Decl | None:
                     b
                     for clause in child.named_children
                     for b in (clause.named_children if clause.type.endswith("_clause") else [clause])
-                    if b.type in ("identifier", "member_expression", "type_identifier", "nested_type_identifier", "generic_type")
+                    if b.type
+                    in ("identifier", "member_expression", "type_identifier", "nested_type_identifier", "generic_type")
                 ]
         return Decl(walker.text(name), "class", node, node.child_by_field_name("body"), bases=bases)
     if kind == "interface_declaration" and name is not None:
@@ -136,8 +136,9 @@ def _js_assigned(node: Node, walker: Walker) -> Decl | None:
         outer = outer.parent
     if outer.parent is not None and outer.parent.type == "expression_statement":
         outer = outer.parent
-    return Decl(name, "function", outer, value.child_by_field_name("body"), qualifier=qualifier,
-                makes_class=through_prototype)
+    return Decl(
+        name, "function", outer, value.child_by_field_name("body"), qualifier=qualifier, makes_class=through_prototype
+    )
 
 
 def _js_holder(obj: Node | None, walker: Walker) -> tuple[str | None, bool] | None:
@@ -240,11 +241,18 @@ def _js_imports(node: Node, source: bytes) -> list[ParsedImport]:
         while stack:
             child = stack.pop(0)
             if child.type in ("import_specifier", "export_specifier"):
-                names.append(source[child.child_by_field_name("name").start_byte : child.child_by_field_name("name").end_byte].decode())
+                names.append(
+                    source[
+                        child.child_by_field_name("name").start_byte : child.child_by_field_name("name").end_byte
+                    ].decode()
+                )
             elif child.type == "namespace_import" or child.type == "namespace_export":
                 alias = next((c for c in child.named_children if c.type == "identifier"), None)
-                names.append(f"* as {source[alias.start_byte : alias.end_byte].decode()}" if alias is not None
-                             and child.type == "namespace_import" else "*")
+                names.append(
+                    f"* as {source[alias.start_byte : alias.end_byte].decode()}"
+                    if alias is not None and child.type == "namespace_import"
+                    else "*"
+                )
             elif child.type == "identifier" and child.parent is not None and child.parent.type == "import_clause":
                 names.append(source[child.start_byte : child.end_byte].decode())
             elif child.type in ("import_clause", "named_imports", "export_clause"):

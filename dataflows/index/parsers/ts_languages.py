@@ -5,17 +5,17 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
-from dataflows.index.parsers.ts_c import c_spec, cpp_spec
-from dataflows.index.parsers.ts_common import Spec
-from dataflows.index.parsers.ts_csharp import csharp_spec
-from dataflows.index.parsers.ts_go import go_spec
-from dataflows.index.parsers.ts_java import java_spec
-from dataflows.index.parsers.ts_javascript import js_spec
-from dataflows.index.parsers.ts_php import php_spec
-from dataflows.index.parsers.ts_ruby import ruby_spec
-from dataflows.index.parsers.ts_rust import rust_spec
+from cra.dataflows.index.parsers.ts_c import c_spec, cpp_spec
+from cra.dataflows.index.parsers.ts_common import Spec
+from cra.dataflows.index.parsers.ts_csharp import csharp_spec
+from cra.dataflows.index.parsers.ts_go import go_spec
+from cra.dataflows.index.parsers.ts_java import java_spec
+from cra.dataflows.index.parsers.ts_javascript import js_spec
+from cra.dataflows.index.parsers.ts_php import php_spec
+from cra.dataflows.index.parsers.ts_ruby import ruby_spec
+from cra.dataflows.index.parsers.ts_rust import rust_spec
 
 SPEC_FACTORIES: dict[str, Callable[[bytes], Spec]] = {
     "javascript": js_spec,

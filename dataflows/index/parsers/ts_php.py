@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from tree_sitter import Node
 
-from dataflows.index.parsers.models import ParsedImport
-from dataflows.index.parsers.ts_common import WHITESPACE, Decl, Walker, is_jsdoc, make_spec, string_value
-
+from cra.dataflows.index.parsers.models import ParsedImport
+from cra.dataflows.index.parsers.ts_common import WHITESPACE, Decl, Walker, is_jsdoc, make_spec, string_value
 
 _PHP_KINDS = {
     "class_declaration": "class",
@@ -19,7 +18,9 @@ _PHP_KINDS = {
     "function_definition": "function",
     "method_declaration": "method",
 }
-_PHP_REQUIRES = frozenset({"require_expression", "require_once_expression", "include_expression", "include_once_expression"})
+_PHP_REQUIRES = frozenset(
+    {"require_expression", "require_once_expression", "include_expression", "include_once_expression"}
+)
 _PHP_NAMES = frozenset({"name", "qualified_name"})
 _PHP_RELATIVE_SCOPES = frozenset({"self", "static", "parent"})
 
@@ -122,7 +123,7 @@ def _php_imports(node: Node, source: bytes) -> list[ParsedImport]:
 
 
 def _php_use_name(clause: Node) -> str:
-    """"App.Support.Str" or "Builder as B" for one `use` clause."""
+    """ "App.Support.Str" or "Builder as B" for one `use` clause."""
     name = next((c for c in clause.named_children if c.type in _PHP_NAMES), None)
     alias = clause.child_by_field_name("alias")
     text = _php_name(name) if name is not None else ""

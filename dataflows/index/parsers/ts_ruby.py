@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from tree_sitter import Node
 
-from dataflows.index.parsers.models import ParsedImport
-from dataflows.index.parsers.ts_common import Decl, Walker, make_spec, string_value
-
+from cra.dataflows.index.parsers.models import ParsedImport
+from cra.dataflows.index.parsers.ts_common import Decl, Walker, make_spec, string_value
 
 _RUBY_IMPORTS = frozenset({"require", "require_relative", "load"})
 _RUBY_MIXINS = frozenset({"include", "extend", "prepend"})
-_RUBY_NOT_CALLS = _RUBY_IMPORTS | _RUBY_MIXINS | frozenset(
-    {"attr_reader", "attr_writer", "attr_accessor", "private", "protected", "public", "module_function", "new"}
+_RUBY_NOT_CALLS = (
+    _RUBY_IMPORTS
+    | _RUBY_MIXINS
+    | frozenset(
+        {"attr_reader", "attr_writer", "attr_accessor", "private", "protected", "public", "module_function", "new"}
+    )
 )
 _RUBY_RECEIVERS = frozenset({"identifier", "constant", "self", "scope_resolution"})
 
@@ -44,7 +47,11 @@ def _ruby_declare(node: Node, walker: Walker) -> Decl | None:
         left, parent = node.child_by_field_name("left"), node.parent
         at_top = parent is not None and (
             parent.type == "program"
-            or (parent.type == "body_statement" and parent.parent is not None and parent.parent.type in ("class", "module"))
+            or (
+                parent.type == "body_statement"
+                and parent.parent is not None
+                and parent.parent.type in ("class", "module")
+            )
         )
         if at_top and left is not None and left.type == "constant":
             return Decl(walker.text(left), "constant", node, None)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from tree_sitter import Node
 
-from dataflows.index.parsers.models import ParsedImport
-from dataflows.index.parsers.ts_common import WHITESPACE, Decl, Walker, dotted_callee, make_spec
-
+from cra.dataflows.index.parsers.models import ParsedImport
+from cra.dataflows.index.parsers.ts_common import WHITESPACE, Decl, Walker, dotted_callee, make_spec
 
 _RUST_KINDS = {
     "function_item": "function",
@@ -86,7 +85,9 @@ def _rust_imports(node: Node, source: bytes) -> list[ParsedImport]:
         names = tuple(_rust_use_name(c, text) for c in items.named_children) if items is not None else ()
         return [ParsedImport(target=text(path) if path is not None else "", names=names, line=line)]
     if argument.type == "use_list":  # `use {crate::{a::A, b::B}, std::fmt};`: each item a path from the root
-        return [ParsedImport(target="", names=tuple(_rust_use_name(c, text) for c in argument.named_children), line=line)]
+        return [
+            ParsedImport(target="", names=tuple(_rust_use_name(c, text) for c in argument.named_children), line=line)
+        ]
     if argument.type == "use_wildcard":
         return [ParsedImport(target=text(argument).removesuffix("::*"), names=("*",), line=line)]
     if argument.type == "use_as_clause":

@@ -1,0 +1,1 @@
+"""The `cra` command: one parser and one command table."""

@@ -1,0 +1,1 @@
+"""Helpers every capability shares: errors, locations, locks, atomic output, tokens, shipped data."""

@@ -1,0 +1,1 @@
+"""Escalation triggers and bounded deep retrieval: `cra diagnose`."""

@@ -1,0 +1,1 @@
+"""Guided escalation: attempts, reports, guidance and `cra attempt/report/guide`."""

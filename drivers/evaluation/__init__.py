@@ -1,0 +1,1 @@
+"""Measuring retrieval quality: `cra evaluate`, case trees, the nightly job."""

@@ -1,0 +1,1 @@
+"""Review findings: the store, embeddings, recall and `cra findings`."""

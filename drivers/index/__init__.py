@@ -1,0 +1,1 @@
+"""Indexing a repository: reading sources, the stat cache, running the index DAG."""

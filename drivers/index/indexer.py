@@ -1,0 +1,244 @@
+"""Index a repository: scan files and git history, run the index dataflow, write the KB (`index_repository`).
+
+A run first asks the stat cache (`cra.drivers.index.stat_cache`) whether anything changed: if not, the live KB is left as it
+is and nothing heavier than a directory walk is loaded. Otherwise the previous KB is read, files whose stat still
+matches are not read again, the dataflow (`cra.drivers.index.dag`) re-parses what changed, and the new version is written
+(`cra.drivers.kb.store`) with a fresh stat cache beside it. The persisted word tables are `cra.drivers.kb.word_cache`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+import shutil
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from cra.drivers.common import tokens
+from cra.drivers.common.errors import CraError
+from cra.drivers.common.locks import exclusive_lock
+from cra.drivers.index import sources, stat_cache
+from cra.drivers.kb import check as kb_check
+from cra.drivers.kb.location import check_writable, default_kb_dir
+
+INDEX_LOCK = ".index.lock"  # in a KB directory: held by the one index run writing it
+RESUME_DIR = ".resume"  # in a KB directory: batches parsed by a run that has not written its KB yet
+# the index machinery (Hamilton, pandas, the dataflow modules), loaded on first use: an unchanged tree never needs it
+_DAG_NAMES = frozenset(
+    {
+        "INDEX_MODULES",
+        "KB_OUTPUTS",
+        "PARALLEL_MIN_FILES",
+        "IndexFailed",
+        "ParseProgress",
+        "index_driver",
+        "index_frames",
+    }
+)
+
+
+def __getattr__(name: str):
+    if name in _DAG_NAMES:
+        from cra.drivers.index import dag as index_dag
+
+        return getattr(index_dag, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _check_repo(repo: Path) -> Path:
+    if not repo.exists():
+        raise CraError(f"Repository path {repo} does not exist. Pass the directory of a source tree.")
+    if not repo.is_dir():
+        raise CraError(f"{repo} is a file, not a directory. Pass the repository's root directory.")
+    if not os.access(repo, os.R_OK | os.X_OK):
+        raise CraError(f"Repository directory {repo} is not readable. Fix its permissions.")
+    return repo.resolve()
+
+
+def index_repository(
+    repo: Path,
+    kb_dir: Path | None = None,
+    history: int = 2000,
+    max_file_bytes: int = 1_000_000,
+    on_progress=None,
+    history_from: tuple[Path, str] | None = None,
+    workers: int | None = None,
+    on_wait=None,
+    rebuild: bool = False,
+) -> dict:
+    """Index (or incrementally re-index) a repository into its KB; returns the run's statistics.
+
+    The live version is checked first (`cra.drivers.kb.check.live_damage`): a damaged one is rebuilt from the tree, as
+    every version is with rebuild=True (nothing of the live version, nor parsed batches an interrupted run left, used).
+
+    One index run per KB at a time: a second run waits for the first (on_wait() is called once if it has to),
+    then re-indexes incrementally from what the first wrote."""
+    repo = _check_repo(Path(repo))
+    kb_dir = Path(kb_dir) if kb_dir else default_kb_dir(repo)
+    check_writable(kb_dir)
+    with exclusive_lock(index_lock_path(kb_dir), on_wait=on_wait), _collector_paused():
+        try:
+            return _index_locked(repo, kb_dir, history, max_file_bytes, on_progress, history_from, workers, rebuild)
+        finally:
+            tokens.release()
+
+
+@contextlib.contextmanager
+def _collector_paused():
+    """Python's cyclic garbage collector off for the run: an index run makes few reference cycles, and the passes the
+    collector makes anyway over every object of the loaded KB cost 0.1 s of a one-file re-index of Django. A run over
+    many files collects after each of its tasks itself (`cra.drivers.index.memory.CollectingExecutor`)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _stage(on_progress, text: str) -> None:
+    """Tell a progress display that has stages (`cra.drivers.common.progress.Progress.stage`) what the run is doing."""
+    stage = getattr(on_progress, "stage", None)
+    if stage is not None:
+        stage(text)
+
+
+def _index_locked(
+    repo: Path, kb_dir: Path, history, max_file_bytes, on_progress, history_from, workers, rebuild: bool = False
+) -> dict:
+    started = time.perf_counter()  # the whole run: reading the previous KB, indexing, writing the new one
+    _stage(on_progress, "looking for changes")
+    walk = sources.source_paths(repo)
+    damage = None if rebuild else kb_check.live_damage(kb_dir)
+    notes = []
+    if rebuild:
+        shutil.rmtree(kb_dir / RESUME_DIR, ignore_errors=True)
+        notes.append("rebuilt from the source tree (--rebuild): every file parsed again")
+    elif damage is not None:
+        notes.append(f"the knowledge base was damaged ({damage}): rebuilt from the source tree")
+    reuse = not rebuild and damage is None
+    cache = stat_cache.read_cache(kb_dir) if reuse else None  # (read once: the fast exit and the scan both consult it)
+    if history_from is None and reuse:
+        unchanged = stat_cache.unchanged_stats(repo, kb_dir, walk, history, max_file_bytes, cache)
+        if unchanged is not None:
+            return {**unchanged, "seconds": round(time.perf_counter() - started, 3)}
+    tokens.preload()  # cl100k loads in a helper process while this one imports and reads the previous KB
+    from cra.dataflows.index.metadata import CONTENTS_FILE
+    from cra.dataflows.index.schema import TABLES
+    from cra.drivers.index.dag import PARALLEL_MIN_FILES, index_frames
+    from cra.drivers.kb.store import live_version, read_metadata, read_tables, write_kb
+
+    previous, skipped, import_context = None, {}, None
+    if reuse and live_version(kb_dir) is not None:
+        try:
+            previous_metadata = read_metadata(kb_dir)
+            if cache is not None and cache.entries and not any(path in walk.paths for path in cache.entries):
+                notes.append(
+                    "previous KB not reused: none of the files it indexed is in this tree (another directory "
+                    "indexed into the same --kb?)"
+                )  # (held while every file is parsed again: 3.5x the memory)
+            elif previous_metadata.get("index_code") == stat_cache.code_digest():
+                previous = read_tables(kb_dir, TABLES)
+                # nothing re-counted: every count is the previous KB's (tiktoken is then not loaded at all)
+                previous_exact = previous_metadata.get("tokenizer") == "cl100k_base"
+                previous_stats = previous_metadata.get("stats") or {}
+                skipped = {k: list(v) for k, v in (previous_stats.get("skipped") or {}).items()}
+                import_context = previous_stats.get("import_context")
+            else:  # what it holds may differ from what this code would index: nothing of it is carried over
+                notes.append("previous KB not reused: it was written by another version of the index code")
+        except CraError as exc:
+            notes.append(f"previous KB not reused: {exc}")
+            reuse = reuse and not isinstance(exc, kb_check.KbDamaged)  # (nothing of a damaged version is linked)
+    _stage(on_progress, "reading the tree")
+    scanned_ns = time.time_ns()
+    known = _known_files(
+        cache, previous, skipped
+    )  # (scan_sources is looked up on its module: tests/kb_compare.py substitutes it)
+    scan = sources.scan_sources(repo, max_file_bytes=max_file_bytes, known=known, walk=walk)
+    contents_dir = Path(tempfile.mkdtemp(dir=kb_dir, prefix=".tmp-contents-"))  # the run writes contents there; linked
+    try:
+        tables, stats = index_frames(
+            repo,
+            previous_kb=previous,
+            history=history,
+            max_file_bytes=max_file_bytes,
+            on_progress=on_progress,
+            history_from=history_from,
+            workers=workers,
+            scan=scan,
+            previous_skipped=skipped,
+            previous_import_context=import_context,
+            resume_dir=kb_dir / RESUME_DIR,
+            contents_dir=contents_dir,
+        )
+        exact = tokens.tokens_are_exact() if stats["n_parsed"] or previous is None else previous_exact
+        if stats.get("n_resumed"):
+            notes.append(f"resumed: {stats['n_resumed']} files parsed by an interrupted run were not parsed again")
+        stats = {**stats, "seconds": round(time.perf_counter() - started, 3), "notes": notes, "tokens_exact": exact}
+        metadata = {
+            "repo_root": str(repo),
+            "indexed_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "head": stats.get("head"),
+            "history_available": bool(stats.get("history_available")),
+            "tokenizer": "cl100k_base" if exact else "len/4 estimate",
+            "index_code": stat_cache.code_digest(),  # a KB of other index code is never reused (see above)
+            "stats": stats,
+        }
+        _stage(on_progress, "writing the knowledge base")
+        version = write_kb(
+            kb_dir,
+            tables,
+            metadata,
+            previous,
+            written={"contents": contents_dir / CONTENTS_FILE},
+            trim_heap=stats["n_parsed"] >= PARALLEL_MIN_FILES,
+            reuse_live=reuse,
+        )
+    finally:
+        shutil.rmtree(contents_dir, ignore_errors=True)
+    shutil.rmtree(kb_dir / RESUME_DIR, ignore_errors=True)
+    if history_from is None and scan.walk is not None:  # (a scan made elsewhere, e.g. tests/kb_compare.py, has no walk)
+        hashes = dict(zip(scan.frame["path"].tolist(), scan.frame["hash"].tolist()))  # (bulk-converted: 4x faster)
+        entries = {path: [*stat, hashes.get(path)] for path, stat in scan.stats.items()}
+        fingerprint = stat_cache.index_fingerprint(repo, scan.walk, history, max_file_bytes)
+        stat_cache.write_cache(
+            kb_dir, stat_cache.StatCache(version.name, fingerprint, scanned_ns, entries, stat_cache.code_digest())
+        )
+    stats["seconds"] = round(time.perf_counter() - started, 3)
+    stats["kb_dir"] = str(kb_dir)
+    return stats
+
+
+def resumable_batches(kb_dir: Path) -> int:
+    """Parsed batches an interrupted run left for the next one (what `cra index` says when interrupted)."""
+    return sum(1 for _ in (Path(kb_dir) / RESUME_DIR).glob("*/*.pickle"))
+
+
+def _known_files(cache: stat_cache.StatCache | None, previous: dict | None, skipped: dict[str, list[str]]):
+    """The stat cache's vouching function, or None: for files the previous KB indexed with the content the cache
+    recorded, and, when the index code is the same, for files the last run left out (`skipped`: reason -> paths)
+    but for manifests, whose text the dataflow reads."""
+    if cache is None or previous is None or "files" not in previous:
+        return None
+    from cra.dataflows.index.conventions import manifest_names
+    from cra.drivers.common.conventions import load_conventions
+
+    indexed = dict(zip(previous["files"]["path"].tolist(), previous["files"]["hash"].tolist()))
+    left_out = set().union(*skipped.values()) if cache.code == stat_cache.code_digest() else set()
+    manifests = manifest_names(load_conventions()) | {"go.mod"}
+    left_out -= {p for p in left_out if p.rsplit("/", 1)[-1] in manifests}
+
+    def known(path: str, stat: tuple[int, int, int]) -> str | None:
+        sha1 = cache.trusted(path, stat)
+        return sha1 if sha1 is not None and (indexed.get(path) == sha1 or path in left_out) else None
+
+    return known
+
+
+def index_lock_path(kb_dir: Path) -> Path:
+    """The lock file that one `cra index` run holds while it writes kb_dir (a second run waits on it)."""
+    return Path(kb_dir) / INDEX_LOCK

@@ -1,0 +1,195 @@
+"""What the last index saw of each file, so a re-index reads only what changed and an unchanged tree costs a walk.
+
+`<kb>/scan-cache.json` maps every scanned path to (size, mtime_ns, inode, sha1) as of the scan that wrote the live
+KB version it names, plus a fingerprint of everything else a run depends on (options, git HEAD and tracked files,
+the walk's ignore count, the index code and convention tables). A file whose stat still matches is not read or
+hashed again; a tree whose paths, stats and fingerprint all match is not re-indexed at all (`unchanged_stats`).
+
+Racily clean files (as git calls them): a file modified within RACY_NS before the scan that recorded it could be
+edited again within the same mtime tick without its stat changing, so its stat alone is never trusted: it is read
+and hashed again. This module is light to import (no pandas): `cra index` on an unchanged tree loads nothing else.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cra.drivers.common.output import write_text_atomic
+from cra.drivers.common.shipped import shipped_path
+from cra.drivers.index.git_history import git_head
+from cra.drivers.kb.location import live_version
+
+if TYPE_CHECKING:  # (the type only: `cra retrieve`'s staleness check reads the cache without the walk's modules)
+    from cra.drivers.index.sources import SourcePaths
+
+CACHE_FILE = "scan-cache.json"
+RACY_NS = 2_000_000_000  # mtime granularity of the coarsest file systems we may meet (FAT: 2 s)
+_FORMAT = 2
+# the code and tables an index run's output depends on (modules and packages by import name, shipped data folders):
+# a change to any of them means the tree must be re-indexed
+_CODE = (
+    "cra.dataflows.index",
+    "cra.dataflows.lexical",
+    "cra.dataflows.text",
+    "cra.dataflows.retrieval.vocabulary",
+    "cra.dataflows.retrieval.word_tables",
+    "cra.drivers.index.sources",
+    "cra.drivers.index.indexer",
+    "cra.drivers.index.dag",
+    "cra.drivers.kb.store",
+    "cra.drivers.kb.check",
+    "cra.drivers.kb.word_cache",
+)
+_DATA = ("conventions",)
+
+
+@dataclass(frozen=True)
+class StatCache:
+    version: str  # the KB version directory written by the scan these entries come from
+    fingerprint: str  # index_fingerprint of that run
+    scanned_ns: int  # wall clock when that scan began: entries modified within RACY_NS before it are not trusted
+    entries: dict[str, list]  # path -> [size, mtime_ns, inode, sha1 or None when oversized]
+    code: str = ""  # code_digest() of that run: what a file is (binary, generated, unsupported) may change with it
+
+    def trusted(self, path: str, stat: tuple[int, int, int]) -> str | None:
+        """The recorded sha1 of path when its stat (size, mtime_ns, inode) still matches and is not racy, else None."""
+        entry = self.entries.get(path)
+        if entry is None or tuple(entry[:3]) != stat or entry[1] >= self.scanned_ns - RACY_NS:
+            return None
+        return entry[3]
+
+
+def file_stat(path: str) -> tuple[int, int, int] | None:
+    """(size, mtime_ns, inode) of a file, None when it cannot be stat'ed."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns, st.st_ino
+
+
+def sha1_of(path: str) -> str | None:
+    """sha1 hex of a file's bytes, None when it cannot be read."""
+    try:
+        with open(path, "rb") as fh:
+            return hashlib.sha1(fh.read()).hexdigest()
+    except OSError:
+        return None
+
+
+@lru_cache(maxsize=1)
+def code_digest() -> str:
+    """sha1 of every file in _CODE (the index code) and _DATA (the convention tables), in a fixed order."""
+    digest = hashlib.sha1()
+    named = [(name, _source_root(name)) for name in _CODE] + [(name, shipped_path(name)) for name in _DATA]
+    for name, path in named:
+        files = sorted(p for p in path.rglob("*") if p.suffix in (".py", ".toml")) if path.is_dir() else [path]
+        for file in (f for f in files if f.is_file()):
+            relative = file.relative_to(path).as_posix() if path.is_dir() else ""
+            digest.update(f"{name}/{relative}".encode() + b"\0" + file.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def _source_root(module: str) -> Path:
+    """A package's folder or a module's file, found without importing it."""
+    spec = importlib.util.find_spec(module)
+    return Path(next(iter(spec.submodule_search_locations))) if spec.submodule_search_locations else Path(spec.origin)
+
+
+def index_fingerprint(repo: Path, walk: SourcePaths, history: int, max_file_bytes: int) -> str:
+    """What an index run's output depends on besides the files' contents: options, git HEAD (when history is read),
+    the tracked paths, the walk's ignored / unlistable counts, and the index code itself."""
+    facts = {
+        "format": _FORMAT,
+        "history": history,
+        "max_file_bytes": max_file_bytes,
+        "head": git_head(repo) if history > 0 else None,
+        "tracked": hashlib.sha1("\0".join(walk.tracked).encode()).hexdigest(),
+        "n_ignored": walk.n_ignored,
+        "unreadable": sorted(map(list, walk.unreadable)),
+    }
+    return hashlib.sha1(json.dumps({**facts, "code": code_digest()}, sort_keys=True).encode()).hexdigest()
+
+
+def read_cache(kb_dir: Path) -> StatCache | None:
+    """The cache beside a KB when it belongs to the live version (CURRENT), else None (then every file is read)."""
+    kb_dir = Path(kb_dir)
+    try:
+        data = json.loads((kb_dir / CACHE_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    live = live_version(kb_dir)
+    if not isinstance(data, dict) or data.get("format") != _FORMAT or live is None or data.get("version") != live.name:
+        return None
+    return StatCache(
+        data["version"], data["fingerprint"], int(data["scanned_ns"]), data["entries"], data.get("code", "")
+    )
+
+
+def write_cache(kb_dir: Path, cache: StatCache) -> None:
+    """Replace the cache beside a KB (atomically: a reader sees the old one or the new one)."""
+    data = {
+        "format": _FORMAT,
+        "version": cache.version,
+        "fingerprint": cache.fingerprint,
+        "scanned_ns": cache.scanned_ns,
+        "entries": cache.entries,
+        "code": cache.code,
+    }
+    write_text_atomic(Path(kb_dir) / CACHE_FILE, json.dumps(data, separators=(",", ":")))
+
+
+def unchanged_stats(
+    repo: Path, kb_dir: Path, walk: SourcePaths, history: int, max_file_bytes: int, cache: StatCache | None
+) -> dict | None:
+    """The live KB's run statistics when re-indexing repo (walked: `walk`) would rebuild exactly that KB (same paths,
+    same contents, same fingerprint), else None. cache: `read_cache(kb_dir)`. Files whose stat changed or is racy are
+    hashed; when all of them kept their content the cache is refreshed with their new stats (the KB itself is never
+    written here)."""
+    started, scanned_ns = time.perf_counter(), time.time_ns()
+    if cache is None:
+        return None
+    if walk.paths.keys() != cache.entries.keys():
+        return None
+    if index_fingerprint(repo, walk, history, max_file_bytes) != cache.fingerprint:
+        return None
+    entries, rechecked = dict(cache.entries), False
+    for rel, path in walk.paths.items():
+        stat = file_stat(path)
+        if stat is None:
+            return None
+        entry = cache.entries[rel]
+        if entry[3] is None:  # oversized when indexed: unchanged while it still is
+            if stat[0] <= max_file_bytes:
+                return None
+            continue
+        if cache.trusted(rel, stat) is None:
+            if stat[0] > max_file_bytes or sha1_of(path) != entry[3]:
+                return None
+            entries[rel], rechecked = [*stat, entry[3]], True
+    try:
+        metadata = json.loads((Path(kb_dir) / cache.version / "metadata.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if rechecked:
+        write_cache(kb_dir, StatCache(cache.version, cache.fingerprint, scanned_ns, entries, cache.code))
+    stats = dict(metadata.get("stats") or {})
+    note = "nothing changed since the last index: the knowledge base was left as it was"
+    return {
+        **stats,
+        "n_parsed": 0,
+        "n_reused": stats.get("n_files", 0),
+        "workers": 1,
+        "notes": [note],
+        "seconds": round(time.perf_counter() - started, 3),
+        "kb_dir": str(kb_dir),
+        "unchanged": True,
+    }

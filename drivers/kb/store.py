@@ -1,0 +1,450 @@
+"""The knowledge base on disk: versioned Parquet tables, swapped in atomically, loaded once per process.
+
+Layout of a KB directory (default `<repo>/.cra/`):
+    CURRENT            name of the live version directory (replaced atomically, last)
+    v-<stamp>/         one file per table of `cra.dataflows.index.schema` (Parquet; the `_MAPPED` ones Arrow IPC),
+                       plus metadata.json, plus the finished BM25 arrays of each term table (`<terms>.bm25.arrow`,
+                       see LEXICONS): derived data, so a KB without them (or of another lexicon format) is still
+                       read, by rebuilding; likewise the per-KB word tables (`words.<name>*.arrow`, see
+                       `cra.drivers.kb.word_cache`), reused only when written by the same `vocabulary` / `text` code
+    scan-cache.json    what the last index saw of each file (`cra.drivers.index.stat_cache`), naming the version it belongs to
+A run that dies before CURRENT is replaced leaves the previous version live and intact. A version's files are never
+modified once written, so a new version hard-links the files of tables that did not change from the live one.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from cra.dataflows import lexical
+from cra.dataflows.index.mapped import TEXT_TABLES, read_mapped, write_mapped
+from cra.dataflows.index.schema import REQUEST_TABLES, SCHEMA_VERSION, TABLES, arrow_schema
+from cra.dataflows.lexical import Bm25Index
+from cra.dataflows.retrieval import vocabulary
+from cra.drivers.common.errors import CraError
+from cra.drivers.kb.check import INVENTORY_KEY, KbDamaged, clear_damage, inventory, mark_damaged, version_damage
+from cra.drivers.kb.location import CURRENT, KB_DIRNAME, check_writable, default_kb_dir, live_version  # noqa: F401 (re-exported)
+from cra.drivers.kb.word_cache import (
+    read_word_tables,
+    word_input_digests,
+    word_table_overrides,
+    word_tables,
+    write_word_tables,
+)
+
+_CURRENT = CURRENT
+_METADATA = "metadata.json"
+
+
+# term table -> its doc column: each gets a persisted BM25 index, written with the KB, read on first use
+LEXICONS = {"file_terms": "file_id", "symbol_terms": "symbol_id", "commit_terms": "commit"}
+BUILDS_APART_ROWS = 4_000_000  # term rows up to which the word tables are built beside the lexicons (see write_kb)
+_LEXICON_SUFFIX = ".bm25.arrow"  # Arrow IPC, uncompressed: memory-mapped, a request reads only its terms' postings
+_LEXICON_FORMAT = {b"cra_bm25_format": b"2", b"k1": repr(lexical.K1).encode(), b"b": repr(lexical.B).encode()}
+
+# tables kept as uncompressed Arrow IPC, memory-mapped when read: every file's text and every comment, of which a
+# request reads those of the few files it packs (decoding them from Parquet took 3.4 s and 0.55 s on OpenJDK), and
+# the term tables the lexicons are built from, which a re-index reads whole (Django's symbol terms: Parquet read
+# 85 ms, written 128 ms; mapped 6 and 34 ms, 18 MB instead of 3)
+_MAPPED = frozenset({"contents", "comments", *LEXICONS, "concept_terms"})
+_ROW_GROUP = 1 << 20  # rows of a Parquet table converted and written at once (pyarrow's default row group size)
+
+
+def table_file(name: str) -> str:
+    """The file name of a table in a version directory."""
+    return f"{name}.arrow" if name in _MAPPED else f"{name}.parquet"
+
+
+def _write_table(staging: Path, name: str, frame: pd.DataFrame | None) -> None:
+    """One table as Parquet (snappy, dictionary-encoded), or for _MAPPED tables as uncompressed Arrow IPC."""
+    if name in _MAPPED:
+        write_mapped(frame, name, staging / table_file(name))
+        return
+    if frame is None or frame.empty:  # typed by the schema, whatever an empty frame's columns were inferred as
+        frame = pd.DataFrame({c: pd.Series(dtype=object) for c in TABLES[name]})
+    frame, schema = frame[list(TABLES[name])], arrow_schema(name)
+    coded = {c: "str" for c in frame.columns if isinstance(frame[c].dtype, pd.CategoricalDtype)}
+    batches = (
+        pa.Table.from_pandas(frame.iloc[start : start + _ROW_GROUP].astype(coded), schema=schema, preserve_index=False)
+        for start in range(0, max(len(frame), 1), _ROW_GROUP)
+    )  # dictionary-encoded terms decoded a group at a time
+    first = next(batches)
+    with pq.ParquetWriter(staging / table_file(name), first.schema) as writer:  # (the schema with pandas' metadata)
+        for batch in itertools.chain([first], batches):
+            writer.write_table(batch)
+
+
+def _read_table(version: Path, name: str, arrow_lists: bool = False) -> pd.DataFrame:
+    """One table as a frame; a _MAPPED one is a zero-copy view of its memory-mapped file (Arrow-backed columns),
+    unless the version predates that (its Parquet file is read; the next `cra index` rewrites it). arrow_lists:
+    list columns (file concepts, decorators) stay Arrow-backed instead of becoming a Python list per row, which
+    took a cold request 0.5 s at 100k files; a request does not read them, only word tables built anew do."""
+    path = version / table_file(name)
+    if name in _MAPPED and path.is_file():
+        return read_mapped(path, arrow_backed=name in TEXT_TABLES)
+    lists = (lambda t: pd.ArrowDtype(t) if pa.types.is_list(t) else None) if arrow_lists else None
+    return (
+        pq.ParquetFile(version / f"{name}.parquet").read().to_pandas(types_mapper=lists)
+    )  # (not pq.read_table: its dataset layer cost 46 ms)
+
+
+def _write_lexicon(staging: Path, terms: str, frame: pd.DataFrame) -> None:
+    """The finished BM25 arrays of one term table as a one-row Arrow IPC table of list columns."""
+    index = Bm25Index.from_terms(frame, LEXICONS[terms])
+    columns = {}
+    for name, values in index.arrays().items():
+        if isinstance(values, lexical.ArrowVocabulary):
+            flat = values.array.cast(pa.string())
+        else:
+            flat = (
+                pa.array(values, type=pa.string()) if values.dtype == object and name == "vocab" else pa.array(values)
+            )
+        columns[name] = pa.ListArray.from_arrays(pa.array([0, len(flat)], type=pa.int32()), flat)
+    table = pa.table(columns).replace_schema_metadata(_LEXICON_FORMAT)
+    with pa.ipc.new_file(staging / f"{terms}{_LEXICON_SUFFIX}", table.schema) as writer:
+        writer.write_table(table)
+
+
+def _read_lexicon(version: Path, terms: str) -> Bm25Index | None:
+    """The persisted BM25 index of a term table, memory-mapped (arrays are views of the file: a request pages in
+    the postings of its own terms only); None when absent or of another format (then rebuild)."""
+    path = version / f"{terms}{_LEXICON_SUFFIX}"
+    if not path.is_file():
+        return None
+    table = pa.ipc.open_file(pa.memory_map(str(path), "r")).read_all()
+    if (table.schema.metadata or {}) != _LEXICON_FORMAT or table.num_rows != 1:
+        return None
+    values = {name: table.column(name).chunk(0).values for name in lexical.ARRAYS}
+    return Bm25Index(
+        lexical.ArrowVocabulary(values.pop("vocab")),
+        *(values[name].to_numpy(zero_copy_only=False) for name in lexical.ARRAYS[1:]),
+    )
+
+
+def _same_table(name: str, frame: pd.DataFrame | None, before: pd.DataFrame | None) -> bool:
+    """Whether a table to write holds the same values as the live version's as read (then its file is linked, not
+    written): columns compared as the schema's arrow types, so lists equal arrays and None equals NaN."""
+    if frame is None or before is None or len(frame) != len(before):
+        return False
+    if not len(frame):
+        return True  # an empty table is written typed by the schema, whatever its frame's dtypes
+    try:
+        return all(
+            frame[c].equals(before[c])
+            if frame[c].dtype == before[c].dtype and frame[c].dtype != object
+            else pa.array(frame[c], type=t, from_pandas=True).equals(pa.array(before[c], type=t, from_pandas=True))
+            for c, t in TABLES[name].items()
+        )
+    except (KeyError, TypeError, ValueError, pa.ArrowException):  # not provably equal: written
+        return False
+
+
+def _same_contents(tables: dict[str, pd.DataFrame], previous: dict[str, pd.DataFrame]) -> bool:
+    """Whether the contents to write are the live version's: each text is its file's content, so the same files with
+    the same hashes mean the same texts, without comparing every text (0.8 s at 100,000 files, and a copy of them)."""
+    files, before = tables.get("files"), previous.get("files")
+    contents, contents_before = tables.get("contents"), previous.get("contents")
+    if files is None or before is None or contents is None or contents_before is None:
+        return False
+    if len(files) != len(before) or len(contents) != len(contents_before):
+        return False
+    return all(files[c].astype(str).tolist() == before[c].astype(str).tolist() for c in ("file_id", "hash"))
+
+
+def _linked(staging: Path, live: Path | None, filename: str) -> bool:
+    """Hard-link a file of the live version into staging (a version's files are never modified); False if impossible."""
+    if live is None or not (live / filename).is_file():
+        return False
+    try:
+        os.link(live / filename, staging / filename)
+    except OSError:
+        return False
+    return True
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    """target as a hard link to source, or a copy where no link can be made (another file system)."""
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
+
+
+def write_kb(
+    kb_dir: Path,
+    tables: dict[str, pd.DataFrame],
+    metadata: dict,
+    previous: dict[str, pd.DataFrame] | None = None,
+    written: dict[str, Path] | None = None,
+    trim_heap: bool = True,
+    reuse_live: bool = True,
+) -> Path:
+    """Write all tables + metadata (plus the BM25 index of each given term table and, given files and symbols, the
+    word tables) into a fresh version directory, then point CURRENT at it.
+
+    written: tables already written in their KB file format (the index writes contents before its parse), by name:
+    linked into the version (copied across file systems) instead of converted again.
+
+    previous: the live version's tables as read; a table equal to its previous frame (and the BM25 index of an
+    unchanged term table) is hard-linked from the live version instead of written again. It is emptied once compared,
+    so that a large KB's previous tables are not held beside the arrays the write builds (1.5 GB at 100,000 files);
+    likewise each of `tables` is removed from it once written and, for those the lexicons and word tables are built
+    from, once these are built (the caller's last use: OpenJDK's texts, comments and file terms are not held while
+    its symbol lexicon is built).
+
+    trim_heap: hand freed memory back to the system after each job (`cra.drivers.common.heap.glibc_trim`): for a run
+    over many files, where the peak matters; a small re-index is faster without.
+
+    reuse_live: False when the live version is damaged: none of its files is linked (nor its word tables).
+
+    The metadata records every file's size and footer (`cra.drivers.kb.check.inventory`), checked before reuse."""
+    kb_dir = Path(kb_dir)
+    check_writable(kb_dir)
+    staging = Path(tempfile.mkdtemp(dir=kb_dir, prefix=".tmp-"))
+    live = live_version(kb_dir) if previous else None
+    same = {
+        name
+        for name in TABLES
+        if live is not None and name != "contents" and _same_table(name, tables.get(name), previous.get(name))
+    }
+    if live is not None and _same_contents(tables, previous):
+        same.add("contents")
+    if previous:
+        previous.clear()
+
+    from cra.drivers.common.heap import glibc_trim
+
+    # each table is let go of once the jobs that read it (its write, and the lexicon or word tables built from it) are
+    # done: the caller's was the last use
+    jobs_reading = Counter(list(TABLES))
+    lock, trim = threading.Lock(), glibc_trim() if trim_heap else None
+
+    def done(*names: str) -> None:
+        with lock:
+            for name in names:
+                jobs_reading[name] -= 1
+                if jobs_reading[name] <= 0:
+                    tables.pop(name, None)
+        if trim is not None:  # hand the freed heap back (the next job's arrays would otherwise come on top of it)
+            trim()
+
+    def table_job(name: str) -> None:
+        unchanged = name in same and _linked(staging, live, table_file(name))
+        if not unchanged and name in (written or {}):
+            _link_or_copy(Path(written[name]), staging / table_file(name))
+        elif not unchanged:
+            _write_table(staging, name, tables.get(name))
+        done(name)
+
+    def lexicon_job(name: str) -> None:
+        if not (name in same and _linked(staging, live, f"{name}{_LEXICON_SUFFIX}")):
+            _write_lexicon(staging, name, tables[name])
+        done(name)
+
+    builds = [lambda name=name: lexicon_job(name) for name in LEXICONS if tables.get(name) is not None]
+    jobs_reading.update(name for name in LEXICONS if tables.get(name) is not None)
+    writes = [lambda name=name: table_job(name) for name in TABLES]
+    words = []
+    if tables.get("files") is not None and tables.get("symbols") is not None:
+        digests = word_input_digests(tables["files"], tables["symbols"])
+        metadata = {**metadata, "word_inputs": digests}
+        previous_version = live_version(kb_dir) if reuse_live else None
+        words = [
+            lambda: (
+                write_word_tables(staging, tables["files"], tables["symbols"], previous_version, digests),
+                done("files", "symbols"),
+            )
+        ]
+        jobs_reading.update(["files", "symbols"])
+    # one thread writes the tables; the lexicons and word tables are built with arrays of their own the size of their
+    # table: on a large KB one after another in a second thread (two at once took OpenJDK's write 0.6 GB higher), on
+    # a small one the word tables (Python string work) in a third thread beside the lexicons (numpy and Arrow, which
+    # release the GIL): Django's re-index after an edit writes in 0.27 s instead of 0.34
+    term_rows = sum(len(tables[name]) for name in LEXICONS if tables.get(name) is not None)
+    groups = (words + builds, writes) if term_rows > BUILDS_APART_ROWS else (words, builds, writes)
+    try:
+        with ThreadPoolExecutor(max_workers=len(groups)) as pool:
+            list(pool.map(lambda group: [job() for job in group], groups))
+        metadata = {**metadata, "schema_version": SCHEMA_VERSION, INVENTORY_KEY: inventory(staging)}
+        (staging / _METADATA).write_text(json.dumps(metadata, indent=2, default=str))
+        version = kb_dir / f"v-{time.strftime('%Y%m%dT%H%M%S')}-{staging.name[5:]}"
+        staging.rename(version)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    pointer_tmp = kb_dir / f".{_CURRENT}.tmp"
+    pointer_tmp.write_text(version.name)
+    os.replace(pointer_tmp, kb_dir / _CURRENT)
+    clear_damage(kb_dir)
+    for old in kb_dir.iterdir():  # earlier versions and debris of interrupted runs
+        if old.is_dir() and old != version and (old.name.startswith(("v-", ".tmp-"))):
+            shutil.rmtree(old, ignore_errors=True)
+    return version
+
+
+def read_metadata(kb_dir: Path) -> dict:
+    """The live version's metadata, or a CraError that says how to get a KB."""
+    kb_dir = Path(kb_dir)
+    version = live_version(kb_dir)
+    if version is None:
+        raise CraError(
+            f"No knowledge base at {kb_dir}. Run `cra index REPO` (add --kb {kb_dir} if you keep it there) first."
+        )
+    try:
+        metadata = json.loads((version / _METADATA).read_text())
+    except (OSError, ValueError) as exc:
+        raise KbDamaged(kb_dir, version.name, f"{_METADATA}: {exc}") from None
+    found = metadata.get("schema_version")
+    if found != SCHEMA_VERSION:
+        raise CraError(
+            f"The knowledge base at {kb_dir} has schema version {found}; this cra reads version {SCHEMA_VERSION}. "
+            "Re-run `cra index REPO` to rebuild it."
+        )
+    return metadata
+
+
+def has_usable_kb(kb_dir: Path) -> bool:
+    """Whether kb_dir holds a KB this version of cra can read (else it needs `cra index`)."""
+    try:
+        read_metadata(kb_dir)
+    except CraError:
+        return False
+    return True
+
+
+def read_tables(kb_dir: Path, names, arrow_lists: bool = False) -> dict[str, pd.DataFrame]:
+    """Selected tables of the live version as pandas frames (arrow_lists: see `_read_table`)."""
+    read_metadata(kb_dir)
+    version = live_version(Path(kb_dir))
+
+    def read(name: str) -> pd.DataFrame:
+        try:
+            return _read_table(version, name, arrow_lists)
+        except (OSError, pa.ArrowException) as exc:
+            raise mark_damaged(kb_dir, f"{table_file(name)}: {exc}") from None
+
+    names = list(names)
+    if len(names) == 1:
+        return {names[0]: read(names[0])}
+    with ThreadPoolExecutor(max_workers=4) as pool:  # Parquet decoding releases the GIL
+        return dict(zip(names, pool.map(read, names)))
+
+
+def _read_terms(kb_dir: Path, name: str) -> pd.DataFrame:
+    """A term table with its term column read dictionary-encoded (categorical): the lexicon builds 2x faster."""
+    read_metadata(kb_dir)
+    version = live_version(Path(kb_dir))
+    try:
+        if (version / table_file(name)).is_file():
+            frame = read_mapped(version / table_file(name), arrow_backed=False)
+            return frame.assign(term=frame["term"].astype("category"))
+        return (
+            pq.ParquetFile(version / f"{name}.parquet", read_dictionary=["term"]).read().to_pandas()
+        )  # (an older version's)
+    except (OSError, pa.ArrowException) as exc:
+        raise mark_damaged(kb_dir, f"{table_file(name)}: {exc}") from None
+
+
+@dataclass
+class KnowledgeBase:
+    """A loaded KB: request tables in memory; lexical indexes and word tables built once, on first use.
+
+    The word tables (`cra.dataflows.retrieval.word_tables`) hold the per-file / per-symbol string work (splitting
+    paths and names into words, stemming) so that a request only merges against them.
+    """
+
+    kb_dir: Path
+    metadata: dict
+    tables: dict[str, pd.DataFrame] = field(repr=False)
+
+    @property
+    def files(self) -> pd.DataFrame:
+        return self.tables["files"]
+
+    @cached_property
+    def contents(self) -> pd.DataFrame:
+        return read_tables(self.kb_dir, ["contents"])["contents"]
+
+    def lexicon(self, terms: str) -> Bm25Index:
+        """The BM25 index of a term table: persisted arrays when the KB has them, else built from the terms."""
+        version = live_version(self.kb_dir)
+        try:
+            found = _read_lexicon(version, terms) if version is not None else None
+        except (OSError, pa.ArrowException) as exc:
+            raise mark_damaged(self.kb_dir, f"{terms}{_LEXICON_SUFFIX}: {exc}") from None
+        return found if found is not None else Bm25Index.from_terms(_read_terms(self.kb_dir, terms), LEXICONS[terms])
+
+    @cached_property
+    def file_lexicon(self) -> Bm25Index:
+        return self.lexicon("file_terms")
+
+    @cached_property
+    def commit_lexicon(self) -> Bm25Index:
+        return self.lexicon("commit_terms")
+
+    @cached_property
+    def symbol_lexicon(self) -> Bm25Index:
+        return self.lexicon("symbol_terms")
+
+    @cached_property
+    def words(self) -> dict[str, pd.DataFrame | vocabulary.WordIndex]:
+        """The per-KB word tables: as persisted with the KB, or (older KB, changed vocabulary code) built now."""
+        version = live_version(self.kb_dir)
+        try:
+            found = read_word_tables(version) if version is not None else {}
+        except (OSError, ValueError, KeyError, pa.ArrowException) as exc:
+            raise mark_damaged(self.kb_dir, f"word tables: {exc}") from None
+        return found or word_tables(self.files, self.tables["symbols"])
+
+    @cached_property
+    def word_overrides(self) -> dict[str, object]:
+        """Every node of `cra.dataflows.retrieval.word_tables` as a retrieval-DAG override (`kb_<name>`): the persisted
+        tables, and the name index and symbol table built from them once per loaded KB."""
+        return word_table_overrides(self.words, self.tables)
+
+    @cached_property
+    def task_free_overrides(self) -> dict[str, object]:
+        """The word-table overrides plus the nodes that depend on the KB alone, not on the task (how many files
+        import each file, the issue templates' lines), computed once per loaded KB instead of once per request."""
+        from cra.dataflows.retrieval.combination import file_roles
+        from cra.dataflows.retrieval.issue_templates import issue_template_lines
+        from cra.dataflows.retrieval.signals import structural_centrality
+
+        return {
+            **self.word_overrides,
+            "structural_centrality": structural_centrality(self.files, self.tables["edges"]),
+            "file_roles": file_roles(self.files),
+            "issue_template_lines": issue_template_lines(self.files, self.contents),
+        }
+
+
+_LOADED: dict[tuple[str, str], KnowledgeBase] = {}
+
+
+def load_kb(kb_dir: Path) -> KnowledgeBase:
+    """The KB at kb_dir, loaded once per process per version (a re-index is picked up on the next call)."""
+    kb_dir = Path(kb_dir).resolve()
+    metadata = read_metadata(kb_dir)
+    key = (str(kb_dir), (kb_dir / _CURRENT).read_text().strip())
+    if key not in _LOADED:
+        damage = version_damage(kb_dir / key[1], metadata)  # (a few small reads: each file's size and footer)
+        if damage is not None:
+            raise mark_damaged(kb_dir, damage)
+        _LOADED.clear()
+        _LOADED[key] = KnowledgeBase(kb_dir, metadata, read_tables(kb_dir, REQUEST_TABLES, arrow_lists=True))
+    return _LOADED[key]

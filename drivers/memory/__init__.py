@@ -1,0 +1,1 @@
+"""Scoped memories: the store, the query driver and `cra memory`."""

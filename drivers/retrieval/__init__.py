@@ -1,0 +1,1 @@
+"""Answering a request: the retrieval DAG over a loaded KB, its pinned sections and reports."""

@@ -1,0 +1,242 @@
+"""Runs the retrieval dataflow for one task against a loaded KB: one Hamilton driver per request."""
+
+from __future__ import annotations
+
+import time
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import pandas as pd
+from hamilton import driver
+
+from cra.dataflows.retrieval import (
+    assembly,
+    budget,
+    combination,
+    issue_templates,
+    pinned,
+    precision,
+    render,
+    scope,
+    signals,
+    symbol_signals,
+    task_analysis,
+    word_tables,
+)
+from cra.dataflows.retrieval.models import ContextPackage, PinnedSection
+from cra.dataflows.retrieval.signal_list import KNOBS, checked_weights
+from cra.drivers.common.conventions import load_conventions
+from cra.drivers.common.errors import CraError
+from cra.drivers.common.shipped import shipped_path
+from cra.drivers.common.tokens import count_tokens
+from cra.drivers.kb.store import KnowledgeBase
+
+# the retrieval DAG, stage by stage (word_tables: nodes a request gets as overrides from the loaded KB)
+MODULES = (
+    word_tables,
+    issue_templates,
+    task_analysis,
+    signals,
+    combination,
+    scope,
+    symbol_signals,
+    precision,
+    pinned,
+    budget,
+    assembly,
+    render,
+)
+DEFAULT_BUDGET = 32_768
+DEFAULT_SCOPE_SIZE = 75
+MIN_BUDGET = 256
+AUTO_BUDGET_CAP = 8_192  # --budget auto: the package stops where the symbol scores fall off, never above this
+# the original retrieval specification's behaviour where ours deviates, each one switch (`--seed-variants`; README "Deviations from the seeds")
+SEED_VARIANTS = {
+    "task_types": "seed's task-type weight adjustments (bug_fix: recency .15, centrality 0; ...)",
+    "budget_split": "seed's section split 60/10/15/10/5 (ours 75/5/10/5/5)",
+    "floor": "seed's floor: every primary of a seed file (ours: the two best-ranked symbols)",
+    "eviction": "seed's eviction: lower tiers evicted whole, then primary bodies demoted (ours: demote first)",
+    "primaries": "seed's gate 4: primaries only from seed files or symbols the task names (ours: top of the ranking)",
+}
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    """What one request produced: the package, the ranked scope, the full signal matrix, and timing."""
+
+    package: ContextPackage
+    scope: pd.DataFrame
+    signal_matrix: pd.DataFrame
+    outputs: dict
+    seconds: float
+
+
+def retrieval_driver(
+    llm_assist: bool = False, adapters: tuple = (), seed_variants: tuple[str, ...] = ()
+) -> driver.Driver:
+    """The retrieval DAG (every module of MODULES), configured for this request (LLM assist, the seed variants
+    switched on); built once per configuration unless lifecycle adapters (e.g. `cra.drivers.bench.timing.NodeTimer`) are
+    attached."""
+    variants = checked_seed_variants(seed_variants)
+    if not adapters:
+        return _shared_driver(llm_assist, variants)
+    return _builder(llm_assist, variants).with_adapters(*adapters).build()
+
+
+@lru_cache(maxsize=8)
+def _shared_driver(llm_assist: bool, seed_variants: tuple[str, ...] = ()) -> driver.Driver:
+    return _builder(llm_assist, seed_variants).build()
+
+
+def _builder(llm_assist: bool, seed_variants: tuple[str, ...] = ()) -> driver.Builder:
+    variants = {f"seed_{name}": name in seed_variants for name in SEED_VARIANTS}
+    return driver.Builder().with_modules(*MODULES).with_config({"llm_assist": llm_assist, **variants})
+
+
+def checked_seed_variants(names) -> tuple[str, ...]:
+    """The seed variants asked for, sorted and known (`all`: every one); CraError naming the valid ones otherwise."""
+    names = [n.strip() for n in (names.split(",") if isinstance(names, str) else names or ()) if n and n.strip()]
+    if "all" in names:
+        return tuple(sorted(SEED_VARIANTS))
+    unknown = sorted(set(names) - set(SEED_VARIANTS))
+    if unknown:
+        raise CraError(f"Unknown seed variant(s) {', '.join(unknown)}. Valid: {', '.join(SEED_VARIANTS)}, or all.")
+    return tuple(sorted(set(names)))
+
+
+def kb_inputs(kb: KnowledgeBase) -> dict:
+    """The KB-derived inputs every retrieval node may ask for (its word tables come as overrides:
+    `kb.task_free_overrides`)."""
+    t = kb.tables
+    return {
+        "kb_warnings": list((kb.metadata.get("stats") or {}).get("warnings") or []),
+        "kb_files": t["files"],
+        "kb_symbols": t["symbols"],
+        "kb_comments": t["comments"],
+        "kb_edges": t["edges"],
+        "kb_symbol_edges": t["symbol_edges"],
+        "kb_cochange": t["cochange"],
+        "kb_commits": t["commits"],
+        "kb_commit_files": t["commit_files"],
+        "kb_companions": t.get("companions"),
+        "kb_contents": kb.contents,
+        "file_lexicon": kb.file_lexicon,
+        "symbol_lexicon": kb.symbol_lexicon,
+        "commit_lexicon": kb.commit_lexicon,
+        "language_conventions": load_conventions(),
+    }
+
+
+def _read_toml(path: Path) -> dict:
+    try:
+        return tomllib.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise CraError(f"Weights file {path} does not exist. Pass a TOML file such as data/weights.toml.") from None
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise CraError(f"Weights file {path} is not valid TOML ({exc}). Fix it, e.g. `lexical_match = 0.3`.") from None
+
+
+def _numbers(table: dict, path: Path, known: tuple[str, ...] | None = None) -> dict[str, float]:
+    """A table of weights as floats, checked by `signal_list.checked_weights` (names too, when `known`)."""
+    try:
+        return checked_weights(table, known)
+    except ValueError as exc:
+        raise CraError(f"Weights file {path}: {exc}.") from None
+
+
+def load_weights(path: Path) -> dict[str, float]:
+    """User overrides from TOML: `[weights]` and `[priors]` tables, or top-level `name = number` pairs."""
+    data = _read_toml(path)
+    tables = [data[t] for t in ("weights", "priors") if isinstance(data.get(t), dict)] or [data]
+    return {k: v for table in tables for k, v in _numbers(table, path, KNOBS).items()}
+
+
+@lru_cache(maxsize=1)
+def default_weight_profile() -> dict:
+    """The shipped profile (`data/weights.toml`: fitted weights, priors, task-type adjustments)."""
+    path = shipped_path("weights.toml")
+    data = _read_toml(path)
+    profile = {"weights": _numbers(data.get("weights", {}), path), "priors": _numbers(data.get("priors", {}), path)}
+    if "task_types" in data:
+        profile["task_types"] = {t: _numbers(v, path) for t, v in data["task_types"].items()}
+    return profile
+
+
+@lru_cache(maxsize=1)
+def default_file_ranker():
+    """The shipped learned file ranker (`data/models/file_ranker.json`, `cra.drivers.research.learn_ranker`)."""
+    from cra.dataflows.retrieval.learned import TreeModel
+
+    return TreeModel.read(shipped_path("models", "file_ranker.json"))
+
+
+@lru_cache(maxsize=1)
+def default_symbol_weights() -> dict:
+    """The shipped symbol-signal weights (`data/symbol_weights.toml`, fitted by `cra.drivers.research.fit_symbol_weights`)."""
+    path = shipped_path("symbol_weights.toml")
+    return _numbers(_read_toml(path).get("weights", {}), path)
+
+
+def retrieve(
+    kb: KnowledgeBase,
+    task_text: str,
+    *,
+    budget: int | str = DEFAULT_BUDGET,
+    scope_size: int = DEFAULT_SCOPE_SIZE,
+    weights: dict | None = None,
+    llm_assist: bool = False,
+    llm_client=None,
+    prompt_template: str | None = None,
+    outputs: tuple[str, ...] = (),
+    adapters: tuple = (),
+    pinned_sections: tuple[PinnedSection, ...] | Callable[[pd.DataFrame], tuple[PinnedSection, ...]] = (),
+    seed_variants: tuple[str, ...] = (),
+) -> Retrieval:
+    """Run the pipeline; `outputs` names extra nodes to return (e.g. "markdown_text", "symbol_tiers");
+    `adapters` are Hamilton lifecycle hooks watching the run (e.g. per-node timing); `pinned_sections` go at the
+    top of the package (guidance, memories), or a function of the ranked scope that makes them (the ranking is
+    then computed once and reused). `budget="auto"` stops adding bodies where the symbol scores fall off (at most
+    AUTO_BUDGET_CAP tokens) and says where and why in `provenance.auto_budget`. `seed_variants` switches on seed
+    001's behaviour where ours deviates (SEED_VARIANTS)."""
+    budget_mode = "auto" if budget == "auto" else "fixed"
+    budget = AUTO_BUDGET_CAP if budget == "auto" else budget
+    if not task_text or not task_text.strip():
+        raise CraError(
+            "The task description is empty. Pass it as an argument, with --task-file F, or on stdin with `-`."
+        )
+    if budget < MIN_BUDGET:
+        raise CraError(f"--budget {budget} is too small to hold a task and any code; use at least {MIN_BUDGET}.")
+    if scope_size < 1:
+        raise CraError(f"--scope-size must be at least 1 (got {scope_size}).")
+    try:
+        checked_weights(weights)
+    except ValueError as exc:
+        raise CraError(f"Weights: {exc}.") from None
+    inputs = {
+        **kb_inputs(kb),
+        "task_text": task_text,
+        "budget": int(budget),
+        "budget_mode": budget_mode,
+        "scope_size": int(scope_size),
+        "weights_override": weights,
+        "weight_profile": default_weight_profile(),
+        "symbol_weight_profile": default_symbol_weights(),
+        "file_ranker": default_file_ranker(),
+        "count_tokens": count_tokens,
+        "prompt_template": prompt_template or render.DEFAULT_PROMPT_TEMPLATE,
+    }
+    if llm_assist:
+        inputs["llm_client"] = llm_client
+    wanted = ["context_package", "scope", "signal_matrix", *outputs]
+    started = time.perf_counter()
+    dag, overrides = retrieval_driver(llm_assist, adapters, seed_variants), kb.task_free_overrides
+    if callable(pinned_sections):
+        ranked = dag.execute(["task_query", "signal_matrix", "scope"], inputs=inputs, overrides=overrides)
+        overrides, pinned_sections = overrides | ranked, pinned_sections(ranked["scope"])
+    inputs["pinned_sections"] = tuple(pinned_sections)
+    result = dag.execute(list(dict.fromkeys(wanted)), inputs=inputs, overrides=overrides)
+    seconds = time.perf_counter() - started
+    return Retrieval(result["context_package"], result["scope"], result["signal_matrix"], result, seconds)

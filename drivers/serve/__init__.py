@@ -1,0 +1,1 @@
+"""`cra serve`: warm knowledge bases served to coding agents over MCP."""

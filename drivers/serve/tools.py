@@ -1,0 +1,340 @@
+"""What each `cra serve` tool does, as plain functions over a `Workspace` (the MCP layer in drivers/serve/server.py only
+registers them): user errors raise CraError, results are text or JSON-ready dicts."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pandas as pd
+
+from cra.drivers.common.errors import CraError
+from cra.drivers.retrieval.pinned import default_project
+from cra.drivers.serve.workspace import Workspace
+
+DEFAULT_BUDGET = 16_000  # tokens: a package that fits under agent clients' tool-output limits (Claude Code: 25k)
+FORMATS = ("markdown", "json")
+
+
+def _check_task(task: str) -> str:
+    if not isinstance(task, str) or not task.strip():
+        raise CraError("The task is empty. Pass the issue text, failing test or stack trace as `task`.")
+    return task
+
+
+def get_context(
+    ws: Workspace,
+    task: str,
+    repo: str | None = None,
+    budget: int | str | None = None,
+    format: str = "markdown",
+    memories: bool = False,
+    task_id: str | None = None,
+) -> str:
+    """The context package for a task: markdown, or the JSON document of `cra retrieve --format json`; with the
+    memories that apply and an escalation task's guidance on top when asked; budget "auto" is the compact package."""
+    from cra.drivers.retrieval import pinned
+    from cra.drivers.retrieval.retriever import retrieve
+
+    if format not in FORMATS:
+        raise CraError(f"Unknown format {format!r}; use one of {', '.join(FORMATS)}.")
+    from cra.drivers.retrieval.retriever import AUTO_BUDGET_CAP
+
+    budget = DEFAULT_BUDGET if budget is None else budget
+    with ws.fresh(repo) as (served, kb):
+        guidance = pinned.guidance_section(None, task_id) if task_id else None
+        tokens = AUTO_BUDGET_CAP if budget == "auto" else budget
+        notes = (
+            pinned.memory_section_for(None, default_project(served.root), None, task, tokens, kb.files)
+            if memories
+            else None
+        )
+        result = retrieve(
+            kb,
+            _check_task(task),
+            budget=budget,
+            outputs=(f"{format}_text",),
+            pinned_sections=pinned.pinned_sections(guidance, notes),
+        )
+    return result.outputs[f"{format}_text"]
+
+
+def explain_file(ws: Workspace, task: str, path: str, repo: str | None = None, budget: int | None = None) -> dict:
+    """Why a file is or is not in the context for a task: its rank, every signal with its weight, what the budget
+    did to it, which of its symbols went in at which depth (all read from the retrieval's provenance)."""
+    from cra.drivers.retrieval.retriever import retrieve
+
+    with ws.fresh(repo) as (served, kb):
+        rel = ws.relative_path(served, path)
+        result = retrieve(kb, _check_task(task), budget=DEFAULT_BUDGET if budget is None else budget)
+    provenance = result.package.provenance
+    out: dict = {"path": rel, "repo": str(served.root)}
+    matrix = result.signal_matrix.sort_values(["total", "score", "path"], ascending=[False, False, True])
+    row = matrix[matrix["path"] == rel]
+    if row.empty:
+        on_disk = (served.root / rel).is_file()
+        out.update(
+            indexed=False,
+            in_package=False,
+            verdict=(
+                f"{rel} is not in the knowledge base: "
+                + (
+                    "it is ignored (.gitignore), binary, generated or oversized, so it is never a candidate"
+                    if on_disk
+                    else "no such file in the repository"
+                )
+            ),
+        )
+        return out
+    weights = provenance["weights"]
+    first = row.iloc[0]
+    signals = {
+        name: {
+            "value": round(float(first[name]), 6),
+            "weight": round(float(w), 6),
+            "weighted": round(float(first[name]) * float(w), 6),
+        }
+        for name, w in weights.items()
+    }
+    scope_row = next((r for r in provenance["scope"] if r["path"] == rel), None)
+    in_package = [f for f in result.package.files if f.path == rel]
+    budget = provenance["budget"]
+    out.update(
+        indexed=True,
+        score_rank=int(matrix.index.get_loc(row.index[0])) + 1,
+        files_ranked=len(matrix),
+        score=round(float(first["score"]), 6),
+        prior=round(float(first["prior"]), 6),
+        total=round(float(first["total"]), 6),
+        seed=bool(first["seed"]),
+        seed_reason=scope_row["seed_reason"] if scope_row else "",
+        signals=dict(sorted(signals.items(), key=lambda kv: -kv[1]["weighted"])),
+        in_scope=scope_row is not None,
+        scope_rank=scope_row["rank"] if scope_row else None,
+        scope_size=len(provenance["scope"]),
+        added_by=scope_row["added_by"] if scope_row else None,
+        in_package=bool(in_package),
+        package_rank=in_package[0].relevance_rank if in_package else None,
+        symbols=[s for s in provenance.get("symbols", []) if s["path"] == rel],
+        evicted=[e for e in budget.get("evicted", []) if e.get("path") == rel],
+        demoted=[d for d in budget.get("demoted", []) if d.get("path") == rel],
+        budget={"budget": budget.get("budget"), "before": budget.get("before"), "after": budget.get("after")},
+    )
+    out["verdict"] = _verdict(out)
+    return out
+
+
+def _verdict(e: dict) -> str:
+    """One sentence an agent can act on."""
+    top = [name for name, s in e["signals"].items() if s["weighted"] > 0][:3]
+    why = f"strongest signals: {', '.join(top)}" if top else "no signal matched it"
+    if e["in_package"]:
+        cut = f"; the budget evicted {len(e['evicted'])} of its items" if e["evicted"] else ""
+        demoted = f" and demoted {len(e['demoted'])}" if e["demoted"] else ""
+        return f"included at package rank {e['package_rank']} (scope rank {e['scope_rank']}, added by {e['added_by']}; {why}){cut}{demoted}."
+    if e["in_scope"] and e["evicted"]:
+        return (
+            f"in scope at rank {e['scope_rank']} of {e['scope_size']} ({why}) but left out: the token budget "
+            f"evicted its {len(e['evicted'])} items for higher-ranked files."
+        )
+    if e["in_scope"]:
+        return (
+            f"in scope at rank {e['scope_rank']} of {e['scope_size']} ({why}) but no precision tier selected "
+            "any of its content (no definitions, or none that the task reaches)."
+        )
+    return (
+        f"ranked {e['score_rank']} of {e['files_ranked']} by score ({why}); the scope keeps {e['scope_size']} "
+        "files (top scores, seeds, import and co-change neighbours), so it was not considered."
+    )
+
+
+def index(ws: Workspace, repo: str | None = None) -> dict:
+    """Re-index a repository incrementally; the summary `cra index` prints, and its warnings."""
+    from cra.drivers.cli.main import index_summary
+
+    served, stats = ws.index(repo)
+    return {
+        "repo": str(served.root),
+        "summary": index_summary(stats),
+        "warnings": list(stats.get("warnings", [])),
+        "files": stats.get("n_files", 0),
+        "parsed": stats.get("n_parsed", 0),
+        "reused": stats.get("n_reused", 0),
+    }
+
+
+def search_symbols(ws: Workspace, query: str, repo: str | None = None, limit: int = 20) -> dict:
+    """Definitions whose name matches a query, best match first: exact name, qualified name, prefix, substring;
+    a query of several words matches symbols whose qualified name and path contain every word."""
+    if not isinstance(query, str) or not query.strip():
+        raise CraError("The query is empty. Pass a symbol name or part of one, e.g. `validate_login`.")
+    if limit < 1:
+        raise CraError(f"limit must be at least 1 (got {limit}).")
+    q = query.strip().lower()
+    with ws.fresh(repo) as (served, kb):
+        symbols, files = kb.tables["symbols"], kb.files
+    names, qualified = symbols["name"].str.lower(), symbols["qualified_name"].fillna("").str.lower()
+    paths = symbols["file_id"].map(files.set_index("file_id")["path"])
+    words = q.split()
+    haystack = qualified + " " + paths.str.lower()
+    tiers = [
+        names == q,
+        (qualified == q) | qualified.str.endswith("." + q),
+        names.str.startswith(q),
+        names.str.contains(q, regex=False),
+        qualified.str.contains(q, regex=False),
+    ]
+    every_word = pd.Series(True, index=symbols.index)
+    for word in words:
+        every_word &= haystack.str.contains(word, regex=False)
+    tiers.append(every_word)
+    tier = pd.Series(len(tiers), index=symbols.index)
+    for i, hit in reversed(list(enumerate(tiers))):
+        tier[hit.to_numpy()] = i
+    found = symbols.assign(tier=tier, path=paths, name_length=names.str.len())
+    found = found[found["tier"] < len(tiers)].sort_values(["tier", "name_length", "path", "start_line"])
+    rows = found.head(limit)
+    columns = ["name", "qualified_name", "kind", "path", "start_line", "end_line", "signature"]
+    return {
+        "repo": str(served.root),
+        "query": query,
+        "total_matches": int(len(found)),
+        "symbols": [
+            {c: (None if pd.isna(v) else v.item() if hasattr(v, "item") else v) for c, v in zip(columns, r)}
+            for r in rows[columns].itertuples(index=False)
+        ],
+    }
+
+
+def memories(
+    ws: Workspace,
+    task: str | None = None,
+    repo: str | None = None,
+    project: str | None = None,
+    language: str | None = None,
+    category: str | None = None,
+    limit: int = 20,
+    budget: int | None = None,
+) -> dict:
+    """Scoped memories (preferences, corrections, decisions, task rules) that apply, best first (cra.drivers.memory.memories)."""
+    from cra.dataflows.memory.models import MemoryQuery
+    from cra.drivers.memory.memories import query_memories
+
+    if limit < 1:
+        raise CraError(f"limit must be at least 1 (got {limit}).")
+    project = project or default_project(ws.repository(repo).root)
+    result, warnings = query_memories(
+        None,
+        MemoryQuery(category=category, max_results=limit),
+        project=project,
+        language=language,
+        task_text=task,
+        budget=budget,
+        now=datetime.now(UTC),
+    )
+    return {"project": project, **result.to_dict(), "warnings": warnings}
+
+
+def past_findings(
+    title: str,
+    body: str = "",
+    files: list[str] | None = None,
+    repository: str | None = None,
+    share_owner: bool = False,
+    limit: int = 5,
+) -> dict:
+    """Past review findings most like a pull request, best first, with the prompt section (cra.drivers.findings.review)."""
+    from cra.drivers.findings.review import recall_findings
+
+    if not isinstance(title, str) or not title.strip():
+        raise CraError("The title is empty. Pass the pull request's title as `title`.")
+    if limit < 1:
+        raise CraError(f"limit must be at least 1 (got {limit}).")
+    result = recall_findings(title, body or "", files or [], repo=repository, sharing_enabled=share_owner, top_k=limit)
+    return {**result.to_dict(), "section": result.section, "warnings": list(result.warnings)}
+
+
+def record_attempt(
+    task_id: str, error: str, agent: str = "agent", title: str | None = None, max_retries: int | None = None
+) -> dict:
+    """Record a failed attempt at a task; at the retry limit the task escalates with a report (cra.drivers.escalation.attempts)."""
+    from dataclasses import asdict
+
+    from cra.drivers.escalation import attempts as escalation
+
+    outcome = escalation.record_attempt(
+        None,
+        task_id,
+        error,
+        agent=agent,
+        title=title,
+        max_retries=max_retries,
+        user_table=escalation.load_category_table(),
+    )
+    return asdict(outcome)
+
+
+def escalation_report(task_id: str, format: str = "markdown") -> str:
+    """A task's latest escalation report (markdown or JSON)."""
+    from cra.drivers.escalation import attempts as escalation
+
+    if format not in FORMATS:
+        raise CraError(f"Unknown format {format!r}; use one of {', '.join(FORMATS)}.")
+    return escalation.report_text(None, task_id, format)
+
+
+def guide(task_id: str, hint: str | None = None) -> dict:
+    """With a hint: store it for a failed or escalated task and re-queue it. Without: the guidance and failure
+    context the task's next attempt should start with."""
+    from cra.drivers.escalation import attempts as escalation
+
+    if hint is None:
+        text, provenance = escalation.guidance_context_for(None, task_id)
+        return {"task_id": task_id, "prompt": text, "provenance": provenance}
+    report, task = escalation.guide(None, task_id, hint)
+    return {
+        "task_id": task_id,
+        "status": task["status"],
+        "retry_count": task["retry_count"],
+        "max_retries": task["max_retries"],
+        "report_answered": report,
+    }
+
+
+def diagnose(
+    ws: Workspace,
+    bundle: dict | None,
+    run_dir: str,
+    phase_id: str,
+    attempt: int,
+    repo: str | None = None,
+    force: bool = False,
+    format: str = "json",
+    adaptive_caps: bool = False,
+) -> str:
+    """Escalation triggers on a handoff bundle and the bounded deep-retrieval bundle (cra.drivers.diagnostics.diagnose), the run
+    directory taken inside the repository (no '..', no symlink out), SOT files ranked with the warm KB."""
+    from cra.drivers.diagnostics import diagnose as diagnostics
+
+    if format not in FORMATS:
+        raise CraError(f"Unknown format {format!r}; use one of {', '.join(FORMATS)}.")
+    if bundle is not None and not isinstance(bundle, dict):
+        raise CraError(
+            "The bundle is not an object. Pass the handoff bundle (error_message, stack_trace, root_cause, "
+            "recent_changes), or null."
+        )
+    node = f"bundle_{format}"
+    with ws.fresh(repo) as (served, _):
+        run_root = served.root / ws.relative_path(served, run_dir)
+        result = diagnostics.diagnose(
+            bundle,
+            run_root,
+            served.root,
+            phase_id,
+            attempt,
+            now=datetime.now(UTC),
+            force=force,
+            adaptive_caps=adaptive_caps,
+            kb_dir=served.kb_dir,
+            outputs=(node,),
+        )
+    return result.outputs[node]

@@ -1,0 +1,262 @@
+"""The repositories a long-running `cra serve` answers for: which paths it may read, and their KBs kept warm and fresh.
+
+Security: a request names a repository (or none: the first one served) and maybe a file in it; both are resolved
+(symlinks followed) and refused unless they lie inside a served repository or an allowed root.
+Freshness: before a request the tree is stat-walked (the files `cra.drivers.index.sources.source_paths` would index, their
+mtime and size, plus git's HEAD) into a fingerprint; when it differs from the one the live KB was built from, the
+repository is re-indexed incrementally. The fingerprint is kept beside the KB (`<kb>/serve-state.json`, keyed by
+the KB version) so a restarted server does not re-index a tree that did not move. With a watcher (`mark_changed`),
+the walk runs only after the watcher saw a change.
+Concurrency: one lock per repository around refresh and request (requests on one repository run one at a time;
+different repositories run in parallel), plus the cross-process lock `index_repository` holds while it writes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cra.drivers.common.errors import CraError
+from cra.drivers.common.output import write_text_atomic
+from cra.drivers.index.indexer import index_repository
+from cra.drivers.index.sources import source_paths
+from cra.drivers.kb.store import KnowledgeBase, default_kb_dir, load_kb
+
+STATE_FILE = "serve-state.json"  # in the KB directory: {"version": live KB version, "fingerprint": its tree's}
+_LOAD_LOCK = threading.Lock()  # load_kb keeps a process-wide cache: one load at a time
+
+
+def tree_fingerprint(root: Path) -> str:
+    """A hash of what the index would read (path, mtime, size of every source file) and of git's HEAD: it changes
+    when a file is edited, added, removed or (un)ignored, or a commit is made; nothing is opened but ignore files."""
+    digest = hashlib.sha1()
+    for rel, path in sorted(source_paths(root).paths.items()):
+        try:
+            st = os.stat(path, follow_symlinks=False)
+            digest.update(f"{rel}\0{st.st_mtime_ns}\0{st.st_size}\n".encode("utf-8", "surrogateescape"))
+        except OSError:
+            digest.update(f"{rel}\0gone\n".encode("utf-8", "surrogateescape"))
+    digest.update(_git_head_state(root).encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()
+
+
+def _git_head_state(root: Path) -> str:
+    """HEAD, and the mtime and size of the ref it names and of packed-refs: moves when a commit is made."""
+    git = root / ".git"
+    try:
+        head = (git / "HEAD").read_text().strip()
+    except OSError:
+        return ""
+    parts = [head]
+    refs = [git / head[5:].strip()] if head.startswith("ref:") else []
+    for path in [*refs, git / "packed-refs"]:
+        try:
+            st = path.stat()
+            parts.append(f"{path.name}:{st.st_mtime_ns}:{st.st_size}")
+        except OSError:
+            parts.append(f"{path.name}:-")
+    return "|".join(parts)
+
+
+def live_version(kb_dir: Path) -> str | None:
+    """The name of the KB's live version (its CURRENT pointer, see `cra.drivers.kb.store`), None when there is no KB yet."""
+    try:
+        return (Path(kb_dir) / "CURRENT").read_text().strip() or None
+    except OSError:
+        return None
+
+
+@dataclass
+class Repository:
+    """One served repository: its root (resolved), its KB directory, and what this process knows of them."""
+
+    root: Path
+    kb_dir: Path
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    kb: KnowledgeBase | None = field(default=None, repr=False)
+    loaded_version: str | None = None  # the KB version `kb` holds
+    built_version: str | None = None  # the KB version `fingerprint` describes
+    fingerprint: str | None = None  # the tree the built version was indexed from
+    watched: bool = False  # a watcher reports its changes (then a request walks the tree only after one)
+    changed: bool = True  # the watcher saw a change since the last check
+    last_index: dict | None = field(default=None, repr=False)  # statistics of this process's last index run
+
+
+def _resolve_dir(path: Path, what: str) -> Path:
+    path = Path(path).expanduser()
+    if not path.is_dir():
+        raise CraError(f"{what} {path} is not a directory. Pass an existing repository root.")
+    return path.resolve()
+
+
+class Workspace:
+    """The served repositories, the roots under which others may be opened, and their warm, fresh KBs."""
+
+    def __init__(
+        self,
+        repos: list[Path],
+        allow_roots: list[Path] = (),
+        kb_dir: Path | None = None,
+        history: int = 2000,
+        watched: bool = False,
+    ):
+        if kb_dir is not None and len(repos) != 1:
+            raise CraError("--kb names one KB directory: use it with exactly one --repo.")
+        self.repos: dict[Path, Repository] = {}
+        for repo in repos:
+            root = _resolve_dir(repo, "Repository")
+            self.repos[root] = Repository(
+                root, Path(kb_dir).resolve() if kb_dir else default_kb_dir(root), watched=watched
+            )
+        self.default = next(iter(self.repos))
+        self.allow_roots = [_resolve_dir(r, "Allowed root") for r in allow_roots]
+        self.history = history
+        self._lock = threading.Lock()  # guards self.repos when a repository under an allowed root is opened
+
+    # --- security -----------------------------------------------------------------------------------------------
+
+    def repository(self, name: str | None = None) -> Repository:
+        """The served repository a request names (None: the first served), or a CraError when it is not allowed:
+        outside the served repositories and allowed roots (symlinks resolved), missing, or not a directory."""
+        if name is None or not str(name).strip():
+            return self.repos[self.default]
+        if "\0" in str(name):
+            raise CraError("The repo argument contains a NUL byte. Pass a repository path.")
+        by_name = [r for r in self.repos.values() if r.root.name == name]
+        if len(by_name) == 1 and os.sep not in name:
+            return by_name[0]
+        wanted = Path(name).expanduser()
+        try:
+            real = wanted.resolve(strict=True)
+        except (OSError, RuntimeError):
+            raise CraError(f"Repository {name} does not exist. Served: {self.served()}.") from None
+        with self._lock:
+            if real in self.repos:
+                return self.repos[real]
+            if not any(real.is_relative_to(root) for root in self.allow_roots):
+                raise CraError(
+                    f"Repository {name} is outside the repositories this server may read ({self.served()}). "
+                    "Restart `cra serve` with --repo PATH or --allow-root DIR to allow it."
+                )
+            if not real.is_dir():
+                raise CraError(f"{name} is not a directory. Pass a repository root.")
+            self.repos[real] = Repository(real, default_kb_dir(real))
+            return self.repos[real]
+
+    def served(self) -> str:
+        """The served repositories and allowed roots, for messages."""
+        roots = ", ".join(str(r) for r in self.repos)
+        return roots + "".join(f", anything under {r}" for r in self.allow_roots)
+
+    def relative_path(self, repo: Repository, path: str) -> str:
+        """A file path of a request as a POSIX path relative to the repository; a CraError for paths that leave it
+        (`..`, an absolute path elsewhere, a symlink pointing out of the root)."""
+        if not isinstance(path, str) or not path.strip() or "\0" in path:
+            raise CraError("The path is empty or malformed. Pass a file path relative to the repository root.")
+        given = Path(path.strip())
+        if given.is_absolute():
+            lexical = Path(os.path.normpath(given))
+            if not lexical.is_relative_to(repo.root):  # the root may have been named through a symlink
+                lexical = Path(os.path.realpath(given))
+            if not lexical.is_relative_to(repo.root):
+                raise CraError(f"Path {path} is outside repository {repo.root}. Pass a path inside it.")
+            rel = lexical.relative_to(repo.root)
+        else:
+            rel = Path(os.path.normpath(given))
+        if rel.parts[:1] == ("..",):
+            raise CraError(f"Path {path} leaves repository {repo.root} (path traversal). Pass a path inside it.")
+        real = (repo.root / rel).resolve()
+        if not real.is_relative_to(repo.root):
+            raise CraError(f"Path {path} is a symlink out of repository {repo.root}; it is not read.")
+        return rel.as_posix()
+
+    # --- freshness ----------------------------------------------------------------------------------------------
+
+    def mark_changed(self, root: Path) -> None:
+        """A watcher saw something change under root: the next request (or refresh) walks that repository again."""
+        for repo in list(self.repos.values()):
+            if Path(root).is_relative_to(repo.root):
+                repo.changed = True
+
+    @contextmanager
+    def fresh(self, name: str | None = None) -> Iterator[tuple[Repository, KnowledgeBase]]:
+        """The repository a request names and its KB, re-indexed first if the tree moved; the repository stays
+        locked for the block, so a concurrent request never sees a KB swapped under it."""
+        repo = self.repository(name)
+        with repo.lock:
+            self._refresh(repo)
+            yield repo, repo.kb
+
+    def refresh(self, name: str | None = None) -> None:
+        """Bring one repository's KB up to date (what a watcher calls in the background)."""
+        repo = self.repository(name)
+        with repo.lock:
+            self._refresh(repo)
+
+    def index(self, name: str | None = None) -> tuple[Repository, dict]:
+        """Re-index a repository now (incrementally) and load the result; its statistics."""
+        repo = self.repository(name)
+        with repo.lock:
+            repo.changed = False
+            self._index(repo, tree_fingerprint(repo.root))
+            self._load(repo)
+            return repo, repo.last_index
+
+    def repair(self, damaged) -> bool:
+        """Rebuild a served KB that a request found damaged (a `cra.drivers.kb.check.KbDamaged`), unless another request
+        rebuilt it meanwhile; False when no served repository keeps its KB there (then nothing is done)."""
+        repo = next((r for r in list(self.repos.values()) if r.kb_dir == Path(damaged.kb_dir).resolve()), None)
+        if repo is None:
+            return False
+        with repo.lock:
+            if damaged.version is None or live_version(repo.kb_dir) == damaged.version:
+                repo.kb, repo.loaded_version = None, None
+                self._index(repo, tree_fingerprint(repo.root), rebuild=True)
+            self._load(repo)
+        return True
+
+    def _refresh(self, repo: Repository) -> None:
+        """Call with repo.lock held: index if the tree moved since the live KB was built, load if not loaded."""
+        if (
+            repo.watched
+            and not repo.changed
+            and repo.kb is not None
+            and live_version(repo.kb_dir) == repo.loaded_version
+        ):
+            return
+        repo.changed = False  # cleared before the walk: a change seen from now on is walked again next time
+        fingerprint = tree_fingerprint(repo.root)
+        current = live_version(repo.kb_dir)
+        if current is not None and repo.built_version != current:
+            repo.built_version, repo.fingerprint = current, self._recorded_fingerprint(repo, current)
+        if current is None or fingerprint != repo.fingerprint:
+            self._index(repo, fingerprint)
+        self._load(repo)
+
+    def _index(self, repo: Repository, fingerprint: str, rebuild: bool = False) -> None:
+        repo.last_index = index_repository(repo.root, repo.kb_dir, history=self.history, rebuild=rebuild)
+        version = live_version(repo.kb_dir)
+        repo.built_version, repo.fingerprint = version, fingerprint
+        write_text_atomic(repo.kb_dir / STATE_FILE, json.dumps({"version": version, "fingerprint": fingerprint}) + "\n")
+
+    def _load(self, repo: Repository) -> None:
+        current = live_version(repo.kb_dir)
+        if repo.kb is None or repo.loaded_version != current:
+            with _LOAD_LOCK:
+                repo.kb = load_kb(repo.kb_dir)
+            repo.loaded_version = current
+
+    @staticmethod
+    def _recorded_fingerprint(repo: Repository, version: str) -> str | None:
+        """The fingerprint a server recorded for this KB version, None when none did (then the tree is re-indexed)."""
+        try:
+            state = json.loads((repo.kb_dir / STATE_FILE).read_text())
+        except (OSError, ValueError):
+            return None
+        return state.get("fingerprint") if isinstance(state, dict) and state.get("version") == version else None
