@@ -263,7 +263,7 @@ def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        return version("cra")
+        return version("cra-engine")
     except PackageNotFoundError:
         return "(not installed: run from a source tree)"
 
