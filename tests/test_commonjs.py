@@ -263,3 +263,6 @@ def test_index_warns_once_with_a_count_about_large_files_that_define_no_symbol(t
     assert len(warned) == 1
     assert warned[0].startswith("warning: 2 source files of 150+ lines") and "src/a.js" in warned[0]
     assert "test/c.js" not in warned[0] and "fine.js" not in warned[0] and "small.js" not in warned[0]
+    # said once, by the index: a request does not repeat it (the user cannot act on it there)
+    assert main(["retrieve", "step function", "--repo", str(tree), "--budget", "1000"]) == 0
+    assert "define (almost) no symbol" not in capsys.readouterr().err

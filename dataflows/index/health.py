@@ -52,10 +52,9 @@ def index_warnings(
     tracked_sources: pd.Series | None,
     git_log: str | None,
     history_limit: int,
-    unread_sources: pd.Series,
 ) -> list[str]:
-    """Signs that the index does not reflect the tree (empty, no source, tracked sources left out, source the parser
-    did not read, no history)."""
+    """Signs that the index does not reflect the tree (empty, no source, tracked sources left out, no history): each
+    request repeats them, since they weaken every answer."""
     warnings = []
     indexed = kb_files["language"].value_counts()
     if kb_files.empty:
@@ -71,13 +70,19 @@ def index_warnings(
                     f"{tracked - kept} of {tracked} {language} files tracked by git are not in the index "
                     "(left out by .gitignore, size or generated-file rules); check the repository's .gitignore"
                 )
-    if len(unread_sources):
-        examples = ", ".join(unread_sources.head(3))
-        warnings.append(
-            f"{len(unread_sources)} source files of {UNREAD_LINES}+ lines define (almost) no symbol, e.g. {examples}: "
-            "the parser may not read the style they are written in; retrieval finds them by their text only"
-        )
     if git_log is None:
         why = "--history 0" if history_limit <= 0 else "not a git repository"
         warnings.append(f"no git history ({why}): the recency, co-change and history signals are off")
     return warnings
+
+
+def parser_warnings(unread_sources: pd.Series) -> list[str]:
+    """Source the parser did not read, said once by `cra index` (not by each request: the user cannot act on it there,
+    and a file of re-exports or generated tables is often the cause)."""
+    if not len(unread_sources):
+        return []
+    examples = ", ".join(unread_sources.head(3))
+    return [
+        f"{len(unread_sources)} source files of {UNREAD_LINES}+ lines define (almost) no symbol, e.g. {examples}: "
+        "the parser may not read the style they are written in; retrieval finds them by their text only"
+    ]

@@ -65,7 +65,7 @@ def _index(args) -> int:
         if progress:
             progress.close()
     print(index_summary(stats))
-    for warning in stats.get("warnings", []):
+    for warning in [*stats.get("warnings", []), *stats.get("parser_warnings", [])]:
         print(f"warning: {warning}", file=sys.stderr)
     return 0
 

@@ -351,7 +351,7 @@ def index_frames(
             hooks = (*adapters, _InterruptCheck(), BytesRelease(scan.frame))
             spill_dir = Path(inputs["contents_dir"]) if many else None  # (removed with the contents written there)
             results = index_driver(workers, on_progress, hooks, large=many, spill_dir=spill_dir).execute(
-                [*KB_OUTPUTS, "index_stats", "index_warnings", "resumed_files"], inputs=inputs
+                [*KB_OUTPUTS, "index_stats", "index_warnings", "parser_warnings", "resumed_files"], inputs=inputs
             )
         tables = canonical_ids({name: results[f"kb_{name}"] for name in TABLES})
         if tables["contents"] is not results["kb_contents"]:  # renumbered: the written file follows the new order
@@ -374,6 +374,7 @@ def index_frames(
         "unreadable": [list(u) for u in scan.unreadable],
         "head": (history_from[1] if history_from else git_head(root)) if inputs["git_log"] is not None else None,
         "warnings": results["index_warnings"],
+        "parser_warnings": results["parser_warnings"],
         "n_resumed": int(results["resumed_files"]),
         "workers": workers,
         "seconds": round(time.perf_counter() - started, 3),
