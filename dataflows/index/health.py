@@ -20,7 +20,7 @@ def tracked_sources(tracked_paths: list[str] | None) -> pd.Series | None:
     return languages[languages.isin(PARSED_LANGUAGES)].value_counts()
 
 
-def unread_sources(kb_files: pd.DataFrame, kb_symbols: pd.DataFrame) -> pd.Series:
+def unread_sources(kb_files: pd.DataFrame, kb_symbols: pd.DataFrame, kb_imports: pd.DataFrame) -> pd.Series:
     """Paths of the large source files of a parsed language, parsed without error and not tests, that define no
     symbol or whose symbols span under UNREAD_SHARE of their lines: a sign the parser missed the style they are
     written in (`res.redirect = function ...` before it was read), so retrieval sees their text but not their code."""
@@ -43,6 +43,8 @@ def unread_sources(kb_files: pd.DataFrame, kb_symbols: pd.DataFrame) -> pd.Serie
         .groupby(top["file_id"].to_numpy())
         .sum()
     )
+    imports = kb_imports[kb_imports["file_id"].isin(files["file_id"])].drop_duplicates(["file_id", "line"])
+    spans = spans.add(imports.groupby("file_id").size(), fill_value=0)  # a module root of `mod`s and re-exports is read
     covered = spans.reindex(files["file_id"].to_numpy()).fillna(0).to_numpy()
     return files.loc[covered < UNREAD_SHARE * files["n_lines"].to_numpy(), "path"].astype(object).reset_index(drop=True)
 
@@ -82,7 +84,8 @@ def parser_warnings(unread_sources: pd.Series) -> list[str]:
     if not len(unread_sources):
         return []
     examples = ", ".join(unread_sources.head(3))
+    files = "source file" if len(unread_sources) == 1 else "source files"
     return [
-        f"{len(unread_sources)} source files of {UNREAD_LINES}+ lines define (almost) no symbol, e.g. {examples}: "
+        f"{len(unread_sources)} {files} of {UNREAD_LINES}+ lines define (almost) no symbol, e.g. {examples}: "
         "the parser may not read the style they are written in; retrieval finds them by their text only"
     ]
