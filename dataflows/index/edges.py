@@ -19,18 +19,12 @@ import pandas as pd
 from cra.dataflows.index import languages
 from cra.dataflows.index.conventions import manifest_names, subject_rules, test_subjects
 from cra.dataflows.index.frames import conform, in_set, new_symbol_ids
-from cra.dataflows.index.languages import GLOB, go
+from cra.dataflows.index.languages import BINDING_COLUMNS, GLOB, PACKAGE_LANGUAGES, PROJECT_LANGUAGES, go, rust
 from cra.dataflows.index.mapped import values_at
 
 SELF_NAMES = ("self", "this", "cls", "Self")
 CLASS_KINDS = ("class", "interface", "enum")
-# languages whose files of one directory share one namespace: a name defined in one is used in the others unimported
-PACKAGE_LANGUAGES = frozenset({"go", "java", "kotlin"})
-# languages whose types are named unqualified across the whole project: C# sees its own namespace, every enclosing one
-# and each it `using`s (a project's usual reach); its type names, one per project almost always, resolve repository-wide
-PROJECT_LANGUAGES = frozenset({"csharp"})
 _MAX_NESTING = 8
-_BINDING_COLUMNS = ["file_id", "dst_file_id", "local", "member"]
 
 
 def manifest_texts(
@@ -108,7 +102,7 @@ def import_bindings(
     (kb_symbols: the namespaced names C# `using` / PHP `use` resolve through; package_roots: bare JS/TS and Rust
     crate names from the manifests). When the import context is the previous run's, unchanged files keep their
     previous bindings and only new/changed files' imports are resolved."""
-    carried = pd.DataFrame(columns=_BINDING_COLUMNS)
+    carried = pd.DataFrame(columns=BINDING_COLUMNS)
     if (
         import_context is not None
         and previous_import_context == import_context
@@ -130,7 +124,7 @@ def import_bindings(
         names = [] if names is None else [str(n) for n in names]
         for dst, local, member in resolver.resolve(lang, path, module, package, target or "", names, int(level or 0)):
             rows.append((int(fid), int(dst), local, member))
-    resolved = pd.DataFrame(rows, columns=_BINDING_COLUMNS)
+    resolved = pd.DataFrame(rows, columns=BINDING_COLUMNS)
     if not len(carried):
         return resolved
     bindings = pd.concat([carried.astype({"local": object, "member": object}), resolved], ignore_index=True)
@@ -143,48 +137,10 @@ def import_bindings(
 def reexport_bindings(
     import_bindings: pd.DataFrame, kb_symbols: pd.DataFrame, indexed_files: pd.DataFrame
 ) -> pd.DataFrame:
-    """Bindings a Rust file gets through another module (same columns as import_bindings, not stored): `use m::*`
-    binds every top-level name of m and every item m itself imports (the `pub use` re-exports of a crate root that
-    `use super::*` / `use crate::*` reach), and an item imported from a module that only re-exports it binds to
-    where that module imports it from (`use crate::Recipe` with `pub use recipe::Recipe` in lib.rs). One step:
-    a re-export of a re-export is not followed. Resolved after the file's own imports (see `_resolved_symbol_edges`)."""
-    rust = indexed_files.loc[indexed_files["language"] == "rust", "file_id"]
-    bindings = import_bindings[import_bindings["file_id"].isin(rust)]
-    as_objects = {"local": object, "member": object}
-    if bindings.empty:  # no Rust file imports anything (most repositories): nothing to derive
-        return pd.DataFrame(columns=_BINDING_COLUMNS).astype({"file_id": "int64", "dst_file_id": "int64", **as_objects})
-    items = import_bindings.loc[import_bindings["member"].notna(), _BINDING_COLUMNS].astype(as_objects)
-    bindings = bindings.astype(as_objects)
-    globs = bindings.loc[bindings["local"] == GLOB, ["file_id", "dst_file_id"]]
-    top = kb_symbols.loc[kb_symbols["parent_id"].isna(), ["file_id", "name"]].astype({"name": object}).drop_duplicates()
-    own = globs.merge(top.rename(columns={"file_id": "dst_file_id", "name": "local"}), on="dst_file_id")
-    through_glob = globs.rename(columns={"dst_file_id": "via"}).merge(
-        items.rename(columns={"file_id": "via"}), on="via"
-    )
-    named = bindings[bindings["member"].notna()].merge(
-        top,
-        left_on=["dst_file_id", "member"],
-        right_on=["file_id", "name"],
-        how="left",
-        indicator=True,
-        suffixes=("", "_top"),
-    )
-    unresolved = named.loc[named["_merge"] == "left_only", ["file_id", "dst_file_id", "local", "member"]]
-    onward = items.rename(columns={"file_id": "via", "local": "name", "dst_file_id": "dst", "member": "item"})
-    hops = unresolved.rename(columns={"dst_file_id": "via", "member": "name"}).merge(onward, on=["via", "name"])
-    through_item = pd.DataFrame(
-        {"file_id": hops["file_id"], "dst_file_id": hops["dst"], "local": hops["local"], "member": hops["item"]}
-    )
-    derived = pd.concat(
-        [
-            own.assign(member=own["local"]),
-            through_glob[_BINDING_COLUMNS],
-            through_item,
-        ],
-        ignore_index=True,
-    )
-    derived = derived[derived["file_id"] != derived["dst_file_id"]].astype(as_objects)
-    return derived.drop_duplicates(ignore_index=True)
+    """Bindings a Rust file gets through another module (same columns as import_bindings, not stored): its glob
+    imports and the re-exports they reach (see `languages.rust.reexported_bindings`); resolved after the file's own
+    imports (see `_resolved_symbol_edges`)."""
+    return rust.reexported_bindings(import_bindings, kb_symbols, indexed_files)
 
 
 def kb_import_bindings(import_bindings: pd.DataFrame) -> pd.DataFrame:
@@ -540,7 +496,7 @@ def _resolved_symbol_edges(
     plain = refs[refs["prefix"] == ""]
     dotted = refs[refs["prefix"] != ""]
     in_package = packages.index[packages.isin(refs["package"].dropna().unique()).to_numpy()]
-    reexported = reexported if reexported is not None else pd.DataFrame(columns=_BINDING_COLUMNS)
+    reexported = reexported if reexported is not None else pd.DataFrame(columns=BINDING_COLUMNS)
     reachable = (
         kb_symbols["file_id"].isin(refs["file_id"])
         | kb_symbols["file_id"].isin(import_bindings["dst_file_id"])

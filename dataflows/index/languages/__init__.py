@@ -6,7 +6,8 @@ files are parsed (`SPECS` and `grammar` for the tree-sitter walker of `parsers.t
 specs stay in `parsers/ts_<language>.py`; Python's `parse`), how its imports resolve (`Resolver`, built over a
 `common.RepositoryFiles`) and, where it has them, which manifests it reads (`MANIFESTS`, `manifest_roots`; Go's
 go.mod is read by the `go_modules` node). `PATH_IMPORTS` / `NAMESPACE_IMPORTS` mark the languages whose imports
-name files (`paths`) or namespaced classes (`namespaces`). This module is the registry over them;
+name files (`paths`) or namespaced classes (`namespaces`); `PACKAGE_SCOPE` / `PROJECT_SCOPE` the languages whose
+files see each other's top-level names unimported, per directory or across the repository (symbol edges). This module is the registry over them;
 `cra.dataflows.index.edges` resolves every import row through `ImportResolver`.
 """
 
@@ -18,20 +19,25 @@ from types import ModuleType
 import pandas as pd
 
 from cra.dataflows.index.languages import c, csharp, go, java, javascript, namespaces, php, python, ruby, rust
-from cra.dataflows.index.languages.common import GLOB, Binding, RepositoryFiles
+from cra.dataflows.index.languages.common import BINDING_COLUMNS, GLOB, Binding, RepositoryFiles
 
 MODULES: tuple[ModuleType, ...] = (python, javascript, go, java, rust, c, ruby, php, csharp)
 MODULE_OF: dict[str, ModuleType] = {language: module for module in MODULES for language in module.LANGUAGES}
 PATH_LANGUAGES = frozenset(lang for m in MODULES if getattr(m, "PATH_IMPORTS", False) for lang in m.LANGUAGES)
 NAMESPACE_LANGUAGES = frozenset(lang for m in MODULES if getattr(m, "NAMESPACE_IMPORTS", False) for lang in m.LANGUAGES)
+PACKAGE_LANGUAGES = frozenset(lang for m in MODULES for lang in getattr(m, "PACKAGE_SCOPE", ()))
+PROJECT_LANGUAGES = frozenset(lang for m in MODULES for lang in getattr(m, "PROJECT_SCOPE", ()))
 SPEC_FACTORIES = {language: spec for m in MODULES for language, spec in getattr(m, "SPECS", {}).items()}
 
 __all__ = [
+    "BINDING_COLUMNS",
     "GLOB",
     "MODULES",
     "MODULE_OF",
     "NAMESPACE_LANGUAGES",
+    "PACKAGE_LANGUAGES",
     "PATH_LANGUAGES",
+    "PROJECT_LANGUAGES",
     "SPEC_FACTORIES",
     "Binding",
     "ImportResolver",

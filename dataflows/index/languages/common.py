@@ -16,6 +16,7 @@ import pandas as pd
 from cra.dataflows.index.languages import namespaces, paths
 
 Binding = tuple[int, str | None, str | None]
+BINDING_COLUMNS = ["file_id", "dst_file_id", "local", "member"]  # an import binding's row (edges.import_bindings)
 GLOB = "*"  # the local name of a glob import's binding (Rust `use m::*`): every name of m is bound
 COLUMNS = ("file_id", "path", "language", "module", "package")
 

@@ -9,6 +9,9 @@ from cra.dataflows.index.parsers.ts_csharp import csharp_spec
 LANGUAGES = frozenset({"csharp"})
 CONVENTIONS = "csharp"  # data/conventions/csharp.toml
 SPECS = {"csharp": csharp_spec}
+# types are named unqualified across the whole project: C# sees its own namespace, every enclosing one and each it
+# `using`s (a project's usual reach); its type names, one per project almost always, resolve repository-wide
+PROJECT_SCOPE = frozenset({"csharp"})
 NAMESPACE_IMPORTS = True  # its imports name namespaced classes: its top-level symbols join the namespace table
 
 

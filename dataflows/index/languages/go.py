@@ -15,6 +15,8 @@ from cra.dataflows.index.parsers.ts_go import go_spec
 LANGUAGES = frozenset({"go"})
 CONVENTIONS = "go"  # data/conventions/go.toml
 SPECS = {"go": go_spec}
+# the files of one directory share one namespace: a name defined in one is used in the others unimported
+PACKAGE_SCOPE = frozenset({"go"})
 MANIFESTS = ("go.mod",)  # read even without convention tables: no Go import resolves without it
 _GO_MODULE = re.compile(r"^\s*module\s+(\S+)", re.MULTILINE)
 

@@ -11,6 +11,8 @@ from cra.dataflows.index.parsers.ts_java import java_spec
 LANGUAGES = frozenset({"java"})
 CONVENTIONS = "java"  # data/conventions/java.toml (also Kotlin's table; Kotlin is indexed as text)
 SPECS = {"java": java_spec}
+# the files of one directory (package) share one namespace: a name defined in one is used in the others unimported
+PACKAGE_SCOPE = frozenset({"java", "kotlin"})
 
 
 def grammar(language: str):

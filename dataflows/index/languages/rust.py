@@ -6,7 +6,9 @@ from __future__ import annotations
 import posixpath
 import tomllib
 
-from cra.dataflows.index.languages.common import GLOB, RepositoryFiles
+import pandas as pd
+
+from cra.dataflows.index.languages.common import BINDING_COLUMNS, GLOB, RepositoryFiles
 from cra.dataflows.index.parsers.ts_rust import rust_spec
 
 LANGUAGES = frozenset({"rust"})
@@ -78,7 +80,7 @@ class Resolver:
                 out.extend(self.rust(path, f"{target}::{head}", _rust_use_items(inner.removesuffix("}"))))
             elif prefix:  # `b::C`
                 out.extend(self.rust(path, f"{target}::{prefix}", [leaf]))
-            elif name == "*":  # a glob: the module, marked so its names resolve (see `reexport_bindings`)
+            elif name == "*":  # a glob: the module, marked so its names resolve (see `reexported_bindings`)
                 out.extend((dst, GLOB, None) for dst, _, _ in module)
             elif name == "self" or not name.isidentifier():
                 out.extend(module)
@@ -126,3 +128,50 @@ class Resolver:
                 if candidate in self.by_path:
                     return [(self.by_path[candidate], None, None)]
         return []
+
+
+def reexported_bindings(
+    import_bindings: pd.DataFrame, kb_symbols: pd.DataFrame, indexed_files: pd.DataFrame
+) -> pd.DataFrame:
+    """Bindings a Rust file gets through another module (same columns as import_bindings, not stored): `use m::*`
+    binds every top-level name of m and every item m itself imports (the `pub use` re-exports of a crate root that
+    `use super::*` / `use crate::*` reach), and an item imported from a module that only re-exports it binds to
+    where that module imports it from (`use crate::Recipe` with `pub use recipe::Recipe` in lib.rs). One step:
+    a re-export of a re-export is not followed. Resolved after the file's own imports (see `edges._resolved_symbol_edges`)."""
+    rust = indexed_files.loc[indexed_files["language"].isin(LANGUAGES), "file_id"]
+    bindings = import_bindings[import_bindings["file_id"].isin(rust)]
+    as_objects = {"local": object, "member": object}
+    if bindings.empty:  # no Rust file imports anything (most repositories): nothing to derive
+        return pd.DataFrame(columns=BINDING_COLUMNS).astype({"file_id": "int64", "dst_file_id": "int64", **as_objects})
+    items = import_bindings.loc[import_bindings["member"].notna(), BINDING_COLUMNS].astype(as_objects)
+    bindings = bindings.astype(as_objects)
+    globs = bindings.loc[bindings["local"] == GLOB, ["file_id", "dst_file_id"]]
+    top = kb_symbols.loc[kb_symbols["parent_id"].isna(), ["file_id", "name"]].astype({"name": object}).drop_duplicates()
+    own = globs.merge(top.rename(columns={"file_id": "dst_file_id", "name": "local"}), on="dst_file_id")
+    through_glob = globs.rename(columns={"dst_file_id": "via"}).merge(
+        items.rename(columns={"file_id": "via"}), on="via"
+    )
+    named = bindings[bindings["member"].notna()].merge(
+        top,
+        left_on=["dst_file_id", "member"],
+        right_on=["file_id", "name"],
+        how="left",
+        indicator=True,
+        suffixes=("", "_top"),
+    )
+    unresolved = named.loc[named["_merge"] == "left_only", ["file_id", "dst_file_id", "local", "member"]]
+    onward = items.rename(columns={"file_id": "via", "local": "name", "dst_file_id": "dst", "member": "item"})
+    hops = unresolved.rename(columns={"dst_file_id": "via", "member": "name"}).merge(onward, on=["via", "name"])
+    through_item = pd.DataFrame(
+        {"file_id": hops["file_id"], "dst_file_id": hops["dst"], "local": hops["local"], "member": hops["item"]}
+    )
+    derived = pd.concat(
+        [
+            own.assign(member=own["local"]),
+            through_glob[BINDING_COLUMNS],
+            through_item,
+        ],
+        ignore_index=True,
+    )
+    derived = derived[derived["file_id"] != derived["dst_file_id"]].astype(as_objects)
+    return derived.drop_duplicates(ignore_index=True)
