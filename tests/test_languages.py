@@ -45,3 +45,16 @@ def test_import_resolver_dispatches_by_language_and_binds_nothing_for_an_unknown
     assert resolver.resolve("ruby", "src/x.rb", "src/x", "src", "y", [], 0) == [(3, None, None)]
     assert resolver.resolve("ruby", "src/x.rb", "src/x", "src", "y", [], 1) == []  # require_relative: next to it
     assert resolver.resolve("kotlin", "a.kt", "a", "", "pkg.b", [], 0) == []
+
+
+def test_module_names_are_each_languages_own():
+    package_dirs = languages.python.package_dirs(["src/pkg/__init__.py", "src/pkg/sub/__init__.py", "src/pkg/a.py"])
+    assert languages.module_name("src/pkg/sub/b.py", "python", "", package_dirs) == "pkg.sub.b"
+    assert languages.module_name("src/pkg/__init__.py", "python", "", package_dirs) == "pkg"
+    java = "// header\npackage org.example.util;\n\nclass Strings {}\n"
+    assert languages.module_name("src/main/java/org/example/util/Strings.java", "java", java, frozenset()) == (
+        "org.example.util.Strings"
+    )
+    assert languages.module_name("internal/router/tree.go", "go", "package router\n", frozenset()) == "internal/router"
+    assert languages.module_name("types/index.d.ts", "typescript", "", frozenset()) == "types/index"
+    assert languages.module_name("docs/guide.md", "markdown", "", frozenset()) == "docs/guide"

@@ -3,17 +3,19 @@
 A language module says which KB languages it covers (`LANGUAGES`), which convention table is its own (`CONVENTIONS`:
 the stem of data/conventions/<name>.toml, shipped as data and loaded by `cra.drivers.common.conventions`), how its
 files are parsed (`SPECS` and `grammar` for the tree-sitter walker of `parsers.treesitter`, whose per-language
-specs stay in `parsers/ts_<language>.py`; Python's `parse`), how its imports resolve (`Resolver`, built over a
+specs stay in `parsers/ts_<language>.py`; Python's `parse`), what its files' module names are (`module_name`, where
+they are not the path without its extension), how its imports resolve (`Resolver`, built over a
 `common.RepositoryFiles`) and, where it has them, which manifests it reads (`MANIFESTS`, `manifest_roots`; Go's
 go.mod is read by the `go_modules` node). `PATH_IMPORTS` / `NAMESPACE_IMPORTS` mark the languages whose imports
 name files (`paths`) or namespaced classes (`namespaces`); `PACKAGE_SCOPE` / `PROJECT_SCOPE` the languages whose
-files see each other's top-level names unimported, per directory or across the repository (symbol edges). This module is the registry over them;
-`cra.dataflows.index.edges` resolves every import row through `ImportResolver`.
+files see each other's top-level names unimported, per directory or across the repository (symbol edges). This
+module is the registry over them; `cra.dataflows.index.edges` resolves every import row through `ImportResolver`.
 """
 
 from __future__ import annotations
 
 import posixpath
+import re
 from types import ModuleType
 
 import pandas as pd
@@ -28,6 +30,7 @@ NAMESPACE_LANGUAGES = frozenset(lang for m in MODULES if getattr(m, "NAMESPACE_I
 PACKAGE_LANGUAGES = frozenset(lang for m in MODULES for lang in getattr(m, "PACKAGE_SCOPE", ()))
 PROJECT_LANGUAGES = frozenset(lang for m in MODULES for lang in getattr(m, "PROJECT_SCOPE", ()))
 SPEC_FACTORIES = {language: spec for m in MODULES for language, spec in getattr(m, "SPECS", {}).items()}
+_EXTENSION = re.compile(r"(\.d\.ts|\.[^./]+)$")
 
 __all__ = [
     "BINDING_COLUMNS",
@@ -43,6 +46,7 @@ __all__ = [
     "ImportResolver",
     "grammar",
     "manifest_roots",
+    "module_name",
     "namespaced_names",
 ]
 
@@ -53,6 +57,15 @@ def grammar(language: str):
     if module is None or language not in getattr(module, "SPECS", {}):
         raise ValueError(f"no tree-sitter grammar for {language!r}")
     return module.grammar(language)
+
+
+def module_name(path: str, language: str | None, text: str, package_dirs: frozenset[str]) -> str:
+    """A file's module name as its language's imports name it (Python dotted import, Java package.Class, Go package
+    directory; package_dirs: the Python packages); for any other language the path without its extension."""
+    module = MODULE_OF.get(language or "")
+    if module is not None and hasattr(module, "module_name"):
+        return module.module_name(path, text, package_dirs)
+    return _EXTENSION.sub("", path)
 
 
 def manifest_roots(manifests: pd.DataFrame, wanted: frozenset[str]) -> dict[str, dict[str, list[str]]]:

@@ -39,6 +39,11 @@ def module_directories(manifest_texts: pd.DataFrame) -> dict[str, str]:
     return out
 
 
+def module_name(path: str, text: str, package_dirs: frozenset[str]) -> str:
+    """The package directory: Go imports name directories, not files."""
+    return posixpath.dirname(path)
+
+
 class Resolver:
     """Go `import "module/path/pkg"` (aliased, `_` or `.`): the package directory's files under the module."""
 

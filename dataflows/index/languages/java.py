@@ -3,6 +3,8 @@ file that module name from its `package` line) or, with `.*`, every class of a p
 
 from __future__ import annotations
 
+import posixpath
+import re
 from collections import defaultdict
 
 from cra.dataflows.index.languages.common import RepositoryFiles
@@ -13,6 +15,7 @@ CONVENTIONS = "java"  # data/conventions/java.toml (also Kotlin's table; Kotlin 
 SPECS = {"java": java_spec}
 # the files of one directory (package) share one namespace: a name defined in one is used in the others unimported
 PACKAGE_SCOPE = frozenset({"java", "kotlin"})
+_JAVA_PACKAGE = re.compile(r"^\s*package\s+([\w.]+)\s*;", re.MULTILINE)
 
 
 def grammar(language: str):
@@ -20,6 +23,13 @@ def grammar(language: str):
     import tree_sitter_java as grammar
 
     return grammar.language()
+
+
+def module_name(path: str, text: str, package_dirs: frozenset[str]) -> str:
+    """package.Class: the file's `package` line and its stem (the stem alone without one)."""
+    found = _JAVA_PACKAGE.search(text)
+    stem = posixpath.basename(path).rsplit(".", 1)[0]
+    return f"{found.group(1)}.{stem}" if found else stem
 
 
 class Resolver:

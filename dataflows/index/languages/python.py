@@ -3,6 +3,7 @@ files (`file_facts` names them: a file plus every enclosing package, a directory
 
 from __future__ import annotations
 
+import posixpath
 from collections import defaultdict
 
 from cra.dataflows.index.languages.common import RepositoryFiles
@@ -11,6 +12,22 @@ from cra.dataflows.index.parsers.python_ast import parse_python as parse  # noqa
 LANGUAGES = frozenset({"python"})
 CONVENTIONS = "python"  # data/conventions/python.toml
 PY_ROOTS = ("", "src/")  # where absolute Python imports start when no __init__.py names the module (PEP 420)
+
+
+def package_dirs(paths) -> frozenset[str]:
+    """The directories holding an __init__.py: Python packages, which name the modules below them."""
+    return frozenset(posixpath.dirname(p) for p in paths if p == "__init__.py" or p.endswith("/__init__.py"))
+
+
+def module_name(path: str, text: str, package_dirs: frozenset[str]) -> str:
+    """Dotted import name: the file plus every enclosing package dir (one with __init__.py); src/ etc. drop out."""
+    directory, name = posixpath.split(path)
+    stem = name.rsplit(".", 1)[0]
+    parts = [] if stem == "__init__" else [stem]
+    while directory and directory in package_dirs:
+        directory, pkg = posixpath.split(directory)
+        parts.insert(0, pkg)
+    return ".".join(parts)
 
 
 class Resolver:
