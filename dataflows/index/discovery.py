@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from cra.dataflows.index import languages as language_modules
 from cra.dataflows.index.conventions import is_non_source_path, is_test_path
 from cra.dataflows.index.frames import in_set
 from cra.dataflows.index.parsers import header_language, language_of
@@ -52,8 +53,6 @@ _TEST_NAME = re.compile(
 )
 # leading directories that hold code but are not part of its name; stripped before taking the domain
 CONTAINER_DIRS = frozenset({"src", "lib", "libs", "pkg", "packages", "source", "app", "apps", "main", "java"})
-_JAVA_PACKAGE = re.compile(r"^\s*package\s+([\w.]+)\s*;", re.MULTILINE)
-_EXTENSION = re.compile(r"(\.d\.ts|\.[^./]+)$")
 
 
 def _is_text(data: bytes) -> bool:
@@ -201,35 +200,6 @@ def _is_test(path: str, language: str | None, conventions: dict | None) -> bool:
     return bool(_TEST_NAME.match(parts[-1])) or any(p in TEST_DIRS for p in parts[:-1])
 
 
-def _python_module(path: str, package_dirs: frozenset[str]) -> str:
-    """Dotted import name: the file plus every enclosing package dir (one with __init__.py); src/ etc. drop out."""
-    directory, name = posixpath.split(path)
-    stem = name.rsplit(".", 1)[0]
-    parts = [] if stem == "__init__" else [stem]
-    while directory and directory in package_dirs:
-        directory, pkg = posixpath.split(directory)
-        parts.insert(0, pkg)
-    return ".".join(parts)
-
-
-def _package_dirs(paths) -> frozenset[str]:
-    """The directories holding an __init__.py: Python packages, which name the modules below them."""
-    return frozenset(posixpath.dirname(p) for p in paths if p == "__init__.py" or p.endswith("/__init__.py"))
-
-
-def _module(path: str, language: str, text: str, package_dirs: frozenset[str]) -> str:
-    """Module name by language: python dotted import, java package.Class, go package dir, else path sans extension."""
-    if language == "python":
-        return _python_module(path, package_dirs)
-    if language == "java":
-        found = _JAVA_PACKAGE.search(text)
-        stem = posixpath.basename(path).rsplit(".", 1)[0]
-        return f"{found.group(1)}.{stem}" if found else stem
-    if language == "go":
-        return posixpath.dirname(path)
-    return _EXTENSION.sub("", path)
-
-
 def _domain(path: str) -> str:
     """Top-level area: drop leading container dirs (src/, lib/, ...); below the top-level package the first
     directory is the domain (src/sqlfluff/rules/L031.py -> rules); a file directly in the top-level package
@@ -272,7 +242,7 @@ def file_facts(
         paths, fresh["language"], _texts_at(decoded_files["text"], fresh["row"].to_numpy())
     ):
         languages.append(header_language(path, language, text))
-        modules.append(_module(path, languages[-1], text, frozenset()))
+        modules.append(language_modules.module_name(path, languages[-1], text, frozenset()))
         n_lines.append(text.count("\n") + (1 if text and not text.endswith("\n") else 0))
     facts = pd.DataFrame(
         {
@@ -291,11 +261,13 @@ def file_facts(
     files = files.assign(**{c: facts[c].to_numpy() for c in columns})
     python = (files["language"] == "python").to_numpy(dtype=bool)
     all_paths = np.array(files["path"].tolist(), dtype=object)
-    package_dirs = _package_dirs(all_paths)
-    if package_dirs == _package_dirs(previous_files["path"].tolist()):  # reused files keep their modules
+    package_dirs = language_modules.python.package_dirs(all_paths)
+    if package_dirs == language_modules.python.package_dirs(
+        previous_files["path"].tolist()
+    ):  # reused files keep their modules
         python = python & ~files["reused"].to_numpy(dtype=bool)
     modules = files["module"].to_numpy(dtype=object, copy=True)
-    modules[python] = [_python_module(p, package_dirs) for p in all_paths[python]]
+    modules[python] = [language_modules.python.module_name(p, "", package_dirs) for p in all_paths[python]]
     return files.drop(columns="row").assign(module=modules).astype({"is_test": bool, "n_lines": "int64"})
 
 

@@ -3,45 +3,28 @@
 Import edges are recomputed over the whole KB on every run (a changed, added or deleted file can make
 another file's import resolve differently): dict lookups per import row (index time). Symbol edges are
 resolved (merges over frames) only for the references of `symbol_edge_files`; the rest are carried over.
-Python aliases are names "f as g" (`from m import f as g`) and "m as alias" (`import m as alias`).
-C / C++ `#include "x.h"`, Ruby `require` and PHP `require_once` resolve next to the importing file, then (unless
-explicitly relative: level 1) by path suffix anywhere; C# `using` and PHP `use` resolve through the namespace-qualified
-names of the top-level symbols the files declare.
+How one language's import row resolves, and what its manifests say, is that language's module in
+`cra.dataflows.index.languages`; this module builds the graph from their answers.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import posixpath
-import re
-import tomllib
 from collections import defaultdict
 
 import numpy as np
 import pandas as pd
 
+from cra.dataflows.index import languages
 from cra.dataflows.index.conventions import manifest_names, subject_rules, test_subjects
 from cra.dataflows.index.frames import conform, in_set, new_symbol_ids
+from cra.dataflows.index.languages import BINDING_COLUMNS, GLOB, PACKAGE_LANGUAGES, PROJECT_LANGUAGES, go, rust
 from cra.dataflows.index.mapped import values_at
 
-JS_LANGUAGES = frozenset({"javascript", "typescript", "tsx", "jsx"})
-JS_EXTENSIONS = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".d.ts")
 SELF_NAMES = ("self", "this", "cls", "Self")
 CLASS_KINDS = ("class", "interface", "enum")
-# languages whose files of one directory share one namespace: a name defined in one is used in the others unimported
-PACKAGE_LANGUAGES = frozenset({"go", "java", "kotlin"})
-# languages whose types are named unqualified across the whole project: C# sees its own namespace, every enclosing one
-# and each it `using`s (a project's usual reach); its type names, one per project almost always, resolve repository-wide
-PROJECT_LANGUAGES = frozenset({"csharp"})
 _MAX_NESTING = 8
-_GO_MODULE = re.compile(r"^\s*module\s+(\S+)", re.MULTILINE)
-_BINDING_COLUMNS = ["file_id", "dst_file_id", "local", "member"]
-PY_ROOTS = ("", "src/")  # where absolute Python imports start when no __init__.py names the module (PEP 420)
-GLOB = "*"  # the local name of a glob import's binding (Rust `use m::*`): every name of m is bound
-PATH_LANGUAGES = frozenset({"c", "cpp", "ruby", "php"})  # imports that name files
-NAMESPACE_LANGUAGES = frozenset({"csharp", "php"})  # imports that name namespaces / namespaced classes
-MAX_NAMESPACE_FILES = 10  # a `using` of a wider namespace is no evidence of depending on any one of its files
 
 
 def manifest_texts(
@@ -53,7 +36,7 @@ def manifest_texts(
     """(path, text) of every manifest the convention tables name (go.mod, package.json, tsconfig.json, Cargo.toml):
     decoded now, or, for an unchanged indexed one (not decoded again), its text in the previous KB."""
     names = decoded_files["path"].str.rsplit("/", n=1).str[-1]
-    manifests = decoded_files[names.isin(manifest_names(language_conventions) | {"go.mod"})]
+    manifests = decoded_files[names.isin(manifest_names(language_conventions) | set(go.MANIFESTS))]
     fresh = manifests.loc[manifests["text"].notna(), ["path", "text"]].astype({"text": object})
     reused = manifests.loc[manifests["reused"].astype(bool), "path"]
     if reused.empty or not previous_kb or "contents" not in previous_kb:
@@ -72,74 +55,7 @@ def manifest_texts(
 
 def go_modules(manifest_texts: pd.DataFrame) -> dict[str, str]:
     """Go module path -> directory of its go.mod, so import paths map onto repository directories."""
-    mods = manifest_texts[manifest_texts["path"].str.rsplit("/", n=1).str[-1] == "go.mod"]
-    out = {}
-    for path, text in zip(mods["path"], mods["text"]):
-        found = _GO_MODULE.search(text)
-        if found:
-            out[found.group(1)] = posixpath.dirname(path)
-    return out
-
-
-_JS_ENTRY_FIELDS = ("source", "module", "main", "types", "typings")
-_JSONC_NOISE = re.compile(r'("(?:\\.|[^"\\])*")|//[^\n]*|/\*.*?\*/', re.DOTALL)  # strings kept, comments dropped
-_TRAILING_COMMA = re.compile(r",(\s*[}\]])")
-
-
-def _json(text: str) -> dict:
-    """A JSON object, also from JSON with comments and trailing commas (tsconfig.json); {} when unreadable."""
-    for attempt in (text, _TRAILING_COMMA.sub(r"\1", _JSONC_NOISE.sub(lambda m: m.group(1) or "", text))):
-        try:
-            value = json.loads(attempt)
-            return value if isinstance(value, dict) else {}
-        except ValueError:
-            continue
-    return {}
-
-
-def _export_targets(exports) -> list[str]:
-    """The file paths of a package.json `exports` value for its root entry ("." or the whole value)."""
-    if isinstance(exports, str):
-        return [exports]
-    if isinstance(exports, list):
-        return [t for e in exports for t in _export_targets(e)]
-    if isinstance(exports, dict):
-        root = exports.get(".", exports if not any(k.startswith(".") for k in exports) else None)
-        if isinstance(root, dict):
-            return [t for v in root.values() for t in _export_targets(v)]
-        return _export_targets(root) if root is not None else []
-    return []
-
-
-def _js_manifest(directory: str, text: str, name: str) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-    """(package name -> entry paths, import alias prefix -> path prefixes) of one package.json / tsconfig.json."""
-    data = _json(text)
-    if name == "package.json":
-        if not isinstance(data.get("name"), str):
-            return {}, {}
-        entries = [data[f] for f in _JS_ENTRY_FIELDS if isinstance(data.get(f), str)] + _export_targets(
-            data.get("exports")
-        )
-        paths = [posixpath.normpath(posixpath.join(directory, e)) for e in entries]
-        return {
-            data["name"]: [
-                *paths,
-                posixpath.join(directory, "src/index"),
-                posixpath.join(directory, "index"),
-                posixpath.join(directory, "lib/index"),
-            ]
-        }, {data["name"] + "/": [directory + "/" if directory else ""]}
-    options = data.get("compilerOptions") if isinstance(data.get("compilerOptions"), dict) else {}
-    base = posixpath.normpath(posixpath.join(directory, options.get("baseUrl") or "."))
-    aliases = {}
-    for alias, targets in (options.get("paths") or {}).items():
-        if isinstance(targets, list) and alias != "*":
-            aliases[alias.rstrip("*")] = [
-                posixpath.normpath(posixpath.join(base, t.rstrip("*"))) + ("/" if t.endswith("/*") else "")
-                for t in targets
-                if isinstance(t, str)
-            ]
-    return {}, aliases
+    return go.module_directories(manifest_texts)
 
 
 def package_roots(
@@ -148,350 +64,7 @@ def package_roots(
     """Bare import names -> repository paths, read from the manifests the convention tables name: JS/TS package.json
     `name` -> its entry files (source/module/main/exports) and `name/` -> its directory, tsconfig.json `paths`
     aliases; Rust Cargo.toml package names -> their src/ directory (so `use other_crate::x` resolves in a workspace)."""
-    wanted = manifest_names(language_conventions)
-    manifests = manifest_texts[manifest_texts["path"].str.rsplit("/", n=1).str[-1].isin(wanted - {"go.mod"})]
-    roots: dict[str, dict[str, list[str]]] = {"js_packages": {}, "js_aliases": {}, "rust_crates": {}}
-    for path, text in zip(manifests["path"], manifests["text"]):
-        directory, name = posixpath.split(path)
-        if name == "Cargo.toml":
-            try:
-                crate = tomllib.loads(text).get("package", {}).get("name")
-            except tomllib.TOMLDecodeError:
-                continue
-            if isinstance(crate, str):
-                roots["rust_crates"][crate.replace("-", "_")] = [posixpath.join(directory, "src")]
-            continue
-        packages, aliases = _js_manifest(directory, text, name)
-        for key, value in packages.items():
-            roots["js_packages"].setdefault(key, value)
-        for key, value in aliases.items():
-            roots["js_aliases"].setdefault(key, value)
-    return roots
-
-
-def _rust_use_items(inner: str) -> list[str]:
-    """The items of a use list's braces, split at its top-level commas: "E,f::{G,H},self" -> [E, f::{G,H}, self]."""
-    items, depth, start = [], 0, 0
-    for i, char in enumerate(inner):
-        depth += (char == "{") - (char == "}")
-        if char == "," and depth == 0:
-            items.append(inner[start:i])
-            start = i + 1
-    return [item for item in (*items, inner[start:]) if item]
-
-
-class _Resolver:
-    """Lookup tables over the indexed files; `resolve` maps one import row to (dst_file_id, local, member)s."""
-
-    def __init__(
-        self,
-        files: pd.DataFrame,
-        go_modules: dict[str, str],
-        symbols: pd.DataFrame | None = None,
-        package_roots: dict[str, dict[str, list[str]]] | None = None,
-    ):
-        columns = {c: files[c].tolist() for c in ("file_id", "path", "language", "module", "package")}  # (not Series
-        self.by_path = dict(zip(columns["path"], columns["file_id"]))  # iteration: Arrow strings one by one are slow)
-        self.go_modules = go_modules
-        self.roots = package_roots or {}
-        self.by_suffix: dict[str, list[str]] = defaultdict(list)
-        for path in (p for p, lang in zip(columns["path"], columns["language"]) if lang in PATH_LANGUAGES):
-            parts = path.split("/")
-            for k in range(len(parts)):
-                self.by_suffix["/".join(parts[k:])].append(path)
-        self.namespaced_symbols, self.namespace_files = _namespaces(files, symbols)
-        self.py_modules: dict[str, list[tuple[int, str]]] = defaultdict(list)
-        self.java_modules: dict[str, int] = {}
-        self.java_packages: dict[str, list[int]] = defaultdict(list)
-        self.go_dirs: dict[str, list[int]] = defaultdict(list)
-        for fid, path, lang, module, package in zip(*columns.values()):
-            if lang == "python":
-                self.py_modules[module].append((int(fid), package))
-            elif lang == "java":
-                self.java_modules.setdefault(module, int(fid))
-                self.java_packages[module.rpartition(".")[0]].append(int(fid))
-            elif lang == "go" and not path.endswith("_test.go"):
-                self.go_dirs[package].append(int(fid))
-
-    def _py_module(self, name: str, package: str, anchor: str | None = None, written: str | None = None) -> int | None:
-        """The file of a python module, preferring one next to the importer when the name is ambiguous; else, as in a
-        namespace package (a directory without __init__.py, which gives no module its dotted name), the file at the
-        path the import names (`written`, default name) from the repository root or src/. A relative import (anchor:
-        the directory its dots name, "" for the root) is looked up by its path first, as Python does."""
-        if (
-            anchor is not None
-            and (found := self._py_file((f"{anchor}/" if anchor else "",), written or "")) is not None
-        ):
-            return found
-        found = self.py_modules.get(name)
-        if not found:
-            return None if anchor is not None else self._py_file(PY_ROOTS, name if written is None else written)
-        return next((fid for fid, pkg in found if pkg == package), found[0][0])
-
-    def _py_file(self, roots: tuple[str, ...], dotted: str) -> int | None:
-        """`b.helper` -> b/helper.py or b/helper/__init__.py under the first of roots holding one (what Python finds
-        with that root on its path)."""
-        rel = dotted.replace(".", "/")
-        for root in roots:
-            base = (root + rel).rstrip("/")
-            for candidate in (f"{base}.py", f"{base}/__init__.py") if base else ("__init__.py",):
-                if candidate in self.by_path:
-                    return int(self.by_path[candidate])
-        return None
-
-    def _python_module_binding(self, full: str, package: str, local: str):
-        """`import full [as local]`: the module's file (or its nearest enclosing package) bound to local."""
-        dst = self._py_module(full, package)
-        prefix = full
-        while dst is None and "." in prefix:
-            prefix = prefix.rpartition(".")[0]
-            dst = self._py_module(prefix, package)
-        return [] if dst is None else [(dst, local, None)]
-
-    def python(self, path: str, module: str, package: str, target: str, names: list[str], level: int):
-        anchor = None  # an absolute import
-        if level > 0:
-            parts = module.split(".") if path.endswith("__init__.py") else module.split(".")[:-1]
-            parts = parts[: len(parts) - (level - 1)] if level > 1 else parts
-            full = ".".join([*parts, target] if target else parts)
-            anchor = path.rsplit("/", level)[0] if path.count("/") >= level else ""  # the directory `.`/`..` names
-        else:
-            full = target
-        if not names:
-            return self._python_module_binding(full, package, full)
-        out = []
-        if level == 0 and len(names) == 1 and " as " in names[0] and names[0].partition(" as ")[0].strip() == target:
-            # `import a.b as c` is stored as target "a.b", names ("a.b as c",); an undotted one reads the same
-            # as `from a import a as c`, so both readings are bound (they rarely both resolve)
-            out.extend(self._python_module_binding(full, package, names[0].partition(" as ")[2].strip()))
-            if "." in target:
-                return out
-        for name in names:
-            orig, _, alias = name.partition(" as ")
-            orig, local = orig.strip(), (alias or orig).strip()
-            sub = None
-            if orig != "*":
-                sub = self._py_module(
-                    f"{full}.{orig}" if full else orig, package, anchor, f"{target}.{orig}" if target else orig
-                )
-            if sub is not None:
-                out.append((sub, local, None))
-                continue
-            dst = self._py_module(full, package, anchor, target)
-            if dst is not None:
-                out.append((dst, None if orig == "*" else local, None if orig == "*" else orig))
-        return list(dict.fromkeys(out))
-
-    def _js_file(self, base: str) -> int | None:
-        """The indexed file a JS/TS module path names: as is, with an extension, or its directory's index file."""
-        stems = (
-            [base, base[: -len(posixpath.splitext(base)[1])]]
-            if base.endswith((".js", ".jsx", ".mjs", ".cjs"))
-            else [base]
-        )
-        candidates = [
-            c
-            for stem in stems
-            for c in (stem, *(stem + e for e in JS_EXTENSIONS), *(f"{stem}/index{e}" for e in JS_EXTENSIONS))
-        ]
-        return next((self.by_path[c] for c in candidates if c in self.by_path), None)
-
-    def _js_bare(self, target: str) -> int | None:
-        """A bare specifier through the manifests: a workspace package's entry, `pkg/sub` inside it, a tsconfig alias."""
-        for entry in self.roots.get("js_packages", {}).get(target, ()):
-            if (dst := self._js_file(entry)) is not None:
-                return dst
-        prefixes = {**self.roots.get("js_aliases", {})}
-        for prefix in sorted(prefixes, key=len, reverse=True):
-            if prefix and (target == prefix.rstrip("/") or target.startswith(prefix)):
-                rest = target[len(prefix) :]
-                for root in prefixes[prefix]:
-                    for sub in ("", "src/", "lib/"):
-                        if (
-                            dst := self._js_file(
-                                posixpath.normpath(root + (sub if root.endswith("/") or not root else "") + rest)
-                            )
-                        ) is not None:
-                            return dst
-        return None
-
-    def javascript(self, package: str, target: str, names: list[str]):
-        dst = (
-            self._js_file(posixpath.normpath(posixpath.join(package, target)))
-            if target.startswith(".")
-            else self._js_bare(target)
-        )
-        if dst is None:
-            return []
-        bound = [n.partition(" as ") for n in names if n and n != "*"]  # "* as m": the module itself, bound to m
-        return [
-            (dst, (alias or orig).strip(), None if orig.strip() == "*" else orig.strip()) for orig, _, alias in bound
-        ] or [(dst, None, None)]
-
-    def go(self, target: str, names: list[str]):
-        for prefix, directory in self.go_modules.items():
-            if target == prefix or target.startswith(prefix + "/"):
-                rel = target[len(prefix) + 1 :]
-                dsts = self.go_dirs.get(posixpath.join(directory, rel) if directory else rel, [])
-                alias = names[0] if names and names[0] not in ("_", ".") else target.rpartition("/")[2]
-                return [(dst, alias, None) for dst in dsts]
-        return []
-
-    def java(self, target: str, names: list[str]):
-        if target.endswith("*") or "*" in names:
-            return [(dst, None, None) for dst in self.java_packages.get(target.rstrip(".*"), [])]
-        for candidate in (target, target.rpartition(".")[0]):
-            if candidate in self.java_modules:
-                cls = candidate.rpartition(".")[2]
-                return [(self.java_modules[candidate], cls, cls)]
-        return []
-
-    def _rust_crate_root(self, src: str):
-        """The root file of a crate's src/ directory (lib.rs, else main.rs)."""
-        found = next((self.by_path[c] for c in (f"{src}/lib.rs", f"{src}/main.rs") if c in self.by_path), None)
-        return [] if found is None else [(found, None, None)]
-
-    def rust(self, path: str, target: str, names: list[str] = ()):
-        """A `use` / `mod` row: the module file it names, each item bound to its name, so references to the item
-        resolve to its definition: `use a::b::C` binds C to member C of a/b.rs, `use a::b` (b a file) binds the
-        module b, `use a::{b::C, d::{E, F}}` each leaf alike; `self` and a row without names bind the module, `*` binds
-        it as a GLOB."""
-        module = self._rust_module(path, target, names)
-        if not names:
-            return module
-        out = []
-        for name in names:
-            prefix, _, leaf = name.rpartition("::")
-            if leaf.startswith("{") or "{" in prefix:  # `d::{E,F}`: the braces' items under target::d
-                head, _, inner = name.partition("::{")
-                out.extend(self.rust(path, f"{target}::{head}", _rust_use_items(inner.removesuffix("}"))))
-            elif prefix:  # `b::C`
-                out.extend(self.rust(path, f"{target}::{prefix}", [leaf]))
-            elif name == "*":  # a glob: the module, marked so its names resolve (see `reexport_bindings`)
-                out.extend((dst, GLOB, None) for dst, _, _ in module)
-            elif name == "self" or not name.isidentifier():
-                out.extend(module)
-            elif (sub := self._rust_module(path, f"{target}::{name}")) and sub != module:
-                out.extend((dst, name, None) for dst, _, _ in sub)  # a submodule's file, bound as a module
-            else:
-                out.extend((dst, name, name) for dst, _, _ in module)  # an item of the module's file
-        return list(dict.fromkeys(out))
-
-    def _rust_module(self, path: str, target: str, names: list[str] = ()):
-        """The file(s) of the module a `use` path (or `mod x;`) names, by the longest prefix that is a file."""
-        directory, name = posixpath.split(path)
-        stem = name[:-3] if name.endswith(".rs") else name
-        module_dir = directory if stem in ("lib", "main", "mod") else posixpath.join(directory, stem)
-        parts = [p for p in target.replace("::", "/").split("/") if p and p not in ("{", "}")]
-        if not parts:
-            return []
-        if parts[0] == "crate":
-            crate = path[: path.rfind("src/") + 3] if "src/" in path else directory
-            root, parts = crate, parts[1:]
-        elif parts[0] in ("self", "super"):
-            root = module_dir
-            while parts and parts[0] in ("self", "super"):
-                root = posixpath.dirname(root) if parts[0] == "super" else root
-                parts = parts[1:]
-        elif parts[0] in self.roots.get("rust_crates", {}):  # another crate of the workspace (Cargo.toml name)
-            root, parts = self.roots["rust_crates"][parts[0]][0], parts[1:]
-            named = [n for n in names if n.isidentifier()]
-            found = [
-                self.by_path[c] for n in named for c in (posixpath.join(root, *parts, n) + ".rs",) if c in self.by_path
-            ]
-            if found or not parts:
-                return [(dst, None, None) for dst in dict.fromkeys(found)] or self._rust_crate_root(root)
-        elif len(parts) == 1:  # `mod x;`
-            root = module_dir
-        else:
-            return []
-        for n in range(len(parts), 0, -1):
-            base = posixpath.join(root, *parts[:n])
-            for candidate in (base + ".rs", base + "/mod.rs"):
-                if candidate in self.by_path:
-                    return [(self.by_path[candidate], None, None)]
-        if not parts:  # `crate`, `super`, `self` themselves: the module file of that directory
-            for candidate in (f"{root}/mod.rs", f"{root}.rs", f"{root}/lib.rs", f"{root}/main.rs"):
-                if candidate in self.by_path:
-                    return [(self.by_path[candidate], None, None)]
-        return []
-
-    def file_path(self, path: str, target: str, level: int, extensions: tuple[str, ...]):
-        """A path import: next to the importer, then (level 0) the file ending in that path closest to the importer."""
-        directory = posixpath.dirname(path)
-        near = posixpath.normpath(posixpath.join(directory, target))
-        for candidate in (near, *(near + e for e in extensions)):
-            if candidate in self.by_path:
-                return [(self.by_path[candidate], None, None)]
-        if level:
-            return []
-        tail = "/".join(p for p in target.split("/") if p not in ("", ".", ".."))
-        for key in (tail, *(tail + e for e in extensions)):
-            found = self.by_suffix.get(key)
-            if found:
-                best = max(found, key=lambda c: (len(posixpath.commonpath([directory, posixpath.dirname(c)])), -len(c)))
-                return [(self.by_path[best], None, None)]
-        return []
-
-    def namespaced(self, target: str, names: list[str]):
-        """C# `using A.B;` / `using static A.B.C;` / `using X = A.B.C;`, PHP `use A\\B\\C [as D];`: the files
-        declaring that class (bound to its local name), or the files of a namespace when it is a narrow one."""
-        if not names or names == ["*"]:
-            wanted = [(target, None)]
-        else:
-            pairs = [(orig.strip(), alias.strip()) for orig, _, alias in (n.partition(" as ") for n in names)]
-            wanted = [(f"{target}.{orig}" if target else orig, alias or orig) for orig, alias in pairs]
-        out = []
-        for full, local in wanted:
-            declared = self.namespaced_symbols.get(full)
-            if declared:
-                member = full.rpartition(".")[2]
-                out.extend((dst, local or member, member) for dst in declared)
-                continue
-            files = self.namespace_files.get(full, [])
-            if len(files) <= MAX_NAMESPACE_FILES:
-                out.extend((dst, None, None) for dst in files)
-        return list(dict.fromkeys(out))
-
-    def resolve(self, lang, path, module, package, target, names, level):
-        """(dst_file_id, local name bound in the importer or None, member of dst or None) per resolved target."""
-        if lang == "python":
-            return self.python(path, module, package, target, names, level)
-        if lang in JS_LANGUAGES:
-            return self.javascript(package, target, names)
-        if lang == "go":
-            return self.go(target, names)
-        if lang == "java":
-            return self.java(target, names)
-        if lang == "rust":
-            return self.rust(path, target, names)
-        if lang in ("c", "cpp"):
-            return self.file_path(path, target, level, ())
-        if lang == "ruby":
-            return self.file_path(path, target, level, (".rb",))
-        if lang == "php" and (level or target.endswith((".php", ".inc"))):
-            return self.file_path(path, target, level, ())
-        if lang in NAMESPACE_LANGUAGES:
-            return self.namespaced(target, names)
-        return []
-
-
-def _namespaces(files: pd.DataFrame, symbols: pd.DataFrame | None) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
-    """C# / PHP top-level symbols: qualified name ("App.Models.User") -> declaring files, namespace -> files."""
-    if symbols is None or symbols.empty:
-        return {}, {}
-    ns_files = files.loc[files["language"].isin(NAMESPACE_LANGUAGES), "file_id"]
-    top = symbols[symbols["parent_id"].isna() & symbols["file_id"].isin(ns_files)]
-    qualified = top["qualified_name"].astype(object).to_numpy()
-    file_ids = top["file_id"].astype("int64").to_numpy()
-    by_name: dict[str, list[int]] = defaultdict(list)
-    by_namespace: dict[str, list[int]] = defaultdict(list)
-    for name, fid in zip(qualified, file_ids.tolist()):
-        by_name[name].append(fid)
-        namespace = name.rpartition(".")[0]
-        if namespace and fid not in by_namespace[namespace][-1:]:
-            by_namespace[namespace].append(fid)
-    return dict(by_name), {k: list(dict.fromkeys(v)) for k, v in by_namespace.items()}
+    return languages.manifest_roots(manifest_texts, manifest_names(language_conventions))
 
 
 def import_context(
@@ -508,7 +81,7 @@ def import_context(
     paths = dict(zip(indexed_files["file_id"].tolist(), indexed_files["path"].tolist()))
     namespaces = [
         {name: sorted(paths[f] for f in ids) for name, ids in table.items()}  # (file ids: in no one order)
-        for table in _namespaces(indexed_files, kb_symbols)
+        for table in languages.namespaced_names(indexed_files, kb_symbols)
     ]
     digest = hashlib.sha1(json.dumps([files[c].tolist() for c in columns], default=str).encode())
     digest.update(json.dumps([go_modules, package_roots, namespaces], sort_keys=True, default=str).encode())
@@ -529,7 +102,7 @@ def import_bindings(
     (kb_symbols: the namespaced names C# `using` / PHP `use` resolve through; package_roots: bare JS/TS and Rust
     crate names from the manifests). When the import context is the previous run's, unchanged files keep their
     previous bindings and only new/changed files' imports are resolved."""
-    carried = pd.DataFrame(columns=_BINDING_COLUMNS)
+    carried = pd.DataFrame(columns=BINDING_COLUMNS)
     if (
         import_context is not None
         and previous_import_context == import_context
@@ -540,7 +113,7 @@ def import_bindings(
         previous = previous_kb["import_bindings"]
         carried = previous[previous["file_id"].isin(reused)]
         kb_imports = kb_imports[~kb_imports["file_id"].isin(reused)]
-    resolver = _Resolver(indexed_files, go_modules, kb_symbols, package_roots)
+    resolver = languages.ImportResolver(indexed_files, {**(package_roots or {}), "go_modules": go_modules}, kb_symbols)
     info = indexed_files.set_index("file_id")[["language", "path", "module", "package"]]
     imports = kb_imports.join(info, on="file_id", how="inner")
     rows = []
@@ -551,7 +124,7 @@ def import_bindings(
         names = [] if names is None else [str(n) for n in names]
         for dst, local, member in resolver.resolve(lang, path, module, package, target or "", names, int(level or 0)):
             rows.append((int(fid), int(dst), local, member))
-    resolved = pd.DataFrame(rows, columns=_BINDING_COLUMNS)
+    resolved = pd.DataFrame(rows, columns=BINDING_COLUMNS)
     if not len(carried):
         return resolved
     bindings = pd.concat([carried.astype({"local": object, "member": object}), resolved], ignore_index=True)
@@ -564,48 +137,10 @@ def import_bindings(
 def reexport_bindings(
     import_bindings: pd.DataFrame, kb_symbols: pd.DataFrame, indexed_files: pd.DataFrame
 ) -> pd.DataFrame:
-    """Bindings a Rust file gets through another module (same columns as import_bindings, not stored): `use m::*`
-    binds every top-level name of m and every item m itself imports (the `pub use` re-exports of a crate root that
-    `use super::*` / `use crate::*` reach), and an item imported from a module that only re-exports it binds to
-    where that module imports it from (`use crate::Recipe` with `pub use recipe::Recipe` in lib.rs). One step:
-    a re-export of a re-export is not followed. Resolved after the file's own imports (see `_resolved_symbol_edges`)."""
-    rust = indexed_files.loc[indexed_files["language"] == "rust", "file_id"]
-    bindings = import_bindings[import_bindings["file_id"].isin(rust)]
-    as_objects = {"local": object, "member": object}
-    if bindings.empty:  # no Rust file imports anything (most repositories): nothing to derive
-        return pd.DataFrame(columns=_BINDING_COLUMNS).astype({"file_id": "int64", "dst_file_id": "int64", **as_objects})
-    items = import_bindings.loc[import_bindings["member"].notna(), _BINDING_COLUMNS].astype(as_objects)
-    bindings = bindings.astype(as_objects)
-    globs = bindings.loc[bindings["local"] == GLOB, ["file_id", "dst_file_id"]]
-    top = kb_symbols.loc[kb_symbols["parent_id"].isna(), ["file_id", "name"]].astype({"name": object}).drop_duplicates()
-    own = globs.merge(top.rename(columns={"file_id": "dst_file_id", "name": "local"}), on="dst_file_id")
-    through_glob = globs.rename(columns={"dst_file_id": "via"}).merge(
-        items.rename(columns={"file_id": "via"}), on="via"
-    )
-    named = bindings[bindings["member"].notna()].merge(
-        top,
-        left_on=["dst_file_id", "member"],
-        right_on=["file_id", "name"],
-        how="left",
-        indicator=True,
-        suffixes=("", "_top"),
-    )
-    unresolved = named.loc[named["_merge"] == "left_only", ["file_id", "dst_file_id", "local", "member"]]
-    onward = items.rename(columns={"file_id": "via", "local": "name", "dst_file_id": "dst", "member": "item"})
-    hops = unresolved.rename(columns={"dst_file_id": "via", "member": "name"}).merge(onward, on=["via", "name"])
-    through_item = pd.DataFrame(
-        {"file_id": hops["file_id"], "dst_file_id": hops["dst"], "local": hops["local"], "member": hops["item"]}
-    )
-    derived = pd.concat(
-        [
-            own.assign(member=own["local"]),
-            through_glob[_BINDING_COLUMNS],
-            through_item,
-        ],
-        ignore_index=True,
-    )
-    derived = derived[derived["file_id"] != derived["dst_file_id"]].astype(as_objects)
-    return derived.drop_duplicates(ignore_index=True)
+    """Bindings a Rust file gets through another module (same columns as import_bindings, not stored): its glob
+    imports and the re-exports they reach (see `languages.rust.reexported_bindings`); resolved after the file's own
+    imports (see `_resolved_symbol_edges`)."""
+    return rust.reexported_bindings(import_bindings, kb_symbols, indexed_files)
 
 
 def kb_import_bindings(import_bindings: pd.DataFrame) -> pd.DataFrame:
@@ -961,7 +496,7 @@ def _resolved_symbol_edges(
     plain = refs[refs["prefix"] == ""]
     dotted = refs[refs["prefix"] != ""]
     in_package = packages.index[packages.isin(refs["package"].dropna().unique()).to_numpy()]
-    reexported = reexported if reexported is not None else pd.DataFrame(columns=_BINDING_COLUMNS)
+    reexported = reexported if reexported is not None else pd.DataFrame(columns=BINDING_COLUMNS)
     reachable = (
         kb_symbols["file_id"].isin(refs["file_id"])
         | kb_symbols["file_id"].isin(import_bindings["dst_file_id"])

@@ -1,8 +1,7 @@
 """JS / TS / TSX / Go / Java / Rust / C / C++ / C# / Ruby / PHP parser on tree-sitter 0.26 and the grammar wheels.
 
-One walk over the syntax tree per file; a per-language `Spec` (built in the `ts_<language>.py` modules, listed in
-`ts_languages.py`) says
-which node types declare symbols (and of which kind), which are calls, comments, imports, base clauses and
+One walk over the syntax tree per file; a per-language `Spec` (built in the `ts_<language>.py` modules; each
+language's module in `cra.dataflows.index.languages` names its spec factory and grammar) says which node types declare symbols (and of which kind), which are calls, comments, imports, base clauses and
 namespaces (C++ / C# / PHP namespaces qualify the names declared in them: `ns.Class.method`).
 """
 
@@ -14,6 +13,7 @@ from dataclasses import replace
 
 from tree_sitter import Language, Node, Parser
 
+from cra.dataflows.index.languages import SPEC_FACTORIES, grammar
 from cra.dataflows.index.parsers.models import (
     ParsedComment,
     ParsedFile,
@@ -22,7 +22,6 @@ from cra.dataflows.index.parsers.models import (
     ParsedSymbol,
 )
 from cra.dataflows.index.parsers.ts_common import WHITESPACE, Decl, Spec
-from cra.dataflows.index.parsers.ts_languages import SPEC_FACTORIES
 
 _TYPE_NAMES = frozenset({"type_identifier", "nested_type_identifier", "qualified_type", "scoped_type_identifier"})
 # type names here are declarations or constructor calls, not annotations
@@ -31,50 +30,6 @@ _NOT_ANNOTATIONS = frozenset(
 )
 _DECORATORS = frozenset({"decorator", "marker_annotation", "annotation", "attribute_item", "attribute_list"})
 _SUMMARY_TAGS = re.compile(r"</?(?:summary|remarks|returns|para)>")
-
-
-def _grammar(language: str):
-    if language == "javascript":
-        import tree_sitter_javascript as grammar
-
-        return grammar.language()
-    if language in ("typescript", "tsx"):
-        import tree_sitter_typescript as grammar
-
-        return grammar.language_typescript() if language == "typescript" else grammar.language_tsx()
-    if language == "go":
-        import tree_sitter_go as grammar
-
-        return grammar.language()
-    if language == "java":
-        import tree_sitter_java as grammar
-
-        return grammar.language()
-    if language == "rust":
-        import tree_sitter_rust as grammar
-
-        return grammar.language()
-    if language == "c":
-        import tree_sitter_c as grammar
-
-        return grammar.language()
-    if language == "cpp":
-        import tree_sitter_cpp as grammar
-
-        return grammar.language()
-    if language == "csharp":
-        import tree_sitter_c_sharp as grammar
-
-        return grammar.language()
-    if language == "ruby":
-        import tree_sitter_ruby as grammar
-
-        return grammar.language()
-    if language == "php":
-        import tree_sitter_php as grammar
-
-        return grammar.language_php()
-    raise ValueError(f"no tree-sitter grammar for {language!r}")
 
 
 _LOCAL = threading.local()  # parsers are not thread-safe: one per language per thread
@@ -138,7 +93,7 @@ def _gaps_bridged(tree, source: bytes, language: str):
 def _parser(language: str) -> Parser:
     cache = _LOCAL.__dict__.setdefault("parsers", {})
     if language not in cache:
-        cache[language] = Parser(Language(_grammar(language)))
+        cache[language] = Parser(Language(grammar(language)))
     return cache[language]
 
 

@@ -1,6 +1,6 @@
 """What the tree-sitter walker and the per-language modules share: `Decl`, `Spec`, `make_spec`, the `Walker`
 interface a language module may use, and small node helpers. The language modules import this module, never
-`treesitter.py` (which finds their specs in the registry `ts_languages.py`): no import cycle."""
+`treesitter.py` (which finds their specs through the registry `cra.dataflows.index.languages`): no import cycle."""
 
 from __future__ import annotations
 
