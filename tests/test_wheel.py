@@ -146,7 +146,7 @@ def test_the_venv_imports_cra_from_its_own_site_packages_and_the_wheel_installed
     assert research.returncode != 0 and "ModuleNotFoundError" in research.stderr  # a checkout's tooling only
 
 
-def test_retrieve_in_every_format_answers_as_the_checkout_does(installed, tmp_path, capsys):
+def test_retrieve_in_every_format_answers_as_the_checkout_does(installed, tmp_path, capsys, monkeypatch):
     from cra.drivers.cli.main import main
 
     repo = str(installed.repo)
@@ -161,6 +161,8 @@ def test_retrieve_in_every_format_answers_as_the_checkout_does(installed, tmp_pa
     assert {"validate_login", "validate_ldap"} <= {s["name"] for f in doc["files"] for s in f["symbols"]}
     # the checkout's own answer from its own index, field for field: every shipped weight, model and convention
     # table the index and retrieval read reached the wheel
+    monkeypatch.setenv("CRA_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("CRA_CACHE", str(tmp_path / "cache"))
     kb = str(tmp_path / "checkout-kb")
     assert main(["index", repo, "--kb", kb]) == 0
     capsys.readouterr()
