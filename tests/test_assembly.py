@@ -236,8 +236,18 @@ def test_prompt_uses_a_custom_template_and_marks_empty_sections():
 
 def test_json_follows_the_contract():
     data = json.loads(json_text(package()))
-    assert set(data) == {"task", "files", "dependency_edges", "companions", "token_count", "budget", "provenance"}
+    assert set(data) == {
+        "task",
+        "task_query",  # the original specification's name, beside ours
+        "files",
+        "dependency_edges",
+        "companions",
+        "token_count",
+        "budget",
+        "provenance",
+    }
     assert set(data["files"][0]) == {
+        "file_id",  # the original specification's name, beside ours
         "path",
         "language",
         "relevance_rank",

@@ -479,7 +479,7 @@ def test_an_index_run_counts_tokens_in_a_helper_process_loaded_meanwhile(tmp_pat
     pandas and reads the KB, then answers every count; the run ends it (reaped) and its counts are exact."""
     repo = make_repo(tmp_path / "repo", git=False)
     probe = (
-        "import os, sys, json; from pathlib import Path; from drivers import tokens; from cra.drivers.index.indexer import index_repository;"
+        "import os, sys, json; from pathlib import Path; from cra.drivers.common import tokens; from cra.drivers.index.indexer import index_repository;"
         "from cra.drivers.kb.store import read_tables; index_repository(Path(sys.argv[1]), Path(sys.argv[2]), history=0);"
         "files = read_tables(Path(sys.argv[2]), ['files'])['files'];"
         "reaped = True\ntry: os.waitpid(-1, os.WNOHANG)\nexcept ChildProcessError: reaped = True\nelse: reaped = False\n"
@@ -510,7 +510,7 @@ def test_counts_go_on_in_process_when_the_helper_dies_and_it_holds_no_inherited_
     """The helper closes what it inherited (the KB's lock stays the parent's to release); killed, it is not missed."""
     lock = tmp_path / "kb.lock"
     probe = (
-        "import fcntl, os, signal, sys, json; from drivers import tokens;"
+        "import fcntl, os, signal, sys, json; from cra.drivers.common import tokens;"
         "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT); fcntl.flock(fd, fcntl.LOCK_EX); tokens.preload();"
         "asked = tokens.count_tokens('def helped(x):'); os.close(fd); other = os.open(sys.argv[1], os.O_RDWR);"
         "fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB); os.kill(tokens._helper.pid, signal.SIGKILL);"  # (else blocked)

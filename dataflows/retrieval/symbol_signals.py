@@ -21,7 +21,7 @@ lexical_in_file  its lexical score over the best of its own file's: which defini
 size       log of its body's tokens over log 4096, capped at 1: fixes land in bigger functions more often (a prior)
 callable   1 for a function or method: a class's methods are ranked themselves, and a fix lands in one more often
 
-`symbol_ranking` adds the weighted sum and the rank; the weights are fitted by `drivers/tune_symbols.py`.
+`symbol_ranking` adds the weighted sum and the rank; the weights are fitted by `drivers/research/fit_symbol_weights.py`.
 """
 
 from __future__ import annotations

@@ -91,8 +91,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--seed-variants",
         default="",
-        help="comma-separated seed 001 behaviours to use instead of ours: task_types, budget_split, "
-        "floor, eviction, primaries, or all (README: deviations from the seeds)",
+        help="comma-separated behaviours of the original retrieval specification to use instead of ours: "
+        "task_types, budget_split, floor, eviction, primaries, or all (README: every deviation from the specifications)",
     )
 
 

@@ -168,7 +168,9 @@ def add_findings(
     """Embed and store validated findings (transactions of EMBED_BATCH); returns how many were new."""
     provider, warnings = _provider(provider)
     if provider is None:
-        raise CraError(f"Cannot store findings: {warnings[0]}. Reinstall cra (`make setup`) to restore the model.")
+        raise CraError(
+            f"Cannot store findings: {warnings[0]}. Reinstall cra (`pip install --force-reinstall cra-engine`, or `make setup` in a checkout) to restore the model."
+        )
     added = 0
     with open_store(db_path) as conn:
         for start in range(0, len(findings), EMBED_BATCH):
