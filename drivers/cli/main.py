@@ -27,8 +27,9 @@ def _index(args) -> int:
     )  # before Arrow loads: see index_memory._arrow_from_malloc
     from cra.drivers.common.interrupts import Interrupted, exit_code_of, terminate_as_interrupt
     from cra.drivers.common.progress import Progress, progress_shown
-    from cra.drivers.index.indexer import index_repository, resumable_batches
+    from cra.drivers.index.indexer import index_repository
     from cra.drivers.kb.location import default_kb_dir
+    from cra.drivers.kb.resume import resumable_batches
 
     if args.workers is not None and args.workers < 1:
         raise CraError(f"--workers must be at least 1 (got {args.workers}).")

@@ -23,9 +23,9 @@ from cra.drivers.common.locks import exclusive_lock
 from cra.drivers.index import sources, stat_cache
 from cra.drivers.kb import check as kb_check
 from cra.drivers.kb.location import check_writable, default_kb_dir
+from cra.drivers.kb.resume import RESUME_DIR, drop_checkpoints
 
 INDEX_LOCK = ".index.lock"  # in a KB directory: held by the one index run writing it
-RESUME_DIR = ".resume"  # in a KB directory: batches parsed by a run that has not written its KB yet
 # the index machinery (Hamilton, pandas, the dataflow modules), loaded on first use: an unchanged tree never needs it
 _DAG_NAMES = frozenset(
     {
@@ -116,7 +116,7 @@ def _index_locked(
     damage = None if rebuild else kb_check.live_damage(kb_dir)
     notes = []
     if rebuild:
-        shutil.rmtree(kb_dir / RESUME_DIR, ignore_errors=True)
+        drop_checkpoints(kb_dir)
         notes.append("rebuilt from the source tree (--rebuild): every file parsed again")
     elif damage is not None:
         notes.append(f"the knowledge base was damaged ({damage}): rebuilt from the source tree")
@@ -127,9 +127,9 @@ def _index_locked(
         if unchanged is not None:
             return {**unchanged, "seconds": round(time.perf_counter() - started, 3)}
     tokens.preload()  # cl100k loads in a helper process while this one imports and reads the previous KB
-    from cra.dataflows.index.metadata import CONTENTS_FILE
     from cra.dataflows.index.schema import TABLES
     from cra.drivers.index.dag import PARALLEL_MIN_FILES, index_frames
+    from cra.drivers.kb.mapped import CONTENTS_FILE
     from cra.drivers.kb.store import live_version, read_metadata, read_tables, write_kb
 
     previous, skipped, import_context = None, {}, None
@@ -200,7 +200,7 @@ def _index_locked(
         )
     finally:
         shutil.rmtree(contents_dir, ignore_errors=True)
-    shutil.rmtree(kb_dir / RESUME_DIR, ignore_errors=True)
+    drop_checkpoints(kb_dir)
     if history_from is None and scan.walk is not None:  # (a scan made elsewhere, e.g. tests/kb_compare.py, has no walk)
         hashes = dict(zip(scan.frame["path"].tolist(), scan.frame["hash"].tolist()))  # (bulk-converted: 4x faster)
         entries = {path: [*stat, hashes.get(path)] for path, stat in scan.stats.items()}
@@ -211,11 +211,6 @@ def _index_locked(
     stats["seconds"] = round(time.perf_counter() - started, 3)
     stats["kb_dir"] = str(kb_dir)
     return stats
-
-
-def resumable_batches(kb_dir: Path) -> int:
-    """Parsed batches an interrupted run left for the next one (what `cra index` says when interrupted)."""
-    return sum(1 for _ in (Path(kb_dir) / RESUME_DIR).glob("*/*.pickle"))
 
 
 def _known_files(cache: stat_cache.StatCache | None, previous: dict | None, skipped: dict[str, list[str]]):

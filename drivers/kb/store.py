@@ -32,13 +32,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cra.dataflows import lexical
-from cra.dataflows.index.mapped import TEXT_TABLES, read_mapped, write_mapped
 from cra.dataflows.index.schema import REQUEST_TABLES, SCHEMA_VERSION, TABLES, arrow_schema
 from cra.dataflows.lexical import Bm25Index
 from cra.dataflows.retrieval import vocabulary
 from cra.drivers.common.errors import CraError
 from cra.drivers.kb.check import INVENTORY_KEY, KbDamaged, clear_damage, inventory, mark_damaged, version_damage
 from cra.drivers.kb.location import CURRENT, KB_DIRNAME, check_writable, default_kb_dir, live_version  # noqa: F401 (re-exported)
+from cra.drivers.kb.mapped import TEXT_TABLES, mapped_table, read_mapped, write_mapped
 from cra.drivers.kb.word_cache import (
     read_word_tables,
     word_input_digests,
@@ -126,7 +126,7 @@ def _read_lexicon(version: Path, terms: str) -> Bm25Index | None:
     path = version / f"{terms}{_LEXICON_SUFFIX}"
     if not path.is_file():
         return None
-    table = pa.ipc.open_file(pa.memory_map(str(path), "r")).read_all()
+    table = mapped_table(path)
     if (table.schema.metadata or {}) != _LEXICON_FORMAT or table.num_rows != 1:
         return None
     values = {name: table.column(name).chunk(0).values for name in lexical.ARRAYS}
