@@ -281,7 +281,7 @@ def _n_changed(source_files: pd.DataFrame, previous_kb: dict[str, pd.DataFrame] 
 def _checkpoint(resume_dir: Path) -> PickledBatches:
     """The parse checkpoint in resume_dir for this index code and token counter (`checkpoint_in`)."""
     from cra.drivers.common.tokens import tokens_are_exact
-    from cra.drivers.index.stat_cache import code_digest
+    from cra.drivers.index.fingerprint import code_digest
 
     return checkpoint_in(resume_dir, f"{code_digest()[:16]}-{'cl100k' if tokens_are_exact() else 'estimate'}")
 

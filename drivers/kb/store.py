@@ -7,7 +7,7 @@ Layout of a KB directory (default `<repo>/.cra/`):
                        see LEXICONS): derived data, so a KB without them (or of another lexicon format) is still
                        read, by rebuilding; likewise the per-KB word tables (`words.<name>*.arrow`, see
                        `cra.drivers.kb.word_cache`), reused only when written by the same `vocabulary` / `text` code
-    scan-cache.json    what the last index saw of each file (`cra.drivers.index.stat_cache`), naming the version it belongs to
+    scan-cache.json    what the last index saw of each file (`cra.drivers.kb.stat_cache`), naming the version it belongs to
 A run that dies before CURRENT is replaced leaves the previous version live and intact. A version's files are never
 modified once written, so a new version hard-links the files of tables that did not change from the live one.
 """
