@@ -1,7 +1,8 @@
 """Tables kept as uncompressed Arrow IPC files and memory-mapped when read: every file's text and every comment, of
-which a request, or a parse worker, reads only the rows it needs. `cra.drivers.kb.store` stores the KB's mapped tables
-with these; an index run writes its contents table with them before the parse (`ContentsFile`), so that the tree's
-texts are on disk, not in the driver's memory, while the files are parsed."""
+which a request, or a parse worker, reads only the rows it needs, the term tables, lexicons and word tables. Every
+Arrow file of the KB store is written and mapped here (`cra.drivers.kb.store`, `cra.drivers.kb.word_cache`, an index
+run's `TableSpill`); an index run writes its contents table here before the parse (`ContentsFile`), so that the
+tree's texts are on disk, not in the driver's memory, while the files are parsed."""
 
 from __future__ import annotations
 
@@ -38,6 +39,12 @@ def write_batches(batches, table: str, path: Path) -> None:
     with pa.ipc.new_file(path, arrow_schema(table)) as writer:
         for batch in batches:
             writer.write_table(batch)
+
+
+def write_table(table: pa.Table, path: Path) -> None:
+    """An Arrow table as an uncompressed Arrow IPC file in its own schema (metadata included), for `mapped_table`."""
+    with pa.ipc.new_file(path, table.schema) as writer:
+        writer.write_table(table)
 
 
 def mapped_table(path: Path) -> pa.Table:

@@ -38,7 +38,7 @@ from cra.dataflows.retrieval import vocabulary
 from cra.drivers.common.errors import CraError
 from cra.drivers.kb.check import INVENTORY_KEY, KbDamaged, clear_damage, inventory, mark_damaged, version_damage
 from cra.drivers.kb.location import CURRENT, KB_DIRNAME, check_writable, default_kb_dir, live_version  # noqa: F401 (re-exported)
-from cra.drivers.kb.mapped import TEXT_TABLES, mapped_table, read_mapped, write_mapped
+from cra.drivers.kb.mapped import TEXT_TABLES, mapped_table, read_mapped, write_mapped, write_table
 from cra.drivers.kb.word_cache import (
     read_word_tables,
     word_input_digests,
@@ -115,9 +115,7 @@ def _write_lexicon(staging: Path, terms: str, frame: pd.DataFrame) -> None:
                 pa.array(values, type=pa.string()) if values.dtype == object and name == "vocab" else pa.array(values)
             )
         columns[name] = pa.ListArray.from_arrays(pa.array([0, len(flat)], type=pa.int32()), flat)
-    table = pa.table(columns).replace_schema_metadata(_LEXICON_FORMAT)
-    with pa.ipc.new_file(staging / f"{terms}{_LEXICON_SUFFIX}", table.schema) as writer:
-        writer.write_table(table)
+    write_table(pa.table(columns).replace_schema_metadata(_LEXICON_FORMAT), staging / f"{terms}{_LEXICON_SUFFIX}")
 
 
 def _read_lexicon(version: Path, terms: str) -> Bm25Index | None:
