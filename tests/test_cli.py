@@ -1,5 +1,6 @@
 """`cra index` and `cra retrieve` end to end on the fixture repository: acceptance criteria (gate N below) + errors."""
 
+import argparse
 import json
 import subprocess
 import sys
@@ -251,3 +252,28 @@ def test_verbose_symbol_table_keeps_the_end_of_long_names():
     assert "/MemberMapData.cs::MemberMapData.UseDefaultOnConversionFailure" in table  # the namespace is the path's
     assert "…" in table and "a.py::f" in table
     assert max(len(word) for word in table.split()) <= SYMBOL_WIDTH
+
+
+def test_every_command_comes_from_one_table_and_help_imports_none_of_them():
+    """`cra`'s commands are registered one way (COMMANDS: module, help); `cra --help` lists them all without importing
+    a command's module, and naming a command imports its module alone."""
+    from cra.drivers.cli.main import COMMANDS, build_parser
+
+    listed = next(a for a in build_parser([])._actions if isinstance(a, argparse._SubParsersAction))
+    assert list(listed.choices) == list(COMMANDS)
+    modules = sorted({target.partition(":")[0] for target, _ in COMMANDS.values()})
+    probe = (
+        "import sys, contextlib, io; from cra.drivers.cli.main import main\n"
+        "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()): main(sys.argv[2:])\n"
+        "print(sorted(m for m in sys.modules if m in sys.argv[1].split(',')))"
+    )
+
+    def imported(*argv: str) -> list[str]:
+        done = subprocess.run(
+            [sys.executable, "-c", probe, ",".join(modules), *argv], capture_output=True, text=True, check=True
+        )
+        return eval(done.stdout.strip().splitlines()[-1])
+
+    assert imported("--help") == []
+    assert imported("report", "--help") == ["cra.drivers.escalation.cli"]
+    assert imported("retrieve", "--help") == ["cra.drivers.retrieval.cli"]

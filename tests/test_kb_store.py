@@ -46,7 +46,7 @@ def test_write_then_read_round_trips_every_table(tmp_path):
 
 def test_texts_written_in_batches_read_back_whole(tmp_path, monkeypatch):
     """A memory-mapped table (file texts) is converted and written a batch of rows at a time; it reads back as one."""
-    monkeypatch.setattr("cra.dataflows.index.mapped.BATCH_ROWS", 2)
+    monkeypatch.setattr("cra.drivers.kb.mapped.BATCH_ROWS", 2)
     texts = [f"text of file {i}\n" * (i + 1) for i in range(5)]
     contents = pd.DataFrame({"file_id": range(5), "text": texts})
     write_kb(tmp_path / "kb", {"files": _files([f"{i}.py" for i in range(5)]), "contents": contents}, {})
@@ -137,7 +137,7 @@ def test_kb_path_that_is_a_file_is_a_clear_error(tmp_path):
 
 def test_a_table_written_by_the_index_is_linked_into_the_version_not_converted_again(tmp_path):
     """The index writes contents before its parse; write_kb links that file (the same inode) instead of writing it."""
-    from cra.dataflows.index.mapped import write_mapped
+    from cra.drivers.kb.mapped import write_mapped
 
     written = tmp_path / "contents.arrow"
     write_mapped(pd.DataFrame({"file_id": [0], "text": ["a = 1\n"]}), "contents", written)

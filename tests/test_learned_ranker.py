@@ -22,6 +22,7 @@ from cra.dataflows.retrieval.learned import (
 from cra.dataflows.retrieval.signal_list import SIGNALS
 from cra.drivers.common.errors import exit_code
 from cra.drivers.research import learn_ranker, mined_signals
+from cra.drivers.retrieval.retriever import read_tree_model
 from tests.fixture_repo import make_repo
 
 lightgbm = pytest.importorskip("lightgbm")  # the `dev` extra installs it
@@ -216,7 +217,7 @@ def test_training_measures_leave_repositories_out_and_writes_a_model_requests_ca
         table.loc[("signals", "python", "learned"), "acc@1"]
         > table.loc[("signals", "python", "weighted sum"), "acc@1"] + 0.2
     )
-    model = TreeModel.read(model_file)
+    model = read_tree_model(model_file)
     assert model.features == FEATURES and len(model.feature) > 0
     assert "wrote" in capsys.readouterr().out
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from cra.drivers.cli.main import main
 from cra.drivers.index.indexer import index_repository
-from cra.drivers.index.stat_cache import CACHE_FILE
+from cra.drivers.kb.stat_cache import CACHE_FILE
 from tests.fixture_repo import commit_git, make_repo
 from tests.kb_compare import compare_kbs
 
@@ -184,12 +184,12 @@ def test_changed_options_or_history_are_not_mistaken_for_no_change(tmp_path):
 def test_a_kb_written_by_other_index_code_is_indexed_in_full(tmp_path, monkeypatch):
     """After an upgrade, files whose content did not change may still index differently (a parser or a resolver
     fixed): nothing of the old KB is carried over, and the result equals a fresh index."""
-    from cra.drivers.index import stat_cache
+    from cra.drivers.index import fingerprint
 
     repo = make_repo(tmp_path / "repo")
     kb = tmp_path / "kb"
     first = index_repository(repo, kb)
-    monkeypatch.setattr(stat_cache, "code_digest", lambda: "another version of the index code")
+    monkeypatch.setattr(fingerprint, "code_digest", lambda: "another version of the index code")
     again = index_repository(repo, kb)
     assert again.get("unchanged") is None and again["n_reused"] == 0 and again["n_parsed"] == first["n_parsed"]
     assert any("another version of the index code" in note for note in again["notes"])
@@ -508,7 +508,7 @@ def test_a_reindex_parses_the_stat_cache_once(tmp_path, monkeypatch):
     per run."""
     import json
 
-    import cra.drivers.index.stat_cache as stat_cache
+    import cra.drivers.kb.stat_cache as stat_cache
 
     repo = make_repo(tmp_path / "repo")
     _age(repo)

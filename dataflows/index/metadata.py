@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from cra.dataflows.index.frames import conform, doc_count, ids_in, kept_rows, ordered_by, previous_table
-from cra.dataflows.index.mapped import BATCH_ROWS, read_mapped, write_batches
 from cra.dataflows.index.schema import arrow_schema
+from cra.dataflows.index.storage import BATCH_ROWS, ContentsStore
 from cra.dataflows.lexical import sorted_term_codes
 
 MAX_CONCEPTS = 10
-CONTENTS_FILE = "contents.arrow"  # the contents table's file in the run's contents_dir (the KB's own name for it)
 
 
 def kb_concept_terms(
@@ -209,11 +206,11 @@ def written_contents(
     indexed_files: pd.DataFrame,
     decoded_files: pd.DataFrame,
     previous_kb: dict[str, pd.DataFrame] | None,
-    contents_dir: str,
-) -> str:
+    contents_store: ContentsStore,
+) -> ContentsStore:
     """The contents table (whole text per file_id: decoded now for new or changed files, the previous KB's rows for
-    reused ones) written into contents_dir as the KB stores it, and the file's path. Written before the parse, a batch
-    of rows at a time, Arrow strings throughout: parse workers read their files' texts from it and the KB links it, so
+    reused ones) handed to contents_store, which now holds it. Handed over before the parse, a batch of rows at a
+    time, Arrow strings throughout: parse workers read their files' texts from the store and the KB takes it over, so
     the driver lets go of the tree's texts once their facts are taken (OpenJDK's were held through the parse)."""
     ids = indexed_files["file_id"].to_numpy(dtype=np.int64)
     reused = indexed_files["reused"].to_numpy(dtype=bool)
@@ -238,9 +235,8 @@ def written_contents(
                 {"file_id": pa.array(ids[rows], type=pa.int32()), "text": text}, schema=arrow_schema("contents")
             )
 
-    path = Path(contents_dir) / CONTENTS_FILE
-    write_batches(batches(), "contents", path)
-    return str(path)
+    contents_store.write(batches())
+    return contents_store
 
 
 MAX_TEXT_CHUNKS = 64  # record batches a batch of texts may be kept as before it is joined into one
@@ -265,9 +261,9 @@ def _texts_by_runs(old: np.ndarray, at: np.ndarray, previous, decoded) -> pa.Arr
     )  # (new texts only: joined, as a fresh index does)
 
 
-def kb_contents(written_contents: str) -> pd.DataFrame:
-    """Whole text per file_id, read lazily by requests that include the file: a view of the written file."""
-    return read_mapped(Path(written_contents))
+def kb_contents(written_contents: ContentsStore) -> pd.DataFrame:
+    """Whole text per file_id, read lazily by requests that include the file: the store's frame (a view of its file)."""
+    return written_contents.frame()
 
 
 def index_stats(

@@ -10,21 +10,16 @@ Term documents: a file is its path + text; a symbol is its qualified name, signa
 attached comments, where a container's (class, interface, enum) body is only the lines none of its members
 cover plus the members' names, so a class does not repeat (and re-tokenise) its methods' text.
 
-Resuming: with a `parse_checkpoint` directory each parsed batch is also saved there, keyed by what it was made of
-(ids, paths, languages, text hashes), so a run interrupted mid-way and started again over the same tree loads the
-batches it already parsed instead of parsing them again (the driver empties the directory once the KB is written).
+Resuming: with a `parse_checkpoint` each parsed batch is also saved there, keyed by what it was made of (ids, paths,
+languages, text hashes), so a run interrupted mid-way and started again over the same tree loads the batches it
+already parsed instead of parsing them again (the driver empties the checkpoint once the KB is written).
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
-import pickle
-import tempfile
 from collections.abc import Callable
-from contextlib import suppress
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -41,10 +36,10 @@ from cra.dataflows.index.frames import (
     stacked_terms,
     take_rows,
 )
-from cra.dataflows.index.mapped import texts_of
 from cra.dataflows.index.parsers import parse_source
 from cra.dataflows.index.parsers.comments import is_rationale
 from cra.dataflows.index.parsers.models import ParsedFile, ParsedSymbol
+from cra.dataflows.index.storage import ContentsStore, ParseCheckpoint
 
 BATCH_FILES = 300  # files per parallel task: large enough to amortise pickling, small enough to balance 2+ cores
 CONTAINER_KINDS = frozenset({"class", "interface", "enum"})
@@ -213,23 +208,23 @@ def parse_batches(changed_files: pd.DataFrame, batch_files: int = BATCH_FILES) -
 
 def parsed_batch(
     parse_batches: pd.DataFrame,
-    written_contents: str,
+    written_contents: ContentsStore,
     count_tokens: Callable,
     count_line_tokens: Callable,
-    parse_checkpoint: str | None = None,
+    parse_checkpoint: ParseCheckpoint | None = None,
 ) -> ParsedBatch:
     """Parse, token counts and term counts of one batch of files (runs in a worker process when parallel), their
-    texts read from the written contents file; with a parse_checkpoint directory, taken from there when an
-    interrupted run already parsed this very batch."""
-    saved = Path(parse_checkpoint) / f"{_batch_key(parse_batches)}.pickle" if parse_checkpoint else None
-    if saved is not None:
-        with suppress(Exception):  # absent, cut short or from another version: parse it again
-            batch = pickle.loads(saved.read_bytes())
+    texts read from the written contents (only this batch's: the texts are not handed to the workers); with a
+    parse_checkpoint, taken from there when an interrupted run already parsed this very batch."""
+    key = _batch_key(parse_batches) if parse_checkpoint is not None else None
+    if key is not None:
+        batch = parse_checkpoint.load(key)
+        if isinstance(batch, ParsedBatch):  # (anything else: absent, cut short or from another version)
             return replace(batch, resumed=len(batch.errors))
-    files = parse_batches.assign(text=texts_of(Path(written_contents), parse_batches["file_id"]))
+    files = parse_batches.assign(text=written_contents.texts(parse_batches["file_id"]))
     batch = _parse_batch(files, count_tokens, count_line_tokens)
-    if saved is not None:
-        _save(saved, batch)
+    if key is not None:
+        parse_checkpoint.save(key, batch)
     return batch
 
 
@@ -239,19 +234,6 @@ def _batch_key(files: pd.DataFrame) -> str:
     for file_id, path, language, content in zip(files["file_id"], files["path"], files["language"], files["hash"]):
         digest.update(f"{int(file_id)}\0{path}\0{language}\0{content}\0".encode("utf-8", "surrogatepass"))
     return digest.hexdigest()
-
-
-def _save(path: Path, batch: ParsedBatch) -> None:
-    """Write a batch's pickle atomically (temp file, then rename): an interruption leaves it whole or absent."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            pickle.dump(batch, fh, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def parsed_rows(parsed_batch: Collect[ParsedBatch]) -> list[ParsedBatch]:

@@ -9,9 +9,7 @@ here with numpy: a request needs no LightGBM.
 
 from __future__ import annotations
 
-import json
 import re
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -120,10 +118,6 @@ class TreeModel:
         self.threshold = padded("threshold", nodes, np.inf, float)
         self.left, self.right = padded("left", nodes, -1, np.int64), padded("right", nodes, -1, np.int64)
         self.leaf = padded("leaf", leaves, 0.0, float)
-
-    @classmethod
-    def read(cls, path: Path) -> TreeModel:
-        return cls(json.loads(Path(path).read_text()))
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         """The model's score per row of `x` (columns in `self.features` order)."""

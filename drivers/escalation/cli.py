@@ -1,8 +1,10 @@
-"""`cra attempt`, `cra retry --all`, `cra report`, `cra guide`: the guided-escalation commands."""
+"""`cra attempt`, `cra retry --all`, `cra report`, `cra guide`: the guided-escalation commands (four entries of
+`cra.drivers.cli.main`'s command table, one object each). Imports stay light until run."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 from cra.drivers.common.errors import CraError
 from cra.drivers.common.home import home_default
@@ -104,11 +106,11 @@ def _guide(args) -> int:
     return 0
 
 
-def add_commands(subparsers) -> None:
-    """Register the escalation commands on `cra`'s subparsers."""
-    db_help = f"escalation store (default {home_default('escalations.db')})"
+def _db_argument(parser) -> None:
+    parser.add_argument("--db", help=f"escalation store (default {home_default('escalations.db')})")
 
-    p = subparsers.add_parser("attempt", help="record a failed attempt at a task; escalates at the retry limit")
+
+def _attempt_arguments(p) -> None:
     p.add_argument("task_id", help="task id (a new id creates the task)")
     p.add_argument("--error", help="what went wrong (the full error message)")
     p.add_argument("--done", action="store_true", help="the task succeeded: mark it done instead")
@@ -119,22 +121,28 @@ def add_commands(subparsers) -> None:
     p.add_argument(
         "--categories", help=f"TOML of extra error-category rules (default {home_default('error_categories.toml')})"
     )
-    p.add_argument("--db", help=db_help)
-    p.set_defaults(run=_attempt)
+    _db_argument(p)
 
-    p = subparsers.add_parser("retry", help="list failed and escalated tasks")
+
+def _retry_arguments(p) -> None:
     p.add_argument("--all", action="store_true", required=True, help="every failed and escalated task")
-    p.add_argument("--db", help=db_help)
-    p.set_defaults(run=_retry)
+    _db_argument(p)
 
-    p = subparsers.add_parser("report", help="show a task's escalation report")
+
+def _report_arguments(p) -> None:
     p.add_argument("task_id")
     p.add_argument("--format", choices=("markdown", "json"), default="markdown")
-    p.add_argument("--db", help=db_help)
-    p.set_defaults(run=_report)
+    _db_argument(p)
 
-    p = subparsers.add_parser("guide", help="give an escalated task human guidance and re-queue it")
+
+def _guide_arguments(p) -> None:
     p.add_argument("task_id")
     p.add_argument("--hint", required=True, help="the guidance, put at the top of the task's next prompt")
-    p.add_argument("--db", help=db_help)
-    p.set_defaults(run=_guide)
+    _db_argument(p)
+
+
+# the four commands, each as `cra.drivers.cli.main`'s table wants one (its options, what it runs)
+attempt = SimpleNamespace(add_arguments=_attempt_arguments, run=_attempt)
+retry = SimpleNamespace(add_arguments=_retry_arguments, run=_retry)
+report = SimpleNamespace(add_arguments=_report_arguments, run=_report)
+guide = SimpleNamespace(add_arguments=_guide_arguments, run=_guide)

@@ -106,8 +106,8 @@ def indexed_tree_kb(tree: Path, git_dir: Path, commit: str) -> Path:
     (never later: no look-ahead at the fix). A KB written without that history (an older run's, or one indexed
     without the mirror) or by other index code is indexed again: every development figure assumes the history
     signals are on, and the KB this code would write."""
+    from cra.drivers.index.fingerprint import code_digest
     from cra.drivers.index.indexer import index_repository
-    from cra.drivers.index.stat_cache import code_digest
     from cra.drivers.kb.store import default_kb_dir, has_usable_kb, read_metadata
 
     kb_dir = default_kb_dir(tree)

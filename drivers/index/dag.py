@@ -39,7 +39,6 @@ from cra.dataflows.index import (
     parsing,
 )
 from cra.dataflows.index.frames import canonical_ids
-from cra.dataflows.index.mapped import write_mapped
 from cra.dataflows.index.parsers import language_of
 from cra.dataflows.index.schema import TABLES
 from cra.drivers.common.conventions import load_conventions
@@ -48,6 +47,8 @@ from cra.drivers.common.interrupts import STOP_SIGNALS, Interrupted, die_with_pa
 from cra.drivers.index.git_history import git_head, git_log, git_tracked
 from cra.drivers.index.memory import BytesRelease, CollectingExecutor, HeapTrim, TableSpill, releasing
 from cra.drivers.index.sources import SourceScan, scan_sources
+from cra.drivers.kb.mapped import ContentsFile, write_mapped
+from cra.drivers.kb.resume import PickledBatches, checkpoint_in
 
 INDEX_MODULES = (discovery, parsing, edges, history, metadata, lexical_terms, commit_terms, health, companions)
 KB_OUTPUTS = [f"kb_{name}" for name in TABLES]
@@ -277,17 +278,12 @@ def _n_changed(source_files: pd.DataFrame, previous_kb: dict[str, pd.DataFrame] 
     return sum(language_of(p) is not None for p in changed)
 
 
-def _checkpoint_dir(resume_dir: Path) -> Path:
-    """The subdirectory of resume_dir for this index code and token counter; batches saved by other code or with
-    the other counter are of no use to this run and are removed."""
+def _checkpoint(resume_dir: Path) -> PickledBatches:
+    """The parse checkpoint in resume_dir for this index code and token counter (`checkpoint_in`)."""
     from cra.drivers.common.tokens import tokens_are_exact
-    from cra.drivers.index.stat_cache import code_digest
+    from cra.drivers.index.fingerprint import code_digest
 
-    name = f"{code_digest()[:16]}-{'cl100k' if tokens_are_exact() else 'estimate'}"
-    for stale in resume_dir.glob("*"):
-        if stale.name != name:
-            shutil.rmtree(stale, ignore_errors=True)
-    return resume_dir / name
+    return checkpoint_in(resume_dir, f"{code_digest()[:16]}-{'cl100k' if tokens_are_exact() else 'estimate'}")
 
 
 def index_frames(
@@ -317,7 +313,7 @@ def index_frames(
     previous_skipped: what the previous run left out, by reason (its index_stats["skipped"]), for files the scan did
     not read again; previous_import_context: its index_stats["import_context"] (then its import bindings are reused).
     contents_dir: an empty directory where the contents table is written, as the KB stores it, before the parse
-    (`metadata.written_contents`); the returned contents frame is a view of that file, which the caller links into
+    (`metadata.written_contents`, through `ContentsFile`); the returned contents frame is a view of that file, which the caller links into
     its KB and then removes (default: a temporary directory, removed when the run ends: the view stays readable).
     """
     started = time.perf_counter()
@@ -342,22 +338,22 @@ def index_frames(
         "tracked_paths": None if history_from else git_tracked(root),
         "history_limit": history,
         "language_conventions": load_conventions(),
-        "parse_checkpoint": str(_checkpoint_dir(resume_dir)) if resume_dir is not None and many else None,
+        "parse_checkpoint": _checkpoint(resume_dir) if resume_dir is not None and many else None,
     }
     temporary = contents_dir is None
-    inputs["contents_dir"] = str(contents_dir) if not temporary else tempfile.mkdtemp(prefix="cra-contents-")
+    contents = ContentsFile(str(contents_dir) if not temporary else tempfile.mkdtemp(prefix="cra-contents-"))
+    inputs["contents_store"] = contents
     try:
         with _interrupts_deferred(workers > 1):
             hooks = (*adapters, _InterruptCheck(), BytesRelease(scan.frame))
-            spill_dir = Path(inputs["contents_dir"]) if many else None  # (removed with the contents written there)
+            spill_dir = Path(contents.directory) if many else None  # (removed with the contents written there)
             results = index_driver(workers, on_progress, hooks, large=many, spill_dir=spill_dir).execute(
                 [*KB_OUTPUTS, "index_stats", "index_warnings", "parser_warnings", "resumed_files"], inputs=inputs
             )
         tables = canonical_ids({name: results[f"kb_{name}"] for name in TABLES})
         if tables["contents"] is not results["kb_contents"]:  # renumbered: the written file follows the new order
-            contents_file = Path(inputs["contents_dir"]) / metadata.CONTENTS_FILE
-            contents_file.unlink()
-            write_mapped(tables["contents"], "contents", contents_file)
+            contents.path.unlink()
+            write_mapped(tables["contents"], "contents", contents.path)
     except CraError:
         raise
     except Exception as exc:  # a worker died or a node failed: one line that names it, the previous KB stays live
@@ -366,7 +362,7 @@ def index_frames(
         if workers > 1:  # (also when the run was interrupted or failed: the fork server is not left to init to reap)
             _stop_worker_imports()
         if temporary:
-            shutil.rmtree(inputs["contents_dir"], ignore_errors=True)
+            shutil.rmtree(contents.directory, ignore_errors=True)
     stats = {
         **results["index_stats"],
         "n_ignored": scan.n_ignored,

@@ -1,5 +1,5 @@
 """Whether a KB is older than its tree, cheaply enough for every `cra retrieve`: the stat cache the last index wrote
-(`cra.drivers.index.stat_cache`) against the files' stats now. Light to import (no pandas).
+(`cra.drivers.kb.stat_cache`) against the files' stats now. Light to import (no pandas).
 
 Edited and removed files: every file the last index saw is stat'ed (a sample of SAMPLE_FILES on larger trees); one
 whose stat (size, mtime, inode) moved is hashed (up to HASH_LIMIT of them) so that a `touch` or a checkout of the same
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cra.drivers.common.errors import CraError
-from cra.drivers.index import stat_cache
+from cra.drivers.kb import stat_cache
 
 SAMPLE_FILES = 20_000  # files stat'ed at most (Django's 6,700 in about 15 ms here; beyond, an even sample)
 HASH_LIMIT = 100  # files whose stat moved that are hashed to see whether their content did; beyond, counted changed

@@ -1,6 +1,6 @@
 """Index a repository: scan files and git history, run the index dataflow, write the KB (`index_repository`).
 
-A run first asks the stat cache (`cra.drivers.index.stat_cache`) whether anything changed: if not, the live KB is left as it
+A run first asks the stat cache (`cra.drivers.kb.stat_cache`) whether anything changed: if not, the live KB is left as it
 is and nothing heavier than a directory walk is loaded. Otherwise the previous KB is read, files whose stat still
 matches are not read again, the dataflow (`cra.drivers.index.dag`) re-parses what changed, and the new version is written
 (`cra.drivers.kb.store`) with a fresh stat cache beside it. The persisted word tables are `cra.drivers.kb.word_cache`.
@@ -20,12 +20,13 @@ from pathlib import Path
 from cra.drivers.common import tokens
 from cra.drivers.common.errors import CraError
 from cra.drivers.common.locks import exclusive_lock
-from cra.drivers.index import sources, stat_cache
+from cra.drivers.index import fingerprint, sources
 from cra.drivers.kb import check as kb_check
+from cra.drivers.kb import stat_cache
 from cra.drivers.kb.location import check_writable, default_kb_dir
+from cra.drivers.kb.resume import RESUME_DIR, drop_checkpoints
 
 INDEX_LOCK = ".index.lock"  # in a KB directory: held by the one index run writing it
-RESUME_DIR = ".resume"  # in a KB directory: batches parsed by a run that has not written its KB yet
 # the index machinery (Hamilton, pandas, the dataflow modules), loaded on first use: an unchanged tree never needs it
 _DAG_NAMES = frozenset(
     {
@@ -116,20 +117,26 @@ def _index_locked(
     damage = None if rebuild else kb_check.live_damage(kb_dir)
     notes = []
     if rebuild:
-        shutil.rmtree(kb_dir / RESUME_DIR, ignore_errors=True)
+        drop_checkpoints(kb_dir)
         notes.append("rebuilt from the source tree (--rebuild): every file parsed again")
     elif damage is not None:
         notes.append(f"the knowledge base was damaged ({damage}): rebuilt from the source tree")
     reuse = not rebuild and damage is None
     cache = stat_cache.read_cache(kb_dir) if reuse else None  # (read once: the fast exit and the scan both consult it)
     if history_from is None and reuse:
-        unchanged = stat_cache.unchanged_stats(repo, kb_dir, walk, history, max_file_bytes, cache)
+        unchanged = stat_cache.unchanged_stats(
+            kb_dir,
+            walk.paths,
+            max_file_bytes,
+            cache,
+            lambda: fingerprint.index_fingerprint(repo, walk, history, max_file_bytes),
+        )
         if unchanged is not None:
             return {**unchanged, "seconds": round(time.perf_counter() - started, 3)}
     tokens.preload()  # cl100k loads in a helper process while this one imports and reads the previous KB
-    from cra.dataflows.index.metadata import CONTENTS_FILE
     from cra.dataflows.index.schema import TABLES
     from cra.drivers.index.dag import PARALLEL_MIN_FILES, index_frames
+    from cra.drivers.kb.mapped import CONTENTS_FILE
     from cra.drivers.kb.store import live_version, read_metadata, read_tables, write_kb
 
     previous, skipped, import_context = None, {}, None
@@ -141,7 +148,7 @@ def _index_locked(
                     "previous KB not reused: none of the files it indexed is in this tree (another directory "
                     "indexed into the same --kb?)"
                 )  # (held while every file is parsed again: 3.5x the memory)
-            elif previous_metadata.get("index_code") == stat_cache.code_digest():
+            elif previous_metadata.get("index_code") == fingerprint.code_digest():
                 previous = read_tables(kb_dir, TABLES)
                 # nothing re-counted: every count is the previous KB's (tiktoken is then not loaded at all)
                 previous_exact = previous_metadata.get("tokenizer") == "cl100k_base"
@@ -185,7 +192,7 @@ def _index_locked(
             "head": stats.get("head"),
             "history_available": bool(stats.get("history_available")),
             "tokenizer": "cl100k_base" if exact else "len/4 estimate",
-            "index_code": stat_cache.code_digest(),  # a KB of other index code is never reused (see above)
+            "index_code": fingerprint.code_digest(),  # a KB of other index code is never reused (see above)
             "stats": stats,
         }
         _stage(on_progress, "writing the knowledge base")
@@ -200,22 +207,17 @@ def _index_locked(
         )
     finally:
         shutil.rmtree(contents_dir, ignore_errors=True)
-    shutil.rmtree(kb_dir / RESUME_DIR, ignore_errors=True)
+    drop_checkpoints(kb_dir)
     if history_from is None and scan.walk is not None:  # (a scan made elsewhere, e.g. tests/kb_compare.py, has no walk)
         hashes = dict(zip(scan.frame["path"].tolist(), scan.frame["hash"].tolist()))  # (bulk-converted: 4x faster)
         entries = {path: [*stat, hashes.get(path)] for path, stat in scan.stats.items()}
-        fingerprint = stat_cache.index_fingerprint(repo, scan.walk, history, max_file_bytes)
+        run_fingerprint = fingerprint.index_fingerprint(repo, scan.walk, history, max_file_bytes)
         stat_cache.write_cache(
-            kb_dir, stat_cache.StatCache(version.name, fingerprint, scanned_ns, entries, stat_cache.code_digest())
+            kb_dir, stat_cache.StatCache(version.name, run_fingerprint, scanned_ns, entries, fingerprint.code_digest())
         )
     stats["seconds"] = round(time.perf_counter() - started, 3)
     stats["kb_dir"] = str(kb_dir)
     return stats
-
-
-def resumable_batches(kb_dir: Path) -> int:
-    """Parsed batches an interrupted run left for the next one (what `cra index` says when interrupted)."""
-    return sum(1 for _ in (Path(kb_dir) / RESUME_DIR).glob("*/*.pickle"))
 
 
 def _known_files(cache: stat_cache.StatCache | None, previous: dict | None, skipped: dict[str, list[str]]):
@@ -228,7 +230,7 @@ def _known_files(cache: stat_cache.StatCache | None, previous: dict | None, skip
     from cra.drivers.common.conventions import load_conventions
 
     indexed = dict(zip(previous["files"]["path"].tolist(), previous["files"]["hash"].tolist()))
-    left_out = set().union(*skipped.values()) if cache.code == stat_cache.code_digest() else set()
+    left_out = set().union(*skipped.values()) if cache.code == fingerprint.code_digest() else set()
     manifests = manifest_names(load_conventions()) | {"go.mod"}
     left_out -= {p for p in left_out if p.rsplit("/", 1)[-1] in manifests}
 

@@ -19,6 +19,7 @@ from hamilton.execution import executors, graph_functions, grouping, state
 from hamilton.lifecycle import api as lifecycle
 
 from cra.drivers.common.heap import arrow_from_malloc, glibc_trim
+from cra.drivers.kb.mapped import mapped_table, write_table
 
 
 class ReleasingResultCache(state.DictBasedResultCache):
@@ -98,13 +99,12 @@ class TableSpill:
             return value
         path = self.directory / f"{key}.arrow"
         try:
-            with pa.ipc.new_file(path, table.schema) as writer:
-                writer.write_table(table)
+            write_table(table, path)
         except OSError:  # no room or no directory: the table stays in memory, the run goes on
             path.unlink(missing_ok=True)
             return value
         del table
-        mapped = pa.ipc.open_file(pa.memory_map(str(path), "r")).read_all()
+        mapped = mapped_table(path)
         columns = {c: _mapped_column(mapped.column(c).chunk(0), value[c].dtype) for c in value.columns}
         frame = pd.DataFrame(columns, copy=False)
         return frame if frame.dtypes.equals(value.dtypes) else value

@@ -162,7 +162,7 @@ def scan_sources(
     """Read root's small source files, chosen by `source_paths` (or given as its result, `walk`).
 
     known(path, (size, mtime_ns, inode)) -> sha1 or None: a file it vouches for (same stat as when its content had
-    that hash, see `cra.drivers.index.stat_cache`) is not read: its row has that hash and data None."""
+    that hash, see `cra.drivers.kb.stat_cache`) is not read: its row has that hash and data None."""
     import pandas as pd
 
     walked = walk if walk is not None else source_paths(root)

@@ -7,7 +7,7 @@ Layout of a KB directory (default `<repo>/.cra/`):
                        see LEXICONS): derived data, so a KB without them (or of another lexicon format) is still
                        read, by rebuilding; likewise the per-KB word tables (`words.<name>*.arrow`, see
                        `cra.drivers.kb.word_cache`), reused only when written by the same `vocabulary` / `text` code
-    scan-cache.json    what the last index saw of each file (`cra.drivers.index.stat_cache`), naming the version it belongs to
+    scan-cache.json    what the last index saw of each file (`cra.drivers.kb.stat_cache`), naming the version it belongs to
 A run that dies before CURRENT is replaced leaves the previous version live and intact. A version's files are never
 modified once written, so a new version hard-links the files of tables that did not change from the live one.
 """
@@ -32,13 +32,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cra.dataflows import lexical
-from cra.dataflows.index.mapped import TEXT_TABLES, read_mapped, write_mapped
 from cra.dataflows.index.schema import REQUEST_TABLES, SCHEMA_VERSION, TABLES, arrow_schema
 from cra.dataflows.lexical import Bm25Index
 from cra.dataflows.retrieval import vocabulary
 from cra.drivers.common.errors import CraError
 from cra.drivers.kb.check import INVENTORY_KEY, KbDamaged, clear_damage, inventory, mark_damaged, version_damage
 from cra.drivers.kb.location import CURRENT, KB_DIRNAME, check_writable, default_kb_dir, live_version  # noqa: F401 (re-exported)
+from cra.drivers.kb.mapped import TEXT_TABLES, mapped_table, read_mapped, write_mapped, write_table
 from cra.drivers.kb.word_cache import (
     read_word_tables,
     word_input_digests,
@@ -115,9 +115,7 @@ def _write_lexicon(staging: Path, terms: str, frame: pd.DataFrame) -> None:
                 pa.array(values, type=pa.string()) if values.dtype == object and name == "vocab" else pa.array(values)
             )
         columns[name] = pa.ListArray.from_arrays(pa.array([0, len(flat)], type=pa.int32()), flat)
-    table = pa.table(columns).replace_schema_metadata(_LEXICON_FORMAT)
-    with pa.ipc.new_file(staging / f"{terms}{_LEXICON_SUFFIX}", table.schema) as writer:
-        writer.write_table(table)
+    write_table(pa.table(columns).replace_schema_metadata(_LEXICON_FORMAT), staging / f"{terms}{_LEXICON_SUFFIX}")
 
 
 def _read_lexicon(version: Path, terms: str) -> Bm25Index | None:
@@ -126,7 +124,7 @@ def _read_lexicon(version: Path, terms: str) -> Bm25Index | None:
     path = version / f"{terms}{_LEXICON_SUFFIX}"
     if not path.is_file():
         return None
-    table = pa.ipc.open_file(pa.memory_map(str(path), "r")).read_all()
+    table = mapped_table(path)
     if (table.schema.metadata or {}) != _LEXICON_FORMAT or table.num_rows != 1:
         return None
     values = {name: table.column(name).chunk(0).values for name in lexical.ARRAYS}

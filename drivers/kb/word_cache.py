@@ -20,6 +20,7 @@ from cra.dataflows import text as text_module
 from cra.dataflows.retrieval import vocabulary
 from cra.dataflows.retrieval import word_tables as word_table_nodes
 from cra.drivers.common.conventions import load_conventions
+from cra.drivers.kb.mapped import mapped_table, write_table
 
 METADATA = "metadata.json"  # of a KB version: `word_inputs` holds the digests of the tables written with it
 
@@ -111,14 +112,12 @@ def _write_frame(path: Path, frame: pd.DataFrame, stamp: bytes) -> None:
         "index": _dtype_spec(frame.index.dtype),
     }
     meta = {**(table.schema.metadata or {}), b"cra_words": stamp, b"cra_dtypes": json.dumps(dtypes).encode()}
-    table = table.replace_schema_metadata(meta)
-    with pa.ipc.new_file(path, table.schema) as writer:
-        writer.write_table(table)
+    write_table(table.replace_schema_metadata(meta), path)
 
 
 def _read_frame(path: Path, stamp: bytes) -> pd.DataFrame | None:
     """A frame written by `_write_frame`, dtypes restored; None when written by other word-table code."""
-    table = pa.ipc.open_file(pa.memory_map(str(path), "r")).read_all()
+    table = mapped_table(path)
     meta = table.schema.metadata or {}
     if meta.get(b"cra_words") != stamp:
         return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 import tomllib
 from collections.abc import Callable
@@ -168,9 +169,14 @@ def default_weight_profile() -> dict:
 @lru_cache(maxsize=1)
 def default_file_ranker():
     """The shipped learned file ranker (`data/models/file_ranker.json`, `cra.drivers.research.learn_ranker`)."""
+    return read_tree_model(shipped_path("models", "file_ranker.json"))
+
+
+def read_tree_model(path: Path):
+    """A learned ranker (`cra.dataflows.retrieval.learned.TreeModel`) from its JSON file."""
     from cra.dataflows.retrieval.learned import TreeModel
 
-    return TreeModel.read(shipped_path("models", "file_ranker.json"))
+    return TreeModel(json.loads(Path(path).read_text()))
 
 
 @lru_cache(maxsize=1)

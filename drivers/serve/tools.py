@@ -149,7 +149,7 @@ def _verdict(e: dict) -> str:
 
 def index(ws: Workspace, repo: str | None = None) -> dict:
     """Re-index a repository incrementally; the summary `cra index` prints, and its warnings."""
-    from cra.drivers.cli.main import index_summary
+    from cra.drivers.index.cli import index_summary
 
     served, stats = ws.index(repo)
     return {

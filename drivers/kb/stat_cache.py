@@ -1,9 +1,10 @@
 """What the last index saw of each file, so a re-index reads only what changed and an unchanged tree costs a walk.
 
 `<kb>/scan-cache.json` maps every scanned path to (size, mtime_ns, inode, sha1) as of the scan that wrote the live
-KB version it names, plus a fingerprint of everything else a run depends on (options, git HEAD and tracked files,
-the walk's ignore count, the index code and convention tables). A file whose stat still matches is not read or
-hashed again; a tree whose paths, stats and fingerprint all match is not re-indexed at all (`unchanged_stats`).
+KB version it names, plus a fingerprint of everything else a run depends on (`cra.drivers.index.fingerprint`: options,
+git HEAD and tracked files, the walk's ignore count, the index code and convention tables). A file whose stat still
+matches is not read or hashed again; a tree whose paths, stats and fingerprint all match is not re-indexed at all
+(`unchanged_stats`).
 
 Racily clean files (as git calls them): a file modified within RACY_NS before the scan that recorded it could be
 edited again within the same mtime tick without its stat changing, so its stat alone is never trusted: it is read
@@ -13,42 +14,19 @@ and hashed again. This module is light to import (no pandas): `cra index` on an 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import os
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from cra.drivers.common.output import write_text_atomic
-from cra.drivers.common.shipped import shipped_path
-from cra.drivers.index.git_history import git_head
 from cra.drivers.kb.location import live_version
-
-if TYPE_CHECKING:  # (the type only: `cra retrieve`'s staleness check reads the cache without the walk's modules)
-    from cra.drivers.index.sources import SourcePaths
 
 CACHE_FILE = "scan-cache.json"
 RACY_NS = 2_000_000_000  # mtime granularity of the coarsest file systems we may meet (FAT: 2 s)
-_FORMAT = 2
-# the code and tables an index run's output depends on (modules and packages by import name, shipped data folders):
-# a change to any of them means the tree must be re-indexed
-_CODE = (
-    "cra.dataflows.index",
-    "cra.dataflows.lexical",
-    "cra.dataflows.text",
-    "cra.dataflows.retrieval.vocabulary",
-    "cra.dataflows.retrieval.word_tables",
-    "cra.drivers.index.sources",
-    "cra.drivers.index.indexer",
-    "cra.drivers.index.dag",
-    "cra.drivers.kb.store",
-    "cra.drivers.kb.check",
-    "cra.drivers.kb.word_cache",
-)
-_DATA = ("conventions",)
+CACHE_FORMAT = 2  # of the cache file, and part of every fingerprint
 
 
 @dataclass(frozen=True)
@@ -85,40 +63,6 @@ def sha1_of(path: str) -> str | None:
         return None
 
 
-@lru_cache(maxsize=1)
-def code_digest() -> str:
-    """sha1 of every file in _CODE (the index code) and _DATA (the convention tables), in a fixed order."""
-    digest = hashlib.sha1()
-    named = [(name, _source_root(name)) for name in _CODE] + [(name, shipped_path(name)) for name in _DATA]
-    for name, path in named:
-        files = sorted(p for p in path.rglob("*") if p.suffix in (".py", ".toml")) if path.is_dir() else [path]
-        for file in (f for f in files if f.is_file()):
-            relative = file.relative_to(path).as_posix() if path.is_dir() else ""
-            digest.update(f"{name}/{relative}".encode() + b"\0" + file.read_bytes() + b"\0")
-    return digest.hexdigest()
-
-
-def _source_root(module: str) -> Path:
-    """A package's folder or a module's file, found without importing it."""
-    spec = importlib.util.find_spec(module)
-    return Path(next(iter(spec.submodule_search_locations))) if spec.submodule_search_locations else Path(spec.origin)
-
-
-def index_fingerprint(repo: Path, walk: SourcePaths, history: int, max_file_bytes: int) -> str:
-    """What an index run's output depends on besides the files' contents: options, git HEAD (when history is read),
-    the tracked paths, the walk's ignored / unlistable counts, and the index code itself."""
-    facts = {
-        "format": _FORMAT,
-        "history": history,
-        "max_file_bytes": max_file_bytes,
-        "head": git_head(repo) if history > 0 else None,
-        "tracked": hashlib.sha1("\0".join(walk.tracked).encode()).hexdigest(),
-        "n_ignored": walk.n_ignored,
-        "unreadable": sorted(map(list, walk.unreadable)),
-    }
-    return hashlib.sha1(json.dumps({**facts, "code": code_digest()}, sort_keys=True).encode()).hexdigest()
-
-
 def read_cache(kb_dir: Path) -> StatCache | None:
     """The cache beside a KB when it belongs to the live version (CURRENT), else None (then every file is read)."""
     kb_dir = Path(kb_dir)
@@ -127,7 +71,12 @@ def read_cache(kb_dir: Path) -> StatCache | None:
     except (OSError, ValueError):
         return None
     live = live_version(kb_dir)
-    if not isinstance(data, dict) or data.get("format") != _FORMAT or live is None or data.get("version") != live.name:
+    if (
+        not isinstance(data, dict)
+        or data.get("format") != CACHE_FORMAT
+        or live is None
+        or data.get("version") != live.name
+    ):
         return None
     return StatCache(
         data["version"], data["fingerprint"], int(data["scanned_ns"]), data["entries"], data.get("code", "")
@@ -137,7 +86,7 @@ def read_cache(kb_dir: Path) -> StatCache | None:
 def write_cache(kb_dir: Path, cache: StatCache) -> None:
     """Replace the cache beside a KB (atomically: a reader sees the old one or the new one)."""
     data = {
-        "format": _FORMAT,
+        "format": CACHE_FORMAT,
         "version": cache.version,
         "fingerprint": cache.fingerprint,
         "scanned_ns": cache.scanned_ns,
@@ -148,21 +97,22 @@ def write_cache(kb_dir: Path, cache: StatCache) -> None:
 
 
 def unchanged_stats(
-    repo: Path, kb_dir: Path, walk: SourcePaths, history: int, max_file_bytes: int, cache: StatCache | None
+    kb_dir: Path, paths: Mapping[str, str], max_file_bytes: int, cache: StatCache | None, fingerprint: Callable[[], str]
 ) -> dict | None:
-    """The live KB's run statistics when re-indexing repo (walked: `walk`) would rebuild exactly that KB (same paths,
-    same contents, same fingerprint), else None. cache: `read_cache(kb_dir)`. Files whose stat changed or is racy are
-    hashed; when all of them kept their content the cache is refreshed with their new stats (the KB itself is never
-    written here)."""
+    """The live KB's run statistics when re-indexing the tree (its files: relative path -> path, as walked) would
+    rebuild exactly that KB (same paths, same contents, same fingerprint), else None. cache: `read_cache(kb_dir)`;
+    fingerprint: what the run's fingerprint is now (asked for only once the paths match: it runs git). Files whose
+    stat changed or is racy are hashed; when all of them kept their content the cache is refreshed with their new
+    stats (the KB itself is never written here)."""
     started, scanned_ns = time.perf_counter(), time.time_ns()
     if cache is None:
         return None
-    if walk.paths.keys() != cache.entries.keys():
+    if paths.keys() != cache.entries.keys():
         return None
-    if index_fingerprint(repo, walk, history, max_file_bytes) != cache.fingerprint:
+    if fingerprint() != cache.fingerprint:
         return None
     entries, rechecked = dict(cache.entries), False
-    for rel, path in walk.paths.items():
+    for rel, path in paths.items():
         stat = file_stat(path)
         if stat is None:
             return None

@@ -1,0 +1,89 @@
+"""Tables kept as uncompressed Arrow IPC files and memory-mapped when read: every file's text and every comment, of
+which a request, or a parse worker, reads only the rows it needs, the term tables, lexicons and word tables. Every
+Arrow file of the KB store is written and mapped here (`cra.drivers.kb.store`, `cra.drivers.kb.word_cache`, an index
+run's `TableSpill`); an index run writes its contents table here before the parse (`ContentsFile`), so that the
+tree's texts are on disk, not in the driver's memory, while the files are parsed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from cra.dataflows.index.mapped import taken
+from cra.dataflows.index.schema import TABLES, arrow_schema
+from cra.dataflows.index.storage import BATCH_ROWS, ContentsStore
+
+TEXT_TABLES = frozenset({"contents", "comments"})  # (other tables' rows are small: converted a million at a time)
+CONTENTS_FILE = "contents.arrow"  # the contents table's file in a run's contents directory (the KB's own name for it)
+
+
+def write_mapped(frame: pd.DataFrame | None, table: str, path: Path) -> None:
+    """One KB table (the schema's columns; None or empty: no rows) as an Arrow IPC file, a batch of rows at a time."""
+    if frame is None or frame.empty:  # typed by the schema, whatever an empty frame's columns were inferred as
+        frame = pd.DataFrame({c: pd.Series(dtype=object) for c in TABLES[table]})
+    frame, schema = frame[list(TABLES[table])], arrow_schema(table)
+    rows = BATCH_ROWS if table in TEXT_TABLES else 1 << 20
+    batches = (
+        pa.Table.from_pandas(frame.iloc[start : start + rows], schema=schema, preserve_index=False)
+        for start in range(0, len(frame), rows)
+    )
+    write_batches(batches, table, path)
+
+
+def write_batches(batches, table: str, path: Path) -> None:
+    """One KB table as an Arrow IPC file from Arrow tables of its rows (in the schema's columns and types)."""
+    with pa.ipc.new_file(path, arrow_schema(table)) as writer:
+        for batch in batches:
+            writer.write_table(batch)
+
+
+def write_table(table: pa.Table, path: Path) -> None:
+    """An Arrow table as an uncompressed Arrow IPC file in its own schema (metadata included), for `mapped_table`."""
+    with pa.ipc.new_file(path, table.schema) as writer:
+        writer.write_table(table)
+
+
+def mapped_table(path: Path) -> pa.Table:
+    """The Arrow table of an IPC file, its buffers views of the memory-mapped file (pages read when touched)."""
+    return pa.ipc.open_file(pa.memory_map(str(path), "r")).read_all()
+
+
+def read_mapped(path: Path, arrow_backed: bool = True) -> pd.DataFrame:
+    """A frame over the memory-mapped file, zero-copy where columns are Arrow-backed (all of them, or with
+    arrow_backed False as a Parquet table reads: strings as pandas strings, integers as numpy)."""
+    return mapped_table(path).to_pandas(types_mapper=pd.ArrowDtype if arrow_backed else None)
+
+
+def texts_of(path: Path, file_ids) -> list[str]:
+    """The texts of these file_ids in a contents file (ordered by file_id, as the index writes it)."""
+    table = mapped_table(path)
+    ids = table.column("file_id").to_numpy()
+    rows = np.searchsorted(ids, np.asarray(file_ids, dtype=ids.dtype))
+    if len(rows) and (rows.max() >= len(ids) or (ids[rows] != np.asarray(file_ids)).any()):
+        raise KeyError(f"file ids missing from {path}")
+    return taken(table.column("text"), rows).to_pylist()
+
+
+@dataclass(frozen=True)
+class ContentsFile(ContentsStore):
+    """An index run's contents table as the KB stores it (`CONTENTS_FILE` in a directory of the run's): written
+    before the parse, read by the parse workers a batch of files at a time, then linked into the new KB version."""
+
+    directory: str
+
+    @property
+    def path(self) -> Path:
+        return Path(self.directory) / CONTENTS_FILE
+
+    def write(self, batches) -> None:
+        write_batches(batches, "contents", self.path)
+
+    def texts(self, file_ids) -> list[str]:
+        return texts_of(self.path, file_ids)
+
+    def frame(self) -> pd.DataFrame:
+        return read_mapped(self.path)
