@@ -161,4 +161,6 @@ def _reindex(repo: Path, kb_dir: Path, warn, why: str) -> None:
         on_wait=lambda: warn("another `cra index` is writing this knowledge base; waiting for it to finish"),
     )
     if not stats.get("unchanged"):
-        warn(f"{why}re-indexed first: parsed {stats.get('n_parsed', 0)} files in {stats.get('seconds', 0):.1f} s")
+        parsed = stats.get("n_parsed", 0)
+        files = "file" if parsed == 1 else "files"
+        warn(f"{why}re-indexed first: parsed {parsed} {files} in {stats.get('seconds', 0):.1f} s")
