@@ -147,43 +147,6 @@ def run(args) -> int:
     return 0
 
 
-def _budget(text: str) -> int | str:
-    """A --budget value: a token count, or 'auto'."""
-    if text.strip().lower() == "auto":
-        return "auto"
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a token count; pass a number such as 8192, or auto"
-        ) from None
-
-
-def _pinned(args, repo: Path, kb, task: str):
-    """The sections `--task-id` (guidance, failure context) and `--memories` put at the top of the package."""
-    from cra.drivers.retrieval import pinned
-
-    guidance = pinned.guidance_section(Path(args.db) if args.db else None, args.task_id) if args.task_id else None
-    memories = None
-    if args.memories:
-        project = args.project or pinned.default_project(repo)
-        memories = pinned.memory_section_for(
-            Path(args.memory_dir) if args.memory_dir else None,
-            project,
-            args.language,
-            task,
-            _budget_tokens(args.budget),
-            kb.files,
-        )
-    return pinned.pinned_sections(guidance, memories)
-
-
-def _budget_tokens(budget: int | str) -> int:
-    from cra.drivers.retrieval.retriever import AUTO_BUDGET_CAP
-
-    return AUTO_BUDGET_CAP if budget == "auto" else int(budget)
-
-
 def _pinned(args, repo: Path, kb, task: str):
     """The sections `--task-id` (guidance, failure context) and `--memories` put at the top of the package."""
     from cra.drivers.retrieval import pinned
