@@ -46,7 +46,7 @@ def test_version(capsys):
     with pytest.raises(SystemExit) as done:
         main(["--version"])
     assert done.value.code == 0
-    assert capsys.readouterr().out.strip() == f"cra {version('cra')}"
+    assert capsys.readouterr().out.strip() == f"cra {version('cra-engine')}"
 
 
 def test_a_repo_that_is_missing_or_a_file_is_named_as_such(tmp_path, capsys):
