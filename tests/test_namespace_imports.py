@@ -55,3 +55,29 @@ def test_a_call_through_a_namespace_package_import_is_a_symbol_edge(tmp_path):
     name = dict(zip(tables["symbols"]["symbol_id"], tables["symbols"]["qualified_name"]))
     edges = tables["symbol_edges"]
     assert ("run", "compute") in {(name[s], name[d]) for s, d in zip(edges["src_symbol_id"], edges["dst_symbol_id"])}
+
+
+def test_a_package_dir_mapping_of_pyproject_resolves_imports_of_the_mapped_name(tmp_path):
+    """setuptools' `package-dir` serves `acme.core` from core/ (as this project serves cra.dataflows from dataflows/):
+    imports of the mapped name reach the files, and a name nothing maps stays unresolved."""
+    files = {
+        "pyproject.toml": '[tool.setuptools]\npackage-dir = {"acme.core" = "core", "acme.cli" = "tools/cli"}\n',
+        "core/__init__.py": "",
+        "core/helper.py": "def compute(value):\n    return value\n",
+        "tools/cli/main.py": "from acme.core.helper import compute\nimport acme.core\nfrom other.core import x\n\n\n"
+        "def run():\n    return compute(1)\n",
+        "tests/test_main.py": "from acme.cli.main import run\n\n\ndef test_run():\n    assert run() == 1\n",
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    tables = index_frames(tmp_path, history=0, count_tokens=count_tokens)[0]
+    assert _edges(tables) >= {
+        ("tools/cli/main.py", "core/helper.py"),
+        ("tools/cli/main.py", "core/__init__.py"),
+        ("tests/test_main.py", "tools/cli/main.py"),
+    }
+    assert not {dst for src, dst in _edges(tables) if src == "tools/cli/main.py"} - {
+        "core/helper.py",
+        "core/__init__.py",
+    }

@@ -4,6 +4,7 @@ files (`file_facts` names them: a file plus every enclosing package, a directory
 from __future__ import annotations
 
 import posixpath
+import tomllib
 from collections import defaultdict
 
 from cra.dataflows.index.languages.common import RepositoryFiles
@@ -12,6 +13,24 @@ from cra.dataflows.index.parsers.python_ast import parse_python as parse  # noqa
 LANGUAGES = frozenset({"python"})
 CONVENTIONS = "python"  # data/conventions/python.toml
 PY_ROOTS = ("", "src/")  # where absolute Python imports start when no __init__.py names the module (PEP 420)
+MANIFESTS = ("pyproject.toml",)  # setuptools' package-dir: `cra.dataflows` served from dataflows/
+
+
+def manifest_roots(manifests: list[tuple[str, str]]) -> dict[str, dict[str, list[str]]]:
+    """ "python_package_dirs": dotted package -> the directories setuptools' `package-dir` serves it from (paths from
+    the repository root), read from each pyproject.toml; none when no manifest maps a package (an unreadable one
+    maps nothing)."""
+    mapped: dict[str, list[str]] = {}
+    for path, text in manifests:
+        try:
+            table = tomllib.loads(text).get("tool", {}).get("setuptools", {}).get("package-dir", {})
+        except tomllib.TOMLDecodeError:
+            continue
+        base = posixpath.dirname(path)
+        for package, directory in table.items() if isinstance(table, dict) else ():
+            if package and isinstance(directory, str):
+                mapped.setdefault(package, []).append(posixpath.normpath(posixpath.join(base, directory)))
+    return {"python_package_dirs": mapped} if mapped else {}
 
 
 def package_dirs(paths) -> frozenset[str]:
@@ -35,6 +54,7 @@ class Resolver:
 
     def __init__(self, repo: RepositoryFiles):
         self.by_path = repo.by_path
+        self.package_dirs: dict[str, list[str]] = repo.roots.get("python_package_dirs", {})
         self.py_modules: dict[str, list[tuple[int, str]]] = defaultdict(list)
         for fid, _, module, package in repo.rows(LANGUAGES):
             self.py_modules[module].append((fid, package))
@@ -51,7 +71,11 @@ class Resolver:
             return found
         found = self.py_modules.get(name)
         if not found:
-            return None if anchor is not None else self._py_file(PY_ROOTS, name if written is None else written)
+            if anchor is not None:
+                return None
+            dotted = name if written is None else written
+            found_file = self._py_file(PY_ROOTS, dotted)
+            return found_file if found_file is not None else self._mapped_file(dotted)
         return next((fid for fid, pkg in found if pkg == package), found[0][0])
 
     def _py_file(self, roots: tuple[str, ...], dotted: str) -> int | None:
@@ -63,6 +87,17 @@ class Resolver:
             for candidate in (f"{base}.py", f"{base}/__init__.py") if base else ("__init__.py",):
                 if candidate in self.by_path:
                     return int(self.by_path[candidate])
+        return None
+
+    def _mapped_file(self, dotted: str) -> int | None:
+        """`cra.dataflows.text` -> dataflows/text.py when pyproject.toml maps `cra.dataflows` to dataflows/ (the
+        longest mapped package that the name starts with)."""
+        parts = dotted.split(".")
+        for cut in range(len(parts), 0, -1):
+            for directory in self.package_dirs.get(".".join(parts[:cut]), ()):
+                found = self._py_file((f"{directory}/" if directory != "." else "",), ".".join(parts[cut:]))
+                if found is not None:
+                    return found
         return None
 
     def _python_module_binding(self, full: str, package: str, local: str):
