@@ -117,7 +117,7 @@ def live_damage(kb_dir: Path) -> str | None:
         if isinstance(marked, dict) and marked.get("version") == version.name:
             return str(marked.get("reason") or "a request could not read it")
     except (OSError, ValueError):
-        pass
+        pass  # no mark, or one that cannot be read: the footer check alone decides (deliberate)
     try:
         metadata = json.loads((version / METADATA).read_text())
     except (OSError, ValueError) as exc:
@@ -136,7 +136,7 @@ def mark_damaged(kb_dir: Path, reason: str) -> KbDamaged:
         try:
             write_text_atomic(kb_dir / DAMAGED_FILE, json.dumps({"version": version.name, "reason": reason}) + "\n")
         except OSError:
-            pass
+            pass  # best effort: the request already reports the damage; a read-only KB just cannot remember it
     return KbDamaged(kb_dir, version.name if version is not None else None, reason)
 
 
