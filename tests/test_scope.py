@@ -8,7 +8,15 @@ from hamilton import driver
 
 from cra.dataflows.index.schema import TABLES
 from cra.dataflows.lexical import Bm25Index
-from cra.dataflows.retrieval import combination, issue_templates, scope, signals, task_analysis, word_tables
+from cra.dataflows.retrieval import (
+    combination,
+    issue_templates,
+    path_scope,
+    scope,
+    signals,
+    task_analysis,
+    word_tables,
+)
 from cra.dataflows.retrieval.combination import DEFAULT_WEIGHTS, SIGNALS
 from cra.dataflows.retrieval.models import TaskQuery
 from cra.dataflows.text import term_counts
@@ -254,7 +262,8 @@ def test_stage_one_dataflow_end_to_end():
         "kb_warnings": [],
         "kb_contents": pd.DataFrame({"file_id": range(len(texts)), "text": texts}),
     }
-    dr = driver.Builder().with_modules(word_tables, issue_templates, task_analysis, signals, combination, scope).build()
+    modules = (word_tables, issue_templates, task_analysis, signals, combination, path_scope, scope)
+    dr = driver.Builder().with_modules(*modules).build()
     out = dr.execute(["scope", "signal_weights", "scope_warnings"], inputs=inputs)
     s = out["scope"]
     assert s["added_by"].to_dict() == {0: "seed", 2: "score", 1: "deps", 4: "cochange"}

@@ -59,6 +59,7 @@ def context_package(
     pinned_tokens: int = 0,
     companion_notes: tuple[CompanionNote, ...] = (),
     pinned_sections: tuple = (),  # of PinnedSection (Hamilton checks the plain type only)
+    path_scope_report: dict | None = None,
 ) -> ContextPackage:
     """The curated package for stage 3: pinned sections first, then ordered files, edges among them, companion notes
     when they fit the budget, exact token count, provenance."""
@@ -72,6 +73,7 @@ def context_package(
         "symbols": _symbol_provenance(files, symbol_tiers),
         "symbol_ranking": _ranking_provenance(symbol_ranking),
         **({"auto_budget": auto_budget_stop} if auto_budget_stop else {}),
+        **({"path_scope": path_scope_report} if path_scope_report else {}),
         **{p.name: p.provenance for p in pinned_sections},
     }
 

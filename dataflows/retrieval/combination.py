@@ -100,12 +100,17 @@ def first_pass_frame(kb_files: pd.DataFrame, signals: dict[str, pd.Series]) -> p
 
 
 def anchor_files(
-    first_pass_frame: pd.DataFrame, configured_signal_weights: pd.Series, file_prior: pd.Series, seed_files: pd.Series
+    first_pass_frame: pd.DataFrame,
+    configured_signal_weights: pd.Series,
+    file_prior: pd.Series,
+    seed_files: pd.Series,
+    in_path_scope: pd.Series | None = None,
 ) -> pd.Series:
     """file_id -> its first-pass total as a share of the best one, for the ANCHORS best files of the first pass
     (seeds first; weights in force over the first-pass signals) that the task ties to (a seed, or a task-dependent
     signal above 0): what second-pass signals relate files to. A task with no evidence has no anchors (with history,
-    recency alone made every file a partner of the most recent ones, and nothing fell back to the central files)."""
+    recency alone made every file a partner of the most recent ones, and nothing fell back to the central files).
+    With a path scope, anchors are in-scope files: out-of-scope ones are never ranked, so nothing is related to them."""
     configured = configured_signal_weights.reindex(FIRST_PASS_SIGNALS).fillna(0.0).to_numpy()
     values = first_pass_frame[list(FIRST_PASS_SIGNALS)].to_numpy()
     prior = file_prior.reindex(first_pass_frame.index).fillna(1.0).to_numpy()
@@ -113,6 +118,8 @@ def anchor_files(
     score, total = file_scores(values, effective_weights(configured, (values > 0).any(axis=0)), prior, seed)
     ranked = pd.DataFrame({"total": total, "score": score}, index=first_pass_frame.index)
     evidence = seed | (values[:, _TASK_DEPENDENT] > 0).any(axis=1)  # recency alone ties no file to the task
+    if in_path_scope is not None:
+        evidence &= in_path_scope.reindex(first_pass_frame.index).fillna(False).to_numpy(dtype=bool)
     ranked = (
         ranked[(ranked["total"] > 0) & evidence]
         .sort_values(["total", "score"], ascending=False, kind="stable")
@@ -192,15 +199,16 @@ def _aligned(values: pd.Series, ids, index: pd.Index, fill=None):
 
 
 def signal_matrix(
-    summed_matrix: pd.DataFrame,
+    candidate_matrix: pd.DataFrame,
     kb_files: pd.DataFrame,
     task_query: TaskQuery,
     weights_override: dict | None,
     file_roles: pd.DataFrame,
     file_ranker: TreeModel | None = None,
 ) -> pd.DataFrame:
-    """Every file best first: the weighted sum's order with its best files re-ordered by the learned ranker
-    (`learned` column: its score), when one is shipped; when the user sets weights, their sum alone decides."""
+    """Every candidate file (`path_scope.candidate_matrix`: all of them without a path scope) best first: the
+    weighted sum's order with its best files re-ordered by the learned ranker (`learned` column: its score), when one
+    is shipped; when the user sets weights, their sum alone decides."""
     if file_ranker is None or weights_override:
-        return summed_matrix
-    return learned_order(summed_matrix, kb_files, task_query.task_type, file_ranker, file_roles)
+        return candidate_matrix
+    return learned_order(candidate_matrix, kb_files, task_query.task_type, file_ranker, file_roles)

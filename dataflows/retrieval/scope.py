@@ -129,10 +129,11 @@ def scope_warnings(
     task_query: TaskQuery,
     task_analysis_warnings: list[str],
     kb_warnings: list[str],
+    path_scope_warnings: list[str] | None = None,
 ) -> list[str]:
     """What the user should know about this scope: the index's own warnings (e.g. sources left out, no history),
-    LLM fallback, unmatched or ambiguous file hints, no matches."""
-    warnings = [*kb_warnings, *task_analysis_warnings]
+    LLM fallback, what the path scope left out, unmatched or ambiguous file hints, no matches."""
+    warnings = [*kb_warnings, *task_analysis_warnings, *(path_scope_warnings or [])]
     unmatched, broad = [], []
     for hint in task_query.file_hints:
         count = int(path_matches(kb_files["path"], hint).sum()) if not kb_files.empty else 0
@@ -154,7 +155,10 @@ def scope_warnings(
     if kb_files.empty:
         warnings.append("the knowledge base has no files; nothing to scope")
     elif _nothing_matched(signal_matrix):
-        warnings.append(f"no file matched the task; scope falls back to the {FALLBACK_SIZE} most imported files")
+        where = " in the path scope" if path_scope_warnings else ""
+        warnings.append(
+            f"no file{where} matched the task; scope falls back to the {FALLBACK_SIZE} most imported files{where}"
+        )
     return warnings
 
 

@@ -111,6 +111,9 @@ def index_summary(stats: dict) -> str:
         f"  skipped: {', '.join(skip_parts) if skip_parts else 'nothing'}; {stats.get('n_ignored', 0)} ignored "
         "(.gitignore rules, caches, vendored installs)",
     ]
+    if stats.get("n_config_excluded"):
+        examples = ", ".join(stats.get("config_excluded_examples", []))
+        lines.append(f"  left out by .cra.toml (include/exclude): {stats['n_config_excluded']} files, e.g. {examples}")
     errors = stats.get("parse_errors") or []
     if errors:
         first = "; ".join(f"{p}: {e}" for p, e in errors[:3])

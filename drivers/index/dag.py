@@ -366,6 +366,8 @@ def index_frames(
     stats = {
         **results["index_stats"],
         "n_ignored": scan.n_ignored,
+        "n_config_excluded": len(scan.walk.config_excluded) if scan.walk is not None else 0,
+        "config_excluded_examples": list(scan.walk.config_excluded[:3]) if scan.walk is not None else [],
         "oversized": list(scan.oversized),
         "unreadable": [list(u) for u in scan.unreadable],
         "head": (history_from[1] if history_from else git_head(root)) if inputs["git_log"] is not None else None,

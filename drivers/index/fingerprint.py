@@ -27,6 +27,8 @@ _CODE = (
     "cra.dataflows.retrieval.vocabulary",
     "cra.dataflows.retrieval.word_tables",
     "cra.drivers.index.sources",
+    "cra.drivers.index.repo_config",
+    "cra.dataflows.path_globs",
     "cra.drivers.index.indexer",
     "cra.drivers.index.dag",
     "cra.drivers.kb.store",
@@ -58,7 +60,7 @@ def _source_root(module: str) -> Path:
 
 def index_fingerprint(repo: Path, walk: SourcePaths, history: int, max_file_bytes: int) -> str:
     """What an index run's output depends on besides the files' contents: options, git HEAD (when history is read),
-    the tracked paths, the walk's ignored / unlistable counts, and the index code itself."""
+    the tracked paths, the walk's ignored / unlistable counts, `.cra.toml`'s patterns, and the index code itself."""
     facts = {
         "format": CACHE_FORMAT,
         "history": history,
@@ -67,5 +69,6 @@ def index_fingerprint(repo: Path, walk: SourcePaths, history: int, max_file_byte
         "tracked": hashlib.sha1("\0".join(walk.tracked).encode()).hexdigest(),
         "n_ignored": walk.n_ignored,
         "unreadable": sorted(map(list, walk.unreadable)),
+        **({"config": walk.config_digest} if walk.config_digest else {}),
     }
     return hashlib.sha1(json.dumps({**facts, "code": code_digest()}, sort_keys=True).encode()).hexdigest()

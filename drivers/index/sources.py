@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cra.drivers.index.gitignore import IgnoreRules, is_ignored, parse_ignore_file
+from cra.drivers.index.repo_config import read_repo_config
 
 # directories that are never source, whatever .gitignore says
 ALWAYS_SKIPPED_DIRS = frozenset(
@@ -105,6 +106,8 @@ class SourcePaths:
     n_ignored: int  # files and pruned directories left out by .gitignore / info/exclude / noise rules (not .git)
     unreadable: list[tuple[str, str]]  # (directory, error) of directories that could not be listed
     tracked: tuple[str, ...] = ()  # what `git ls-files` listed (empty without git)
+    config_excluded: tuple[str, ...] = ()  # files the walk found that .cra.toml's include/exclude left out, sorted
+    config_digest: str | None = None  # .cra.toml's patterns (`RepoConfig.digest`): part of the index fingerprint
 
 
 def source_paths(root: Path) -> SourcePaths:
@@ -115,8 +118,11 @@ def source_paths(root: Path) -> SourcePaths:
     (.git/info/exclude, then each .gitignore from the root down) exclude once all their patterns have been
     applied, so `*` then `!*/` keeps every directory and nothing under an excluded one comes back. Files that
     git tracks are kept whatever the rules say. A tree without .git honours its .gitignore files the same way.
+    Then the root's `.cra.toml` (`cra.drivers.index.repo_config`) has the last word, over tracked files too; a
+    `.cra.toml` that cannot be used is a CraError.
     """
     root = Path(root)
+    config = read_repo_config(root)
     found: dict[str, str] = {}  # relative path -> path to open
     unreadable: list[tuple[str, str]] = []
     n_ignored = 0
@@ -150,7 +156,13 @@ def source_paths(root: Path) -> SourcePaths:
     for rel in tracked:
         if rel not in found and not _noise_path(rel) and _is_regular_file(root / rel):
             found[rel] = str(root / rel)
-    return SourcePaths(found, n_ignored, unreadable, tuple(tracked))
+    excluded: tuple[str, ...] = ()
+    if config.digest is not None:
+        keeps = config.keeps()
+        excluded = tuple(sorted(rel for rel in found if not keeps(rel)))
+        for rel in excluded:
+            del found[rel]
+    return SourcePaths(found, n_ignored, unreadable, tuple(tracked), excluded, config.digest)
 
 
 def scan_sources(

@@ -42,6 +42,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=32_768,
         help="token budget (default 32768), or auto: only the bodies scoring near the best (at most 8192)",
     )
+    parser.add_argument(
+        "--path",
+        action="append",
+        metavar="SUBTREE",
+        help="rank only files under this folder or glob, relative to the repository root (repeatable; e.g. "
+        "--path services/api --path 'libs/**/auth'); files the task names by path are kept",
+    )
     parser.add_argument("--scope-size", type=int, default=75, help="files kept by score before expansion (default 75)")
     parser.add_argument("--format", choices=("markdown", "prompt", "json"), default="markdown")
     parser.add_argument("--template", help="prompt template file with {task} {context} {types} {tests}")
@@ -131,6 +138,7 @@ def run(args) -> int:
         prompt_template=template,
         outputs=(f"{args.format}_text", "symbol_tiers", "budget_report", "symbol_ranking", "symbol_weights"),
         pinned_sections=_pinned(args, repo, kb, task),
+        path_scope=repo_relative(args.path, repo),
     )
     if args.verbose:
         print(verbose_report(result), file=sys.stderr)
@@ -145,6 +153,20 @@ def run(args) -> int:
     else:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0
+
+
+def repo_relative(paths: list[str] | None, repo: Path) -> list[str]:
+    """--path values relative to the repository root: an absolute path inside it is made relative (one outside is
+    left for the scope check to name)."""
+    out = []
+    for path in paths or ():
+        if Path(path).is_absolute():
+            try:
+                path = Path(path).resolve().relative_to(repo.resolve()).as_posix()
+            except ValueError:
+                pass
+        out.append(path)
+    return out
 
 
 def _pinned(args, repo: Path, kb, task: str):

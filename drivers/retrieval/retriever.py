@@ -18,6 +18,7 @@ from cra.dataflows.retrieval import (
     budget,
     combination,
     issue_templates,
+    path_scope,
     pinned,
     precision,
     render,
@@ -42,6 +43,7 @@ MODULES = (
     task_analysis,
     signals,
     combination,
+    path_scope,
     scope,
     symbol_signals,
     precision,
@@ -106,6 +108,34 @@ def checked_seed_variants(names) -> tuple[str, ...]:
     if unknown:
         raise CraError(f"Unknown seed variant(s) {', '.join(unknown)}. Valid: {', '.join(SEED_VARIANTS)}, or all.")
     return tuple(sorted(set(names)))
+
+
+def checked_path_scope(paths) -> tuple[str, ...]:
+    """The path scope as the dataflow matches it (posix, relative, no trailing '/', each once); CraError naming a
+    path that is empty, absolute or leaves the repository."""
+    from cra.dataflows.path_globs import normalised_pattern
+
+    if isinstance(paths, str):
+        paths = [paths]
+    try:
+        return tuple(dict.fromkeys(normalised_pattern(p) for p in paths or ()))
+    except ValueError as exc:
+        raise CraError(f"Path scope: {exc}.") from None
+
+
+def require_matches(counts: dict[str, int], kb: KnowledgeBase) -> None:
+    """CraError when a path of the scope matches no indexed file (a typo, or a folder .cra.toml or .gitignore keeps
+    out of the index): one message naming each and the fix."""
+    empty = [p for p, n in counts.items() if n == 0]
+    if not empty:
+        return
+    named = ", ".join(f"'{p}'" for p in empty)
+    tops = sorted({p.split("/", 1)[0] for p in kb.files["path"].astype(str).head(50_000) if "/" in p})[:8]
+    hint = f" Top-level folders indexed: {', '.join(tops)}." if tops else ""
+    raise CraError(
+        f"Path scope {named} matches no indexed file. Give folders or globs relative to the repository root "
+        f"(e.g. src/app or 'src/**/api'), or index them (see .gitignore and .cra.toml).{hint}"
+    )
 
 
 def kb_inputs(kb: KnowledgeBase) -> dict:
@@ -200,13 +230,16 @@ def retrieve(
     adapters: tuple = (),
     pinned_sections: tuple[PinnedSection, ...] | Callable[[pd.DataFrame], tuple[PinnedSection, ...]] = (),
     seed_variants: tuple[str, ...] = (),
+    path_scope: tuple[str, ...] | list[str] | None = None,
 ) -> Retrieval:
     """Run the pipeline; `outputs` names extra nodes to return (e.g. "markdown_text", "symbol_tiers");
     `adapters` are Hamilton lifecycle hooks watching the run (e.g. per-node timing); `pinned_sections` go at the
     top of the package (guidance, memories), or a function of the ranked scope that makes them (the ranking is
     then computed once and reused). `budget="auto"` stops adding bodies where the symbol scores fall off (at most
     AUTO_BUDGET_CAP tokens) and says where and why in `provenance.auto_budget`. `seed_variants` switches on seed
-    001's behaviour where ours deviates (SEED_VARIANTS)."""
+    001's behaviour where ours deviates (SEED_VARIANTS). `path_scope`: subtrees or globs (relative to the
+    repository root) the ranking keeps to (`cra.dataflows.retrieval.path_scope`); one naming no indexed file is a
+    CraError."""
     budget_mode = "auto" if budget == "auto" else "fixed"
     budget = AUTO_BUDGET_CAP if budget == "auto" else budget
     if not task_text or not task_text.strip():
@@ -233,12 +266,17 @@ def retrieve(
         "file_ranker": default_file_ranker(),
         "count_tokens": count_tokens,
         "prompt_template": prompt_template or render.DEFAULT_PROMPT_TEMPLATE,
+        "path_scope": checked_path_scope(path_scope),
     }
     if llm_assist:
         inputs["llm_client"] = llm_client
     wanted = ["context_package", "scope", "signal_matrix", *outputs]
     started = time.perf_counter()
     dag, overrides = retrieval_driver(llm_assist, adapters, seed_variants), kb.task_free_overrides
+    if inputs["path_scope"]:
+        scoped = dag.execute(["path_scope_counts", "in_path_scope"], inputs=inputs, overrides=overrides)
+        require_matches(scoped["path_scope_counts"], kb)
+        overrides = overrides | scoped
     if callable(pinned_sections):
         ranked = dag.execute(["task_query", "signal_matrix", "scope"], inputs=inputs, overrides=overrides)
         overrides, pinned_sections = overrides | ranked, pinned_sections(ranked["scope"])

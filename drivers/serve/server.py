@@ -74,6 +74,13 @@ def build_server(ws):
         ),
     ]
     Task = Annotated[str, Field(description="The task: issue text, failing test output or stack trace, as given.")]
+    Scope = Annotated[
+        list[str] | None,
+        Field(
+            description="Monorepo scoping: only files under these folders or globs (relative to the repository root, "
+            "e.g. ['services/api', 'libs/**/auth']) are ranked; files the task names by path are kept."
+        ),
+    ]
     server = MCPServer("cra", instructions=INSTRUCTIONS)
 
     @server.tool(
@@ -118,6 +125,7 @@ def build_server(ws):
                 )
             ),
         ] = None,
+        scope: Scope = None,
         compact: Annotated[
             bool,
             Field(
@@ -129,7 +137,7 @@ def build_server(ws):
         ] = False,
     ) -> str:
         return _tool(mcp_tools.get_context, ws)(
-            ws, task, repo, "auto" if compact else budget, format, memories, task_id
+            ws, task, repo, "auto" if compact else budget, format, memories, task_id, scope
         )
 
     @server.tool(
@@ -146,8 +154,9 @@ def build_server(ws):
         budget: Annotated[
             int | None, Field(ge=256, le=1_000_000, description="Token budget, as for get_context.")
         ] = None,
+        scope: Scope = None,
     ) -> dict[str, Any]:
-        return _tool(mcp_tools.explain_file, ws)(ws, task, path, repo, budget)
+        return _tool(mcp_tools.explain_file, ws)(ws, task, path, repo, budget, scope)
 
     @server.tool(
         description=(
@@ -170,8 +179,9 @@ def build_server(ws):
         query: Annotated[str, Field(description="A symbol name or part of one, e.g. validate_login or Invoice.total.")],
         repo: Repo = None,
         limit: Annotated[int, Field(ge=1, le=500, description="At most this many symbols (default 20).")] = 20,
+        scope: Scope = None,
     ) -> dict[str, Any]:
-        return _tool(mcp_tools.search_symbols, ws)(ws, query, repo, limit)
+        return _tool(mcp_tools.search_symbols, ws)(ws, query, repo, limit, scope)
 
     @server.tool(
         description=(

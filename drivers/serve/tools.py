@@ -29,9 +29,11 @@ def get_context(
     format: str = "markdown",
     memories: bool = False,
     task_id: str | None = None,
+    scope: list[str] | str | None = None,
 ) -> str:
     """The context package for a task: markdown, or the JSON document of `cra retrieve --format json`; with the
-    memories that apply and an escalation task's guidance on top when asked; budget "auto" is the compact package."""
+    memories that apply and an escalation task's guidance on top when asked; budget "auto" is the compact package;
+    `scope`: subtrees or globs the ranking keeps to (`cra retrieve --path`)."""
     from cra.drivers.retrieval import pinned
     from cra.drivers.retrieval.retriever import retrieve
 
@@ -54,22 +56,60 @@ def get_context(
             budget=budget,
             outputs=(f"{format}_text",),
             pinned_sections=pinned.pinned_sections(guidance, notes),
+            path_scope=scope,
         )
     return result.outputs[f"{format}_text"]
 
 
-def explain_file(ws: Workspace, task: str, path: str, repo: str | None = None, budget: int | None = None) -> dict:
+def _scope_patterns(scope) -> tuple[str, ...]:
+    from cra.drivers.retrieval.retriever import checked_path_scope
+
+    return checked_path_scope(scope)
+
+
+def scoped_files(kb, scope: list[str] | str | None) -> pd.DataFrame:
+    """The KB's files inside a path scope (all of them without one); CraError for a path naming no indexed file."""
+    from cra.dataflows.path_globs import matches_per_pattern, matching
+    from cra.drivers.retrieval.retriever import checked_path_scope, require_matches
+
+    patterns, files = checked_path_scope(scope), kb.files
+    if not patterns:
+        return files
+    require_matches(matches_per_pattern(files["path"], patterns), kb)
+    return files[matching(files["path"], patterns)]
+
+
+def explain_file(
+    ws: Workspace,
+    task: str,
+    path: str,
+    repo: str | None = None,
+    budget: int | None = None,
+    scope: list[str] | str | None = None,
+) -> dict:
     """Why a file is or is not in the context for a task: its rank, every signal with its weight, what the budget
-    did to it, which of its symbols went in at which depth (all read from the retrieval's provenance)."""
+    did to it, which of its symbols went in at which depth (all read from the retrieval's provenance); `scope` as
+    for get_context."""
     from cra.drivers.retrieval.retriever import retrieve
 
     with ws.fresh(repo) as (served, kb):
         rel = ws.relative_path(served, path)
-        result = retrieve(kb, _check_task(task), budget=DEFAULT_BUDGET if budget is None else budget)
+        result = retrieve(kb, _check_task(task), budget=DEFAULT_BUDGET if budget is None else budget, path_scope=scope)
+        indexed = bool((kb.files["path"] == rel).any())
     provenance = result.package.provenance
     out: dict = {"path": rel, "repo": str(served.root)}
     matrix = result.signal_matrix.sort_values(["total", "score", "path"], ascending=[False, False, True])
     row = matrix[matrix["path"] == rel]
+    if row.empty and indexed:  # (only a path scope keeps an indexed file from the ranking)
+        paths = ", ".join(provenance.get("path_scope", {}).get("paths", []))
+        out.update(
+            indexed=True,
+            in_package=False,
+            in_path_scope=False,
+            verdict=f"{rel} is outside the path scope ({paths}), so it is never a candidate; widen the scope or "
+            "name the file in the task to let it in",
+        )
+        return out
     if row.empty:
         on_disk = (served.root / rel).is_file()
         out.update(
@@ -162,16 +202,21 @@ def index(ws: Workspace, repo: str | None = None) -> dict:
     }
 
 
-def search_symbols(ws: Workspace, query: str, repo: str | None = None, limit: int = 20) -> dict:
+def search_symbols(
+    ws: Workspace, query: str, repo: str | None = None, limit: int = 20, scope: list[str] | str | None = None
+) -> dict:
     """Definitions whose name matches a query, best match first: exact name, qualified name, prefix, substring;
-    a query of several words matches symbols whose qualified name and path contain every word."""
+    a query of several words matches symbols whose qualified name and path contain every word; `scope`: only
+    those of files under these subtrees or globs."""
     if not isinstance(query, str) or not query.strip():
         raise CraError("The query is empty. Pass a symbol name or part of one, e.g. `validate_login`.")
     if limit < 1:
         raise CraError(f"limit must be at least 1 (got {limit}).")
     q = query.strip().lower()
     with ws.fresh(repo) as (served, kb):
-        symbols, files = kb.tables["symbols"], kb.files
+        symbols, files = kb.tables["symbols"], scoped_files(kb, scope)
+    if len(files) < len(kb.files):
+        symbols = symbols[symbols["file_id"].isin(files["file_id"])]
     names, qualified = symbols["name"].str.lower(), symbols["qualified_name"].fillna("").str.lower()
     paths = symbols["file_id"].map(files.set_index("file_id")["path"])
     words = q.split()
@@ -197,6 +242,7 @@ def search_symbols(ws: Workspace, query: str, repo: str | None = None, limit: in
     return {
         "repo": str(served.root),
         "query": query,
+        **({"scope": list(_scope_patterns(scope)), "files_in_scope": int(len(files))} if scope else {}),
         "total_matches": int(len(found)),
         "symbols": [
             {c: (None if pd.isna(v) else v.item() if hasattr(v, "item") else v) for c, v in zip(columns, r)}

@@ -35,8 +35,9 @@ _LOAD_LOCK = threading.Lock()  # load_kb keeps a process-wide cache: one load at
 def tree_fingerprint(root: Path) -> str:
     """A hash of what the index would read (path, mtime, size of every source file) and of git's HEAD: it changes
     when a file is edited, added, removed or (un)ignored, or a commit is made; nothing is opened but ignore files."""
-    digest = hashlib.sha1()
-    for rel, path in sorted(source_paths(root).paths.items()):
+    digest, walk = hashlib.sha1(), source_paths(root)
+    digest.update((walk.config_digest or "").encode())  # (.cra.toml's patterns: which files count)
+    for rel, path in sorted(walk.paths.items()):
         try:
             st = os.stat(path, follow_symlinks=False)
             digest.update(f"{rel}\0{st.st_mtime_ns}\0{st.st_size}\n".encode("utf-8", "surrogateescape"))
