@@ -159,3 +159,26 @@ def test_the_change_filter_keeps_what_the_index_reads(tmp_path):
     assert kept.relevant(str(repo / ".gitignore")) and kept.relevant(str(repo / "build" / "out.py"))
     outside = ChangeFilter(repo, tmp_path / "kb")
     assert outside.relevant(str(repo / "app" / "utils.py")) and not outside.relevant(str(repo / ".cra" / "CURRENT"))
+
+
+def test_the_index_worker_indexes_like_cra_index_and_comes_back_after_it_died(tmp_path):
+    from cra.drivers.common.errors import CraError
+    from cra.drivers.kb.store import load_kb
+    from cra.drivers.serve.index_worker import IndexWorker
+
+    repo = make_repo(tmp_path / "demo", git=False)
+    worker = IndexWorker()
+    try:
+        stats = worker.index(repo, tmp_path / "kb", 0)
+        assert stats["n_parsed"] == stats["n_files"] > 0
+        assert "validate_login" in set(load_kb(tmp_path / "kb").tables["symbols"]["name"])
+        worker._child.kill()  # a parser crashed the worker: the next run starts a new one
+        worker._child.wait()
+        (repo / "app" / "tax.py").write_text("def vat_rate(country):\n    return 0.2\n")
+        assert worker.index(repo, tmp_path / "kb", 0)["n_parsed"] == 1
+        assert "vat_rate" in set(load_kb(tmp_path / "kb").tables["symbols"]["name"])
+        (tmp_path / "file").write_text("")
+        with pytest.raises(CraError, match="not writable"):
+            worker.index(repo, tmp_path / "file", 0)
+    finally:
+        worker.close()

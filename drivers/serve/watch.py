@@ -3,8 +3,8 @@
 A watcher thread (watchfiles: inotify / FSEvents / ReadDirectoryChanges, so an idle tree costs nothing and a change
 is seen within ~50 ms) keeps the changes the index would read: files that .gitignore, the noise rules and the KB's
 own folder leave out are dropped, as are git's internals other than its refs (a commit moves the history the KB
-holds). Each served repository has one re-index thread: it takes every change seen so far, runs the same incremental
-`index_repository` a `cra index` runs, loads the new version and builds what a request needs of it (lexicons, word
+holds). Each served repository has one re-index thread: it takes every change seen so far, has the same incremental
+`index_repository` a `cra index` runs done in a warm child process (`cra.drivers.serve.index_worker`), loads the new version and builds what a request needs of it (lexicons, word
 tables), and only then hands it to requests. Edits that arrive meanwhile are taken by the next run, so a burst of
 edits costs one or two runs, not one per file. Until a run is handed over, a request answers from the KB it already
 has and says how stale that is (`WatchState.status`); a run that fails leaves that KB in place and the next request
@@ -181,6 +181,7 @@ def watch(ws, stop: threading.Event) -> None:
         return any(f.relevant(path) for f in filters.values())
 
     try:
+        ws.worker.start()  # (warm before the first edit)
         for changes in watchfiles.watch(
             *[str(r.root) for r in repos],
             watch_filter=interesting,

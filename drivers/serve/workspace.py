@@ -10,7 +10,8 @@ the walk runs only after the watcher saw a change.
 Concurrency: one lock per repository around refresh and request (requests on one repository run one at a time;
 different repositories run in parallel), plus the cross-process lock `index_repository` holds while it writes.
 Watched (`cra serve --watch`, `cra.drivers.serve.watch`): a request never walks nor re-indexes; a background thread
-per repository re-indexes what the watcher saw and hands the new KB over when it is loaded, and until then a request
+per repository re-indexes what the watcher saw (in a warm child process, `cra.drivers.serve.index_worker`) and hands
+the new KB over when it is loaded, and until then a request
 answers from the KB it has, with a note of how stale it is (`Workspace.answering`).
 """
 
@@ -31,6 +32,7 @@ from cra.drivers.common.output import write_text_atomic
 from cra.drivers.index.indexer import index_repository
 from cra.drivers.index.sources import source_paths
 from cra.drivers.kb.store import KnowledgeBase, default_kb_dir, load_kb
+from cra.drivers.serve.index_worker import IndexWorker
 from cra.drivers.serve.watch import WatchState, background_delay, log
 
 STATE_FILE = "serve-state.json"  # in the KB directory: {"version": live KB version, "fingerprint": its tree's}
@@ -137,6 +139,7 @@ class Workspace:
         self._lock = threading.Lock()  # guards self.repos when a repository under an allowed root is opened
         self.stop = threading.Event()  # set when the server stops: background re-index threads end
         self._threads: dict[Path, threading.Thread] = {}
+        self.worker = IndexWorker()  # the background re-index's process (started by the watcher)
 
     # --- security -----------------------------------------------------------------------------------------------
 
@@ -267,7 +270,7 @@ class Workspace:
             try:
                 if delay := background_delay():
                     time.sleep(delay)
-                repo.last_index = index_repository(repo.root, repo.kb_dir, history=self.history)
+                repo.last_index = self.worker.index(repo.root, repo.kb_dir, self.history)
                 version = live_version(repo.kb_dir)
                 with _LOAD_LOCK:
                     kb = load_kb(repo.kb_dir)
