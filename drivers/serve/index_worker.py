@@ -96,7 +96,10 @@ def main() -> None:
         except Exception as exc:  # a bug: its traceback on stderr, the server reports it and goes on
             traceback.print_exc()
             answer = {"error": f"{type(exc).__name__}: {exc}"}
-        answers.write(json.dumps(answer, default=str) + "\n")
+        try:
+            answers.write(json.dumps(answer, default=str) + "\n")
+        except BrokenPipeError:  # the server is gone: so is the reason to answer
+            return
 
 
 if __name__ == "__main__":
