@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> None:
         ),
         ("first call after editing 1 file: walk + incremental re-index + reload (s)", f"{plain['after_edit_s']:.2f}"),
         (
-            "same with --watch, 2 s after the edit (waits if the background re-index still runs) (s)",
+            "same with --watch, 2 s after the edit (the last KB answers if the re-index still runs) (s)",
             f"{watched['after_edit_s']:.2f}",
         ),
     ]

@@ -13,7 +13,9 @@ import sys
 import threading
 import traceback
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NotRequired
+
+from typing_extensions import TypedDict  # (pydantic reads typing's only from Python 3.12)
 
 from cra.drivers.common.errors import CraError
 
@@ -59,9 +61,26 @@ def _tool(fn, ws=None):
     return run
 
 
+class ContextResult(TypedDict):
+    """get_context's structured result: the package's text, and, when the KB was behind the tree (a re-index under
+    way with `cra serve --watch`, or one that failed), how far (`cra.drivers.serve.watch.WatchState.status`)."""
+
+    result: str
+    index: NotRequired[dict[str, Any]]
+
+
+def _text_result(answer):
+    """A `cra.drivers.serve.tools.Text` as the tool result: the text, and the same with its index note structured."""
+    from mcp_types import CallToolResult, TextContent
+
+    structured = {"result": answer.text, **({"index": answer.index} if answer.index else {})}
+    return CallToolResult(content=[TextContent(type="text", text=answer.text)], structured_content=structured)
+
+
 def build_server(ws):
     """The MCP server with cra's tools over this workspace (a `cra.drivers.serve.workspace.Workspace`)."""
     from mcp.server.mcpserver import MCPServer
+    from mcp_types import CallToolResult
     from pydantic import Field
 
     from cra.drivers.serve import tools as mcp_tools
@@ -135,9 +154,11 @@ def build_server(ws):
                 )
             ),
         ] = False,
-    ) -> str:
-        return _tool(mcp_tools.get_context, ws)(
-            ws, task, repo, "auto" if compact else budget, format, memories, task_id, scope
+    ) -> Annotated[CallToolResult, ContextResult]:
+        return _text_result(
+            _tool(mcp_tools.get_context, ws)(
+                ws, task, repo, "auto" if compact else budget, format, memories, task_id, scope
+            )
         )
 
     @server.tool(
@@ -308,27 +329,6 @@ def _escalation_tools(server) -> None:
         return _tool(mcp_tools.guide)(task_id, hint)
 
 
-def _watch(ws, stop: threading.Event) -> None:
-    """Background freshness: every change watchfiles reports marks its repository changed and refreshes it."""
-    import watchfiles
-
-    roots = [str(r) for r in ws.repos]
-
-    def interesting(change, path: str) -> bool:
-        return watchfiles.DefaultFilter()(change, path) and "/.cra/" not in path and not path.endswith("/.cra")
-
-    for changes in watchfiles.watch(
-        *roots, watch_filter=interesting, stop_event=stop, debounce=400, step=50, raise_interrupt=False
-    ):
-        touched = {root for root in ws.repos for _, path in changes if Path(path).is_relative_to(root)}
-        for root in touched:
-            ws.mark_changed(root)
-            try:
-                ws.refresh(str(root))
-            except Exception as exc:  # a broken tree must not stop the watcher; the next request reports it
-                log.warning("background re-index of %s failed: %s", root, exc)
-
-
 def _warm(ws) -> None:
     """At start, in the background: index (or refresh) every served repository and run one request, so an agent's
     first call finds the KB loaded and its lexicons built (it waits on the repository's lock if it comes sooner)."""
@@ -379,7 +379,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1; others warn: no authentication)"
     )
     p.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
-    p.add_argument("--watch", action="store_true", help="re-index in the background as files change (watchfiles)")
+    p.add_argument(
+        "--watch",
+        action="store_true",
+        help="re-index in the background as files change (watchfiles); requests meanwhile answer from the last KB",
+    )
     p.add_argument("--history", type=int, default=2000, help="commits of git history to index (default 2000)")
 
 
@@ -400,14 +404,16 @@ def run(args) -> int:
         watched=args.watch,
     )
     server = build_server(ws)
-    stop = threading.Event()
+    stop = ws.stop
     threading.Thread(target=_warm, args=(ws,), name="cra-warm", daemon=True).start()
     if args.watch:
         try:
             import watchfiles  # noqa: F401
         except ImportError:
             raise CraError("--watch needs watchfiles: pip install 'cra[serve]'.") from None
-        threading.Thread(target=_watch, args=(ws, stop), name="cra-watch", daemon=True).start()
+        from cra.drivers.serve.watch import watch
+
+        threading.Thread(target=watch, args=(ws, stop), name="cra-watch", daemon=True).start()
     try:
         if args.transport == "stdio":
             server.run("stdio")

@@ -3,6 +3,8 @@ registers them): user errors raise CraError, results are text or JSON-ready dict
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import pandas as pd
@@ -13,6 +15,14 @@ from cra.drivers.serve.workspace import Workspace
 
 DEFAULT_BUDGET = 16_000  # tokens: a package that fits under agent clients' tool-output limits (Claude Code: 25k)
 FORMATS = ("markdown", "json")
+
+
+@dataclass(frozen=True)
+class Text:
+    """A text answer, and how far the KB that gave it was behind the tree (`Workspace.answering`; None: not behind)."""
+
+    text: str
+    index: dict | None = None
 
 
 def _check_task(task: str) -> str:
@@ -30,10 +40,11 @@ def get_context(
     memories: bool = False,
     task_id: str | None = None,
     scope: list[str] | str | None = None,
-) -> str:
+) -> Text:
     """The context package for a task: markdown, or the JSON document of `cra retrieve --format json`; with the
     memories that apply and an escalation task's guidance on top when asked; budget "auto" is the compact package;
-    `scope`: subtrees or globs the ranking keeps to (`cra retrieve --path`)."""
+    `scope`: subtrees or globs the ranking keeps to (`cra retrieve --path`). Answered from a KB behind the tree
+    (`cra serve --watch` while it re-indexes), the text says so on top (markdown) or under "index" (JSON)."""
     from cra.drivers.retrieval import pinned
     from cra.drivers.retrieval.retriever import retrieve
 
@@ -42,7 +53,8 @@ def get_context(
     from cra.drivers.retrieval.retriever import AUTO_BUDGET_CAP
 
     budget = DEFAULT_BUDGET if budget is None else budget
-    with ws.fresh(repo) as (served, kb):
+    with ws.answering(repo) as answer:
+        served, kb = answer.repo, answer.kb
         guidance = pinned.guidance_section(None, task_id) if task_id else None
         tokens = AUTO_BUDGET_CAP if budget == "auto" else budget
         notes = (
@@ -58,7 +70,12 @@ def get_context(
             pinned_sections=pinned.pinned_sections(guidance, notes),
             path_scope=scope,
         )
-    return result.outputs[f"{format}_text"]
+    text = result.outputs[f"{format}_text"]
+    if answer.status is None:
+        return Text(text)
+    if format == "json":
+        return Text(json.dumps({**json.loads(text), "index": answer.status}, indent=2), answer.status)
+    return Text(f"> {answer.status['note']}\n\n{text}", answer.status)
 
 
 def _scope_patterns(scope) -> tuple[str, ...]:
@@ -92,12 +109,15 @@ def explain_file(
     for get_context."""
     from cra.drivers.retrieval.retriever import retrieve
 
-    with ws.fresh(repo) as (served, kb):
+    with ws.answering(repo) as answer:
+        served = answer.repo
         rel = ws.relative_path(served, path)
-        result = retrieve(kb, _check_task(task), budget=DEFAULT_BUDGET if budget is None else budget, path_scope=scope)
-        indexed = bool((kb.files["path"] == rel).any())
+        result = retrieve(
+            answer.kb, _check_task(task), budget=DEFAULT_BUDGET if budget is None else budget, path_scope=scope
+        )
+        indexed = bool((answer.kb.files["path"] == rel).any())
     provenance = result.package.provenance
-    out: dict = {"path": rel, "repo": str(served.root)}
+    out: dict = {"path": rel, "repo": str(served.root), **({"index": answer.status} if answer.status else {})}
     matrix = result.signal_matrix.sort_values(["total", "score", "path"], ascending=[False, False, True])
     row = matrix[matrix["path"] == rel]
     if row.empty and indexed:  # (only a path scope keeps an indexed file from the ranking)
@@ -213,7 +233,8 @@ def search_symbols(
     if limit < 1:
         raise CraError(f"limit must be at least 1 (got {limit}).")
     q = query.strip().lower()
-    with ws.fresh(repo) as (served, kb):
+    with ws.answering(repo) as answer:
+        served, kb = answer.repo, answer.kb
         symbols, files = kb.tables["symbols"], scoped_files(kb, scope)
     if len(files) < len(kb.files):
         symbols = symbols[symbols["file_id"].isin(files["file_id"])]
@@ -248,6 +269,7 @@ def search_symbols(
             {c: (None if pd.isna(v) else v.item() if hasattr(v, "item") else v) for c, v in zip(columns, r)}
             for r in rows[columns].itertuples(index=False)
         ],
+        **({"index": answer.status} if answer.status else {}),
     }
 
 

@@ -9,6 +9,10 @@ the KB version) so a restarted server does not re-index a tree that did not move
 the walk runs only after the watcher saw a change.
 Concurrency: one lock per repository around refresh and request (requests on one repository run one at a time;
 different repositories run in parallel), plus the cross-process lock `index_repository` holds while it writes.
+Watched (`cra serve --watch`, `cra.drivers.serve.watch`): a request never walks nor re-indexes; a background thread
+per repository re-indexes what the watcher saw (in a warm child process, `cra.drivers.serve.index_worker`) and hands
+the new KB over when it is loaded, and until then a request
+answers from the KB it has, with a note of how stale it is (`Workspace.answering`).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import hashlib
 import json
 import os
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -27,6 +32,8 @@ from cra.drivers.common.output import write_text_atomic
 from cra.drivers.index.indexer import index_repository
 from cra.drivers.index.sources import source_paths
 from cra.drivers.kb.store import KnowledgeBase, default_kb_dir, load_kb
+from cra.drivers.serve.index_worker import IndexWorker
+from cra.drivers.serve.watch import WatchState, background_delay, log
 
 STATE_FILE = "serve-state.json"  # in the KB directory: {"version": live KB version, "fingerprint": its tree's}
 _LOAD_LOCK = threading.Lock()  # load_kb keeps a process-wide cache: one load at a time
@@ -87,6 +94,18 @@ class Repository:
     watched: bool = False  # a watcher reports its changes (then a request walks the tree only after one)
     changed: bool = True  # the watcher saw a change since the last check
     last_index: dict | None = field(default=None, repr=False)  # statistics of this process's last index run
+    watch: WatchState = field(default_factory=WatchState, repr=False)  # background re-indexing (--watch)
+    indexed: tuple[int, frozenset[str]] | None = field(default=None, repr=False)  # (id of kb, its file paths)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a request answers from: the repository, its KB, and how far that KB is behind the tree (None: not
+    behind as far as the watcher knows; see `cra.drivers.serve.watch.WatchState.status`)."""
+
+    repo: Repository
+    kb: KnowledgeBase
+    status: dict | None
 
 
 def _resolve_dir(path: Path, what: str) -> Path:
@@ -119,6 +138,9 @@ class Workspace:
         self.allow_roots = [_resolve_dir(r, "Allowed root") for r in allow_roots]
         self.history = history
         self._lock = threading.Lock()  # guards self.repos when a repository under an allowed root is opened
+        self.stop = threading.Event()  # set when the server stops: background re-index threads end
+        self._threads: dict[Path, threading.Thread] = {}
+        self.worker = IndexWorker()  # the background re-index's process (started by the watcher)
 
     # --- security -----------------------------------------------------------------------------------------------
 
@@ -189,10 +211,82 @@ class Workspace:
     def fresh(self, name: str | None = None) -> Iterator[tuple[Repository, KnowledgeBase]]:
         """The repository a request names and its KB, re-indexed first if the tree moved; the repository stays
         locked for the block, so a concurrent request never sees a KB swapped under it."""
+        with self.answering(name) as answer:
+            yield answer.repo, answer.kb
+
+    @contextmanager
+    def answering(self, name: str | None = None) -> Iterator[Answer]:
+        """As `fresh`, with the note of how stale the KB is. A watched repository that has a KB is not walked
+        nor re-indexed here: its background thread does that, and the request answers from the last good KB."""
         repo = self.repository(name)
         with repo.lock:
+            if repo.watched and repo.kb is not None:
+                with repo.watch.lock:
+                    idle = repo.watch.running_since is None and not repo.watch.pending
+                    kb, status = repo.kb, repo.watch.status()
+                current = live_version(repo.kb_dir) if idle else None
+                if current is not None and current != repo.loaded_version:  # indexed by someone else meanwhile
+                    self._load(repo)
+                    kb = repo.kb
+                yield Answer(repo, kb, status)
+                return
             self._refresh(repo)
-            yield repo, repo.kb
+            yield Answer(repo, repo.kb, None)
+
+    def changed(self, repo: Repository, paths: set[str]) -> None:
+        """The watcher saw these paths of a watched repository change: its background thread re-indexes them."""
+        repo.watch.changed(paths)
+        with self._lock:
+            thread = self._threads.get(repo.root)
+            if thread is None or not thread.is_alive():
+                thread = threading.Thread(
+                    target=self._reindex_in_background, args=(repo,), name=f"cra-reindex-{repo.root.name}", daemon=True
+                )
+                self._threads[repo.root] = thread
+                thread.start()
+
+    def indexed_paths(self, repo: Repository) -> frozenset[str]:
+        """The file paths of the KB a repository's requests answer from (computed once per KB)."""
+        kb, known = repo.kb, repo.indexed
+        if kb is None:
+            return frozenset()
+        if known is None or known[0] != id(kb):
+            known = (id(kb), frozenset(kb.files["path"].tolist()))
+            repo.indexed = known
+        return known[1]
+
+    def _reindex_in_background(self, repo: Repository) -> None:
+        """Until the server stops: take the changes seen so far, re-index, load and prepare the new KB, hand it to
+        requests. A failure keeps the previous KB and is reported by the next request; the next change retries."""
+        state = repo.watch
+        while not self.stop.is_set():
+            if not state.wake.wait(timeout=1.0):
+                continue
+            state.wake.clear()
+            with state.lock:
+                if not state.pending:
+                    continue
+                taken, started = state.sequence, time.time()
+                state.taken, state.running_since = taken, started
+            try:
+                if delay := background_delay():
+                    time.sleep(delay)
+                repo.last_index = self.worker.index(repo.root, repo.kb_dir, self.history)
+                version = live_version(repo.kb_dir)
+                with _LOAD_LOCK:
+                    kb = load_kb(repo.kb_dir)
+                prepared(kb)
+            except Exception as exc:  # kept for the next request; the server goes on
+                why = str(exc) if isinstance(exc, CraError) else f"{type(exc).__name__}: {exc}"
+                log.warning("background re-index of %s failed: %s", repo.root, why)
+                with state.lock:
+                    state.error, state.running_since = why, None
+                continue
+            with state.lock:
+                repo.kb, repo.loaded_version = kb, version
+                state.kb_of, state.running_since, state.error = started, None, None
+                state.pending = {p: seen for p, seen in state.pending.items() if seen[0] > taken}
+                state.runs += 1
 
     def refresh(self, name: str | None = None) -> None:
         """Bring one repository's KB up to date (what a watcher calls in the background)."""
@@ -205,8 +299,13 @@ class Workspace:
         repo = self.repository(name)
         with repo.lock:
             repo.changed = False
+            with repo.watch.lock:
+                taken = repo.watch.sequence
             self._index(repo, tree_fingerprint(repo.root))
             self._load(repo)
+            with repo.watch.lock:  # what the watcher saw before this run is in the KB now
+                repo.watch.pending = {p: seen for p, seen in repo.watch.pending.items() if seen[0] > taken}
+                repo.watch.error = None
             return repo, repo.last_index
 
     def repair(self, damaged) -> bool:
@@ -250,8 +349,12 @@ class Workspace:
         current = live_version(repo.kb_dir)
         if repo.kb is None or repo.loaded_version != current:
             with _LOAD_LOCK:
-                repo.kb = load_kb(repo.kb_dir)
-            repo.loaded_version = current
+                kb = load_kb(repo.kb_dir)
+            if repo.watched:  # (it must answer after a re-index removed its version's files)
+                prepared(kb)
+            with repo.watch.lock:
+                repo.kb, repo.loaded_version = kb, current
+                repo.watch.kb_of = _indexed_at(kb)
 
     @staticmethod
     def _recorded_fingerprint(repo: Repository, version: str) -> str | None:
@@ -261,3 +364,20 @@ class Workspace:
         except (OSError, ValueError):
             return None
         return state.get("fingerprint") if isinstance(state, dict) and state.get("version") == version else None
+
+
+def prepared(kb: KnowledgeBase) -> KnowledgeBase:
+    """The KB with everything a request reads of it loaded or built (contents mapped, lexicons, word tables): so that
+    it answers without waiting, and after a re-index has removed its version's files from disk."""
+    kb.contents, kb.file_lexicon, kb.symbol_lexicon, kb.commit_lexicon, kb.task_free_overrides  # noqa: B018
+    return kb
+
+
+def _indexed_at(kb: KnowledgeBase) -> float | None:
+    """When a KB was indexed, as its metadata says (wall time), None when it does not."""
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(kb.metadata["indexed_at"]).timestamp()
+    except (KeyError, TypeError, ValueError):
+        return None
