@@ -24,6 +24,7 @@ from cra.drivers.index.engines import Engine
 
 CONNECT_SECONDS = 5  # how long a scheduler (or a first worker) may take to answer before the run gives up
 SLOTS_PER_WORKER = 2  # batches queued per worker: one parsing, one ready, so no worker waits on this process
+WORKERLESS_SECONDS = 60  # a cluster left with no worker for this long ends the run (its tasks would wait for ever)
 
 
 @dataclass
@@ -68,11 +69,15 @@ class _DaskExecutor(executors.TaskExecutor):
     """Hamilton's `h_dask.DaskExecutor` (tasks through the Dask futures API), except that at most `slots` tasks are
     on the cluster at once (a scheduler holds the rest of the queue here, where Ctrl-C reaches it), tasks are not
     keyed by a hash of their inputs (`pure=False`: a task holds frames and callables, costly to tokenize), and
-    `idle` lets the driver's loop wait for a task to finish instead of polling non-stop."""
+    `idle` lets the driver's loop wait for a task to finish instead of polling non-stop; after each wait it calls
+    `after_wait` (the driver raises a deferred Ctrl-C there) and ends the run once the cluster has had no worker for
+    WORKERLESS_SECONDS."""
 
-    def __init__(self, client, slots: int, poll_seconds: float):
-        self.client, self.slots, self.poll_seconds = client, slots, poll_seconds
+    def __init__(self, client, slots: int, poll_seconds: float, where: str):
+        self.client, self.slots, self.poll_seconds, self.where = client, slots, poll_seconds, where
         self.active: list = []
+        self.after_wait: Callable[[], None] = lambda: None
+        self.asked, self.workerless_since = time.monotonic(), None
 
     def init(self) -> None:
         """Nothing to start: the cluster is opened and closed by `cluster_for`."""
@@ -100,6 +105,25 @@ class _DaskExecutor(executors.TaskExecutor):
         if running:
             with contextlib.suppress(TimeoutError):
                 wait(running, timeout=self.poll_seconds, return_when="FIRST_COMPLETED")
+            self._check_workers()
+        self.after_wait()
+
+    def _check_workers(self) -> None:
+        """A CraError once the cluster has had no worker for WORKERLESS_SECONDS (asked about once a second)."""
+        now = time.monotonic()
+        if now - self.asked < 1:
+            return
+        self.asked = now
+        if self.client.scheduler_info()["workers"]:
+            self.workerless_since = None
+        elif self.workerless_since is None:
+            self.workerless_since = now
+        elif now - self.workerless_since > WORKERLESS_SECONDS:
+            raise CraError(
+                f"The {self.where} all left: no worker for {WORKERLESS_SECONDS} s while batches were waiting to "
+                "be parsed. Restart the workers (`dask worker ADDRESS`) and run `cra index` again (it resumes); the "
+                "knowledge base was left as it was."
+            )
 
 
 @contextlib.contextmanager
@@ -141,9 +165,10 @@ def _dask_cluster(engine: Engine, contents_dir: str, poll_seconds: float) -> Ite
     try:
         if engine.address is None:
             n = engine.workers or os.cpu_count() or 1
-            local = LocalCluster(
-                n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=50
-            )
+            with _ctrl_c_ignored():  # (its worker processes inherit that: Ctrl-C stops the run, not them)
+                local = LocalCluster(
+                    n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=50
+                )
             client = Client(local)
             note = f"started a local Dask cluster of {n} workers for this run (--address uses an existing one)"
         else:
@@ -159,13 +184,33 @@ def _dask_cluster(engine: Engine, contents_dir: str, poll_seconds: float) -> Ite
         try:
             with _dask_ready(client, engine, contents_dir) as where:
                 workers = len(client.scheduler_info()["workers"])
-                yield Cluster(_DaskExecutor(client, SLOTS_PER_WORKER * workers, poll_seconds), workers, where, note)
+                executor = _DaskExecutor(client, SLOTS_PER_WORKER * workers, poll_seconds, where)
+                yield Cluster(executor, workers, where, note)
         finally:
             client.close()
     finally:
         if local is not None:
             local.close()
         restore()
+
+
+@contextlib.contextmanager
+def _ctrl_c_ignored() -> Iterator[None]:
+    """While the block runs (in the main thread), SIGINT is ignored, and so it is in the processes started meanwhile
+    (Python keeps an inherited SIG_IGN): a terminal's Ctrl-C goes to every process of the group, and the workers of a
+    local cluster would die of it mid-batch, leaving their tasks waiting for workers, while this process stops the run
+    and closes the cluster itself."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 @contextlib.contextmanager
@@ -237,6 +282,7 @@ def _ray_executor(stock: type, poll_seconds: float) -> executors.TaskExecutor:
 
     class RayExecutor(stock):
         active: list = []
+        after_wait: Callable[[], None] = staticmethod(lambda: None)
 
         def submit_task(self, task) -> executors.TaskFuture:
             future = super().submit_task(task)
@@ -247,6 +293,7 @@ def _ray_executor(stock: type, poll_seconds: float) -> executors.TaskExecutor:
             running = [f for f in self.active if not f.done()]
             if running:
                 concurrent.futures.wait(running, timeout=poll_seconds, return_when="FIRST_COMPLETED")
+            self.after_wait()
 
     return RayExecutor(skip_init=True)
 

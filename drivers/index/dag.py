@@ -277,12 +277,8 @@ def index_driver(
 def _idle_on(cluster: Cluster) -> Callable[[], None]:
     """What the driver's loop does while the cluster parses: waits for a batch to come back, then raises a Ctrl-C
     or SIGTERM received meanwhile (deferred, see `_interrupts_deferred`)."""
-
-    def idle() -> None:
-        cluster.executor.idle()
-        _raise_received()
-
-    return idle
+    cluster.executor.after_wait = _raise_received  # (also where the executor waits for a free slot)
+    return cluster.executor.idle
 
 
 def _cluster_batch_files(n_changed: int, workers: int) -> int:
