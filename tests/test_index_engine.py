@@ -4,7 +4,12 @@ it writes equals a local run's; a scheduler that does not answer is one clear er
 from __future__ import annotations
 
 import json
+import os
+import re
+import signal
 import socket
+import subprocess
+import sys
 import time
 from importlib.util import find_spec
 from pathlib import Path
@@ -83,6 +88,36 @@ def test_a_dask_scheduler_that_does_not_answer_is_one_error_and_the_kb_stays(tmp
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert (kb / "CURRENT").read_text() == live and (kb / live.strip()).is_dir()
     assert not list(kb.glob(".tmp-*"))  # the run's contents file went with it
+
+
+def test_ctrl_c_stops_a_run_on_a_local_dask_cluster(tmp_path):
+    """Ctrl-C in a terminal (SIGINT to the whole process group) while batches still wait for a free worker: the run
+    stops with 130, keeps what it parsed for the next run, and no process of the cluster it started is left."""
+    repo = tmp_path / "repo"
+    for i in range(3000):  # ten batches of 300 on two workers: most of them still queued when Ctrl-C comes
+        package = repo / f"pkg{i % 30}"
+        package.mkdir(parents=True, exist_ok=True)
+        (package / f"mod{i}.py").write_text(f"def compute_{i}(value):\n    return value * {i}\n")
+    kb = tmp_path / "kb"
+    argv = [str(Path(sys.executable).with_name("cra")), "index", str(repo), "--kb", str(kb), "--history", "0"]
+    argv += ["--engine", "dask", "--workers", "2", "-v"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    seen = b""
+    while not re.search(rb"parsing: [1-9]\d*/", seen) and proc.poll() is None:  # a first batch came back
+        seen += proc.stderr.read(1)
+    os.killpg(proc.pid, signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        pytest.fail("cra index --engine dask did not stop within 60 s of Ctrl-C")
+    err = (seen + err).decode()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "run `cra index` again to resume" in err
+    assert not (kb / "CURRENT").exists()
+    time.sleep(2)
+    left = subprocess.run(["ps", "-o", "pid=", "-g", str(proc.pid)], capture_output=True, text=True).stdout.split()
+    assert left == [], f"processes of the run still alive: {left}"
 
 
 def test_ray_without_ray_installed_names_the_extra(tmp_path, capsys):
