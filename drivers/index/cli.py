@@ -23,6 +23,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--workers", type=int, help="processes for parsing (default: one per core when 600+ files changed)"
     )
     parser.add_argument(
+        "--engine",
+        choices=["local", "dask", "ray"],
+        default="local",
+        help="where files are parsed: this machine (default), a Dask or a Ray cluster (see --address)",
+    )
+    parser.add_argument(
+        "--address",
+        help="the cluster's scheduler, e.g. tcp://HOST:8786 for Dask (default: a local cluster started for the run)",
+    )
+    parser.add_argument(
         "--rebuild",
         action="store_true",
         help="parse every file again and write a fresh knowledge base (a damaged one is rebuilt without it)",
@@ -44,12 +54,14 @@ def run(args) -> int:
     )  # before Arrow loads: see index_memory._arrow_from_malloc
     from cra.drivers.common.interrupts import Interrupted, exit_code_of, terminate_as_interrupt
     from cra.drivers.common.progress import Progress, progress_shown
+    from cra.drivers.index.engines import engine_of
     from cra.drivers.index.indexer import index_repository
     from cra.drivers.kb.location import default_kb_dir
     from cra.drivers.kb.resume import resumable_batches
 
     if args.workers is not None and args.workers < 1:
         raise CraError(f"--workers must be at least 1 (got {args.workers}).")
+    engine = engine_of(args.engine, args.address, args.workers)
     progress = (
         Progress("parsing", unit="files", enabled=True, stage_label="indexing")
         if progress_shown(args.verbose)
@@ -70,6 +82,7 @@ def run(args) -> int:
                 on_wait=waiting,
                 on_progress=progress,
                 rebuild=args.rebuild,
+                engine=engine if engine.remote else None,
             )
     except KeyboardInterrupt as exc:
         if progress:
@@ -102,7 +115,11 @@ def index_summary(stats: dict) -> str:
     lines = [
         f"indexed {stats.get('n_files', 0)} files ({langs or 'none'}) into {stats.get('kb_dir')}",
         f"  parsed {stats.get('n_parsed', 0)}"
-        + (f" in {stats['workers']} processes" if stats.get("workers", 1) > 1 else "")
+        + (
+            f" on {stats['parsed_on']}"
+            if stats.get("parsed_on")
+            else (f" in {stats['workers']} processes" if stats.get("workers", 1) > 1 else "")
+        )
         + f", reused {stats.get('n_reused', 0)} unchanged; "
         f"{stats.get('n_symbols', 0)} symbols, {stats.get('n_edges', 0)} import edges, "
         f"{stats.get('n_symbol_edges', 0)} symbol edges",

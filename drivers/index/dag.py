@@ -44,6 +44,8 @@ from cra.dataflows.index.schema import TABLES
 from cra.drivers.common.conventions import load_conventions
 from cra.drivers.common.errors import CraError
 from cra.drivers.common.interrupts import STOP_SIGNALS, Interrupted, die_with_parent, stops_deferred
+from cra.drivers.index.clusters import SLOTS_PER_WORKER, Cluster, cluster_for
+from cra.drivers.index.engines import Engine
 from cra.drivers.index.git_history import git_head, git_log, git_tracked
 from cra.drivers.index.memory import BytesRelease, CollectingExecutor, HeapTrim, TableSpill, releasing
 from cra.drivers.index.sources import SourceScan, scan_sources
@@ -185,9 +187,11 @@ class _WorkersDone(lifecycle.NodeExecutionHook):
 class IndexFailed(CraError):
     """The index dataflow failed (a node raised, or a worker process died); nothing was written."""
 
-    def __init__(self, cause: BaseException, workers: int):
+    def __init__(self, cause: BaseException, workers: int, cluster: str | None = None):
         where = f"with {workers} worker processes" if workers > 1 else "in one process"
         retry = " Retry with --workers 1 to index in one process." if workers > 1 else ""
+        if cluster is not None:  # parsed on a cluster (`cra.drivers.index.engines`)
+            where, retry = f"parsing on {cluster}", " Retry with --engine local to parse on this machine."
         if isinstance(cause, BrokenProcessPool):  # a worker died: say what kills one
             retry = (
                 " A worker dies when memory runs out, or when a Python script indexes without"
@@ -238,15 +242,20 @@ def index_driver(
     adapters: tuple = (),
     large: bool = False,
     spill_dir: Path | None = None,
+    cluster: Cluster | None = None,
 ) -> driver.Driver:
     """The Hamilton driver over the index dataflow modules; workers > 1 runs per-file batches in processes;
     on_progress(done, total) is called as batches of files are parsed; adapters are extra lifecycle hooks;
     large: many files change, so memory is collected and the heap trimmed after each task and node (see
     `CollectingExecutor`, `HeapTrim`); spill_dir: where finished output tables are moved out of the heap to, as
-    memory-mapped files (see `TableSpill`)."""
+    memory-mapped files (see `TableSpill`); cluster: an open Dask or Ray cluster that parses the batches instead
+    (`cra.drivers.index.engines`; workers is then ignored)."""
     trim = HeapTrim() if large else None
     local = CollectingExecutor(trim.trim) if trim is not None else executors.SynchronousLocalTaskExecutor()
-    remote = _ProcessExecutor(max_tasks=workers) if workers > 1 else local
+    if cluster is not None:
+        remote, workers = cluster.executor, 1
+    else:
+        remote = _ProcessExecutor(max_tasks=workers) if workers > 1 else local
     builder = (
         driver.Builder()
         .with_modules(*INDEX_MODULES)
@@ -260,7 +269,22 @@ def index_driver(
         *([_WorkersDone(remote)] if workers > 1 else []),
         *([trim] if trim is not None else []),
     ]
-    return releasing(builder.with_adapters(*hooks).build(), TableSpill(spill_dir) if spill_dir is not None else None)
+    idle = None if cluster is None else _idle_on(cluster)
+    spill = TableSpill(spill_dir) if spill_dir is not None else None
+    return releasing(builder.with_adapters(*hooks).build(), spill, idle)
+
+
+def _idle_on(cluster: Cluster) -> Callable[[], None]:
+    """What the driver's loop does while the cluster parses: waits for a batch to come back, then raises a Ctrl-C
+    or SIGTERM received meanwhile (deferred, see `_interrupts_deferred`)."""
+    cluster.executor.after_wait = _raise_received  # (also where the executor waits for a free slot)
+    return cluster.executor.idle
+
+
+def _cluster_batch_files(n_changed: int, workers: int) -> int:
+    """Files per batch on a cluster: enough batches for every worker to have SLOTS_PER_WORKER of them, at most
+    parsing.BATCH_FILES (a small tree still spreads over the workers; a large one in the local pool's batches)."""
+    return max(1, min(parsing.BATCH_FILES, -(-n_changed // (SLOTS_PER_WORKER * max(workers, 1)))))
 
 
 def _n_changed(source_files: pd.DataFrame, previous_kb: dict[str, pd.DataFrame] | None) -> int:
@@ -303,6 +327,7 @@ def index_frames(
     previous_import_context: str | None = None,
     resume_dir: Path | None = None,
     contents_dir: Path | None = None,
+    engine: Engine | None = None,
 ) -> tuple[dict[str, pd.DataFrame], dict]:
     """KB tables by name (no `kb_` prefix) and run stats (index_stats + scan info + head + seconds) for root.
 
@@ -315,14 +340,20 @@ def index_frames(
     contents_dir: an empty directory where the contents table is written, as the KB stores it, before the parse
     (`metadata.written_contents`, through `ContentsFile`); the returned contents frame is a view of that file, which the caller links into
     its KB and then removes (default: a temporary directory, removed when the run ends: the view stays readable).
+    engine: a Dask or Ray cluster to parse on (`cra.drivers.index.engines`), opened once files are to be parsed
+    (nothing parsed: it is not contacted) and closed before this returns; workers then sizes a local cluster only.
     """
     started = time.perf_counter()
     root = Path(root)
     from cra.drivers.common import tokens
 
     scan = scan if scan is not None else scan_sources(root, max_file_bytes=max_file_bytes)
-    many = _n_changed(scan.frame, previous_kb) >= PARALLEL_MIN_FILES
-    if workers is None:
+    n_changed = _n_changed(scan.frame, previous_kb)
+    many = n_changed >= PARALLEL_MIN_FILES
+    on_cluster = engine is not None and engine.remote and n_changed > 0
+    if on_cluster:
+        workers = 1  # (no local process pool: the cluster's workers parse)
+    elif workers is None:
         workers = (os.cpu_count() or 1) if many else 1
     if workers > 1:
         _start_worker_imports()
@@ -343,13 +374,21 @@ def index_frames(
     temporary = contents_dir is None
     contents = ContentsFile(str(contents_dir) if not temporary else tempfile.mkdtemp(prefix="cra-contents-"))
     inputs["contents_store"] = contents
+    cluster = None
     try:
-        with _interrupts_deferred(workers > 1):
-            hooks = (*adapters, _InterruptCheck(), BytesRelease(scan.frame))
-            spill_dir = Path(contents.directory) if many else None  # (removed with the contents written there)
-            results = index_driver(workers, on_progress, hooks, large=many, spill_dir=spill_dir).execute(
-                [*KB_OUTPUTS, "index_stats", "index_warnings", "parser_warnings", "resumed_files"], inputs=inputs
-            )
+        with contextlib.ExitStack() as opened:
+            if on_cluster:
+                if on_progress is not None and getattr(on_progress, "stage", None) is not None:
+                    on_progress.stage(f"connecting to the {engine.name} cluster")
+                cluster = opened.enter_context(cluster_for(engine, contents.directory, _POLL_SECONDS))
+                inputs["batch_files"] = _cluster_batch_files(n_changed, cluster.workers)
+            with _interrupts_deferred(workers > 1 or on_cluster):
+                hooks = (*adapters, _InterruptCheck(), BytesRelease(scan.frame))
+                spill_dir = Path(contents.directory) if many else None  # (removed with the contents written there)
+                run = index_driver(workers, on_progress, hooks, large=many, spill_dir=spill_dir, cluster=cluster)
+                results = run.execute(
+                    [*KB_OUTPUTS, "index_stats", "index_warnings", "parser_warnings", "resumed_files"], inputs=inputs
+                )
         tables = canonical_ids({name: results[f"kb_{name}"] for name in TABLES})
         if tables["contents"] is not results["kb_contents"]:  # renumbered: the written file follows the new order
             contents.path.unlink()
@@ -357,7 +396,7 @@ def index_frames(
     except CraError:
         raise
     except Exception as exc:  # a worker died or a node failed: one line that names it, the previous KB stays live
-        raise IndexFailed(exc, workers) from exc
+        raise IndexFailed(exc, workers, cluster.where if cluster is not None else None) from exc
     finally:
         if workers > 1:  # (also when the run was interrupted or failed: the fork server is not left to init to reap)
             _stop_worker_imports()
@@ -374,7 +413,10 @@ def index_frames(
         "warnings": results["index_warnings"],
         "parser_warnings": results["parser_warnings"],
         "n_resumed": int(results["resumed_files"]),
-        "workers": workers,
+        "workers": cluster.workers if cluster is not None else workers,
         "seconds": round(time.perf_counter() - started, 3),
     }
+    if cluster is not None:
+        stats["parsed_on"] = cluster.where
+        stats["engine_notes"] = [cluster.note] if cluster.note else []
     return tables, stats

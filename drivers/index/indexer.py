@@ -69,6 +69,7 @@ def index_repository(
     workers: int | None = None,
     on_wait=None,
     rebuild: bool = False,
+    engine=None,
 ) -> dict:
     """Index (or incrementally re-index) a repository into its KB; returns the run's statistics.
 
@@ -76,13 +77,17 @@ def index_repository(
     every version is with rebuild=True (nothing of the live version, nor parsed batches an interrupted run left, used).
 
     One index run per KB at a time: a second run waits for the first (on_wait() is called once if it has to),
-    then re-indexes incrementally from what the first wrote."""
+    then re-indexes incrementally from what the first wrote.
+
+    engine: a Dask or Ray cluster for the parse (`cra.drivers.index.engines.Engine`; default: this machine)."""
     repo = _check_repo(Path(repo))
     kb_dir = Path(kb_dir) if kb_dir else default_kb_dir(repo)
     check_writable(kb_dir)
     with exclusive_lock(index_lock_path(kb_dir), on_wait=on_wait), _collector_paused():
         try:
-            return _index_locked(repo, kb_dir, history, max_file_bytes, on_progress, history_from, workers, rebuild)
+            return _index_locked(
+                repo, kb_dir, history, max_file_bytes, on_progress, history_from, workers, rebuild, engine
+            )
         finally:
             tokens.release()
 
@@ -109,7 +114,15 @@ def _stage(on_progress, text: str) -> None:
 
 
 def _index_locked(
-    repo: Path, kb_dir: Path, history, max_file_bytes, on_progress, history_from, workers, rebuild: bool = False
+    repo: Path,
+    kb_dir: Path,
+    history,
+    max_file_bytes,
+    on_progress,
+    history_from,
+    workers,
+    rebuild: bool = False,
+    engine=None,
 ) -> dict:
     started = time.perf_counter()  # the whole run: reading the previous KB, indexing, writing the new one
     _stage(on_progress, "looking for changes")
@@ -181,8 +194,10 @@ def _index_locked(
             previous_import_context=import_context,
             resume_dir=kb_dir / RESUME_DIR,
             contents_dir=contents_dir,
+            engine=engine,
         )
         exact = tokens.tokens_are_exact() if stats["n_parsed"] or previous is None else previous_exact
+        notes.extend(stats.pop("engine_notes", []))
         if stats.get("n_resumed"):
             notes.append(f"resumed: {stats['n_resumed']} files parsed by an interrupted run were not parsed again")
         stats = {**stats, "seconds": round(time.perf_counter() - started, 3), "notes": notes, "tokens_exact": exact}

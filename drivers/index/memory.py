@@ -124,9 +124,16 @@ class ReleasingGraphExecutor(driver.TaskBasedGraphExecutor):
     """Hamilton's task-based executor (its `execute`, step for step) with `ReleasingResultCache`. A result read by
     a parallel block, its expander or its collector is never dropped (they read per batch)."""
 
-    def __init__(self, execution_manager, grouping_strategy, adapter, spill: TableSpill | None = None):
+    def __init__(
+        self,
+        execution_manager,
+        grouping_strategy,
+        adapter,
+        spill: TableSpill | None = None,
+        idle: Callable[[], None] | None = None,
+    ):
         super().__init__(execution_manager, grouping_strategy, adapter)
-        self.spill = spill
+        self.spill, self.idle = spill, idle
 
     def execute(self, fg, final_vars: list[str], overrides: dict, inputs: dict, run_id: str) -> dict:
         inputs = graph_functions.combine_config_and_inputs(fg.config, inputs)
@@ -152,8 +159,27 @@ class ReleasingGraphExecutor(driver.TaskBasedGraphExecutor):
             self.adapter.call_all_lifecycle_hooks_sync(
                 "post_task_group", run_id=run_id, task_ids=[t.base_id for t in tasks]
             )
-        executors.run_graph_to_completion(state.ExecutionState(tasks, cache, run_id), self.execution_manager)
+        run_state = (
+            state.ExecutionState(tasks, cache, run_id) if self.idle is None else _IdleWaiting(tasks, cache, run_id)
+        )
+        if self.idle is not None:
+            run_state.idle = self.idle
+        executors.run_graph_to_completion(run_state, self.execution_manager)
         return cache.read(final_vars)
+
+
+class _IdleWaiting(state.ExecutionState):
+    """Hamilton's execution state, except that when no task is ready to run (all wait on tasks in flight) it calls
+    `idle` (set after construction), which waits for a task to finish: Hamilton's loop otherwise asks every future
+    for its state non-stop, a whole core of the driver's machine while a cluster parses."""
+
+    idle: Callable[[], None]
+
+    def release_next_task(self):
+        task = super().release_next_task()
+        if task is None:
+            self.idle()
+        return task
 
 
 class CollectingExecutor(executors.SynchronousLocalTaskExecutor):
@@ -225,11 +251,14 @@ class BytesRelease(lifecycle.NodeExecutionHook):
             self.source_files = None
 
 
-def releasing(built: driver.Driver, spill: TableSpill | None = None) -> driver.Driver:
+def releasing(
+    built: driver.Driver, spill: TableSpill | None = None, idle: Callable[[], None] | None = None
+) -> driver.Driver:
     """The driver with its task-based executor replaced by `ReleasingGraphExecutor` (same tasks, same order); spill:
-    what takes the run's outputs out of the heap once no node reads them (`TableSpill`)."""
+    what takes the run's outputs out of the heap once no node reads them (`TableSpill`); idle: what the driver's loop
+    calls when no task is ready to run (waits for one in flight; see `_IdleWaiting`)."""
     stock = built.graph_executor
     built.graph_executor = ReleasingGraphExecutor(
-        stock.execution_manager, stock.grouping_strategy, stock.adapter, spill
+        stock.execution_manager, stock.grouping_strategy, stock.adapter, spill, idle
     )
     return built
