@@ -3,13 +3,16 @@ float16, and a numpy forward pass that agrees with torch's (where torch is insta
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
 
-from cra.drivers.research.reader_model import NumpyReader, export_reader, pair_ids
+from cra.dataflows.retrieval.reader import Reader, pair_ids
+from cra.drivers.research.reader_model import export_reader
+from cra.drivers.retrieval.reader_files import read_reader
 
 HIDDEN, LAYERS, POSITIONS = 64, 2, 256
 WORDS = (
@@ -96,11 +99,11 @@ def test_int8_weights_are_a_quarter_of_float32_and_score_as_float16_does(tmp_pat
     half = export_reader(state, tokenizer_file, tmp_path / "half", "float16")
     float32_bytes = sum(v.nbytes for v in state.values())
     assert int8.stat().st_size < 0.3 * float32_bytes < half.stat().st_size
-    a = NumpyReader.read(tmp_path / "int8").scores(TASK, PASSAGES)
-    b = NumpyReader.read(tmp_path / "half").scores(TASK, PASSAGES)
+    a = read_reader(tmp_path / "int8").scores(TASK, PASSAGES)
+    b = read_reader(tmp_path / "half").scores(TASK, PASSAGES)
     assert a.shape == (4,) and np.isfinite(a).all() and np.ptp(b) > 0.01  # the passages score differently
     assert np.abs(a - b).max() < 0.05 * np.ptp(b) + 1e-3
-    assert NumpyReader.read(tmp_path / "half").scores(TASK, []).shape == (0,)
+    assert read_reader(tmp_path / "half").scores(TASK, []).shape == (0,)
 
 
 def test_the_numpy_forward_pass_is_torchs():
@@ -119,7 +122,7 @@ def test_the_numpy_forward_pass_is_torchs():
     )
     model = transformers.BertForSequenceClassification(config).eval()
     model.load_state_dict({k: torch.tensor(v) for k, v in _state().items()}, strict=False)
-    reader = NumpyReader(
+    reader = Reader(
         _state(), {"layers": LAYERS, "heads": HIDDEN // 32, "max_tokens": 64, "query_tokens": 16}, _tokenizer()
     )
     ids, types, mask = pair_ids(reader.tokenizer, TASK, PASSAGES, 64, 16)
@@ -130,3 +133,88 @@ def test_the_numpy_forward_pass_is_torchs():
             .numpy()
         )
     assert np.allclose(reader.scores(TASK, PASSAGES), expected, atol=1e-4)
+
+
+def _model_dir(tmp_path: Path, tokenizer_file: Path, file_mix, symbol_mix) -> Path:
+    export_reader(
+        _state(), tokenizer_file, tmp_path / "reader", "int8", combine={"file": file_mix, "symbol": symbol_mix}
+    )
+    return tmp_path / "reader"
+
+
+READER_ONLY, FIRST_ONLY = [0, 1, 0, 0, 0], [1, 0, 0, 0, 0]
+
+
+def test_the_reader_reorders_the_best_files_and_symbols_by_its_mix(tmp_path, tokenizer_file):
+    """Through `retrieve`: the reader scores the RERANK best files and symbols (a `reader` column in the signal matrix
+    and the symbol ranking); mixed all on its score it decides their order, all on the first stage's rank it keeps it,
+    and the files and symbols after them are left where they were."""
+    from cra.dataflows.retrieval.reranking import RERANK_FILES, RERANK_SYMBOLS
+    from cra.drivers.index.indexer import index_repository
+    from cra.drivers.kb.store import default_kb_dir, load_kb
+    from cra.drivers.retrieval.retriever import retrieve
+    from tests.fixture_repo import make_repo
+
+    repo = make_repo(tmp_path / "repo")
+    index_repository(repo)
+    kb = load_kb(default_kb_dir(repo))
+    task = "Fix the login validation bug: validate_login accepts short passwords"
+    plain = retrieve(kb, task, budget=4000, outputs=("symbol_ranking",))
+    assert "reader" not in plain.signal_matrix.columns and "reader" not in plain.outputs["symbol_ranking"].columns
+
+    led = retrieve(
+        kb,
+        task,
+        budget=4000,
+        outputs=("symbol_ranking",),
+        reader=read_reader(_model_dir(tmp_path / "a", tokenizer_file, READER_ONLY, READER_ONLY)),
+    )
+    files, symbols = led.signal_matrix, led.outputs["symbol_ranking"]
+    n_files, n_symbols = min(RERANK_FILES, len(files)), min(RERANK_SYMBOLS, len(symbols))
+    assert files["reader"].head(n_files).notna().all() and files["reader"].iloc[n_files:].isna().all()
+    assert list(files["reader"].head(n_files)) == sorted(files["reader"].head(n_files), reverse=True)
+    assert set(files.index[:n_files]) == set(plain.signal_matrix.index[:n_files])
+    assert list(files.index[n_files:]) == list(plain.signal_matrix.index[n_files:])
+    assert list(symbols["reader"].head(n_symbols)) == sorted(symbols["reader"].head(n_symbols), reverse=True)
+    assert list(files.index[:n_files]) != list(plain.signal_matrix.index[:n_files])  # random weights: another order
+
+    kept = retrieve(
+        kb,
+        task,
+        budget=4000,
+        outputs=("symbol_ranking",),
+        reader=read_reader(_model_dir(tmp_path / "b", tokenizer_file, FIRST_ONLY, FIRST_ONLY)),
+    )
+    assert list(kept.signal_matrix.index) == list(plain.signal_matrix.index)
+    assert list(kept.outputs["symbol_ranking"]["symbol_id"]) == list(plain.outputs["symbol_ranking"]["symbol_id"])
+    assert kept.signal_matrix["reader"].head(n_files).notna().all()
+
+
+def test_a_directory_without_a_model_is_one_error(tmp_path):
+    from cra.drivers.common.errors import CraError
+
+    with pytest.raises(CraError, match="not a reader model directory .*model.safetensors.*--export"):
+        read_reader(tmp_path)
+
+
+def test_cra_retrieve_reader_shows_the_score_in_v_and_json_and_refuses_a_bad_directory(
+    tmp_path, tokenizer_file, capsys
+):
+    """`cra retrieve --reader DIR`: the `reader` score in -v's tables and the JSON provenance; a directory without a
+    model is one error (exit 2) before any work."""
+    from cra.drivers.cli.main import main
+    from tests.fixture_repo import make_repo
+
+    repo = make_repo(tmp_path / "repo")
+    assert main(["index", str(repo)]) == 0
+    model = _model_dir(tmp_path, tokenizer_file, READER_ONLY, READER_ONLY)
+    capsys.readouterr()
+    task = "Fix the login validation bug: validate_login accepts short passwords"
+    assert main(["retrieve", task, "--repo", str(repo), "--reader", str(model), "--format", "json", "-v"]) == 0
+    out, err = capsys.readouterr()
+    assert "the code reader (--reader) re-ordered" in err and " reader" in err
+    provenance = json.loads(out)["provenance"]
+    assert any("reader" in row for row in provenance["scope"])
+    assert any("reader" in row for row in provenance["symbol_ranking"])
+    assert main(["retrieve", task, "--repo", str(repo), "--reader", str(tmp_path)]) == 2
+    assert "not a reader model directory" in capsys.readouterr().err

@@ -12,6 +12,7 @@ from cra.dataflows.retrieval import (
     combination,
     issue_templates,
     path_scope,
+    reranking,
     scope,
     signals,
     task_analysis,
@@ -262,7 +263,7 @@ def test_stage_one_dataflow_end_to_end():
         "kb_warnings": [],
         "kb_contents": pd.DataFrame({"file_id": range(len(texts)), "text": texts}),
     }
-    modules = (word_tables, issue_templates, task_analysis, signals, combination, path_scope, scope)
+    modules = (word_tables, issue_templates, task_analysis, signals, combination, path_scope, reranking, scope)
     dr = driver.Builder().with_modules(*modules).build()
     out = dr.execute(["scope", "signal_weights", "scope_warnings"], inputs=inputs)
     s = out["scope"]

@@ -116,8 +116,17 @@ def _scope_provenance(scope: pd.DataFrame) -> list[dict]:
             "added_by": str(a),
             "signals": dict(zip(signals, v)),
         }
-        for p, r, t, s, why, a, v in zip(*columns, rows)
+        | _reader_score(scope, i)
+        for i, (p, r, t, s, why, a, v) in zip(order, zip(*columns, rows))
     ]
+
+
+def _reader_score(frame: pd.DataFrame, i: int) -> dict:
+    """{"reader": score} of row i when the code reader scored it (`reranking`), else nothing."""
+    if "reader" not in frame.columns:
+        return {}
+    value = float(frame["reader"].iat[i])
+    return {} if np.isnan(value) else {"reader": round(value, 4)}
 
 
 def _ranking_provenance(symbol_ranking: pd.DataFrame | None) -> list[dict]:
@@ -136,7 +145,8 @@ def _ranking_provenance(symbol_ranking: pd.DataFrame | None) -> list[dict]:
             "score": round(float(sc), 4),
             "signals": dict(zip(SYMBOL_SIGNALS, v)),
         }
-        for r, p, q, k, sc, v in zip(*columns, values)
+        | _reader_score(top, i)
+        for i, (r, p, q, k, sc, v) in enumerate(zip(*columns, values))
     ]
 
 

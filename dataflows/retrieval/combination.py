@@ -198,7 +198,7 @@ def _aligned(values: pd.Series, ids, index: pd.Index, fill=None):
     return values.array.take(pd.Index(ids).get_indexer(index), allow_fill=True, fill_value=fill)
 
 
-def signal_matrix(
+def learned_matrix(
     candidate_matrix: pd.DataFrame,
     kb_files: pd.DataFrame,
     task_query: TaskQuery,

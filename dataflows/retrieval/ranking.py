@@ -66,7 +66,7 @@ def file_scores(
 
 
 def ranks_of(which: np.ndarray, total: np.ndarray, score: np.ndarray, path_order: np.ndarray) -> np.ndarray:
-    """1-based ranks of the files at positions `which` in the ranking `combination.signal_matrix` sorts: total
+    """1-based ranks of the files at positions `which` in the ranking `reranking.signal_matrix` sorts: total
     descending, then score descending, then path (path_order: each file's place in path order)."""
     t, s, p = total[which, None], score[which, None], path_order[which, None]
     before = (total > t) | ((total == t) & ((score > s) | ((score == s) & (path_order < p))))

@@ -120,7 +120,7 @@ def scope(
     )
     rows["rank"] = range(1, len(rows) + 1)
     rows.index.name = "file_id"
-    return rows[SCOPE_COLUMNS]
+    return rows[[*SCOPE_COLUMNS, *(["reader"] if "reader" in rows else [])]]  # (the code reader's score)
 
 
 def scope_warnings(

@@ -196,7 +196,7 @@ def symbol_signal_matrix(
     return pd.DataFrame(columns)  # built at once: a column inserted at a time costs a frame copy each
 
 
-def symbol_ranking(symbol_signal_matrix: pd.DataFrame, symbol_weights: Mapping[str, float]) -> pd.DataFrame:
+def summed_symbol_ranking(symbol_signal_matrix: pd.DataFrame, symbol_weights: Mapping[str, float]) -> pd.DataFrame:
     """The symbol matrix with `score` (weighted sum of its signals; a class just below its best member, see
     MEMBER_SHARE) and `rank` (1 = best), best first; ties go to the better-ranked file, then the earlier line."""
     m = symbol_signal_matrix

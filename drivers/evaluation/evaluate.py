@@ -94,6 +94,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="comma-separated behaviours of the original retrieval specification to use instead of ours: "
         "task_types, budget_split, floor, eviction, primaries, or all (README: every deviation from the specifications)",
     )
+    parser.add_argument(
+        "--reader", metavar="DIR", help="a code-reader model directory to re-order with (as cra retrieve)"
+    )
 
 
 # --- cases ---------------------------------------------------------------------------------------
@@ -243,7 +246,11 @@ def _progress_line(job: dict, row: dict) -> str:
 
 
 def evaluate_case(
-    job: dict, budget: int = DEFAULT_BUDGET, budgets: tuple[int | str, ...] = (), seed_variants: tuple[str, ...] = ()
+    job: dict,
+    budget: int = DEFAULT_BUDGET,
+    budgets: tuple[int | str, ...] = (),
+    seed_variants: tuple[str, ...] = (),
+    reader: str | None = None,
 ) -> dict:
     """Retrieve for one case against its tree's KB and score the ranking, the package and the BM25 baseline."""
     row = {
@@ -256,7 +263,7 @@ def evaluate_case(
     }
     if job.get("tree") is not None and row["reason"] is None:
         try:
-            row.update(_evaluate(job, Path(job["tree"]), budget, budgets, seed_variants))
+            row.update(_evaluate(job, Path(job["tree"]), budget, budgets, seed_variants, reader))
             row["status"] = "ok"
         except Exception as exc:  # a case that breaks is reported, the run goes on
             row.update(status="error", reason=f"{type(exc).__name__}: {exc}")
@@ -265,7 +272,12 @@ def evaluate_case(
 
 
 def _evaluate(
-    job: dict, tree: Path, budget: int, budgets: tuple[int | str, ...], seed_variants: tuple[str, ...] = ()
+    job: dict,
+    tree: Path,
+    budget: int,
+    budgets: tuple[int | str, ...],
+    seed_variants: tuple[str, ...] = (),
+    reader: str | None = None,
 ) -> dict:
     from cra.dataflows.evaluation.metrics import (
         expected_file_signals,
@@ -276,6 +288,7 @@ def _evaluate(
         ranking_metrics,
     )
     from cra.drivers.kb.store import default_kb_dir, load_kb
+    from cra.drivers.retrieval.reader_files import read_reader
     from cra.drivers.retrieval.retriever import retrieve
 
     expected_files = list(job["expected_files"])
@@ -284,7 +297,10 @@ def _evaluate(
         expected_symbols = expected_symbols_from_patch(tree, job["patch"])
     expected_symbols = None if expected_symbols is None else list(expected_symbols)
     kb = load_kb(default_kb_dir(tree))
-    result = retrieve(kb, job["task"], budget=budget, outputs=("symbol_ranking",), seed_variants=seed_variants)
+    model = read_reader(reader) if reader else None
+    result = retrieve(
+        kb, job["task"], budget=budget, outputs=("symbol_ranking",), seed_variants=seed_variants, reader=model
+    )
     scope_paths = result.scope.sort_values("rank")["path"].tolist()
     bm25_paths = _bm25_ranking(kb, job["task"])
     gold = gold_functions(expected_symbols)
@@ -308,6 +324,7 @@ def _evaluate(
             bm25_symbols,
             expected_files,
             seed_variants,
+            model,
         ),
         "latency_s": result.seconds,
         "token_count": result.package.token_count,
@@ -340,6 +357,7 @@ def _budget_curve(
     bm25_symbols: pd.DataFrame,
     expected_files: list[str] | None = None,
     seed_variants: tuple[str, ...] = (),
+    reader=None,
 ) -> dict:
     """Per budget: the pipeline's package metrics (one request per budget not already retrieved) and BM25's bodies
     within the same budget (for auto: within the tokens the auto package took)."""
@@ -348,7 +366,7 @@ def _budget_curve(
 
     out: dict = {}
     for b in budgets:
-        package = packages.get(b) or retrieve(kb, task, budget=b, seed_variants=seed_variants).package
+        package = packages.get(b) or retrieve(kb, task, budget=b, seed_variants=seed_variants, reader=reader).package
         out |= budget_metrics(package, expected_symbols, str(b), expected_files)
         out |= bm25_budget_metrics(bm25_symbols, expected_symbols, package.token_count if b == "auto" else b, str(b))
     return out
@@ -545,7 +563,13 @@ def evaluate_cases(frame: pd.DataFrame, args) -> tuple[dict, pd.DataFrame]:
                 else []
             )
         _stamp(case_jobs, "case_order")
-        evaluate_one = partial(evaluate_case, budget=args.budget, budgets=budgets, seed_variants=_seed_variants(args))
+        evaluate_one = partial(
+            evaluate_case,
+            budget=args.budget,
+            budgets=budgets,
+            seed_variants=_seed_variants(args),
+            reader=_reader_dir(args),
+        )
         results = engine.run("case_results", {"case_jobs": case_jobs, "evaluate_case": evaluate_one})
     finally:
         engine.close()
@@ -559,9 +583,16 @@ def evaluate_cases(frame: pd.DataFrame, args) -> tuple[dict, pd.DataFrame]:
         cases_file=str(args.cases),
         trees_without_history=bare,
         seed_variants=list(_seed_variants(args)),
+        reader=_reader_dir(args),
     )
     summary["seed_gates"] = seed_gates(summary, budgets)
     return summary, results
+
+
+def _reader_dir(args) -> str | None:
+    """The code-reader model directory of --reader, absolute (workers may run elsewhere), or None."""
+    value = getattr(args, "reader", None)
+    return str(Path(value).resolve()) if value else None
 
 
 def _seed_variants(args) -> tuple[str, ...]:
@@ -578,6 +609,10 @@ def run(args) -> int:
         raise CraError(f"--budget {args.budget} is too small to hold a task and any code; use at least {MIN_BUDGET}.")
     parse_budgets(args.budgets)  # a bad list is refused before any indexing
     _seed_variants(args)  # and so is an unknown seed variant
+    if _reader_dir(args):
+        from cra.drivers.retrieval.reader_files import read_reader
+
+        read_reader(_reader_dir(args))  # and a directory holding no reader model
     if args.repo and not Path(args.repo).is_dir():
         raise CraError(f"--repo {args.repo} is not a directory. Pass the repository root.")
     for flag in ("trees", "mirror"):

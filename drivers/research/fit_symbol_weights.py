@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from cra.dataflows.evaluation.metrics import function_metrics
-from cra.dataflows.retrieval.symbol_signals import DEFAULT_SYMBOL_WEIGHTS, SYMBOL_SIGNALS, symbol_ranking
+from cra.dataflows.retrieval.symbol_signals import DEFAULT_SYMBOL_WEIGHTS, SYMBOL_SIGNALS, summed_symbol_ranking
 from cra.drivers.common.output import write_text_atomic
 from cra.drivers.common.shipped import shipped_path
 from cra.drivers.research.mined_signals import case_symbol_rows, read_signals
@@ -39,7 +39,7 @@ def ranking_metrics(frame: pd.DataFrame, weights: dict[str, float]) -> dict[str,
     weights, mean over cases; a gold function that is no candidate counts as unranked."""
     rows = []
     for _, case in frame.groupby("case_id", sort=True):
-        ranked = symbol_ranking(case, weights)
+        ranked = summed_symbol_ranking(case, weights)
         ranks = ranked.loc[ranked["gold"].to_numpy(bool), "rank"].tolist()[: case["n_gold"].iloc[0]]
         rows.append(function_metrics(ranks + [None] * (case["n_gold"].iloc[0] - len(ranks))))
     means = pd.DataFrame(rows).mean()

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from cra.dataflows.retrieval.symbol_signals import SYMBOL_SIGNALS, symbol_ranking
+from cra.dataflows.retrieval.symbol_signals import SYMBOL_SIGNALS, summed_symbol_ranking
 from cra.drivers.common.output import write_bytes_atomic
 from cra.drivers.research.figures import parquet_bytes
 from cra.drivers.research.learn_ranker import FOLDS, repository_folds
@@ -61,7 +61,7 @@ def symbol_candidates(rows: pd.DataFrame, weights: dict) -> pd.DataFrame:
     rows = rows[rows.groupby("case_id")["gold"].transform("any")]
     cases = []
     for _, case in rows.groupby("case_id", sort=True):
-        ranked = symbol_ranking(case.reset_index(drop=True), weights)
+        ranked = summed_symbol_ranking(case.reset_index(drop=True), weights)
         best = ranked["score"].max()
         ranked = ranked.assign(
             linear_rank=ranked["rank"].astype(float),

@@ -73,7 +73,7 @@ def file_ranking(frame: pd.DataFrame) -> pd.DataFrame:
 
 def symbol_ranking(frame: pd.DataFrame) -> pd.DataFrame:
     """Per case: its candidate symbols by the shipped symbol weights, with `rank` (1 = best) and `gold`."""
-    from cra.dataflows.retrieval.symbol_signals import symbol_ranking as ranked_symbols
+    from cra.dataflows.retrieval.symbol_signals import summed_symbol_ranking as ranked_symbols
     from cra.drivers.retrieval.retriever import default_symbol_weights
 
     weights = default_symbol_weights() or {}

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from cra.drivers.research.reader_model import MAX_TOKENS, QUERY_TOKENS, pair_ids
+from cra.dataflows.retrieval.reader import MAX_TOKENS, QUERY_TOKENS, pair_ids
 
 GROUPS = 2  # cases per step
 NEGATIVES = 7  # hard negatives per case: a step reads GROUPS * (1 + NEGATIVES) pairs

@@ -70,6 +70,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--memory-dir", help=f"memory hierarchy root (default {home_default('memory')})")
     parser.add_argument("--task-id", help="escalation task: put its human guidance and failure context at the top")
     parser.add_argument("--db", help=f"escalation store for --task-id (default {home_default('escalations.db')})")
+    parser.add_argument(
+        "--reader",
+        metavar="DIR",
+        help="a code-reader model directory (research: `python -m cra.drivers.research.reader_model --export`) that "
+        "reads the best files and functions against the task and re-orders them; none ships yet",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="print signal, tier and budget tables to stderr")
 
 
@@ -103,10 +109,12 @@ def run(args) -> int:
     from cra.drivers.index.freshness import fresh_kb, indexed_root
     from cra.drivers.kb.location import repo_dir
     from cra.drivers.kb.store import default_kb_dir
+    from cra.drivers.retrieval.reader_files import read_reader
     from cra.drivers.retrieval.report import verbose_report
     from cra.drivers.retrieval.retriever import load_weights, retrieve
 
     task = _read_task(args)
+    reader = read_reader(args.reader) if args.reader else None  # a bad directory is refused before any work
     repo = repo_dir(Path(args.repo))
     kb_dir = Path(args.kb) if args.kb else default_kb_dir(repo)
     tree = repo if args.kb is None or args.repo != "." else indexed_root(kb_dir) or repo  # (--kb alone: its tree)
@@ -139,6 +147,7 @@ def run(args) -> int:
         outputs=(f"{args.format}_text", "symbol_tiers", "budget_report", "symbol_ranking", "symbol_weights"),
         pinned_sections=_pinned(args, repo, kb, task),
         path_scope=repo_relative(args.path, repo),
+        reader=reader,
     )
     if args.verbose:
         print(verbose_report(result), file=sys.stderr)

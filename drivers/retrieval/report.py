@@ -15,7 +15,8 @@ def signal_table(signal_matrix: pd.DataFrame, weights: dict, top: int = 20) -> s
     score and the sum's own rank."""
     cols = [c for c in weights if c in signal_matrix.columns]
     learned = ["sum_rank", "learned"] if "learned" in signal_matrix.columns else []
-    view = signal_matrix.head(top)[["path", *cols, "total", "seed", *learned]].copy()
+    read = ["reader"] if "reader" in signal_matrix.columns else []
+    view = signal_matrix.head(top)[["path", *cols, "total", "seed", *learned, *read]].copy()
     view.insert(0, "rank", range(1, len(view) + 1))
     header = "weights: " + ", ".join(f"{k}={v:.3f}" for k, v in weights.items() if v)
     if learned:
@@ -23,6 +24,10 @@ def signal_table(signal_matrix: pd.DataFrame, weights: dict, top: int = 20) -> s
         header += (
             f"\norder: the learned ranker (data/models/file_ranker.json) re-ordered the weighted sum's {CANDIDATES} "
             "best files by its `learned` score; each takes the total of its new place (sum_rank: its place in the sum)"
+        )
+    if read:
+        header += (
+            "\nthen: the code reader (--reader) re-ordered the best of them by its `reader` score mixed with their rank"
         )
     return header + "\n" + view.to_string(index=False, float_format=lambda x: f"{x:.3f}", max_colwidth=60)
 
@@ -38,7 +43,8 @@ def symbol_table(symbol_ranking: pd.DataFrame, weights: dict, top: int = 15) -> 
     cols = [c for c in weights if c in symbol_ranking.columns and weights[c]]
     view = symbol_ranking.head(top)
     symbols = [_shown(path, name) for path, name in zip(view["path"], view["qualified_name"])]
-    view = view.assign(symbol=symbols)[["rank", "symbol", *cols, "score"]]
+    read = ["reader"] if "reader" in view.columns else []
+    view = view.assign(symbol=symbols)[["rank", "symbol", *cols, "score", *read]]
     header = "symbol weights: " + ", ".join(f"{k}={v:.3f}" for k, v in weights.items() if v)
     return header + "\n" + view.to_string(index=False, float_format=lambda x: f"{x:.2f}", max_colwidth=SYMBOL_WIDTH)
 

@@ -22,6 +22,7 @@ from cra.dataflows.retrieval import (
     pinned,
     precision,
     render,
+    reranking,
     scope,
     signals,
     symbol_signals,
@@ -46,6 +47,7 @@ MODULES = (
     path_scope,
     scope,
     symbol_signals,
+    reranking,
     precision,
     pinned,
     budget,
@@ -231,6 +233,7 @@ def retrieve(
     pinned_sections: tuple[PinnedSection, ...] | Callable[[pd.DataFrame], tuple[PinnedSection, ...]] = (),
     seed_variants: tuple[str, ...] = (),
     path_scope: tuple[str, ...] | list[str] | None = None,
+    reader=None,
 ) -> Retrieval:
     """Run the pipeline; `outputs` names extra nodes to return (e.g. "markdown_text", "symbol_tiers");
     `adapters` are Hamilton lifecycle hooks watching the run (e.g. per-node timing); `pinned_sections` go at the
@@ -239,7 +242,8 @@ def retrieve(
     AUTO_BUDGET_CAP tokens) and says where and why in `provenance.auto_budget`. `seed_variants` switches on seed
     001's behaviour where ours deviates (SEED_VARIANTS). `path_scope`: subtrees or globs (relative to the
     repository root) the ranking keeps to (`cra.dataflows.retrieval.path_scope`); one naming no indexed file is a
-    CraError."""
+    CraError. `reader`: a code-reading model (`cra.drivers.retrieval.reader_files.read_reader`) that re-orders
+    the best files and symbols (`cra.dataflows.retrieval.reranking`); None (the default) keeps the first stage's."""
     budget_mode = "auto" if budget == "auto" else "fixed"
     budget = AUTO_BUDGET_CAP if budget == "auto" else budget
     if not task_text or not task_text.strip():
@@ -267,6 +271,7 @@ def retrieve(
         "count_tokens": count_tokens,
         "prompt_template": prompt_template or render.DEFAULT_PROMPT_TEMPLATE,
         "path_scope": checked_path_scope(path_scope),
+        "reader": reader,
     }
     if llm_assist:
         inputs["llm_client"] = llm_client
