@@ -69,3 +69,23 @@ def test_reranking_is_measured_against_the_first_stage_and_a_gold_it_missed_stay
     worst = -symbols["gold"].to_numpy(float)
     assert reranked_metrics(symbols, worst)["function_hit@5_model"] == 1.0  # 5 candidates: last is still in 5
     assert reranked_metrics(symbols, worst)["function_hit@1_model"] == 0.0
+
+
+def test_the_screen_fits_the_mix_on_training_cases_and_measures_it_held_out():
+    """`screen_reader`: a model whose score finds the gold gets a mix that follows it (files and symbols), and the
+    held-out measure counts a gold the first stage missed as a miss, whatever the model says."""
+    from cra.drivers.research.screen_reader import measured, mix_weights
+
+    rng = np.random.default_rng(0)
+    train = pd.DataFrame([row for i in range(40) for row in _case(f"t{i}", "ex/a", [int(rng.integers(2, 6))])])
+    train["score"] = train["gold"].astype(float) + rng.normal(0, 0.1, len(train))
+    weights = mix_weights(train)
+    assert weights[1] > 0  # the score's z among the re-read carries weight
+    held = pd.DataFrame(
+        _case("h1", "ex/held", [4]) + _case("h2", "ex/held", [0]) + _case("h3", "ex/held", [5], kind="symbol")
+    )
+    held["score"] = held["gold"].astype(float)
+    result = measured(held, weights).set_index("case_id")
+    assert result.loc["h1", "first@1"] == 0 and result.loc["h1", "model@1"] == 1 and result.loc["h1", "mix@1"] == 1
+    assert result.loc["h2", ["first@5", "model@5", "mix@5"]].eq(0).all()  # its gold was never among the re-read
+    assert result.loc["h3", "mix@1"] == 1 and result.loc["h3", "first@1"] == 0
