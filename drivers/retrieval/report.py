@@ -29,7 +29,7 @@ def signal_table(signal_matrix: pd.DataFrame, weights: dict, top: int = 20) -> s
         header += (
             "\nthen: the code reader (--reader) re-ordered the best of them by its `reader` score mixed with their rank"
         )
-    return header + "\n" + view.to_string(index=False, float_format=lambda x: f"{x:.3f}", max_colwidth=60)
+    return header + "\n" + view.to_string(index=False, float_format=lambda x: f"{x:.3f}", max_colwidth=60, na_rep="-")
 
 
 def tier_table(symbol_tiers: pd.DataFrame) -> str:
@@ -46,7 +46,11 @@ def symbol_table(symbol_ranking: pd.DataFrame, weights: dict, top: int = 15) -> 
     read = ["reader"] if "reader" in view.columns else []
     view = view.assign(symbol=symbols)[["rank", "symbol", *cols, "score", *read]]
     header = "symbol weights: " + ", ".join(f"{k}={v:.3f}" for k, v in weights.items() if v)
-    return header + "\n" + view.to_string(index=False, float_format=lambda x: f"{x:.2f}", max_colwidth=SYMBOL_WIDTH)
+    return (
+        header
+        + "\n"
+        + view.to_string(index=False, float_format=lambda x: f"{x:.2f}", max_colwidth=SYMBOL_WIDTH, na_rep="-")
+    )
 
 
 def _shown(path: str, qualified_name: str) -> str:
