@@ -1,0 +1,97 @@
+"""Incremental re-indexing answers as a fresh index does: after every step of a seeded random sequence of edits,
+additions, deletions and renames, `cra retrieve --format json` over the incrementally kept KB prints what it prints
+over a KB indexed from scratch, and the two KBs hold the same tables."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from cra.drivers.cli.main import main
+from cra.drivers.index.indexer import index_repository
+from tests.fixture_repo import make_repo
+from tests.kb_compare import compare_kbs
+
+RUN_STATS = {"n_parsed", "n_reused", "workers", "notes"}  # what a run did, not what its KB holds
+TASKS = (
+    "validate_ldap rejects an empty username: LoginRequest needs a check",
+    "invoice ledger totals round the payment the wrong way",
+    "add a retry limit to the session token cache",
+)
+WORDS = "invoice ledger payment session token cache retry limit login request account report".split()
+
+
+def _module(rng: random.Random, others: list[str]) -> str:
+    """A Python module of a few functions and a class, named from WORDS, importing one of the other modules."""
+    lines = []
+    if others:
+        target = rng.choice(others).removesuffix(".py").replace("/", ".")
+        lines += [f"import {target}", ""]
+    for k in range(rng.randint(1, 4)):
+        a, b = rng.sample(WORDS, 2)
+        lines += [
+            f"def {a}_{b}_{k}(value):",
+            f'    """{a} {b} of the {rng.choice(WORDS)}."""',
+            f"    return value + {k}",
+            "",
+        ]
+    a, b = rng.sample(WORDS, 2)
+    lines += [f"class {a.title()}{b.title()}:", f"    def {b}(self, {a}):", f"        return {a}", ""]
+    return "\n".join(lines)
+
+
+def _edit(repo: Path, rng: random.Random) -> str:
+    """One random change to the tree; what it did (for the assertion message)."""
+    modules = sorted(p.relative_to(repo).as_posix() for p in (repo / "app").rglob("*.py") if p.name != "__init__.py")
+    kind = rng.choice(["add", "edit", "append", "comment", "delete", "rename"] if modules else ["add"])
+    if kind == "add":
+        name = f"app/{rng.choice(['billing', 'auth', 'extra'])}/{rng.choice(WORDS)}_{rng.randrange(100)}.py"
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(_module(rng, modules))
+        return f"add {name}"
+    path = repo / rng.choice(modules)
+    if kind == "edit":  # the whole module rewritten: symbols come, go and move
+        path.write_text(_module(rng, modules))
+    elif kind == "append":  # a new function at the end
+        a, b = rng.sample(WORDS, 2)
+        path.write_text(path.read_text() + f"\n\ndef {a}_{b}_new(x):\n    return {a!r}\n")
+    elif kind == "comment":  # text only: no symbol changes
+        path.write_text(path.read_text() + f"\n# {rng.choice(WORDS)} {rng.choice(WORDS)}\n")
+    elif kind == "delete":
+        path.unlink()
+    else:
+        target = path.with_name(f"{rng.choice(WORDS)}_{rng.randrange(100)}_moved.py")
+        path.rename(target)
+        return f"rename {path.relative_to(repo)} -> {target.relative_to(repo)}"
+    return f"{kind} {path.relative_to(repo)}"
+
+
+def _answers(repo: Path, kb: Path, capsys) -> list[dict]:
+    """`cra retrieve --format json` of each task over kb, without the fields that name the KB or time the run."""
+    out = []
+    for task in TASKS:
+        assert main(["retrieve", task, "--repo", str(repo), "--kb", str(kb), "--format", "json"]) == 0
+        answer = json.loads(capsys.readouterr().out)
+        answer.get("provenance", {}).pop("timings", None)
+        out.append(json.loads(json.dumps(answer).replace(str(kb), "<kb>")))
+    return out
+
+
+@pytest.mark.parametrize("seed", [7, 58])
+def test_a_random_sequence_of_edits_re_indexed_answers_as_a_fresh_index(tmp_path, capsys, seed):
+    rng = random.Random(seed)
+    repo = make_repo(tmp_path / "repo", git=False)
+    kb = tmp_path / "kb"
+    index_repository(repo, kb, history=0)
+    for step in range(6):
+        did = _edit(repo, rng)
+        stats = index_repository(repo, kb, history=0)
+        assert not stats.get("unchanged"), f"step {step} ({did}) was missed"
+        fresh = tmp_path / f"fresh{step}"
+        index_repository(repo, fresh, history=0)
+        assert _answers(repo, kb, capsys) == _answers(repo, fresh, capsys), f"step {step}: {did}"
+        compared, differences = compare_kbs(kb, fresh, ignore=RUN_STATS)
+        assert "symbols.parquet" in compared and differences == [], f"step {step}: {did}"
