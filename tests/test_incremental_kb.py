@@ -8,8 +8,11 @@ import json
 import random
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 
+from cra.dataflows.lexical import PATCH_ARRAYS, Bm25Index
 from cra.drivers.cli.main import main
 from cra.drivers.index.indexer import index_repository
 from tests.fixture_repo import make_repo
@@ -21,6 +24,7 @@ TASKS = (
     "invoice ledger totals round the payment the wrong way",
     "add a retry limit to the session token cache",
 )
+BUILD = Bm25Index.from_terms  # (the build itself, before a test counts its calls)
 WORDS = "invoice ledger payment session token cache retry limit login request account report".split()
 
 
@@ -95,3 +99,59 @@ def test_a_random_sequence_of_edits_re_indexed_answers_as_a_fresh_index(tmp_path
         assert _answers(repo, kb, capsys) == _answers(repo, fresh, capsys), f"step {step}: {did}"
         compared, differences = compare_kbs(kb, fresh, ignore=RUN_STATS)
         assert "symbols.parquet" in compared and differences == [], f"step {step}: {did}"
+
+
+def _terms(docs: dict[int, dict[str, int]]) -> pd.DataFrame:
+    rows = [(d, t, tf) for d, terms in sorted(docs.items()) for t, tf in sorted(terms.items())]
+    return pd.DataFrame(rows, columns=["doc", "term", "tf"]).astype({"doc": "int32", "tf": "int32"})
+
+
+def _same_index(a: Bm25Index, b: Bm25Index) -> None:
+    assert a.vocab.array.to_pylist() == b.vocab.array.to_pylist()
+    for name in ("starts", "doc_ids", "postings_doc", "postings_weight", *PATCH_ARRAYS):
+        x, y = np.asarray(getattr(a, name)), np.asarray(getattr(b, name))
+        assert x.dtype == y.dtype and np.array_equal(x, y), name
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_a_patched_lexicon_is_bit_for_bit_the_one_built_from_the_new_rows(seed):
+    """Docs dropped, changed, added in between and renumbered: the patch equals a fresh build, weights included."""
+    rng = random.Random(seed)
+    words = [f"w{i}" for i in range(40)]
+    docs = {i: {t: rng.randint(1, 5) for t in rng.sample(words, rng.randint(1, 8))} for i in range(rng.randint(1, 25))}
+    before = Bm25Index.from_terms(_terms(docs), "doc")
+    events = sorted([(k, "old") for k in docs] + [(k + 0.5, "new") for k in docs if rng.random() < 0.3])
+    dropped = {k for k in docs if rng.random() < 0.2}
+    changed = {k for k in docs if rng.random() < 0.2} - dropped
+    after, new_id, added = {}, {}, set()
+    for key, kind in events:
+        if kind == "old" and key in dropped:
+            continue
+        new_id[key] = len(after)
+        if kind == "new" or key in changed:
+            added.add(len(after))  # new words too, of which the vocabulary knows nothing yet
+            after[len(after)] = {t: rng.randint(1, 5) for t in rng.sample([*words, f"new{key}"], rng.randint(1, 8))}
+        else:
+            after[len(after)] = docs[key]
+    ids = np.array([new_id[k] if k in new_id and k not in changed else -1 for k in sorted(docs)])
+    rows = _terms({d: after[d] for d in added}).sample(frac=1, random_state=seed)  # in any order
+    _same_index(before.patched(ids, rows, "doc"), Bm25Index.from_terms(_terms(after), "doc"))
+
+
+def test_a_reindex_after_an_edit_patches_the_lexicons_instead_of_building_them(tmp_path, monkeypatch):
+    repo = make_repo(tmp_path / "repo", git=False)
+    kb = tmp_path / "kb"
+    index_repository(repo, kb, history=0)
+    built = []
+    monkeypatch.setattr(
+        Bm25Index, "from_terms", classmethod(lambda cls, frame, doc, *a: built.append(doc) or BUILD(frame, doc, *a))
+    )
+    ldap = repo / "app/auth/ldap.py"
+    ldap.write_text(ldap.read_text() + "\n\ndef invoice_ledger(total):\n    return round(total, 2)\n")
+    index_repository(repo, kb, history=0)
+    assert built == []  # file and symbol terms both changed, both patched
+    fresh = tmp_path / "fresh"
+    index_repository(repo, fresh, history=0)
+    assert {"file_id", "symbol_id"} <= set(built)  # (the counting sees builds)
+    compared, differences = compare_kbs(kb, fresh, ignore=RUN_STATS)
+    assert "symbol_terms.bm25.arrow" in compared and differences == []
