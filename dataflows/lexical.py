@@ -11,7 +11,7 @@ from __future__ import annotations
 import bisect
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -157,11 +157,12 @@ class Bm25Index:
             chunk *= k1 + 1.0
             chunk /= norm
             weight[start:end] = chunk
-        index = cls.from_arrays(vocab, starts, doc_ids, postings_doc, weight)
-        return replace(index, postings_tf=np.asarray(postings_tf, dtype=np.int32), doc_len=doc_len)
+        return cls.from_arrays(vocab, starts, doc_ids, postings_doc, weight, postings_tf, doc_len)
 
     @classmethod
-    def from_arrays(cls, vocab, starts, doc_ids, postings_doc, postings_weight) -> Bm25Index:
+    def from_arrays(
+        cls, vocab, starts, doc_ids, postings_doc, postings_weight, postings_tf=None, doc_len=None
+    ) -> Bm25Index:
         """The index from its persisted arrays (`arrays()`), as numpy arrays of the stored types."""
         vocab = vocab if isinstance(vocab, ArrowVocabulary) else np.asarray(vocab, dtype=object)
         return cls(
@@ -170,6 +171,8 @@ class Bm25Index:
             np.asarray(doc_ids),
             np.asarray(postings_doc, dtype=np.int32),
             np.asarray(postings_weight, dtype=np.float64),
+            None if postings_tf is None else np.asarray(postings_tf, dtype=np.int32),
+            None if doc_len is None else np.asarray(doc_len, dtype=np.float64),
         )
 
     def arrays(self) -> dict[str, np.ndarray]:
