@@ -194,9 +194,10 @@ class Bm25Index:
         if (np.diff(new_ids[kept]) <= 0).any():
             raise ValueError("kept docs must keep their order")
         added_ids = added[doc_col].to_numpy()
-        doc_ids = np.union1d(new_ids[kept], added_ids).astype(np.asarray(self.doc_ids).dtype)
-        if len(doc_ids) != int(kept.sum()) + len(np.unique(added_ids)):
+        doc_ids = np.sort(np.concatenate([new_ids[kept], np.unique(added_ids)]))  # (np.union1d hashes all of them)
+        if (np.diff(doc_ids) <= 0).any():
             raise ValueError("an added doc is also kept")
+        doc_ids = doc_ids.astype(np.asarray(self.doc_ids).dtype)
         position = np.full(len(new_ids), -1, dtype=np.int64)  # old doc position -> new doc position
         position[kept] = np.searchsorted(doc_ids, new_ids[kept])
         # the vocabulary: the added rows' terms not known yet go in at their sorted places
