@@ -155,3 +155,21 @@ def test_a_reindex_after_an_edit_patches_the_lexicons_instead_of_building_them(t
     assert {"file_id", "symbol_id"} <= set(built)  # (the counting sees builds)
     compared, differences = compare_kbs(kb, fresh, ignore=RUN_STATS)
     assert "symbol_terms.bm25.arrow" in compared and differences == []
+
+
+def test_a_lexicon_that_cannot_be_patched_is_built_and_the_index_run_goes_on(tmp_path, monkeypatch):
+    repo = make_repo(tmp_path / "repo", git=False)
+    kb = tmp_path / "kb"
+    index_repository(repo, kb, history=0)
+
+    def refused(self, *args, **kwargs):
+        raise ValueError("kept docs must keep their order")
+
+    monkeypatch.setattr(Bm25Index, "patched", refused)
+    ldap = repo / "app/auth/ldap.py"
+    ldap.write_text(ldap.read_text() + "\n\ndef invoice_ledger(total):\n    return round(total, 2)\n")
+    index_repository(repo, kb, history=0)
+    fresh = tmp_path / "fresh"
+    index_repository(repo, fresh, history=0)
+    compared, differences = compare_kbs(kb, fresh, ignore=RUN_STATS)
+    assert "file_terms.bm25.arrow" in compared and differences == []

@@ -191,7 +191,10 @@ def _patched_lexicon(live: Path | None, terms: str, frame: pd.DataFrame, kept: n
     added = ~is_kept[docs]
     if added.sum() > PATCH_MAX_SHARE * len(frame):
         return None
-    index = before.patched(new_ids, frame[added], doc)
+    try:
+        index = before.patched(new_ids, frame[added], doc)
+    except (ValueError, IndexError, OSError, pa.ArrowException):  # kept docs out of order, an unreadable page: built
+        return None
     if index is None or len(index.postings_doc) != len(frame) or index.postings_tf.sum() != frame["tf"].sum():
         return None  # not the rows of this table (cannot happen when the kept docs' terms are as before): built
     return index
