@@ -221,22 +221,31 @@ class Bm25Index:
         merged[added_code[~known]] = len(vocab) + np.arange(len(fresh_at))
         fresh_terms = pa.array([w for w, k in zip(words, known) if not k], type=vocab.array.type)
         new_vocab = ArrowVocabulary(pa.concat_arrays([vocab.array, fresh_terms]).take(pa.array(merged)))
-        # postings: the kept ones stay in (term, doc) order under both renumberings; the added ones go in between
-        starts = np.asarray(self.starts, dtype=np.int64)
-        term_of = np.repeat(old_code.astype(np.int32), np.diff(starts))
-        doc_of = position[self.postings_doc]
+        # postings: the kept ones stay in (term, doc) order under both renumberings; the added ones go in between, found
+        # term by term among the kept postings of their term (int32 arrays the length of the postings, no int64 keys)
+        doc_of = position.astype(np.int32)[self.postings_doc]
         keep = doc_of >= 0
-        term_of, doc_of, tf = term_of[keep], doc_of[keep], np.asarray(self.postings_tf)[keep]
-        add_term = added_code[codes].astype(np.int32)
-        add_doc = np.searchsorted(doc_ids, added_ids).astype(np.int64)
+        starts = np.asarray(self.starts, dtype=np.int64)
+        kept_df = np.zeros(len(merged), dtype=np.int64)
+        if len(keep):
+            kept_df[old_code] = np.add.reduceat(keep, starts[:-1], dtype=np.int64) if len(vocab) else 0
+        doc_of, tf = doc_of[keep], np.asarray(self.postings_tf)[keep]
+        del keep
+        kept_starts = np.concatenate([[0], np.cumsum(kept_df)])
+        add_term = added_code[codes]
+        add_doc = np.searchsorted(doc_ids, added_ids).astype(np.int32)
         add_tf = added["tf"].to_numpy().astype(np.int32)
         order = np.lexsort((add_doc, add_term))
         add_term, add_doc, add_tf = add_term[order], add_doc[order], add_tf[order]
-        n = len(doc_ids)
-        into = np.searchsorted(term_of.astype(np.int64) * n + doc_of, add_term.astype(np.int64) * n + add_doc)
-        postings_doc = np.insert(doc_of.astype(np.int32), into, add_doc.astype(np.int32))
+        into = np.empty(len(add_term), dtype=np.int64)
+        bounds = np.flatnonzero(np.diff(add_term)) + 1
+        for first, last in zip(np.r_[0, bounds], np.r_[bounds, len(add_term)]) if len(add_term) else ():
+            lo, hi = kept_starts[add_term[first]], kept_starts[add_term[first] + 1]
+            into[first:last] = lo + np.searchsorted(doc_of[lo:hi], add_doc[first:last])
+        postings_doc = np.insert(doc_of, into, add_doc)
         postings_tf = np.insert(tf, into, add_tf)
-        df = np.bincount(np.insert(term_of, into, add_term), minlength=len(new_vocab))
+        df = kept_df + np.bincount(add_term, minlength=len(merged))
+        n = len(doc_ids)
         if not df.all():  # terms only the dropped docs had: gone from the vocabulary, as from a fresh one
             new_vocab, df = ArrowVocabulary(new_vocab.array.filter(pa.array(df > 0))), df[df > 0]
         doc_len = np.zeros(n)
