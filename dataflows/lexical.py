@@ -22,6 +22,7 @@ K1 = 0.9  # Lucene defaults as in the eval README's baseline
 B = 0.4
 _CHUNK = 1 << 20  # postings whose weights are computed at once (float64 temporaries of 8 MB, not of 20M postings)
 ARRAYS = ("vocab", "starts", "doc_ids", "postings_doc", "postings_weight")  # the persisted form, in this order
+PATCH_ARRAYS = ("postings_tf", "doc_len")  # persisted too, read only to patch the index (`Bm25Index.patched`)
 
 
 def stable_order(codes: np.ndarray) -> np.ndarray:
@@ -91,6 +92,9 @@ class Bm25Index:
     doc_ids: np.ndarray  # the doc id (file_id / symbol_id) of each doc position
     postings_doc: np.ndarray  # doc position of each posting, grouped by term
     postings_weight: np.ndarray  # BM25 term weight (idf * saturated tf) of each posting
+    # what a re-index patches the index from (`patched`), persisted beside it, not read by a request: None when absent
+    postings_tf: np.ndarray | None = None  # the term's count in the doc, of each posting
+    doc_len: np.ndarray | None = None  # each doc's term count (float64 sums of integers: exact)
 
     @classmethod
     def from_terms(cls, frame: pd.DataFrame, doc_col: str, k1: float = K1, b: float = B) -> Bm25Index:
@@ -116,23 +120,31 @@ class Bm25Index:
         del term_codes
         postings_doc = doc_pos[order]
         tf = frame["tf"].to_numpy()
+        postings_tf = tf[order]
+        del order
         doc_len = np.zeros(len(doc_ids))
         for start in range(0, len(doc_pos), _CHUNK):  # sums of integer counts: exact in any grouping
             doc_len += np.bincount(
                 doc_pos[start : start + _CHUNK], weights=tf[start : start + _CHUNK], minlength=len(doc_ids)
             )
         del doc_pos
+        return cls.weighted(vocab, df, doc_ids, postings_doc, postings_tf, doc_len, k1, b)
+
+    @classmethod
+    def weighted(cls, vocab, df, doc_ids, postings_doc, postings_tf, doc_len, k1: float = K1, b: float = B):
+        """The index from postings ordered by term, then doc (each term's df of them in a row), their term counts and
+        every doc's length: what `from_terms` builds and what `patched` keeps, weighted the same way."""
         avg_len = doc_len.mean() or 1.0
         n_docs = len(doc_ids)
         idf = np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
         starts = np.concatenate([[0], np.cumsum(df)])  # postings by term: each term's df postings in a row
         term_of = np.repeat(np.arange(len(df), dtype=np.int32), df)
-        weight = np.empty(len(order), dtype=np.float64)
+        weight = np.empty(len(postings_doc), dtype=np.float64)
         for start in range(
-            0, len(order), _CHUNK
+            0, len(postings_doc), _CHUNK
         ):  # a chunk of postings at a time, each step of the formula in its order
             end = start + _CHUNK
-            counts = tf[order[start:end]].astype(np.float64)
+            counts = postings_tf[start:end].astype(np.float64)
             # weight = idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * doc_len / avg_len))
             norm = doc_len[postings_doc[start:end]]
             norm *= b
@@ -145,10 +157,12 @@ class Bm25Index:
             chunk *= k1 + 1.0
             chunk /= norm
             weight[start:end] = chunk
-        return cls.from_arrays(vocab, starts, doc_ids, postings_doc, weight)
+        return cls.from_arrays(vocab, starts, doc_ids, postings_doc, weight, postings_tf, doc_len)
 
     @classmethod
-    def from_arrays(cls, vocab, starts, doc_ids, postings_doc, postings_weight) -> Bm25Index:
+    def from_arrays(
+        cls, vocab, starts, doc_ids, postings_doc, postings_weight, postings_tf=None, doc_len=None
+    ) -> Bm25Index:
         """The index from its persisted arrays (`arrays()`), as numpy arrays of the stored types."""
         vocab = vocab if isinstance(vocab, ArrowVocabulary) else np.asarray(vocab, dtype=object)
         return cls(
@@ -157,11 +171,87 @@ class Bm25Index:
             np.asarray(doc_ids),
             np.asarray(postings_doc, dtype=np.int32),
             np.asarray(postings_weight, dtype=np.float64),
+            None if postings_tf is None else np.asarray(postings_tf, dtype=np.int32),
+            None if doc_len is None else np.asarray(doc_len, dtype=np.float64),
         )
 
     def arrays(self) -> dict[str, np.ndarray]:
-        """The compact persisted form: name -> array, names as in ARRAYS."""
-        return {name: getattr(self, name) for name in ARRAYS}
+        """The compact persisted form: name -> array, names as in ARRAYS (then PATCH_ARRAYS, when the index has them)."""
+        patch = PATCH_ARRAYS if all(getattr(self, name) is not None for name in PATCH_ARRAYS) else ()
+        return {name: getattr(self, name) for name in (*ARRAYS, *patch)}
+
+    def patched(self, new_ids: np.ndarray, added: pd.DataFrame, doc_col: str, k1: float = K1, b: float = B):
+        """The index `from_terms` builds over this one's docs renumbered and some of them replaced, from this one's
+        postings and the added docs' rows only: no term of the kept docs is decoded, sorted or counted again.
+
+        new_ids: each doc position's new doc id (in doc_ids order, increasing where kept), -1 for a doc dropped (gone,
+        or changed and among `added`); added: (doc_col, term, tf) rows of the docs that are new or changed, in any
+        order, no doc of them kept. None when this index has no term counts to patch from (`PATCH_ARRAYS`)."""
+        if self.postings_tf is None or self.doc_len is None:
+            return None
+        new_ids = np.asarray(new_ids, dtype=np.int64)
+        kept = new_ids >= 0
+        if (np.diff(new_ids[kept]) <= 0).any():
+            raise ValueError("kept docs must keep their order")
+        added_ids = added[doc_col].to_numpy()
+        doc_ids = np.sort(np.concatenate([new_ids[kept], np.unique(added_ids)]))  # (np.union1d hashes all of them)
+        if (np.diff(doc_ids) <= 0).any():
+            raise ValueError("an added doc is also kept")
+        doc_ids = doc_ids.astype(np.asarray(self.doc_ids).dtype)
+        position = np.full(len(new_ids), -1, dtype=np.int64)  # old doc position -> new doc position
+        position[kept] = np.searchsorted(doc_ids, new_ids[kept])
+        # the vocabulary: the added rows' terms not known yet go in at their sorted places
+        codes, terms = sorted_term_codes(added["term"]) if len(added) else (np.array([], np.int32), None)
+        vocab = (
+            self.vocab
+            if isinstance(self.vocab, ArrowVocabulary)
+            else ArrowVocabulary(pa.array(self.vocab, pa.string()))
+        )
+        words = terms.array.to_pylist() if terms is not None else []
+        at = np.array([bisect.bisect_left(vocab, w) for w in words], dtype=np.int64)
+        known = np.array([i < len(vocab) and vocab[i] == w for i, w in zip(at, words)], dtype=bool)
+        fresh_at = at[~known]  # insertion points (old codes) of the new terms, ascending with them
+        shift = np.searchsorted(fresh_at, np.arange(len(vocab)), side="right")
+        old_code = np.arange(len(vocab)) + shift  # old term code -> new
+        added_code = np.empty(len(words), dtype=np.int64)
+        added_code[known] = old_code[at[known]]
+        added_code[~known] = fresh_at + np.arange(len(fresh_at))
+        merged = np.empty(len(vocab) + len(fresh_at), dtype=np.int64)  # new code -> (old code, or V_old + new term)
+        merged[old_code] = np.arange(len(vocab))
+        merged[added_code[~known]] = len(vocab) + np.arange(len(fresh_at))
+        fresh_terms = pa.array([w for w, k in zip(words, known) if not k], type=vocab.array.type)
+        new_vocab = ArrowVocabulary(pa.concat_arrays([vocab.array, fresh_terms]).take(pa.array(merged)))
+        # postings: the kept ones stay in (term, doc) order under both renumberings; the added ones go in between, found
+        # term by term among the kept postings of their term (int32 arrays the length of the postings, no int64 keys)
+        doc_of = position.astype(np.int32)[self.postings_doc]
+        keep = doc_of >= 0
+        starts = np.asarray(self.starts, dtype=np.int64)
+        kept_df = np.zeros(len(merged), dtype=np.int64)
+        if len(keep):
+            kept_df[old_code] = np.add.reduceat(keep, starts[:-1], dtype=np.int64) if len(vocab) else 0
+        doc_of, tf = doc_of[keep], np.asarray(self.postings_tf)[keep]
+        del keep
+        kept_starts = np.concatenate([[0], np.cumsum(kept_df)])
+        add_term = added_code[codes]
+        add_doc = np.searchsorted(doc_ids, added_ids).astype(np.int32)
+        add_tf = added["tf"].to_numpy().astype(np.int32)
+        order = np.lexsort((add_doc, add_term))
+        add_term, add_doc, add_tf = add_term[order], add_doc[order], add_tf[order]
+        into = np.empty(len(add_term), dtype=np.int64)
+        bounds = np.flatnonzero(np.diff(add_term)) + 1
+        for first, last in zip(np.r_[0, bounds], np.r_[bounds, len(add_term)]) if len(add_term) else ():
+            lo, hi = kept_starts[add_term[first]], kept_starts[add_term[first] + 1]
+            into[first:last] = lo + np.searchsorted(doc_of[lo:hi], add_doc[first:last])
+        postings_doc = np.insert(doc_of, into, add_doc)
+        postings_tf = np.insert(tf, into, add_tf)
+        df = kept_df + np.bincount(add_term, minlength=len(merged))
+        n = len(doc_ids)
+        if not df.all():  # terms only the dropped docs had: gone from the vocabulary, as from a fresh one
+            new_vocab, df = ArrowVocabulary(new_vocab.array.filter(pa.array(df > 0))), df[df > 0]
+        doc_len = np.zeros(n)
+        doc_len[position[kept]] = np.asarray(self.doc_len)[kept]
+        doc_len += np.bincount(add_doc, weights=add_tf, minlength=n)
+        return Bm25Index.weighted(new_vocab, df, doc_ids, postings_doc, postings_tf, doc_len, k1, b)
 
     def _span(self, term: str) -> tuple[int, int] | None:
         """[start, end) of the term's postings, None when the vocabulary does not have it."""

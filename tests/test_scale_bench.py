@@ -25,3 +25,27 @@ def test_growth_exponent_is_the_log_log_slope():
     files = np.array([1_000, 5_000, 20_000, 100_000])
     assert abs(growth_exponent(files, 3.0 * files**1.0) - 1.0) < 1e-9
     assert abs(growth_exponent(files, 0.5 * files**0.25) - 0.25) < 1e-9
+
+
+def test_the_added_function_of_each_language_parses_as_one_more_symbol_and_the_edits_restore_the_tree(
+    tmp_path, monkeypatch
+):
+    from cra.drivers.bench import scale
+
+    root = generated_tree(8, cache=tmp_path / "trees")
+    kb = tmp_path / "kb"
+    before = index_repository(root, kb, history=0)
+    for path in sorted(root.rglob("*.*")):
+        original = path.read_text()
+        path.write_text(original + scale.added_function(path, 1))
+        stats = index_repository(root, kb, history=0)
+        path.write_text(original)
+        assert not stats["parse_errors"], path.name
+        assert stats["n_symbols"] > before["n_symbols"], f"{path.name}: the added function is no new symbol"
+    texts = {p: p.read_bytes() for p in root.rglob("*.*")}
+    commands = []
+    monkeypatch.setattr(scale, "measured", lambda argv: (commands.append(argv), (0.5, 100.0, None))[1])
+    out = scale.measure_edits(root, kb, runs=2)
+    assert set(out) == {f"{e}_{m}" for e in ("touch", "add_function", "delete") for m in ("s", "peak_mb")}
+    assert len(commands) == 3 * 2 * 2 and all(c[1] == "index" for c in commands)
+    assert {p: p.read_bytes() for p in root.rglob("*.*")} == texts

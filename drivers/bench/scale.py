@@ -5,7 +5,9 @@ each other) and, with `--real`, OpenJDK 17's source (65,000
 files, 48,000 of them Java, from Debian's source package: a GitHub mirror of a repository that large is more than
 this machine may fetch). Each measurement is the installed `cra` command in a child process: index wall time, peak
 memory of the whole process tree (PSS summed over the driver and its workers, sampled every 0.2 s), KB size on disk,
-cold CLI request wall time and warm request latency in one process. Results: printed, and
+cold CLI request wall time and warm request latency in one process; then, on the indexed tree, the whole `cra index`
+command (wall time and peak memory, medians of `--edit-runs`) after touching one file (a comment appended), adding a
+function to it, and deleting another file (each restored and re-indexed, unmeasured, before the next). Results: printed, and
 `out/scale/scale.parquet` (the frame `notebooks/scaling.ipynb` plots and fits). Not part of the tests.
 """
 
@@ -125,12 +127,12 @@ def generated_tree(n_files: int, cache: Path = CACHE) -> Path:
     return root
 
 
-def openjdk_source() -> Path:
+def openjdk_source(cache: Path = CACHE) -> Path:
     """OpenJDK 17's upstream source tree from Debian's source package (downloaded once through apt, cached)."""
-    target, complete = CACHE / "openjdk-17", CACHE / "openjdk-17.complete"
+    target, complete = cache / "openjdk-17", cache / "openjdk-17.complete"
     if complete.is_file():
         return next(p for p in target.iterdir() if p.is_dir())
-    work = CACHE / "apt"
+    work = cache / "apt"
     work.mkdir(parents=True, exist_ok=True)
     sources = work / "sources.list"
     sources.write_text(
@@ -203,8 +205,63 @@ def measured(argv: list[str]) -> tuple[float, float, subprocess.CompletedProcess
     return wall, peak, subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
-def measure_tree(label: str, repo: Path, tasks: tuple[str, ...], cache: Path = CACHE) -> dict:
-    """Index repo from scratch with the installed `cra`, then time requests against its KB."""
+_COMMENT = {".py": "#"}  # a line comment by suffix ("//" otherwise: Go, TypeScript, Java)
+
+
+def added_function(path: Path, i: int) -> str:
+    """A definition appended to a source file that parses as a new top-level one in its language."""
+    if path.suffix == ".py":
+        return f"\n\ndef bench_edit_{i}(value):\n    return value.strip().lower()\n"
+    if path.suffix == ".go":
+        return f"\nfunc BenchEdit{i}(value int) int {{ return value + {i} }}\n"
+    if path.suffix == ".java":
+        return f"\nclass BenchEdit{i} {{ int benchEdit{i}(int value) {{ return value + {i}; }} }}\n"
+    return f"\nexport function benchEdit{i}(value: number) {{ return value + {i}; }}\n"
+
+
+def edit_files(repo: Path) -> tuple[Path, Path]:
+    """(the file to touch and add functions to, the file to delete): two source files of the tree's commonest
+    language, the same two on every run (sorted paths, a walk of the tree)."""
+    found = sorted(p for p in repo.rglob("*") if p.suffix in (".py", ".go", ".java", ".ts") and p.is_file())
+    common = max({p.suffix for p in found}, key=lambda s: sum(p.suffix == s for p in found))
+    same = [p for p in found if p.suffix == common]
+    return same[len(same) // 2], same[len(same) // 3]
+
+
+def measure_edits(repo: Path, kb: Path, runs: int = 3) -> dict:
+    """Whole `cra index` command (median wall s, median peak PSS MB) after touching a file, adding a function to it
+    and deleting another; the tree and the KB are as before when it returns."""
+    edited, deleted = edit_files(repo)
+    index = [str(CRA), "index", str(repo), "--kb", str(kb), "--history", "0"]
+    original, removed = edited.read_bytes(), deleted.read_bytes()
+    changes = {
+        "touch": lambda i: edited.write_bytes(original + f"\n{_COMMENT.get(edited.suffix, '//')} touch {i}\n".encode()),
+        "add_function": lambda i: edited.write_bytes(original + added_function(edited, i).encode()),
+        "delete": lambda i: deleted.unlink(),
+    }
+    out = {}
+    try:
+        for name, change in changes.items():
+            walls, peaks = [], []
+            for i in range(runs):
+                change(i)
+                wall, peak, _ = measured(index)
+                walls.append(wall)
+                peaks.append(peak)
+                edited.write_bytes(original)
+                deleted.write_bytes(removed)
+                measured(index)  # the KB catches up with the restored tree (not measured)
+            out[f"{name}_s"] = round(statistics.median(walls), 2)
+            out[f"{name}_peak_mb"] = round(statistics.median(peaks))
+    finally:
+        edited.write_bytes(original)
+        deleted.write_bytes(removed)
+    print(f"  edits of {edited.relative_to(repo)} / {deleted.relative_to(repo)}: {out}", file=sys.stderr, flush=True)
+    return out
+
+
+def measure_tree(label: str, repo: Path, tasks: tuple[str, ...], cache: Path = CACHE, edit_runs: int = 3) -> dict:
+    """Index repo from scratch with the installed `cra`, then time requests against its KB, then one-file edits."""
     kb = cache / f"kb-{label}"
     shutil.rmtree(kb, ignore_errors=True)
     wall, peak, done = measured([str(CRA), "index", str(repo), "--kb", str(kb), "--history", "0"])
@@ -227,6 +284,7 @@ def measure_tree(label: str, repo: Path, tasks: tuple[str, ...], cache: Path = C
         "cold_cli_s": round(statistics.median(cold), 2),
         "first_request_s": round(first, 2),
         "warm_request_s": round(statistics.median(times), 3),
+        **(measure_edits(repo, kb, edit_runs) if edit_runs > 0 else {}),
     }
 
 
@@ -235,14 +293,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="generated tree sizes (files)")
     parser.add_argument("--real", action="store_true", help="also index OpenJDK 17's source (apt source, ~65 MB)")
     parser.add_argument("--out", default="out/scale", help="where scale.parquet goes")
+    parser.add_argument(
+        "--cache", type=Path, default=CACHE, help=f"where trees, OpenJDK's source and KBs are kept (default {CACHE})"
+    )
+    parser.add_argument(
+        "--edit-runs", type=int, default=3, help="runs of each one-file edit measured, median reported (0: none)"
+    )
     args = parser.parse_args(argv)
     rows = []
     for n in (int(s) for s in args.sizes.split(",") if s):
         print(f"generating and indexing {n:,} files ...", file=sys.stderr, flush=True)
-        rows.append(measure_tree(f"generated-{n}", generated_tree(n), TASKS))
+        rows.append(measure_tree(f"generated-{n}", generated_tree(n, args.cache), TASKS, args.cache, args.edit_runs))
         print(rows[-1], file=sys.stderr, flush=True)
     if args.real:
-        repo = openjdk_source()
+        repo = openjdk_source(args.cache)
         rows.append(
             measure_tree(
                 "openjdk-17",
@@ -252,6 +316,8 @@ def main(argv: list[str] | None = None) -> int:
                     "String.indent adds a trailing newline to an empty string",
                     "ZipFile fails to open archives whose central directory has more than 65535 entries",
                 ),
+                args.cache,
+                args.edit_runs,
             )
         )
     frame = pd.DataFrame(rows)
@@ -261,7 +327,8 @@ def main(argv: list[str] | None = None) -> int:
     print(frame.to_string(index=False))
     generated = frame[frame["tree"].str.startswith("generated")]
     if len(generated) >= 2:
-        for column in ("index_s", "kb_mb", "peak_pss_mb", "warm_request_s", "cold_cli_s"):
+        edits = [c for c in ("touch_s", "add_function_s", "delete_s", "touch_peak_mb") if c in generated]
+        for column in ("index_s", "kb_mb", "peak_pss_mb", "warm_request_s", "cold_cli_s", *edits):
             print(f"{column} grows as files^{growth_exponent(generated['files'], generated[column]):.2f}")
     print(f"written: {out / 'scale.parquet'}")
     return 0

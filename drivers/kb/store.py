@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -103,9 +104,10 @@ def _read_table(version: Path, name: str, arrow_lists: bool = False) -> pd.DataF
     )  # (not pq.read_table: its dataset layer cost 46 ms)
 
 
-def _write_lexicon(staging: Path, terms: str, frame: pd.DataFrame) -> None:
-    """The finished BM25 arrays of one term table as a one-row Arrow IPC table of list columns."""
-    index = Bm25Index.from_terms(frame, LEXICONS[terms])
+def _write_lexicon(staging: Path, terms: str, frame: pd.DataFrame, index: Bm25Index | None = None) -> None:
+    """The finished BM25 arrays of one term table (index: as patched, else built from the frame) as a one-row Arrow
+    IPC table of list columns."""
+    index = index if index is not None else Bm25Index.from_terms(frame, LEXICONS[terms])
     columns = {}
     for name, values in index.arrays().items():
         if isinstance(values, lexical.ArrowVocabulary):
@@ -118,20 +120,84 @@ def _write_lexicon(staging: Path, terms: str, frame: pd.DataFrame) -> None:
     write_table(pa.table(columns).replace_schema_metadata(_LEXICON_FORMAT), staging / f"{terms}{_LEXICON_SUFFIX}")
 
 
-def _read_lexicon(version: Path, terms: str) -> Bm25Index | None:
+def _read_lexicon(version: Path, terms: str, patchable: bool = False) -> Bm25Index | None:
     """The persisted BM25 index of a term table, memory-mapped (arrays are views of the file: a request pages in
-    the postings of its own terms only); None when absent or of another format (then rebuild)."""
+    the postings of its own terms only); None when absent or of another format (then rebuild). patchable: with the
+    term counts and doc lengths a re-index patches it from (`Bm25Index.patched`), None when it has none."""
     path = version / f"{terms}{_LEXICON_SUFFIX}"
     if not path.is_file():
         return None
     table = mapped_table(path)
     if (table.schema.metadata or {}) != _LEXICON_FORMAT or table.num_rows != 1:
         return None
-    values = {name: table.column(name).chunk(0).values for name in lexical.ARRAYS}
-    return Bm25Index(
-        lexical.ArrowVocabulary(values.pop("vocab")),
-        *(values[name].to_numpy(zero_copy_only=False) for name in lexical.ARRAYS[1:]),
-    )
+    names = (*lexical.ARRAYS, *lexical.PATCH_ARRAYS) if patchable else lexical.ARRAYS
+    if not all(name in table.column_names for name in names):
+        return None
+    values = {name: table.column(name).chunk(0).values for name in names}
+    vocab = lexical.ArrowVocabulary(values.pop("vocab"))
+    return Bm25Index(vocab, *(values[name].to_numpy(zero_copy_only=False) for name in names[1:]))
+
+
+PATCH_MAX_SHARE = 0.25  # a lexicon is patched when the rows of its changed docs are at most this share of its table
+
+
+def _kept_docs(tables: dict[str, pd.DataFrame], previous: dict[str, pd.DataFrame]) -> dict[str, np.ndarray]:
+    """Per patchable term table, a lookup from the live version's doc id to the doc id it has now, -1 where the doc
+    is gone or was indexed again: files of the same path and content keep their terms (a file's terms are its path
+    and text), and so do their symbols (a symbol's terms are its own file's lines), in the same order. {} when the
+    tables to map are missing or the kept symbols do not pair up."""
+    try:
+        before, now = previous["files"], tables["files"]
+        at = pd.Index(now["path"]).get_indexer(before["path"])
+        same = at >= 0
+        same[same] = before["hash"].to_numpy(dtype=object)[same] == now["hash"].to_numpy(dtype=object)[at[same]]
+        old_files = before["file_id"].to_numpy(np.int64)
+        files = np.full(int(old_files.max(initial=-1)) + 1, -1, dtype=np.int64)
+        files[old_files[same]] = now["file_id"].to_numpy(np.int64)[at[same]]
+        out = {"file_terms": files}
+        symbols_before, symbols_now = previous["symbols"], tables["symbols"]
+        old_ids, old_file = (symbols_before[c].to_numpy(np.int64) for c in ("symbol_id", "file_id"))
+        new_ids, new_file = (symbols_now[c].to_numpy(np.int64) for c in ("symbol_id", "file_id"))
+        kept_now = np.zeros(int(max(new_file.max(initial=-1), files.max(initial=-1))) + 1, dtype=bool)
+        kept_now[files[files >= 0]] = True
+        mapped = files[old_file]
+        keep_old, keep_new = mapped >= 0, kept_now[new_file]
+        if not np.array_equal(mapped[keep_old], new_file[keep_new]):  # not the same symbols of the same files
+            return out
+        if (np.diff(old_ids) <= 0).any() or (np.diff(new_ids) <= 0).any():
+            return out
+        symbols = np.full(int(old_ids.max(initial=-1)) + 1, -1, dtype=np.int64)
+        symbols[old_ids[keep_old]] = new_ids[keep_new]
+        return {**out, "symbol_terms": symbols}
+    except (KeyError, IndexError, ValueError, TypeError):
+        return {}
+
+
+def _patched_lexicon(live: Path | None, terms: str, frame: pd.DataFrame, kept: np.ndarray | None) -> Bm25Index | None:
+    """The live version's lexicon of a term table patched to this frame of its rows (`Bm25Index.patched`): None
+    when there is nothing to patch from, or more changed than PATCH_MAX_SHARE (then it is built from the rows)."""
+    if live is None or kept is None or frame is None or not len(frame):
+        return None
+    before = _read_lexicon(live, terms, patchable=True)
+    if before is None:
+        return None
+    doc = LEXICONS[terms]
+    old_docs = np.asarray(before.doc_ids, dtype=np.int64)
+    new_ids, inside = np.full(len(old_docs), -1, dtype=np.int64), old_docs < len(kept)
+    new_ids[inside] = kept[old_docs[inside]]
+    docs = frame[doc].to_numpy(np.int64)
+    is_kept = np.zeros(int(max(docs.max(initial=-1), new_ids.max(initial=-1))) + 1, dtype=bool)
+    is_kept[new_ids[new_ids >= 0]] = True
+    added = ~is_kept[docs]
+    if added.sum() > PATCH_MAX_SHARE * len(frame):
+        return None
+    try:
+        index = before.patched(new_ids, frame[added], doc)
+    except (ValueError, IndexError, OSError, pa.ArrowException):  # kept docs out of order, an unreadable page: built
+        return None
+    if index is None or len(index.postings_doc) != len(frame) or index.postings_tf.sum() != frame["tf"].sum():
+        return None  # not the rows of this table (cannot happen when the kept docs' terms are as before): built
+    return index
 
 
 def _same_table(name: str, frame: pd.DataFrame | None, before: pd.DataFrame | None) -> bool:
@@ -222,6 +288,7 @@ def write_kb(
     }
     if live is not None and _same_contents(tables, previous):
         same.add("contents")
+    kept_docs = _kept_docs(tables, previous) if live is not None else {}
     if previous:
         previous.clear()
 
@@ -251,7 +318,8 @@ def write_kb(
 
     def lexicon_job(name: str) -> None:
         if not (name in same and _linked(staging, live, f"{name}{_LEXICON_SUFFIX}")):
-            _write_lexicon(staging, name, tables[name])
+            patched = _patched_lexicon(live, name, tables[name], kept_docs.get(name))
+            _write_lexicon(staging, name, tables[name], patched)
         done(name)
 
     builds = [lambda name=name: lexicon_job(name) for name in LEXICONS if tables.get(name) is not None]

@@ -1,0 +1,175 @@
+"""Incremental re-indexing answers as a fresh index does: after every step of a seeded random sequence of edits,
+additions, deletions and renames, `cra retrieve --format json` over the incrementally kept KB prints what it prints
+over a KB indexed from scratch, and the two KBs hold the same tables."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from cra.dataflows.lexical import PATCH_ARRAYS, Bm25Index
+from cra.drivers.cli.main import main
+from cra.drivers.index.indexer import index_repository
+from tests.fixture_repo import make_repo
+from tests.kb_compare import compare_kbs
+
+RUN_STATS = {"n_parsed", "n_reused", "workers", "notes"}  # what a run did, not what its KB holds
+TASKS = (
+    "validate_ldap rejects an empty username: LoginRequest needs a check",
+    "invoice ledger totals round the payment the wrong way",
+    "add a retry limit to the session token cache",
+)
+BUILD = Bm25Index.from_terms  # (the build itself, before a test counts its calls)
+WORDS = "invoice ledger payment session token cache retry limit login request account report".split()
+
+
+def _module(rng: random.Random, others: list[str]) -> str:
+    """A Python module of a few functions and a class, named from WORDS, importing one of the other modules."""
+    lines = []
+    if others:
+        target = rng.choice(others).removesuffix(".py").replace("/", ".")
+        lines += [f"import {target}", ""]
+    for k in range(rng.randint(1, 4)):
+        a, b = rng.sample(WORDS, 2)
+        lines += [
+            f"def {a}_{b}_{k}(value):",
+            f'    """{a} {b} of the {rng.choice(WORDS)}."""',
+            f"    return value + {k}",
+            "",
+        ]
+    a, b = rng.sample(WORDS, 2)
+    lines += [f"class {a.title()}{b.title()}:", f"    def {b}(self, {a}):", f"        return {a}", ""]
+    return "\n".join(lines)
+
+
+def _edit(repo: Path, rng: random.Random) -> str:
+    """One random change to the tree; what it did (for the assertion message)."""
+    modules = sorted(p.relative_to(repo).as_posix() for p in (repo / "app").rglob("*.py") if p.name != "__init__.py")
+    kind = rng.choice(["add", "edit", "append", "comment", "delete", "rename"] if modules else ["add"])
+    if kind == "add":
+        name = f"app/{rng.choice(['billing', 'auth', 'extra'])}/{rng.choice(WORDS)}_{rng.randrange(100)}.py"
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(_module(rng, modules))
+        return f"add {name}"
+    path = repo / rng.choice(modules)
+    if kind == "edit":  # the whole module rewritten: symbols come, go and move
+        path.write_text(_module(rng, modules))
+    elif kind == "append":  # a new function at the end
+        a, b = rng.sample(WORDS, 2)
+        path.write_text(path.read_text() + f"\n\ndef {a}_{b}_new(x):\n    return {a!r}\n")
+    elif kind == "comment":  # text only: no symbol changes
+        path.write_text(path.read_text() + f"\n# {rng.choice(WORDS)} {rng.choice(WORDS)}\n")
+    elif kind == "delete":
+        path.unlink()
+    else:
+        target = path.with_name(f"{rng.choice(WORDS)}_{rng.randrange(100)}_moved.py")
+        path.rename(target)
+        return f"rename {path.relative_to(repo)} -> {target.relative_to(repo)}"
+    return f"{kind} {path.relative_to(repo)}"
+
+
+def _answers(repo: Path, kb: Path, capsys) -> list[dict]:
+    """`cra retrieve --format json` of each task over kb, without the fields that name the KB or time the run."""
+    out = []
+    for task in TASKS:
+        assert main(["retrieve", task, "--repo", str(repo), "--kb", str(kb), "--format", "json"]) == 0
+        answer = json.loads(capsys.readouterr().out)
+        answer.get("provenance", {}).pop("timings", None)
+        out.append(json.loads(json.dumps(answer).replace(str(kb), "<kb>")))
+    return out
+
+
+@pytest.mark.parametrize("seed", [7, 58])
+def test_a_random_sequence_of_edits_re_indexed_answers_as_a_fresh_index(tmp_path, capsys, seed):
+    rng = random.Random(seed)
+    repo = make_repo(tmp_path / "repo", git=False)
+    kb = tmp_path / "kb"
+    index_repository(repo, kb, history=0)
+    for step in range(6):
+        did = _edit(repo, rng)
+        stats = index_repository(repo, kb, history=0)
+        assert not stats.get("unchanged"), f"step {step} ({did}) was missed"
+        fresh = tmp_path / f"fresh{step}"
+        index_repository(repo, fresh, history=0)
+        assert _answers(repo, kb, capsys) == _answers(repo, fresh, capsys), f"step {step}: {did}"
+        compared, differences = compare_kbs(kb, fresh, ignore=RUN_STATS)
+        assert "symbols.parquet" in compared and differences == [], f"step {step}: {did}"
+
+
+def _terms(docs: dict[int, dict[str, int]]) -> pd.DataFrame:
+    rows = [(d, t, tf) for d, terms in sorted(docs.items()) for t, tf in sorted(terms.items())]
+    return pd.DataFrame(rows, columns=["doc", "term", "tf"]).astype({"doc": "int32", "tf": "int32"})
+
+
+def _same_index(a: Bm25Index, b: Bm25Index) -> None:
+    assert a.vocab.array.to_pylist() == b.vocab.array.to_pylist()
+    for name in ("starts", "doc_ids", "postings_doc", "postings_weight", *PATCH_ARRAYS):
+        x, y = np.asarray(getattr(a, name)), np.asarray(getattr(b, name))
+        assert x.dtype == y.dtype and np.array_equal(x, y), name
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_a_patched_lexicon_is_bit_for_bit_the_one_built_from_the_new_rows(seed):
+    """Docs dropped, changed, added in between and renumbered: the patch equals a fresh build, weights included."""
+    rng = random.Random(seed)
+    words = [f"w{i}" for i in range(40)]
+    docs = {i: {t: rng.randint(1, 5) for t in rng.sample(words, rng.randint(1, 8))} for i in range(rng.randint(1, 25))}
+    before = Bm25Index.from_terms(_terms(docs), "doc")
+    events = sorted([(k, "old") for k in docs] + [(k + 0.5, "new") for k in docs if rng.random() < 0.3])
+    dropped = {k for k in docs if rng.random() < 0.2}
+    changed = {k for k in docs if rng.random() < 0.2} - dropped
+    after, new_id, added = {}, {}, set()
+    for key, kind in events:
+        if kind == "old" and key in dropped:
+            continue
+        new_id[key] = len(after)
+        if kind == "new" or key in changed:
+            added.add(len(after))  # new words too, of which the vocabulary knows nothing yet
+            after[len(after)] = {t: rng.randint(1, 5) for t in rng.sample([*words, f"new{key}"], rng.randint(1, 8))}
+        else:
+            after[len(after)] = docs[key]
+    ids = np.array([new_id[k] if k in new_id and k not in changed else -1 for k in sorted(docs)])
+    rows = _terms({d: after[d] for d in added}).sample(frac=1, random_state=seed)  # in any order
+    _same_index(before.patched(ids, rows, "doc"), Bm25Index.from_terms(_terms(after), "doc"))
+
+
+def test_a_reindex_after_an_edit_patches_the_lexicons_instead_of_building_them(tmp_path, monkeypatch):
+    repo = make_repo(tmp_path / "repo", git=False)
+    kb = tmp_path / "kb"
+    index_repository(repo, kb, history=0)
+    built = []
+    monkeypatch.setattr(
+        Bm25Index, "from_terms", classmethod(lambda cls, frame, doc, *a: built.append(doc) or BUILD(frame, doc, *a))
+    )
+    ldap = repo / "app/auth/ldap.py"
+    ldap.write_text(ldap.read_text() + "\n\ndef invoice_ledger(total):\n    return round(total, 2)\n")
+    index_repository(repo, kb, history=0)
+    assert built == []  # file and symbol terms both changed, both patched
+    fresh = tmp_path / "fresh"
+    index_repository(repo, fresh, history=0)
+    assert {"file_id", "symbol_id"} <= set(built)  # (the counting sees builds)
+    compared, differences = compare_kbs(kb, fresh, ignore=RUN_STATS)
+    assert "symbol_terms.bm25.arrow" in compared and differences == []
+
+
+def test_a_lexicon_that_cannot_be_patched_is_built_and_the_index_run_goes_on(tmp_path, monkeypatch):
+    repo = make_repo(tmp_path / "repo", git=False)
+    kb = tmp_path / "kb"
+    index_repository(repo, kb, history=0)
+
+    def refused(self, *args, **kwargs):
+        raise ValueError("kept docs must keep their order")
+
+    monkeypatch.setattr(Bm25Index, "patched", refused)
+    ldap = repo / "app/auth/ldap.py"
+    ldap.write_text(ldap.read_text() + "\n\ndef invoice_ledger(total):\n    return round(total, 2)\n")
+    index_repository(repo, kb, history=0)
+    fresh = tmp_path / "fresh"
+    index_repository(repo, fresh, history=0)
+    compared, differences = compare_kbs(kb, fresh, ignore=RUN_STATS)
+    assert "file_terms.bm25.arrow" in compared and differences == []
