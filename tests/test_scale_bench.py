@@ -4,6 +4,7 @@ growth exponent it reports is the slope of the log-log fit."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from cra.drivers.bench.scale import LANGUAGES, generated_tree, growth_exponent
 from cra.drivers.index.indexer import index_repository
@@ -37,7 +38,7 @@ def test_the_added_function_of_each_language_parses_as_one_more_symbol_and_the_e
     before = index_repository(root, kb, history=0)
     for path in sorted(root.rglob("*.*")):
         original = path.read_text()
-        path.write_text(original + scale.added_function(path, 1))
+        path.write_text(original + scale.added_function(path, "bench_edit_1"))
         stats = index_repository(root, kb, history=0)
         path.write_text(original)
         assert not stats["parse_errors"], path.name
@@ -49,3 +50,18 @@ def test_the_added_function_of_each_language_parses_as_one_more_symbol_and_the_e
     assert set(out) == {f"{e}_{m}" for e in ("touch", "add_function", "delete") for m in ("s", "peak_mb")}
     assert len(commands) == 3 * 2 * 2 and all(c[1] == "index" for c in commands)
     assert {p: p.read_bytes() for p in root.rglob("*.*")} == texts
+
+
+def test_the_added_function_is_a_new_symbol_in_rust_too_and_other_files_are_refused(tmp_path):
+    from cra.drivers.bench import scale
+
+    root = tmp_path / "crate"
+    (root / "src").mkdir(parents=True)
+    lib = root / "src" / "lib.rs"
+    lib.write_text("pub fn first(value: i32) -> i32 { value }\n")
+    before = index_repository(root, tmp_path / "kb", history=0)
+    lib.write_text(lib.read_text() + scale.added_function(lib, "bench_edit_1"))
+    after = index_repository(root, tmp_path / "kb", history=0)
+    assert after["n_symbols"] == before["n_symbols"] + 1 and not after["parse_errors"]
+    with pytest.raises(ValueError, match="pick a file ending in .py"):
+        scale.added_function(root / "README.md", "x")

@@ -208,15 +208,22 @@ def measured(argv: list[str]) -> tuple[float, float, subprocess.CompletedProcess
 _COMMENT = {".py": "#"}  # a line comment by suffix ("//" otherwise: Go, TypeScript, Java)
 
 
-def added_function(path: Path, i: int) -> str:
-    """A definition appended to a source file that parses as a new top-level one in its language."""
+EDITABLE = (".py", ".go", ".java", ".ts", ".rs")  # suffixes `added_function` writes a definition for
+
+
+def added_function(path: Path, name: str) -> str:
+    """A definition of `name` appended to a source file that parses as a new one in its language (EDITABLE)."""
     if path.suffix == ".py":
-        return f"\n\ndef bench_edit_{i}(value):\n    return value.strip().lower()\n"
+        return f"\n\ndef {name}(value):\n    return value.strip().lower()\n"
     if path.suffix == ".go":
-        return f"\nfunc BenchEdit{i}(value int) int {{ return value + {i} }}\n"
+        return f"\nfunc {name}(value int) int {{ return value + 1 }}\n"
     if path.suffix == ".java":
-        return f"\nclass BenchEdit{i} {{ int benchEdit{i}(int value) {{ return value + {i}; }} }}\n"
-    return f"\nexport function benchEdit{i}(value: number) {{ return value + {i}; }}\n"
+        return f"\nclass {name}Holder {{ int {name}(int value) {{ return value + 1; }} }}\n"
+    if path.suffix == ".rs":
+        return f"\npub fn {name}(value: i32) -> i32 {{ value + 1 }}\n"
+    if path.suffix == ".ts":
+        return f"\nexport function {name}(value: number) {{ return value + 1; }}\n"
+    raise ValueError(f"no added function for {path.name}: pick a file ending in {', '.join(EDITABLE)}")
 
 
 def edit_files(repo: Path) -> tuple[Path, Path]:
@@ -236,7 +243,7 @@ def measure_edits(repo: Path, kb: Path, runs: int = 3) -> dict:
     original, removed = edited.read_bytes(), deleted.read_bytes()
     changes = {
         "touch": lambda i: edited.write_bytes(original + f"\n{_COMMENT.get(edited.suffix, '//')} touch {i}\n".encode()),
-        "add_function": lambda i: edited.write_bytes(original + added_function(edited, i).encode()),
+        "add_function": lambda i: edited.write_bytes(original + added_function(edited, f"bench_edit_{i}").encode()),
         "delete": lambda i: deleted.unlink(),
     }
     out = {}

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import anyio
 
+from cra.drivers.bench.scale import EDITABLE, added_function
+
 
 async def _session(repo: Path, kb: Path | None, edits: int, rel: str, poll: float) -> dict:
     from mcp import Client
@@ -47,7 +49,7 @@ async def _session(repo: Path, kb: Path | None, edits: int, rel: str, poll: floa
             try:
                 for i in range(edits):
                     name = f"cra_watch_probe_{os.getpid()}_{i}"
-                    path.write_text(original + f"\n\ndef {name}(value):\n    return value\n")
+                    path.write_text(original + added_function(path, name))
                     edited = time.perf_counter()
                     while True:
                         found, seconds = await search(name)
@@ -80,6 +82,8 @@ def main(argv: list[str] | None = None) -> None:
         from cra.drivers.bench.speed import django_source
 
         repo = django_source()
+    if Path(args.file).suffix not in EDITABLE or not (repo / args.file).is_file():
+        sys.exit(f"error: --file {args.file}: pick a source file of {repo} ending in {', '.join(EDITABLE)}")
     out = anyio.run(_session, repo, Path(args.kb) if args.kb else None, args.edits, args.file, args.poll)
     ms = lambda s: f"{1000 * s:.0f}"  # noqa: E731
     during = out["during_s"]
