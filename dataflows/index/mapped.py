@@ -33,3 +33,11 @@ def values_at(values: pd.Series, rows) -> list:
     if not hasattr(values.array, "__arrow_array__"):
         return values.iloc[rows].tolist()
     return taken(pa.array(values.array), rows).to_pylist()
+
+
+def file_texts(kb_contents: pd.DataFrame, files) -> dict[int, str]:
+    """file_id -> text of the given files, read row by row (`values_at`: a KB's texts are memory-mapped)."""
+    file_ids = kb_contents["file_id"].to_numpy()
+    held = np.flatnonzero(np.isin(file_ids, files))
+    held = held[np.unique(file_ids[held], return_index=True)[1]]  # one text per file
+    return dict(zip(file_ids[held].tolist(), values_at(kb_contents["text"], held)))

@@ -15,10 +15,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from cra.dataflows.index.mapped import file_texts
 from cra.dataflows.retrieval.models import TaskQuery
 from cra.dataflows.retrieval.passages import file_passage, symbol_passage, task_passage
 from cra.dataflows.retrieval.reader import Reader, combined
-from cra.dataflows.retrieval.symbol_signals import _texts
 
 RERANK_FILES = 10
 RERANK_SYMBOLS = 10
@@ -35,7 +35,7 @@ def file_reader_scores(
     if reader is None or learned_matrix.empty:
         return pd.Series(dtype=float)
     top, task = learned_matrix.head(RERANK_FILES), task_query.raw_description
-    texts = _texts(kb_contents, top.index.to_numpy())
+    texts = file_texts(kb_contents, top.index.to_numpy())
     symbols = kb_symbols[kb_symbols["file_id"].isin(top.index)]
     spans = {
         fid: list(zip(group["start_line"].tolist(), group["end_line"].tolist()))
@@ -70,7 +70,7 @@ def symbol_reader_scores(
     if reader is None or summed_symbol_ranking.empty:
         return pd.Series(dtype=float)
     top, task = summed_symbol_ranking.head(RERANK_SYMBOLS), task_query.raw_description
-    texts = _texts(kb_contents, top["file_id"].unique())
+    texts = file_texts(kb_contents, top["file_id"].unique())
     passages = [
         symbol_passage(path, name, texts.get(fid, ""), (int(a), int(b)), task)
         for fid, path, name, a, b in zip(

@@ -32,7 +32,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from cra.dataflows.index.mapped import values_at
+from cra.dataflows.index.mapped import file_texts
 from cra.dataflows.lexical import Bm25Index
 from cra.dataflows.retrieval import vocabulary
 from cra.dataflows.retrieval.hints import path_matches
@@ -326,7 +326,7 @@ def _message(
         return out
     files = np.unique(s.file_id[c])
     lowered = [m.lower() for m in messages]
-    for file_id, text in _texts(kb_contents, files).items():
+    for file_id, text in file_texts(kb_contents, files).items():
         low = text.lower()
         lines = [low.count("\n", 0, at) + 1 for m in lowered for at in _find_all(low, m)]
         in_file = np.flatnonzero(s.file_id[c] == file_id)
@@ -335,14 +335,6 @@ def _message(
             if len(holds):
                 out[holds[np.argmin(end[holds] - start[holds])]] = 1.0
     return out
-
-
-def _texts(kb_contents: pd.DataFrame, files) -> dict[int, str]:
-    """file_id -> text of the given files, read row by row (`values_at`: a KB's texts are memory-mapped)."""
-    file_ids = kb_contents["file_id"].to_numpy()
-    held = np.flatnonzero(np.isin(file_ids, files))
-    held = held[np.unique(file_ids[held], return_index=True)[1]]  # one text per file
-    return dict(zip(file_ids[held].tolist(), values_at(kb_contents["text"], held)))
 
 
 def _find_all(text: str, needle: str) -> list[int]:
@@ -432,7 +424,7 @@ def _tested(
     if not len(tests):
         return out
     at = table.rows.get_indexer(s.symbol_id[tests])
-    texts = _texts(kb_contents, s.file_id[tests])
+    texts = file_texts(kb_contents, s.file_id[tests])
     called: set[str] = set()
     ends = kb_symbols["end_line"].to_numpy()[at]
     for file_id, start, end in zip(s.file_id[tests], table.start_line[s.rows[tests]], ends):
