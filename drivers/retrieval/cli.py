@@ -167,14 +167,10 @@ def run(args) -> int:
 def repo_relative(paths: list[str] | None, repo: Path) -> list[str]:
     """--path values relative to the repository root: an absolute path inside it is made relative (one outside is
     left for the scope check to name)."""
-    out = []
+    root, out = repo.resolve(), []
     for path in paths or ():
-        if Path(path).is_absolute():
-            try:
-                path = Path(path).resolve().relative_to(repo.resolve()).as_posix()
-            except ValueError:
-                pass
-        out.append(path)
+        inside = Path(path).is_absolute() and Path(path).resolve().is_relative_to(root)
+        out.append(Path(path).resolve().relative_to(root).as_posix() if inside else path)
     return out
 
 
