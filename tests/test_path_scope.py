@@ -56,6 +56,8 @@ def test_path_ranks_only_files_of_the_subtree_and_says_how_many_were_out(repo, c
     assert scope["paths"] == ["web", "server"]
     assert scope["files_in_scope"] == 5 and scope["files_out_of_scope"] > 10
     assert f"{scope['files_out_of_scope']:,} out of scope" in err
+    absolute, _ = _retrieve(capsys, repo, TASK, "--path", str(repo / "web"), "--path", "server/")
+    assert absolute["provenance"]["path_scope"] == scope  # an absolute path inside the repository is the same
 
 
 def test_expansion_stays_in_scope_but_a_file_the_task_names_is_kept(repo, capsys):
