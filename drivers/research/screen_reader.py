@@ -76,7 +76,45 @@ def scorer(kind: str, model: str | None, pairs: pd.DataFrame):
             return torch.nn.functional.normalize((h * mask).sum(1) / mask.sum(1), dim=1).numpy()
 
         return lambda query, passages: embed(passages, 192) @ embed([query], 128)[0]
-    raise SystemExit(f"error: unknown kind {kind!r}: static, static-trained, biencoder or cross")
+    if kind == "cross-ckpt":
+        return checkpoint_scorer(Path(model))
+    raise SystemExit(f"error: unknown kind {kind!r}: static, static-trained, biencoder, cross or cross-ckpt")
+
+
+def checkpoint_scorer(checkpoint: Path, batch: int = 32):
+    """A training checkpoint of `train_reader` scored with torch (fp32, batched): the same logits as its export
+    before quantisation, three times the pairs a second of the numpy reader, for screening many cases."""
+    import torch
+    from tokenizers import Tokenizer
+    from transformers import BertForSequenceClassification
+
+    from cra.dataflows.retrieval.reader import QUERY_TOKENS, pair_ids
+    from cra.drivers.research.train_reader import source_model_dir
+
+    source = source_model_dir()
+    tokenizer = Tokenizer.from_file(str(source / "tokenizer.json"))
+    state = torch.load(checkpoint, map_location="cpu", weights_only=False)
+    model = BertForSequenceClassification.from_pretrained(str(source), num_labels=1)
+    model.load_state_dict(state["model"])
+    model.eval()
+
+    @torch.no_grad()
+    def score(query: str, passages: list[str]) -> np.ndarray:
+        out = []
+        for start in range(0, len(passages), batch):
+            ids, types, mask = pair_ids(
+                tokenizer, query, passages[start : start + batch], state["max_tokens"], QUERY_TOKENS
+            )
+            width = max(len(i) for i in ids)
+            padded = [
+                torch.tensor(np.stack([np.pad(r, (0, width - len(r))) for r in rows])) for rows in (ids, types, mask)
+            ]
+            out.append(
+                model(input_ids=padded[0], token_type_ids=padded[1], attention_mask=padded[2]).logits[:, 0].numpy()
+            )
+        return np.concatenate(out)
+
+    return score
 
 
 def _mean_vectors(tokenizer, table: np.ndarray, texts: list[str]) -> np.ndarray:
@@ -162,6 +200,12 @@ def mix_weights(rows: pd.DataFrame) -> np.ndarray:
     return w
 
 
+def left_out_mixes(rows: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
+    """Each repository's cases measured with the mix fitted on the other repositories' (and the mix of all)."""
+    parts = [measured(g, mix_weights(rows[rows["repo"] != repo])) for repo, g in rows.groupby("repo")]
+    return pd.concat(parts, ignore_index=True), mix_weights(rows)
+
+
 def _features(rank: np.ndarray, score: np.ndarray) -> np.ndarray:
     """`combined`'s features, as columns (its weights are these columns' coefficients)."""
     return np.column_stack([combined(rank, score, np.eye(5)[i]) for i in range(5)])
@@ -204,22 +248,34 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m cra.drivers.research.screen_reader", description=__doc__.split("\n\n")[0]
     )
-    parser.add_argument("--kind", required=True, choices=("static", "static-trained", "biencoder", "cross"))
-    parser.add_argument("--model", help="for --kind cross: an exported model directory")
+    parser.add_argument(
+        "--kind", required=True, choices=("static", "static-trained", "biencoder", "cross", "cross-ckpt")
+    )
+    parser.add_argument(
+        "--model", help="for --kind cross: an exported model directory; cross-ckpt: a train_reader checkpoint"
+    )
     parser.add_argument("--pairs", default=str(cache_dir() / "pairs"))
-    parser.add_argument("--train-cases", type=int, default=200, help="training cases scored to fit the mix")
+    parser.add_argument(
+        "--train-cases",
+        type=int,
+        default=200,
+        help="training cases scored to fit the mix; 0: fit it on the other held-out repositories (leave one out)",
+    )
     parser.add_argument("--out", default=str(cache_dir() / "screen"))
     args = parser.parse_args(argv)
     pairs = read_pairs(Path(args.pairs)).drop_duplicates(["case_id", "kind", "key"]).reset_index(drop=True)
     cases = cases_to_score(pairs, args.train_cases)
-    name = args.kind if args.kind != "cross" else f"cross-{Path(args.model).name}"
+    name = args.kind if not args.kind.startswith("cross") else f"{args.kind}-{Path(args.model).stem}"
     pairs["score"] = scored(pairs, cases, scorer(args.kind, args.model, pairs), Path(args.out) / name)
     pairs = pairs[pairs["case_id"].isin(cases)]
     held = pairs["repo"].isin(HELDOUT)
     results = []
     for kind in ("file", "symbol"):
-        weights = mix_weights(pairs[~held & (pairs["kind"] == kind)])
-        result = measured(pairs[held & (pairs["kind"] == kind)], weights)
+        if args.train_cases > 0:
+            weights = mix_weights(pairs[~held & (pairs["kind"] == kind)])
+            result = measured(pairs[held & (pairs["kind"] == kind)], weights)
+        else:  # a model trained on the training cases scores them too well to fit a mix on: leave one repo out
+            result, weights = left_out_mixes(pairs[held & (pairs["kind"] == kind)])
         print(f"{name} {kind}: {len(result)} held-out cases, mix {np.round(weights, 2).tolist()}")
         print(result.drop(columns=["case_id", "kind", "repo", "language"]).mean().round(3).to_string())
         results.append(result.assign(mix=[np.round(weights, 3).tolist()] * len(result)))
