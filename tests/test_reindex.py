@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import threading
 from pathlib import Path
 
 from cra.drivers.cli.main import main
@@ -206,14 +207,44 @@ def test_a_kb_of_another_tree_is_not_read_when_none_of_its_files_are_here(tmp_pa
     kb = tmp_path / "kb"
     index_repository(repo, kb)
     reads = []
-    read_tables = kb_store.read_tables
-    monkeypatch.setattr(kb_store, "read_tables", lambda *a, **k: reads.append(a) or read_tables(*a, **k))
+    read_table = kb_store._read_table
+    monkeypatch.setattr(kb_store, "_read_table", lambda *a, **k: reads.append(a) or read_table(*a, **k))
     again = index_repository(tmp_path / "outer", kb)
     assert not reads and again["n_reused"] == 0
     assert any("none of the files it indexed is in this tree" in note for note in again["notes"])
     _assert_same_as_fresh(tmp_path / "outer", kb, tmp_path / "fresh")
     (repo / "app" / "new_module.py").write_text("def added():\n    return 1\n")
     assert index_repository(tmp_path / "outer", kb)["n_reused"] > 0  # its own KB now: reused as usual
+
+
+def test_the_previous_tables_are_read_while_the_tree_is_scanned(tmp_path, monkeypatch):
+    """A re-index reads the previous KB's tables in threads that overlap its import of the dataflow and its scan of
+    the tree, instead of before them: a table whose read waits for the scan to begin is read, and the KB is the one
+    a fresh index builds."""
+    from cra.drivers.index import sources
+    from cra.drivers.kb import store as kb_store
+
+    repo = make_repo(tmp_path / "repo")
+    kb = tmp_path / "kb"
+    index_repository(repo, kb)
+    scanning, waited = threading.Event(), []
+    read_table, scan_sources = kb_store._read_table, sources.scan_sources
+
+    def read_once_scanning(version, name, *args, **kwargs):
+        if name == "symbol_edges":
+            waited.append(scanning.wait(5))
+        return read_table(version, name, *args, **kwargs)
+
+    def scan(*args, **kwargs):
+        scanning.set()
+        return scan_sources(*args, **kwargs)
+
+    monkeypatch.setattr(kb_store, "_read_table", read_once_scanning)
+    monkeypatch.setattr(sources, "scan_sources", scan)
+    (repo / "app" / "new_module.py").write_text("def added():\n    return 1\n")
+    stats = index_repository(repo, kb)
+    assert waited == [True] and stats["n_reused"] > 0 and stats["n_parsed"] == 1
+    _assert_same_as_fresh(repo, kb, tmp_path / "fresh")
 
 
 def _calls(kb: Path) -> set[tuple[str, str]]:

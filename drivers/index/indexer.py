@@ -26,7 +26,28 @@ from cra.drivers.kb import stat_cache
 from cra.drivers.kb.location import check_writable, default_kb_dir
 from cra.drivers.kb.resume import RESUME_DIR, drop_checkpoints
 
-INDEX_LOCK = ".index.lock"  # in a KB directory: held by the one index run writing it
+INDEX_LOCK = ".index.lock"
+# the previous KB's tables in the order they are read, four at a time: files first (the scan waits for it), then
+# about the order in which the dataflow's nodes first ask for them
+READ_ORDER = (
+    "files",
+    "contents",
+    "commits",
+    "commit_terms",
+    "symbols",
+    "imports",
+    "concept_terms",
+    "file_terms",
+    "comments",
+    "references",
+    "symbol_terms",
+    "import_bindings",
+    "edges",
+    "symbol_edges",
+    "commit_files",
+    "cochange",
+    "companions",
+)  # in a KB directory: held by the one index run writing it
 # the index machinery (Hamilton, pandas, the dataflow modules), loaded on first use: an unchanged tree never needs it
 _DAG_NAMES = frozenset(
     {
@@ -147,10 +168,8 @@ def _index_locked(
         if unchanged is not None:
             return {**unchanged, "seconds": round(time.perf_counter() - started, 3)}
     tokens.preload()  # cl100k loads in a helper process while this one imports and reads the previous KB
-    from cra.dataflows.index.schema import TABLES
-    from cra.drivers.index.dag import PARALLEL_MIN_FILES, index_frames
     from cra.drivers.kb.mapped import CONTENTS_FILE
-    from cra.drivers.kb.store import live_version, read_metadata, read_tables, write_kb
+    from cra.drivers.kb.store import PreviousTables, live_version, read_metadata, write_kb
 
     previous, skipped, import_context = None, {}, None
     if reuse and live_version(kb_dir) is not None:
@@ -162,7 +181,7 @@ def _index_locked(
                     "indexed into the same --kb?)"
                 )  # (held while every file is parsed again: 3.5x the memory)
             elif previous_metadata.get("index_code") == fingerprint.code_digest():
-                previous = read_tables(kb_dir, TABLES)
+                previous = PreviousTables(kb_dir, READ_ORDER)  # (read in threads while the tree is scanned)
                 # nothing re-counted: every count is the previous KB's (tiktoken is then not loaded at all)
                 previous_exact = previous_metadata.get("tokenizer") == "cl100k_base"
                 previous_stats = previous_metadata.get("stats") or {}
@@ -173,12 +192,26 @@ def _index_locked(
         except CraError as exc:
             notes.append(f"previous KB not reused: {exc}")
             reuse = reuse and not isinstance(exc, kb_check.KbDamaged)  # (nothing of a damaged version is linked)
+    from cra.drivers.index.dag import PARALLEL_MIN_FILES, index_frames  # (while the previous tables are read)
+
     _stage(on_progress, "reading the tree")
     scanned_ns = time.time_ns()
-    known = _known_files(
-        cache, previous, skipped
-    )  # (scan_sources is looked up on its module: tests/kb_compare.py substitutes it)
+    known, unreadable = None, None
+    try:
+        known = _known_files(cache, previous, skipped)
+    except CraError as exc:  # (the files table could not be read)
+        unreadable = exc
+    # (scan_sources is looked up on its module: tests/kb_compare.py substitutes it)
     scan = sources.scan_sources(repo, max_file_bytes=max_file_bytes, known=known, walk=walk)
+    try:
+        if unreadable is None and previous is not None:  # every table read before the dataflow runs, as a plain dict
+            previous = dict(previous.items())  # (the reads started above: a table the version cannot give fails here)
+    except CraError as exc:
+        unreadable = exc
+    if unreadable is not None:
+        notes.append(f"previous KB not reused: {unreadable}")
+        reuse = reuse and not isinstance(unreadable, kb_check.KbDamaged)  # (nothing of a damaged version is linked)
+        previous = None
     contents_dir = Path(tempfile.mkdtemp(dir=kb_dir, prefix=".tmp-contents-"))  # the run writes contents there; linked
     try:
         tables, stats = index_frames(

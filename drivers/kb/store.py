@@ -22,7 +22,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -409,6 +409,42 @@ def read_tables(kb_dir: Path, names, arrow_lists: bool = False) -> dict[str, pd.
         return {names[0]: read(names[0])}
     with ThreadPoolExecutor(max_workers=4) as pool:  # Parquet decoding releases the GIL
         return dict(zip(names, pool.map(read, names)))
+
+
+class PreviousTables(dict):
+    """The live version's tables by name, read in background threads from the moment it is made: a re-index makes it
+    before it imports the dataflow and scans the tree, so the reading overlaps both instead of coming before them.
+    A table asked for (`[]`, `get`, `items`) waits for its own read only."""
+
+    def __init__(self, kb_dir: Path, names, arrow_lists: bool = False, threads: int = 4) -> None:
+        read_metadata(kb_dir)
+        names = list(names)
+        super().__init__(dict.fromkeys(names))
+        kb_dir, version = Path(kb_dir), live_version(Path(kb_dir))
+
+        def read(name: str) -> pd.DataFrame:
+            try:
+                return _read_table(version, name, arrow_lists)
+            except (OSError, pa.ArrowException) as exc:
+                raise mark_damaged(kb_dir, f"{table_file(name)}: {exc}") from None
+
+        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="previous-kb")
+        for name in names:  # (in the order given: the tables the dataflow needs first, first)
+            dict.__setitem__(self, name, self._pool.submit(read, name))
+        self._pool.shutdown(wait=False)  # (the threads end once the reads queued are done)
+
+    def __getitem__(self, name: str) -> pd.DataFrame:
+        value = dict.__getitem__(self, name)
+        if isinstance(value, Future):
+            value = value.result()
+            dict.__setitem__(self, name, value)
+        return value
+
+    def get(self, name, default=None):
+        return self[name] if name in self else default
+
+    def items(self):
+        return [(name, self[name]) for name in self]
 
 
 def _read_terms(kb_dir: Path, name: str) -> pd.DataFrame:
