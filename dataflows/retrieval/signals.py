@@ -14,6 +14,7 @@ import pandas as pd
 from cra.dataflows.lexical import Bm25Index
 from cra.dataflows.retrieval import vocabulary
 from cra.dataflows.retrieval.hints import path_matches
+from cra.dataflows.retrieval.import_graph import ImportGraph, import_graph
 from cra.dataflows.retrieval.models import TaskQuery
 from cra.dataflows.retrieval.vocabulary import WordIndex
 from cra.dataflows.text import STOP_WORDS, stem, terms
@@ -282,26 +283,30 @@ def seed_files(kb_files: pd.DataFrame, kb_symbols: pd.DataFrame, task_query: Tas
     return reasons.rename("reason")
 
 
-def _touching(kb_edges: pd.DataFrame, files) -> pd.DataFrame:
+def kb_import_graph(kb_edges: pd.DataFrame) -> ImportGraph:
+    """The import edges indexed by either end: what the graph signals walk (a per-KB override in a request)."""
+    return import_graph(kb_edges)
+
+
+def _touching(kb_import_graph: ImportGraph, files) -> pd.DataFrame:
     """Import edges with an end in files, either direction, as (a, b) with a in files, self-loops dropped (a pair
     may repeat): the part of the undirected import graph a request walks (never the whole graph: millions of edges)."""
-    src, dst = kb_edges["src_file_id"].to_numpy(), kb_edges["dst_file_id"].to_numpy()
-    files = np.asarray(files)
-    out, into = vocabulary.member_mask(src, files), vocabulary.member_mask(dst, files)
-    a, b = np.concatenate([src[out], dst[into]]), np.concatenate([dst[out], src[into]])
+    g = kb_import_graph
+    out, into = g.rows_from(files), g.rows_into(files)
+    a, b = np.concatenate([g.src[out], g.dst[into]]), np.concatenate([g.dst[out], g.src[into]])
     keep = a != b
     return pd.DataFrame({"a": a[keep], "b": b[keep]})
 
 
-def dependency_proximity(kb_files: pd.DataFrame, kb_edges: pd.DataFrame, seed_files: pd.Series) -> pd.Series:
+def dependency_proximity(kb_files: pd.DataFrame, kb_import_graph: ImportGraph, seed_files: pd.Series) -> pd.Series:
     """0-1 per file: 1 / 0.5 / 0.25 at 1 / 2 / 3 import hops from a seed, either direction (signal 3)."""
-    if kb_edges.empty or seed_files.empty:
+    if not len(kb_import_graph) or seed_files.empty:
         return _zeros(kb_files)
     visited = set(seed_files.index)
     frontier = pd.Index(list(visited))
     scores = {}
     for hop, score in HOP_SCORES.items():
-        reached = pd.Index(_touching(kb_edges, frontier)["b"].unique()).difference(pd.Index(list(visited)))
+        reached = pd.Index(_touching(kb_import_graph, frontier)["b"].unique()).difference(pd.Index(list(visited)))
         scores.update(dict.fromkeys(reached, score))
         visited.update(reached)
         frontier = reached
@@ -471,7 +476,7 @@ MIN_TIE_COMMITS = 2  # a single shared commit (an initial import, a sweep) ties 
 
 
 def partner_affinity(
-    kb_files: pd.DataFrame, kb_cochange: pd.DataFrame, kb_edges: pd.DataFrame, anchor_files: pd.Series
+    kb_files: pd.DataFrame, kb_cochange: pd.DataFrame, kb_import_graph: ImportGraph, anchor_files: pd.Series
 ) -> pd.Series:
     """0-1 per file: its strongest tie to an anchor (a best file of the first pass) times that anchor's share of the
     best first-pass total; a tie is the share of the anchor's commits that changed the file too (from MIN_TIE_COMMITS
@@ -493,8 +498,8 @@ def partner_affinity(
         )
         pairs = pairs[pairs["anchor"].isin(anchor_files.index) & (pairs["count"] >= MIN_TIE_COMMITS)]
         ties.append(pairs.assign(tie=(pairs["count"] / pairs["anchor"].map(commits)).clip(upper=1.0)))
-    if not kb_edges.empty:
-        pairs = _touching(kb_edges, anchor_files.index).set_axis(["anchor", "other"], axis=1)
+    if len(kb_import_graph):
+        pairs = _touching(kb_import_graph, anchor_files.index).set_axis(["anchor", "other"], axis=1)
         ties.append(pairs.assign(tie=IMPORT_TIE))
     if not ties:
         return _zeros(kb_files)
