@@ -15,11 +15,14 @@ def test_the_import_graph_finds_the_rows_a_mask_over_every_edge_finds():
     edges = pd.DataFrame(
         {"src_file_id": rng.integers(0, 40, 500).astype("int32"), "dst_file_id": rng.integers(0, 55, 500)}
     )
+    edges.loc[::50, "dst_file_id"] = edges.loc[::50, "src_file_id"]  # self-imports
     graph = import_graph(edges)
     src, dst = edges["src_file_id"].to_numpy(), edges["dst_file_id"].to_numpy()
-    for files in ([], [3], [0, 39, 54], [5, 5, 2], list(range(0, 60, 3)), [1000]):
+    for files in ([], [3], [0, 39, 54], [5, 5, 2], list(range(0, 60, 3)), [1000]):  # the last two by a table
         assert graph.rows_from(files).tolist() == np.flatnonzero(np.isin(src, files)).tolist()
         assert graph.rows_into(files).tolist() == np.flatnonzero(np.isin(dst, files)).tolist()
+        out, into = np.isin(src, files) & (src != dst), np.isin(dst, files) & (src != dst)
+        assert graph.neighbours(files).tolist() == np.unique(np.concatenate([dst[out], src[into]])).tolist()
     assert graph.src.dtype == np.int32  # the table's own dtype: callers' frames keep theirs
     assert len(import_graph(pd.DataFrame())) == 0 and not len(import_graph(pd.DataFrame()).rows_from([1]))
 
