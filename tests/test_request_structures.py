@@ -66,37 +66,3 @@ def test_a_container_ranks_just_below_its_best_member_as_a_scan_of_every_row_say
     got = symbol_signals._below_best_member(m, score)
     assert got.tolist() == _reference_scores(m, score).tolist()
     assert got[0] == np.nextafter(0.97, -np.inf) and got[6] == 0.5 and got[8] == 0.8  # the cases above happened
-
-
-def test_a_long_text_counts_as_one_encoding_of_it_whatever_lines_were_counted_before():
-    """Lines not counted before are encoded together in one call (`tokens._fresh_counts`): the sum stays exact."""
-    import random
-
-    from cra.drivers.common import tokens
-
-    enc = tokens.encoding()
-    if enc is None:
-        return  # (the len/4 estimate: nothing cut into pieces)
-    lines = [
-        "class Cache(Base):",
-        '    """Keeps résumé → 値 entries."""',
-        "",
-        "\t\treturn self.items[key]  ",
-        "    }",
-        "",
-        "",
-        "# heading",
-        "```python",
-        "x = {'a': 1,\r",
-        "  '\u00a0b': [2, 3]}",
-        "    ",
-        "if (a && b) { return c; } // done",
-    ]
-    rng = random.Random(3)
-    for _ in range(40):
-        text = "\n".join(rng.choice(lines) for _ in range(rng.randint(60, 200)))
-        tokens._counts.clear(), tokens._long_counts.clear()
-        for piece in tokens._pieces(text):
-            if rng.random() < 0.3:
-                tokens.count_tokens(piece)  # some lines remembered: the fresh ones are not adjacent
-        assert tokens.count_tokens(text) == len(enc.encode_ordinary(text))

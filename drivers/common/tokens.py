@@ -233,34 +233,13 @@ def count_tokens(text: str) -> int:
 
 
 def _counted(text: str) -> int:
-    """count_tokens in this process (no remembered count of the whole text). The short pieces not remembered yet
-    are encoded together, in one call (`_fresh_counts`), and remembered each."""
+    """count_tokens in this process (no remembered count of the whole text)."""
     enc = encoding()
     pieces = _pieces(text) if len(text) > SPLIT_CHARS and enc is not None else [text]
     if len(pieces) > 1:
-        counts = [_counts.get(piece) for piece in pieces]
-        fresh = [i for i, n in enumerate(counts) if not n and len(pieces[i]) <= SPLIT_CHARS]
-        if len(fresh) > 1:
-            for i, n in zip(fresh, _fresh_counts([pieces[i] for i in fresh])):
-                counts[i] = _counts[pieces[i]] = n
-            while len(_counts) > CACHED_TEXTS:
-                _counts.popitem(last=False)
-        return sum(n or count_tokens(piece) for n, piece in zip(counts, pieces))
+        known = _counts.get
+        return sum(known(piece) or count_tokens(piece) for piece in pieces)
     return (len(text) + 3) // 4 if enc is None else len(enc.encode_ordinary(text))
-
-
-def _fresh_counts(pieces: list[str]) -> list[int]:
-    """The tokens of each of these pieces of texts (as `_pieces` cuts them), from one encoding of them joined: one
-    call instead of one per line. Exact: each piece ends at a newline that no cl100k piece spans and the next one
-    starts with a line's text, whichever pieces are joined, so every token lies within one piece; each is counted
-    on the line of its first byte (`count_line_tokens`) and a piece holds its own lines."""
-    import numpy as np
-
-    per_line = count_line_tokens("".join(pieces))
-    lines = np.array([p.count("\n") + (not p.endswith("\n")) for p in pieces], dtype=np.int64)
-    cumulative = np.concatenate([[0], np.cumsum(per_line)])
-    bounds = np.concatenate([[0], np.cumsum(lines)])
-    return (cumulative[bounds[1:]] - cumulative[bounds[:-1]]).tolist()
 
 
 @lru_cache(maxsize=1)
