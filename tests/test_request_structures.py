@@ -66,3 +66,25 @@ def test_a_container_ranks_just_below_its_best_member_as_a_scan_of_every_row_say
     got = symbol_signals._below_best_member(m, score)
     assert got.tolist() == _reference_scores(m, score).tolist()
     assert got[0] == np.nextafter(0.97, -np.inf) and got[6] == 0.5 and got[8] == 0.8  # the cases above happened
+
+
+def test_range_maxima_are_the_maxima_of_the_slices():
+    rng = np.random.default_rng(5)
+    for n in (1, 2, 7, 64, 300):
+        values = np.where(rng.random(n) < 0.2, -np.inf, rng.random(n))
+        lo = rng.integers(0, n + 1, 200)
+        hi = np.minimum(lo + rng.integers(0, n + 1, 200), n)
+        want = [values[a:b].max() if b > a else -np.inf for a, b in zip(lo, hi)]
+        assert symbol_signals._range_max(values, lo, hi).tolist() == want
+
+
+def test_per_file_sums_are_the_groupby_sums_for_dense_and_sparse_file_ids():
+    from cra.dataflows.retrieval.signals import _per_file
+
+    rng = np.random.default_rng(11)
+    for top in (50, 10**12):
+        rows = pd.Series(rng.choice(rng.integers(0, top, 30), 400))
+        values = rng.random(400) < 0.3
+        ids = np.unique(np.concatenate([rows.to_numpy()[:20], rng.integers(0, top, 10)]))
+        want = pd.Series(values).groupby(rows.to_numpy()).sum().reindex(ids, fill_value=0).to_numpy(dtype=float)
+        assert _per_file(rows, values, ids).tolist() == want.tolist()

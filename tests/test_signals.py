@@ -294,7 +294,7 @@ def test_symbol_lexical_match_takes_each_files_best_symbol():
     texts = ["parse alias", "unrelated thing", "alias", "alias join parse"]
     rows = [(i, t, c) for i, text in enumerate(texts) for t, c in term_counts(text).items()]
     lexicon = Bm25Index.from_terms(pd.DataFrame(rows, columns=["symbol_id", "term", "tf"]), "symbol_id")
-    scores = signals.symbol_lexical_match(files, symbols, ["pars", "alia", "join"], lexicon)
+    scores = signals.symbol_lexical_match(files, signals.kb_symbol_files(symbols), ["pars", "alia", "join"], lexicon)
     assert scores[1] == 1.0  # "alias join parse" matches all three terms
     assert 0 < scores[0] < 1  # best of its two symbols, not their sum
     assert scores[2] == 0.0  # no symbols

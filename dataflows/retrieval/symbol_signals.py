@@ -224,16 +224,35 @@ def _below_best_member(m: pd.DataFrame, score: np.ndarray) -> np.ndarray:
     keys = files * width + codes
     order = np.argsort(keys, kind="stable")
     sorted_keys = keys[order]
-    member_score = np.where(_constructors(names), -np.inf, score)[order]
+    member_score = np.where(_constructors(uniques)[codes], -np.inf, score)[order]
     below = names[containers]  # a member's name lies in [name + ".", name + "/"): "/" follows "."
     base = files[containers] * width
     lo = np.searchsorted(sorted_keys, base + np.searchsorted(uniques, below + ".", side="left"), side="left")
     hi = np.searchsorted(sorted_keys, base + np.searchsorted(uniques, below + "/", side="left"), side="left")
+    best = _range_max(member_score, lo, hi)
+    own = score[containers]
+    lowered = (MEMBER_SHARE * own <= best) & (best < own)
     out = score.copy()
-    for i, a, b in zip(containers, lo, hi):
-        best = member_score[a:b].max() if b > a else -np.inf
-        if MEMBER_SHARE * score[i] <= best < score[i]:
-            out[i] = np.nextafter(best, -np.inf)
+    out[containers[lowered]] = np.nextafter(best[lowered], -np.inf)
+    return out
+
+
+def _range_max(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """max(values[lo[i]:hi[i]]) for every i (-inf for an empty range) from a sparse table of maxima over runs of
+    2^k values: two lookups per range, no loop over the ranges."""
+    levels = [values]
+    while 2 ** len(levels) <= len(values):
+        width, last = 2 ** (len(levels) - 1), levels[-1]
+        levels.append(np.maximum(last[:-width], last[width:]))
+    size = hi - lo
+    out = np.full(len(lo), -np.inf)
+    full = size > 0
+    k = np.zeros(len(lo), dtype=np.int64)
+    k[full] = np.floor(np.log2(size[full])).astype(np.int64)
+    for level in np.unique(k[full]):
+        at = np.flatnonzero(full & (k == level))
+        table, width = levels[level], 2**level
+        out[at] = np.maximum(table[lo[at]], table[hi[at] - width])
     return out
 
 

@@ -164,14 +164,15 @@ def kb_inputs(kb: KnowledgeBase) -> dict:
 
 
 def request_overrides(kb: KnowledgeBase) -> dict:
-    """`kb.task_free_overrides` plus the import edges indexed by either end (`signals.kb_import_graph`) and the
-    comments' symbol ids as integers: built once per loaded KB and kept on it, so that no request passes over a large
-    repository's millions of edges or converts its million comments."""
+    """`kb.task_free_overrides` plus the import edges indexed by source (`signals.kb_import_graph`), the comments'
+    symbol ids as integers and each symbol's file by id: built once per loaded KB and kept on it, so that no request
+    passes over a large repository's millions of edges, converts its million comments or indexes its symbols."""
     found = vars(kb).get("_request_overrides")
     if found is None:
         found = kb.task_free_overrides | {
             "kb_import_graph": signals.kb_import_graph(kb.tables["edges"]),
             "kb_comment_symbol_ids": precision.kb_comment_symbol_ids(kb.tables["comments"]),
+            "kb_symbol_files": signals.kb_symbol_files(kb.tables["symbols"]),
         }
         vars(kb)["_request_overrides"] = found
     return found
