@@ -9,7 +9,7 @@ import pandas as pd
 import tiktoken
 
 from cra.dataflows.lexical import Bm25Index
-from cra.dataflows.retrieval import assembly, budget, pinned, precision, render, word_tables
+from cra.dataflows.retrieval import assembly, budget, pinned, precision, render, signals, word_tables
 from cra.dataflows.retrieval.assembly import context_package, included_edges
 from cra.dataflows.retrieval.models import FileContext, SymbolContext, TaskQuery
 from cra.dataflows.retrieval.render import DEFAULT_PROMPT_TEMPLATE, json_text, markdown_text, prompt_text
@@ -344,7 +344,7 @@ def test_stage_two_runs_as_one_hamilton_dag():
         },
         index=pd.Index([0, 1], name="file_id"),
     )
-    dr = driver.Builder().with_modules(word_tables, precision, pinned, budget, assembly, render).build()
+    dr = driver.Builder().with_modules(word_tables, signals, precision, pinned, budget, assembly, render).build()
     ranking = pd.DataFrame(
         {
             "symbol_id": [0],

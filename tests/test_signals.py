@@ -123,7 +123,13 @@ def test_symbol_match_favours_distinctive_names():
 def test_dependency_proximity_by_hops_in_either_direction():
     files = kb_files("seed.py", "a.py", "b.py", "c.py", "far.py")
     edges = kb_edges((1, 0), (1, 2), (3, 2), (4, 3))  # a imports seed; hops: a=1, b=2, c=3, far=4
-    assert values(signals.dependency_proximity(files, edges, seeds(0))) == [0.0, 1.0, 0.5, 0.25, 0.0]
+    assert values(signals.dependency_proximity(files, signals.kb_import_graph(edges), seeds(0))) == [
+        0.0,
+        1.0,
+        0.5,
+        0.25,
+        0.0,
+    ]
 
 
 def test_cochange_affinity_normalised_against_seeds():
@@ -212,7 +218,7 @@ def test_every_signal_is_zero_over_all_files_when_its_data_is_missing():
     q = query(keywords=["anything"], symbol_hints=["some_name"])
     results = [
         run_node("symbol_match", kb_files=files, kb_symbols=empty_symbols, task_query=q),
-        signals.dependency_proximity(files, empty_edges, seeds(0)),
+        signals.dependency_proximity(files, signals.kb_import_graph(empty_edges), seeds(0)),
         signals.cochange_affinity(files, no_cochange, seeds(0)),
         signals.recency(files, no_commits),
         run_node("domain_match", kb_files=files, task_query=query()),
@@ -288,7 +294,7 @@ def test_symbol_lexical_match_takes_each_files_best_symbol():
     texts = ["parse alias", "unrelated thing", "alias", "alias join parse"]
     rows = [(i, t, c) for i, text in enumerate(texts) for t, c in term_counts(text).items()]
     lexicon = Bm25Index.from_terms(pd.DataFrame(rows, columns=["symbol_id", "term", "tf"]), "symbol_id")
-    scores = signals.symbol_lexical_match(files, symbols, ["pars", "alia", "join"], lexicon)
+    scores = signals.symbol_lexical_match(files, signals.kb_symbol_files(symbols), ["pars", "alia", "join"], lexicon)
     assert scores[1] == 1.0  # "alias join parse" matches all three terms
     assert 0 < scores[0] < 1  # best of its two symbols, not their sum
     assert scores[2] == 0.0  # no symbols

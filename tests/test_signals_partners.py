@@ -28,7 +28,7 @@ def cochange(*rows: tuple[int, int, int]) -> pd.DataFrame:
 def test_a_file_changing_with_an_anchor_scores_the_share_of_the_anchors_commits():
     files = kb_files("best.rs", "error.rs", "rarely.rs", "other.rs", commit_count=[10, 40, 3, 5])
     ties = cochange((0, 1, 6), (0, 2, 2), (0, 3, 1))  # error.rs changed in 6 of best.rs's 10 commits, rarely.rs in 2
-    got = signals.partner_affinity(files, ties, kb_edges(), anchors(f0=1.0))
+    got = signals.partner_affinity(files, ties, signals.kb_import_graph(kb_edges()), anchors(f0=1.0))
     assert values(got) == [0.0, 0.6, 0.2, 0.0]  # other.rs: one shared commit (MIN_TIE_COMMITS = 2) ties nothing
 
 
@@ -38,14 +38,18 @@ def test_an_import_either_way_is_a_tie_and_the_strongest_tie_times_the_anchor_sh
     )
     edges = kb_edges((2, 0), (1, 3), (4, 0))
     ties = cochange((1, 4, 4))  # both.py: every commit of the second anchor, and an import of the best
-    got = signals.partner_affinity(files, ties, edges, anchors(f0=1.0, f1=0.5))
+    got = signals.partner_affinity(files, ties, signals.kb_import_graph(edges), anchors(f0=1.0, f1=0.5))
     assert values(got) == [0.0, 0.0, signals.IMPORT_TIE, signals.IMPORT_TIE * 0.5, 0.5]
 
 
 def test_no_anchor_or_no_history_and_imports_means_no_partner():
     files = kb_files("a.py", "b.py")
-    assert values(signals.partner_affinity(files, cochange((0, 1, 3)), kb_edges((1, 0)), anchors())) == [0.0, 0.0]
-    assert values(signals.partner_affinity(files, cochange(), kb_edges(), anchors(f0=1.0))) == [0.0, 0.0]
+    assert values(
+        signals.partner_affinity(files, cochange((0, 1, 3)), signals.kb_import_graph(kb_edges((1, 0))), anchors())
+    ) == [0.0, 0.0]
+    assert values(
+        signals.partner_affinity(files, cochange(), signals.kb_import_graph(kb_edges()), anchors(f0=1.0))
+    ) == [0.0, 0.0]
 
 
 def test_anchors_are_the_best_files_of_the_first_pass_with_seeds_first():

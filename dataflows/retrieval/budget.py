@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 from hamilton.function_modifiers import config
 
+from cra.dataflows.retrieval.import_graph import ImportGraph
 from cra.dataflows.retrieval.markdown import (
     assertion_bullet,
     edges_between,
@@ -147,12 +148,14 @@ def budget_item_columns(budget_items: pd.DataFrame) -> dict[str, np.ndarray]:
     return {c: budget_items[c].to_numpy() for c in budget_items.columns}
 
 
-def context_edges(file_contexts: list[FileContext], kb_edges: pd.DataFrame) -> pd.DataFrame:
+def context_edges(
+    file_contexts: list[FileContext], kb_edges: pd.DataFrame, kb_import_graph: ImportGraph
+) -> pd.DataFrame:
     """The import edges between files the package may show: the budget renders the package several times, and
-    a large repository has millions of edges."""
+    a large repository has millions of edges (found through the graph's index, not a pass over them)."""
     ids = np.array([f.file_id for f in file_contexts], dtype=np.int64)
-    rows = np.flatnonzero(member_mask(kb_edges["src_file_id"].to_numpy(), ids))
-    rows = rows[member_mask(kb_edges["dst_file_id"].to_numpy()[rows], ids)]  # (the other end looked up on those only)
+    rows = kb_import_graph.rows_from(ids)
+    rows = rows[member_mask(kb_import_graph.dst[rows], ids)]  # (the other end looked up on those only)
     return kb_edges.take(rows)
 
 

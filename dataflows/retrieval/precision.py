@@ -359,6 +359,13 @@ def symbol_tiers(
     )
 
 
+def kb_comment_symbol_ids(kb_comments: pd.DataFrame) -> np.ndarray:
+    """Each comment's symbol id, -1 where it has none: file_contexts looks rationale up in it with a table, not a
+    hash of a float column (a large repository has a million comments; a per-KB override in a request)."""
+    ids = kb_comments["symbol_id"].to_numpy(dtype="float64", na_value=np.nan)
+    return np.where(np.isnan(ids), -1, ids).astype(np.int64)
+
+
 def file_contexts(
     symbol_tiers: pd.DataFrame,
     ranked_primaries: pd.DataFrame,
@@ -366,6 +373,7 @@ def file_contexts(
     kb_files: pd.DataFrame,
     kb_symbols: pd.DataFrame,
     kb_comments: pd.DataFrame,
+    kb_comment_symbol_ids: np.ndarray,
     kb_contents: pd.DataFrame,
     count_tokens: Callable,
     kb_symbol_table: SymbolTable,
@@ -393,7 +401,7 @@ def file_contexts(
     contributing = kb_files[kb_files["file_id"].isin(chosen_files)]
     language = dict(zip(contributing["file_id"].tolist(), contributing["language"].tolist()))
     explained = chosen.loc[chosen["tier"] != "outline", "symbol_id"].to_numpy()  # outlines carry no rationale
-    at = np.flatnonzero(np.isin(kb_comments["symbol_id"].to_numpy(dtype="float64", na_value=np.nan), explained))
+    at = np.flatnonzero(vocabulary.member_mask(kb_comment_symbol_ids + 1, explained.astype(np.int64) + 1))  # none: 0
     why = pd.DataFrame({c: values_at(kb_comments[c], at) for c in ("file_id", "line", "text", "is_rationale")})
     why = why[why["is_rationale"].fillna(False).astype(bool)].sort_values(["file_id", "line"])
     rationale: dict[int, dict[str, None]] = {}

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 
 from cra.dataflows.retrieval.hints import path_matches
+from cra.dataflows.retrieval.import_graph import ImportGraph
 from cra.dataflows.retrieval.models import TaskQuery
 from cra.dataflows.retrieval.signal_list import PRIOR_SIGNALS, SIGNALS
 from cra.dataflows.retrieval.signals import MAX_FILES_PER_FILE_HINT
@@ -37,13 +38,13 @@ def _scored(signal_matrix: pd.DataFrame, scope_size: int, matching: pd.Series | 
     return signal_matrix.index[np.flatnonzero(~seed & matching.to_numpy(dtype=bool))[:room]]
 
 
-def _dependency_neighbours(seeds: pd.Index, kb_edges: pd.DataFrame, kb_files: pd.DataFrame) -> pd.Index:
+def _dependency_neighbours(seeds: pd.Index, kb_import_graph: ImportGraph, kb_files: pd.DataFrame) -> pd.Index:
     """Non-test files importing or imported by a seed (1 hop), ascending."""
-    if kb_edges.empty or seeds.empty:
+    g = kb_import_graph
+    if not len(g) or seeds.empty:
         return pd.Index([], dtype="int64")
-    src, dst = kb_edges["src_file_id"].to_numpy(), kb_edges["dst_file_id"].to_numpy()
     seed_ids = seeds.to_numpy()
-    neighbours = np.concatenate([dst[np.isin(src, seed_ids)], src[np.isin(dst, seed_ids)]])
+    neighbours = np.concatenate([g.dst[g.rows_from(seed_ids)], g.src[g.rows_into(seed_ids)]])
     tests = kb_files["file_id"].to_numpy()[kb_files["is_test"].fillna(False).astype(bool).to_numpy()]
     return pd.Index(np.setdiff1d(neighbours, tests))
 
@@ -77,11 +78,13 @@ def ranked_candidates(signal_matrix: pd.DataFrame, scope_size: int) -> pd.Series
     )
 
 
-def dependency_expansion(signal_matrix: pd.DataFrame, kb_edges: pd.DataFrame, kb_files: pd.DataFrame) -> pd.Index:
+def dependency_expansion(signal_matrix: pd.DataFrame, kb_import_graph: ImportGraph, kb_files: pd.DataFrame) -> pd.Index:
     """Non-test files one import away from a seed (either direction), ascending; none when nothing matched."""
     if _nothing_matched(signal_matrix):
         return pd.Index([], dtype="int64")
-    return _dependency_neighbours(signal_matrix.index[signal_matrix["seed"].to_numpy(dtype=bool)], kb_edges, kb_files)
+    return _dependency_neighbours(
+        signal_matrix.index[signal_matrix["seed"].to_numpy(dtype=bool)], kb_import_graph, kb_files
+    )
 
 
 def cochange_expansion(signal_matrix: pd.DataFrame, kb_cochange: pd.DataFrame) -> pd.Index:

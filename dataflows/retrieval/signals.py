@@ -14,6 +14,7 @@ import pandas as pd
 from cra.dataflows.lexical import Bm25Index
 from cra.dataflows.retrieval import vocabulary
 from cra.dataflows.retrieval.hints import path_matches
+from cra.dataflows.retrieval.import_graph import ImportGraph, import_graph
 from cra.dataflows.retrieval.models import TaskQuery
 from cra.dataflows.retrieval.vocabulary import WordIndex
 from cra.dataflows.text import STOP_WORDS, stem, terms
@@ -282,30 +283,37 @@ def seed_files(kb_files: pd.DataFrame, kb_symbols: pd.DataFrame, task_query: Tas
     return reasons.rename("reason")
 
 
-def _touching(kb_edges: pd.DataFrame, files) -> pd.DataFrame:
+def kb_import_graph(kb_edges: pd.DataFrame) -> ImportGraph:
+    """The import edges indexed by either end: what the graph signals walk (a per-KB override in a request)."""
+    return import_graph(kb_edges)
+
+
+def _touching(kb_import_graph: ImportGraph, files) -> pd.DataFrame:
     """Import edges with an end in files, either direction, as (a, b) with a in files, self-loops dropped (a pair
     may repeat): the part of the undirected import graph a request walks (never the whole graph: millions of edges)."""
-    src, dst = kb_edges["src_file_id"].to_numpy(), kb_edges["dst_file_id"].to_numpy()
-    files = np.asarray(files)
-    out, into = vocabulary.member_mask(src, files), vocabulary.member_mask(dst, files)
-    a, b = np.concatenate([src[out], dst[into]]), np.concatenate([dst[out], src[into]])
+    g = kb_import_graph
+    out, into = g.rows_from(files), g.rows_into(files)
+    a, b = np.concatenate([g.src[out], g.dst[into]]), np.concatenate([g.dst[out], g.src[into]])
     keep = a != b
     return pd.DataFrame({"a": a[keep], "b": b[keep]})
 
 
-def dependency_proximity(kb_files: pd.DataFrame, kb_edges: pd.DataFrame, seed_files: pd.Series) -> pd.Series:
-    """0-1 per file: 1 / 0.5 / 0.25 at 1 / 2 / 3 import hops from a seed, either direction (signal 3)."""
-    if kb_edges.empty or seed_files.empty:
+def dependency_proximity(kb_files: pd.DataFrame, kb_import_graph: ImportGraph, seed_files: pd.Series) -> pd.Series:
+    """0-1 per file: 1 / 0.5 / 0.25 at 1 / 2 / 3 import hops from a seed, either direction (signal 3). The hops
+    mark files in a table over file ids: at hop 3 of a large repository most of its files are reached."""
+    if not len(kb_import_graph) or seed_files.empty:
         return _zeros(kb_files)
-    visited = set(seed_files.index)
-    frontier = pd.Index(list(visited))
-    scores = {}
-    for hop, score in HOP_SCORES.items():
-        reached = pd.Index(_touching(kb_edges, frontier)["b"].unique()).difference(pd.Index(list(visited)))
-        scores.update(dict.fromkeys(reached, score))
-        visited.update(reached)
+    frontier = seed_files.index.to_numpy(dtype=np.int64)
+    size = max(len(kb_import_graph.offsets), int(frontier.max()) + 1)  # (graph.neighbours: ids below its offsets)
+    visited, hop_score = np.zeros(size, dtype=bool), np.zeros(size)
+    visited[frontier[frontier >= 0]] = True
+    for score in HOP_SCORES.values():
+        reached = kb_import_graph.neighbours(frontier)
+        reached = reached[~visited[reached]]
+        visited[reached], hop_score[reached] = True, score
         frontier = reached
-    return _over_files(kb_files, pd.Series(scores, dtype=float))
+    scored = np.flatnonzero(hop_score)
+    return _over_files(kb_files, pd.Series(hop_score[scored], index=scored))
 
 
 def cochange_affinity(kb_files: pd.DataFrame, kb_cochange: pd.DataFrame, seed_files: pd.Series) -> pd.Series:
@@ -352,13 +360,29 @@ def domain_match(
     query = _query_stems(task_query)
     if kb_files.empty or not query:
         return _zeros(kb_files)
-    index = pd.Index(kb_files["file_id"])
+    ids = kb_files["file_id"].to_numpy(dtype=np.int64)
     domain, module = kb_domain_words, kb_module_words
-    domain_hit = domain.assign(hit=domain["stem"].isin(query)).groupby("file_id")["hit"].any().astype(float)
-    module_share = module.assign(hit=module["stem"].isin(query)).groupby("file_id")["hit"].mean()
-    domain_part = domain_hit.reindex(index, fill_value=0.0)
-    total = 0.6 * domain_part + 0.4 * module_share.reindex(index, fill_value=0.0)
-    return _over_files(kb_files, total)
+    domain_hits = _per_file(domain["file_id"], domain["stem"].isin(query), ids)
+    module_hits = _per_file(module["file_id"], module["stem"].isin(query), ids)
+    module_words = _per_file(module["file_id"], np.ones(len(module)), ids)
+    domain_part = (domain_hits > 0).astype(float)
+    module_share = np.divide(module_hits, module_words, out=np.zeros(len(ids)), where=module_words > 0)
+    return _over_files(kb_files, pd.Series(0.6 * domain_part + 0.4 * module_share, index=ids))
+
+
+def _per_file(file_ids: pd.Series, values, ids: np.ndarray) -> np.ndarray:
+    """The sum of values per file, for each of ids (0 for a file without rows): a groupby-sum in one bincount
+    over the file ids (word tables have a row per file and word: 0.6M on OpenJDK)."""
+    rows, weights = file_ids.to_numpy(dtype=np.int64), np.asarray(values, dtype=float)
+    if not len(rows) or not len(ids):
+        return np.zeros(len(ids))
+    size = int(max(rows.max(), ids.max())) + 1
+    if size <= 4 * (len(rows) + len(ids)) + 1_000_000:
+        return np.bincount(rows, weights=weights, minlength=size)[ids]
+    known, codes = np.unique(rows, return_inverse=True)  # sparse ids: summed over their ranks instead
+    sums = np.bincount(codes, weights=weights, minlength=len(known))
+    at = np.minimum(np.searchsorted(known, ids), len(known) - 1)
+    return np.where(known[at] == ids, sums[at], 0.0)
 
 
 def concept_overlap(kb_files: pd.DataFrame, task_query: TaskQuery, kb_file_concepts: pd.DataFrame) -> pd.Series:
@@ -366,9 +390,9 @@ def concept_overlap(kb_files: pd.DataFrame, task_query: TaskQuery, kb_file_conce
     task = {c.lower() for c in task_query.concepts}
     if kb_files.empty or not task:
         return _zeros(kb_files)
-    per_file = kb_file_concepts
-    overlap = per_file.assign(hit=per_file["concept"].isin(task)).groupby("file_id")["hit"].sum() / len(task)
-    return _over_files(kb_files, overlap.astype(float))
+    ids = kb_files["file_id"].to_numpy(dtype=np.int64)
+    hits = _per_file(kb_file_concepts["file_id"], kb_file_concepts["concept"].isin(task), ids)
+    return _over_files(kb_files, pd.Series(hits / len(task), index=ids))
 
 
 def structural_centrality(kb_files: pd.DataFrame, kb_edges: pd.DataFrame) -> pd.Series:
@@ -421,14 +445,20 @@ def title_match(kb_files: pd.DataFrame, title_query_terms: list[str], file_lexic
     return _over_files(kb_files, _normalised(file_lexicon.scores(title_query_terms)))
 
 
+def kb_symbol_files(kb_symbols: pd.DataFrame) -> pd.Series:
+    """symbol_id -> file_id of every symbol: its index's hash table is built once per loaded KB (a per-KB override in
+    a request), not once per request over every symbol (745k on OpenJDK)."""
+    return kb_symbols.set_index("symbol_id")["file_id"]
+
+
 def symbol_lexical_match(
-    kb_files: pd.DataFrame, kb_symbols: pd.DataFrame, lexical_query_terms: list[str], symbol_lexicon: Bm25Index
+    kb_files: pd.DataFrame, kb_symbol_files: pd.Series, lexical_query_terms: list[str], symbol_lexicon: Bm25Index
 ) -> pd.Series:
     """0-1 per file: BM25 of its best-matching function/class chunk, so one relevant function in a long file counts."""
-    if kb_files.empty or kb_symbols.empty or not lexical_query_terms or len(symbol_lexicon.doc_ids) == 0:
+    if kb_files.empty or kb_symbol_files.empty or not lexical_query_terms or len(symbol_lexicon.doc_ids) == 0:
         return _zeros(kb_files)
     scores = symbol_lexicon.scores(lexical_query_terms)
-    owner = kb_symbols.set_index("symbol_id")["file_id"].reindex(scores.index)
+    owner = kb_symbol_files.reindex(scores.index)
     best = scores.groupby(owner.to_numpy()).max()
     return _over_files(kb_files, _normalised(best))
 
@@ -471,7 +501,7 @@ MIN_TIE_COMMITS = 2  # a single shared commit (an initial import, a sweep) ties 
 
 
 def partner_affinity(
-    kb_files: pd.DataFrame, kb_cochange: pd.DataFrame, kb_edges: pd.DataFrame, anchor_files: pd.Series
+    kb_files: pd.DataFrame, kb_cochange: pd.DataFrame, kb_import_graph: ImportGraph, anchor_files: pd.Series
 ) -> pd.Series:
     """0-1 per file: its strongest tie to an anchor (a best file of the first pass) times that anchor's share of the
     best first-pass total; a tie is the share of the anchor's commits that changed the file too (from MIN_TIE_COMMITS
@@ -493,8 +523,8 @@ def partner_affinity(
         )
         pairs = pairs[pairs["anchor"].isin(anchor_files.index) & (pairs["count"] >= MIN_TIE_COMMITS)]
         ties.append(pairs.assign(tie=(pairs["count"] / pairs["anchor"].map(commits)).clip(upper=1.0)))
-    if not kb_edges.empty:
-        pairs = _touching(kb_edges, anchor_files.index).set_axis(["anchor", "other"], axis=1)
+    if len(kb_import_graph):
+        pairs = _touching(kb_import_graph, anchor_files.index).set_axis(["anchor", "other"], axis=1)
         ties.append(pairs.assign(tie=IMPORT_TIE))
     if not ties:
         return _zeros(kb_files)

@@ -211,29 +211,55 @@ def summed_symbol_ranking(symbol_signal_matrix: pd.DataFrame, symbol_weights: Ma
 def _below_best_member(m: pd.DataFrame, score: np.ndarray) -> np.ndarray:
     """The scores with each class, interface or enum just below its best-scoring member (same file, qualified name
     under it, constructors aside) when that member scores at least MEMBER_SHARE of it (see MEMBER_SHARE). Rows
-    sorted by file and name put a container's members in one run after it: one bisection each, no scan."""
+    sorted by file, then name put a container's members in one run after it: one bisection each, no scan (names
+    as codes in sorted order, so the sort and the bisections compare integers, not per-row strings)."""
     containers = np.flatnonzero(np.isin(m["kind"].to_numpy(dtype=object), CONTAINER_KINDS))
     if not len(containers):
         return score
-    names = m["qualified_name"].astype(str).tolist()
-    keys = np.array([f"{f}\0{n}" for f, n in zip(m["file_id"].tolist(), names)])
+    names = m["qualified_name"].astype(str).to_numpy(dtype=object)
+    codes, uniques = pd.factorize(names, sort=True)  # code order = string order
+    uniques = np.asarray(uniques, dtype=object)
+    files = pd.factorize(m["file_id"].to_numpy())[0].astype(np.int64)
+    width = len(uniques) + 1
+    keys = files * width + codes
     order = np.argsort(keys, kind="stable")
     sorted_keys = keys[order]
-    member_score = np.where(_constructors(names), -np.inf, score)[order]
-    lo = np.searchsorted(sorted_keys, np.char.add(keys[containers], "."), side="left")
-    hi = np.searchsorted(sorted_keys, np.char.add(keys[containers], "/"), side="left")  # "/" follows "."
+    member_score = np.where(_constructors(uniques)[codes], -np.inf, score)[order]
+    below = names[containers]  # a member's name lies in [name + ".", name + "/"): "/" follows "."
+    base = files[containers] * width
+    lo = np.searchsorted(sorted_keys, base + np.searchsorted(uniques, below + ".", side="left"), side="left")
+    hi = np.searchsorted(sorted_keys, base + np.searchsorted(uniques, below + "/", side="left"), side="left")
+    best = _range_max(member_score, lo, hi)
+    own = score[containers]
+    lowered = (MEMBER_SHARE * own <= best) & (best < own)
     out = score.copy()
-    for i, a, b in zip(containers, lo, hi):
-        best = member_score[a:b].max() if b > a else -np.inf
-        if MEMBER_SHARE * score[i] <= best < score[i]:
-            out[i] = np.nextafter(best, -np.inf)
+    out[containers[lowered]] = np.nextafter(best[lowered], -np.inf)
+    return out
+
+
+def _range_max(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """max(values[lo[i]:hi[i]]) for every i (-inf for an empty range) from a sparse table of maxima over runs of
+    2^k values: two lookups per range, no loop over the ranges."""
+    levels = [values]
+    while 2 ** len(levels) <= len(values):
+        width, last = 2 ** (len(levels) - 1), levels[-1]
+        levels.append(np.maximum(last[:-width], last[width:]))
+    size = hi - lo
+    out = np.full(len(lo), -np.inf)
+    full = size > 0
+    k = np.zeros(len(lo), dtype=np.int64)
+    k[full] = np.floor(np.log2(size[full])).astype(np.int64)
+    for level in np.unique(k[full]):
+        at = np.flatnonzero(full & (k == level))
+        table, width = levels[level], 2**level
+        out[at] = np.maximum(table[lo[at]], table[hi[at] - width])
     return out
 
 
 def _constructors(qualified_names) -> np.ndarray:
     """Per qualified name: whether it is a constructor named as its class (`Foo.Foo`: Java, C#, C++)."""
-    tails = (str(n).split(".")[-2:] for n in qualified_names)
-    return np.array([len(t) == 2 and t[0] == t[1] for t in tails], dtype=bool)
+    tails = (str(n).rsplit(".", 2)[-2:] for n in qualified_names)
+    return np.fromiter((len(t) == 2 and t[0] == t[1] for t in tails), dtype=bool, count=len(qualified_names))
 
 
 def symbol_weights(symbol_weight_profile: dict | None) -> dict[str, float]:

@@ -38,11 +38,11 @@ def case_signal_rows(case: dict, kb) -> pd.DataFrame:
     Under the shipped profile, as a request runs: second-pass signals (`partner_affinity`) relate files to the
     best files of the first pass, which the weights in force choose.
     """
-    from cra.drivers.retrieval.retriever import default_weight_profile, kb_inputs, retrieval_driver
+    from cra.drivers.retrieval.retriever import default_weight_profile, kb_inputs, request_overrides, retrieval_driver
 
     inputs = dict(kb_inputs(kb))
     inputs.update(task_text=case["task"], scope_size=75, weights_override=None, weight_profile=default_weight_profile())
-    out = retrieval_driver().execute(["signal_matrix", "task_query"], inputs=inputs, overrides=kb.task_free_overrides)
+    out = retrieval_driver().execute(["signal_matrix", "task_query"], inputs=inputs, overrides=request_overrides(kb))
     matrix = out["signal_matrix"]
     files = kb.files.set_index("file_id").reindex(matrix.index)
     frame = matrix[["path", *SIGNALS, "seed"]].assign(

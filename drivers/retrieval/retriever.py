@@ -163,6 +163,21 @@ def kb_inputs(kb: KnowledgeBase) -> dict:
     }
 
 
+def request_overrides(kb: KnowledgeBase) -> dict:
+    """`kb.task_free_overrides` plus the import edges indexed by source (`signals.kb_import_graph`), the comments'
+    symbol ids as integers and each symbol's file by id: built once per loaded KB and kept on it, so that no request
+    passes over a large repository's millions of edges, converts its million comments or indexes its symbols."""
+    found = vars(kb).get("_request_overrides")
+    if found is None:
+        found = kb.task_free_overrides | {
+            "kb_import_graph": signals.kb_import_graph(kb.tables["edges"]),
+            "kb_comment_symbol_ids": precision.kb_comment_symbol_ids(kb.tables["comments"]),
+            "kb_symbol_files": signals.kb_symbol_files(kb.tables["symbols"]),
+        }
+        vars(kb)["_request_overrides"] = found
+    return found
+
+
 def _read_toml(path: Path) -> dict:
     try:
         return tomllib.loads(Path(path).read_text())
@@ -277,7 +292,7 @@ def retrieve(
         inputs["llm_client"] = llm_client
     wanted = ["context_package", "scope", "signal_matrix", *outputs]
     started = time.perf_counter()
-    dag, overrides = retrieval_driver(llm_assist, adapters, seed_variants), kb.task_free_overrides
+    dag, overrides = retrieval_driver(llm_assist, adapters, seed_variants), request_overrides(kb)
     if inputs["path_scope"]:
         scoped = dag.execute(["path_scope_counts", "in_path_scope"], inputs=inputs, overrides=overrides)
         require_matches(scoped["path_scope_counts"], kb)

@@ -369,7 +369,9 @@ class Workspace:
 def prepared(kb: KnowledgeBase) -> KnowledgeBase:
     """The KB with everything a request reads of it loaded or built (contents mapped, lexicons, word tables): so that
     it answers without waiting, and after a re-index has removed its version's files from disk."""
-    kb.contents, kb.file_lexicon, kb.symbol_lexicon, kb.commit_lexicon, kb.task_free_overrides  # noqa: B018
+    from cra.drivers.retrieval.retriever import request_overrides
+
+    kb.contents, kb.file_lexicon, kb.symbol_lexicon, kb.commit_lexicon, request_overrides(kb)  # noqa: B018
     return kb
 
 
