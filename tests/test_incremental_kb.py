@@ -15,6 +15,7 @@ import pytest
 from cra.dataflows.lexical import PATCH_ARRAYS, Bm25Index
 from cra.drivers.cli.main import main
 from cra.drivers.index.indexer import index_repository
+from cra.drivers.kb.store import read_tables
 from tests.fixture_repo import make_repo
 from tests.kb_compare import compare_kbs
 
@@ -173,3 +174,32 @@ def test_a_lexicon_that_cannot_be_patched_is_built_and_the_index_run_goes_on(tmp
     index_repository(repo, fresh, history=0)
     compared, differences = compare_kbs(kb, fresh, ignore=RUN_STATS)
     assert "file_terms.bm25.arrow" in compared and differences == []
+
+
+def _symbol_ids(kb: Path) -> dict[tuple, int]:
+    """symbol_id of every symbol of a KB by (path, qualified name, kind, start line)."""
+    tables = read_tables(kb, ["files", "symbols"])
+    symbols = tables["symbols"].merge(tables["files"][["file_id", "path"]], on="file_id")
+    keys = zip(symbols["path"], symbols["qualified_name"], symbols["kind"], symbols["start_line"])
+    return dict(zip(keys, symbols["symbol_id"].tolist()))
+
+
+def test_a_function_added_to_one_file_moves_no_other_files_symbol_ids(tmp_path):
+    """Ids that do not shift (issue 58): a function appended to the first file in path order that has symbols leaves
+    every other symbol's id as it was, so the tables keyed by later ids keep their rows; a fresh index agrees."""
+    repo = make_repo(tmp_path / "repo", git=False)
+    kb = tmp_path / "kb"
+    index_repository(repo, kb, history=0)
+    before = _symbol_ids(kb)
+    target = min(path for path, *_ in before)
+    ldap = repo / target
+    ldap.write_text(ldap.read_text() + "\n\ndef invoice_ledger(total):\n    return round(total, 2)\n")
+    index_repository(repo, kb, history=0)
+    after = _symbol_ids(kb)
+    assert len(after) == len(before) + 1 and [k for k in after if k not in before][0][0] == target
+    others = {key: i for key, i in before.items() if key[0] != target}
+    assert len(others) >= 5 and {key: after[key] for key in others} == others
+    fresh = tmp_path / "fresh"
+    index_repository(repo, fresh, history=0)
+    compared, differences = compare_kbs(kb, fresh, ignore=RUN_STATS)
+    assert "symbols.parquet" in compared and differences == []

@@ -27,6 +27,7 @@ from hamilton.htypes import Collect, Parallelizable
 
 from cra.dataflows.index.code_terms import code_term_counts
 from cra.dataflows.index.frames import (
+    block_symbol_ids,
     conform,
     kept_rows,
     new_symbol_ids,
@@ -318,7 +319,8 @@ def reused_symbol_rows(indexed_files: pd.DataFrame, previous_kb: dict[str, pd.Da
 
 
 def symbol_keys(reused_symbol_rows: pd.DataFrame, new_symbol_rows: pd.DataFrame) -> pd.DataFrame:
-    """Dense new symbol_id for every symbol, ordered by file then position; old_id for reused, local for new."""
+    """New symbol_id for every symbol, ordered by file then position, in per-file blocks (`block_symbol_ids`: ids
+    do not shift when another file gains or loses a symbol); old_id for reused, local for new."""
     reused = pd.DataFrame(
         {
             "file_id": reused_symbol_rows["file_id"].astype("int64"),
@@ -336,7 +338,7 @@ def symbol_keys(reused_symbol_rows: pd.DataFrame, new_symbol_rows: pd.DataFrame)
         }
     )
     keys = pd.concat([reused, new], ignore_index=True).sort_values(["file_id", "order"], ignore_index=True)
-    keys["symbol_id"] = np.arange(len(keys), dtype="int64")
+    keys["symbol_id"] = block_symbol_ids(keys["file_id"].to_numpy(np.int64))
     return keys.drop(columns="order")
 
 
