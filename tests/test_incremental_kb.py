@@ -15,7 +15,7 @@ import pytest
 from cra.dataflows.lexical import PATCH_ARRAYS, Bm25Index
 from cra.drivers.cli.main import main
 from cra.drivers.index.indexer import index_repository
-from cra.drivers.kb.store import read_tables
+from cra.drivers.kb.store import live_version, read_tables
 from tests.fixture_repo import make_repo
 from tests.kb_compare import compare_kbs
 
@@ -191,11 +191,15 @@ def test_a_function_added_to_one_file_moves_no_other_files_symbol_ids(tmp_path):
     kb = tmp_path / "kb"
     index_repository(repo, kb, history=0)
     before = _symbol_ids(kb)
+    inodes = {f.name: f.stat().st_ino for f in live_version(kb).iterdir()}
     target = min(path for path, *_ in before)
     ldap = repo / target
-    ldap.write_text(ldap.read_text() + "\n\ndef invoice_ledger(total):\n    return round(total, 2)\n")
+    ldap.write_text(ldap.read_text() + "\n\ndef invoice_ledger(total):\n    return total * 2\n")  # (no call)
     index_repository(repo, kb, history=0)
     after = _symbol_ids(kb)
+    linked = {f.name for f in live_version(kb).iterdir() if inodes.get(f.name) == f.stat().st_ino}
+    assert {"comments.arrow", "references.parquet", "symbol_edges.parquet"} <= linked  # keyed by symbol ids
+    assert "symbols.parquet" not in linked
     assert len(after) == len(before) + 1 and [k for k in after if k not in before][0][0] == target
     others = {key: i for key, i in before.items() if key[0] != target}
     assert len(others) >= 5 and {key: after[key] for key in others} == others

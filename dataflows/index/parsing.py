@@ -433,8 +433,9 @@ def kb_imports(
 def kb_references(
     parsed_references: pd.DataFrame, symbol_keys: pd.DataFrame, previous_kb: dict[str, pd.DataFrame] | None
 ) -> pd.DataFrame:
-    """Raw identifier references (call/base/annotation) made by every symbol, keyed by the new symbol ids:
-    reused rows first in their previous order (re-keying keeps it sorted), then this run's rows by symbol."""
+    """Raw identifier references (call/base/annotation) made by every symbol, keyed by the new symbol ids, in
+    symbol_id order as a fresh index has them (the reused rows, re-keyed, keep their order; this run's rows go in
+    between: with ids that do not shift, the table of an edit that changes no reference equals the live one)."""
     ids = symbol_ids_of_locals(
         parsed_references["file_id"].to_numpy(np.int64),
         parsed_references["local"].fillna(-1).to_numpy(np.int64),
@@ -447,7 +448,7 @@ def kb_references(
     reused = previous.assign(symbol_id=new_symbol_ids(previous["symbol_id"], symbol_keys))
     reused = reused[reused["symbol_id"].notna()]
     references = pd.concat([f for f in (reused, new) if len(f)] or [new], ignore_index=True)
-    return conform(references, "references")
+    return conform(ordered_by(references, "symbol_id"), "references")
 
 
 def file_parse_errors(indexed_files: pd.DataFrame, parsed_errors: pd.Series, previous_files: pd.DataFrame) -> pd.Series:
