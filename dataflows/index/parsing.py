@@ -2,7 +2,8 @@
 
 The per-file work of new/changed files (parse, token counts, term counts) runs in batches of files
 (`parse_batches` -> `parsed_batch` -> `parsed_rows`), so a driver with a multiprocessing executor
-spreads it over cores. Symbols get dense ids over the whole KB (previous ids of reused files are re-keyed).
+spreads it over cores. Symbols get ids in per-file blocks (`frames.block_symbol_ids`): a file's symbols keep
+theirs while another file changes; previous ids of reused files are re-keyed only when a block moved.
 
 Token counts: each file is encoded once; every token is counted on the line holding its first byte
 (`count_line_tokens`), so file tokens are exact and a symbol's body_tokens is the sum of its lines.
