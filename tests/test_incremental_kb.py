@@ -12,6 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from cra.dataflows.index import frames
+from cra.dataflows.index.frames import MIN_SYMBOL_BLOCK
 from cra.dataflows.lexical import PATCH_ARRAYS, Bm25Index
 from cra.drivers.cli.main import main
 from cra.drivers.index.indexer import index_repository
@@ -207,3 +209,52 @@ def test_a_function_added_to_one_file_moves_no_other_files_symbol_ids(tmp_path):
     index_repository(repo, fresh, history=0)
     compared, differences = compare_kbs(kb, fresh, ignore=RUN_STATS)
     assert "symbols.parquet" in compared and differences == []
+
+
+def test_a_file_outgrowing_its_block_of_ids_re_indexes_as_a_fresh_index(tmp_path, capsys):
+    """Functions appended to one file one at a time: once it holds more symbols than its block of ids, it takes a
+    larger block and every later file's symbols move up; after each step the KB and its answers are a fresh index's."""
+    repo = make_repo(tmp_path / "repo", git=False)
+    kb = tmp_path / "kb"
+    index_repository(repo, kb, history=0)
+    target = min(path for path, *_ in _symbol_ids(kb))
+    grown = repo / target
+    moved = False
+    for step in range(MIN_SYMBOL_BLOCK + 1):
+        before = _symbol_ids(kb)
+        grown.write_text(grown.read_text() + f"\n\ndef ledger_total_{step}(value):\n    return value + {step}\n")
+        index_repository(repo, kb, history=0)
+        after = _symbol_ids(kb)
+        shifted = any(after[key] != i for key, i in before.items() if key[0] != target)
+        moved = moved or shifted
+        if shifted or step == MIN_SYMBOL_BLOCK:
+            fresh = tmp_path / f"fresh{step}"
+            index_repository(repo, fresh, history=0)
+            assert _answers(repo, kb, capsys) == _answers(repo, fresh, capsys), f"step {step}"
+            compared, differences = compare_kbs(kb, fresh, ignore=RUN_STATS)
+            assert "symbols.parquet" in compared and differences == [], f"step {step}"
+    assert moved  # (the file did outgrow its block)
+
+
+def test_ids_with_holes_answer_as_dense_ones(tmp_path, capsys, monkeypatch):
+    """Retrieval does not depend on how far apart symbol ids lie: a KB numbered densely (blocks of exactly a file's
+    symbols) answers every task as the KB of per-file blocks does."""
+    repo = make_repo(tmp_path / "repo", git=False)
+    index_repository(repo, tmp_path / "blocks", history=0)
+    monkeypatch.setattr(frames, "symbol_block_sizes", lambda counts: np.asarray(counts, dtype=np.int64))
+    index_repository(repo, tmp_path / "dense", history=0)
+    dense, blocks = _symbol_ids(tmp_path / "dense"), _symbol_ids(tmp_path / "blocks")
+    assert sorted(dense.values()) == list(range(len(dense))) and max(blocks.values()) >= len(blocks)
+    assert _answers(repo, tmp_path / "dense", capsys) != _answers(repo, tmp_path / "blocks", capsys)  # (ids printed)
+    named = [_named(a, tmp_path / "dense") for a in _answers(repo, tmp_path / "dense", capsys)]
+    assert named == [_named(a, tmp_path / "blocks") for a in _answers(repo, tmp_path / "blocks", capsys)]
+
+
+def _named(value, kb: Path, names: dict | None = None):
+    """An answer with every printed symbol_id replaced by what it names (path, qualified name, kind, start line)."""
+    names = names if names is not None else {i: key for key, i in _symbol_ids(kb).items()}
+    if isinstance(value, dict):
+        return {k: names[v] if k == "symbol_id" and v is not None else _named(v, kb, names) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_named(v, kb, names) for v in value]
+    return value
