@@ -12,9 +12,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from cra.dataflows.index import frames
+from cra.dataflows.index.frames import MIN_SYMBOL_BLOCK
 from cra.dataflows.lexical import PATCH_ARRAYS, Bm25Index
 from cra.drivers.cli.main import main
 from cra.drivers.index.indexer import index_repository
+from cra.drivers.kb.store import live_version, read_tables
 from tests.fixture_repo import make_repo
 from tests.kb_compare import compare_kbs
 
@@ -173,3 +176,85 @@ def test_a_lexicon_that_cannot_be_patched_is_built_and_the_index_run_goes_on(tmp
     index_repository(repo, fresh, history=0)
     compared, differences = compare_kbs(kb, fresh, ignore=RUN_STATS)
     assert "file_terms.bm25.arrow" in compared and differences == []
+
+
+def _symbol_ids(kb: Path) -> dict[tuple, int]:
+    """symbol_id of every symbol of a KB by (path, qualified name, kind, start line)."""
+    tables = read_tables(kb, ["files", "symbols"])
+    symbols = tables["symbols"].merge(tables["files"][["file_id", "path"]], on="file_id")
+    keys = zip(symbols["path"], symbols["qualified_name"], symbols["kind"], symbols["start_line"])
+    return dict(zip(keys, symbols["symbol_id"].tolist()))
+
+
+def test_a_function_added_to_one_file_moves_no_other_files_symbol_ids(tmp_path):
+    """Ids that do not shift (issue 58): a function appended to the first file in path order that has symbols leaves
+    every other symbol's id as it was, so the tables keyed by later ids keep their rows; a fresh index agrees."""
+    repo = make_repo(tmp_path / "repo", git=False)
+    kb = tmp_path / "kb"
+    index_repository(repo, kb, history=0)
+    before = _symbol_ids(kb)
+    inodes = {f.name: f.stat().st_ino for f in live_version(kb).iterdir()}
+    target = min(path for path, *_ in before)
+    ldap = repo / target
+    ldap.write_text(ldap.read_text() + "\n\ndef invoice_ledger(total):\n    return total * 2\n")  # (no call)
+    index_repository(repo, kb, history=0)
+    after = _symbol_ids(kb)
+    linked = {f.name for f in live_version(kb).iterdir() if inodes.get(f.name) == f.stat().st_ino}
+    assert {"comments.arrow", "references.parquet", "symbol_edges.parquet"} <= linked  # keyed by symbol ids
+    assert "symbols.parquet" not in linked
+    assert len(after) == len(before) + 1 and [k for k in after if k not in before][0][0] == target
+    others = {key: i for key, i in before.items() if key[0] != target}
+    assert len(others) >= 5 and {key: after[key] for key in others} == others
+    fresh = tmp_path / "fresh"
+    index_repository(repo, fresh, history=0)
+    compared, differences = compare_kbs(kb, fresh, ignore=RUN_STATS)
+    assert "symbols.parquet" in compared and differences == []
+
+
+def test_a_file_outgrowing_its_block_of_ids_re_indexes_as_a_fresh_index(tmp_path, capsys):
+    """Functions appended to one file one at a time: once it holds more symbols than its block of ids, it takes a
+    larger block and every later file's symbols move up; after each step the KB and its answers are a fresh index's."""
+    repo = make_repo(tmp_path / "repo", git=False)
+    kb = tmp_path / "kb"
+    index_repository(repo, kb, history=0)
+    target = min(path for path, *_ in _symbol_ids(kb))
+    grown = repo / target
+    moved = False
+    for step in range(MIN_SYMBOL_BLOCK + 1):
+        before = _symbol_ids(kb)
+        grown.write_text(grown.read_text() + f"\n\ndef ledger_total_{step}(value):\n    return value + {step}\n")
+        index_repository(repo, kb, history=0)
+        after = _symbol_ids(kb)
+        shifted = any(after[key] != i for key, i in before.items() if key[0] != target)
+        moved = moved or shifted
+        if shifted or step == MIN_SYMBOL_BLOCK:
+            fresh = tmp_path / f"fresh{step}"
+            index_repository(repo, fresh, history=0)
+            assert _answers(repo, kb, capsys) == _answers(repo, fresh, capsys), f"step {step}"
+            compared, differences = compare_kbs(kb, fresh, ignore=RUN_STATS)
+            assert "symbols.parquet" in compared and differences == [], f"step {step}"
+    assert moved  # (the file did outgrow its block)
+
+
+def test_ids_with_holes_answer_as_dense_ones(tmp_path, capsys, monkeypatch):
+    """Retrieval does not depend on how far apart symbol ids lie: a KB numbered densely (blocks of exactly a file's
+    symbols) answers every task as the KB of per-file blocks does."""
+    repo = make_repo(tmp_path / "repo", git=False)
+    index_repository(repo, tmp_path / "blocks", history=0)
+    monkeypatch.setattr(frames, "symbol_block_sizes", lambda counts: np.asarray(counts, dtype=np.int64))
+    index_repository(repo, tmp_path / "dense", history=0)
+    dense, blocks = _symbol_ids(tmp_path / "dense"), _symbol_ids(tmp_path / "blocks")
+    assert sorted(dense.values()) == list(range(len(dense))) and max(blocks.values()) >= len(blocks)
+    assert _answers(repo, tmp_path / "dense", capsys) != _answers(repo, tmp_path / "blocks", capsys)  # (ids printed)
+    named = [_named(a, tmp_path / "dense") for a in _answers(repo, tmp_path / "dense", capsys)]
+    assert named == [_named(a, tmp_path / "blocks") for a in _answers(repo, tmp_path / "blocks", capsys)]
+
+
+def _named(value, kb: Path, names: dict | None = None):
+    """An answer with every printed symbol_id replaced by what it names (path, qualified name, kind, start line)."""
+    names = names if names is not None else {i: key for key, i in _symbol_ids(kb).items()}
+    if isinstance(value, dict):
+        return {k: names[v] if k == "symbol_id" and v is not None else _named(v, kb, names) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_named(v, kb, names) for v in value]
+    return value

@@ -328,7 +328,12 @@ def test_incremental_run_parses_only_the_changed_file(tmp_path):
     assert set(first["symbols"]["qualified_name"]) < set(second["symbols"]["qualified_name"])
     assert symbol_edge_names(second) == symbol_edge_names(first)
     assert edge_paths(second) == edge_paths(first)
-    assert list(second["symbols"]["symbol_id"]) == list(range(len(second["symbols"])))
+    ids = second["symbols"]["symbol_id"].to_numpy()
+    assert (ids[1:] > ids[:-1]).all()  # unique, in (file, position) order (per-file blocks: holes allowed)
+    kept = second["symbols"]["file_id"] != second["files"].set_index("path").loc["src/shop/util.py", "file_id"]
+    assert (second["symbols"]["symbol_id"][kept].tolist()) == first["symbols"].set_index("file_id").loc[
+        second["symbols"]["file_id"][kept].unique(), "symbol_id"
+    ].tolist()  # the other files' symbols keep their ids
 
 
 def test_incremental_run_drops_deleted_files_everywhere(tmp_path):

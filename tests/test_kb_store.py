@@ -208,3 +208,24 @@ def test_word_tables_are_built_beside_the_lexicons_only_on_a_small_kb(tmp_path, 
     assert len(threads["write_word_tables"]) == len(threads["_write_lexicon"]) == 1
     assert (threads["write_word_tables"] != threads["_write_lexicon"]) is apart
     assert load_kb(tmp_path / "kb").words["symbol_names"]["name"].tolist() == ["parse_date"]
+
+
+def test_a_table_equal_to_the_live_one_read_back_in_batches_is_linked(tmp_path, monkeypatch):
+    """A memory-mapped table written in several batches reads back as chunked Arrow columns; this run's frame of the
+    same values (texts as Python strings, as a re-index's parsed rows make them) is still found equal and linked."""
+    monkeypatch.setattr("cra.drivers.kb.mapped.BATCH_ROWS", 2)
+    kb = tmp_path / "kb"
+    comments = pd.DataFrame(
+        {
+            "file_id": [0, 0, 0, 0, 0],
+            "symbol_id": pd.array([None, 0, 0, 1, None], dtype="Int32"),
+            "line": [1, 2, 3, 5, 8],
+            "text": [f"comment {i}" for i in range(5)],
+            "is_rationale": [False, True, False, False, True],
+        }
+    )
+    write_kb(kb, {"files": _files(["a.py"]), "comments": comments}, {})
+    linked = (kb / (kb / "CURRENT").read_text().strip() / "comments.arrow").stat().st_ino
+    previous = read_tables(kb, TABLES)
+    write_kb(kb, {"files": _files(["a.py"]), "comments": comments.astype({"text": object})}, {}, previous)
+    assert (kb / (kb / "CURRENT").read_text().strip() / "comments.arrow").stat().st_ino == linked

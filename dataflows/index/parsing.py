@@ -2,7 +2,8 @@
 
 The per-file work of new/changed files (parse, token counts, term counts) runs in batches of files
 (`parse_batches` -> `parsed_batch` -> `parsed_rows`), so a driver with a multiprocessing executor
-spreads it over cores. Symbols get dense ids over the whole KB (previous ids of reused files are re-keyed).
+spreads it over cores. Symbols get ids in per-file blocks (`frames.block_symbol_ids`): a file's symbols keep
+theirs while another file changes; previous ids of reused files are re-keyed only when a block moved.
 
 Token counts: each file is encoded once; every token is counted on the line holding its first byte
 (`count_line_tokens`), so file tokens are exact and a symbol's body_tokens is the sum of its lines.
@@ -27,6 +28,7 @@ from hamilton.htypes import Collect, Parallelizable
 
 from cra.dataflows.index.code_terms import code_term_counts
 from cra.dataflows.index.frames import (
+    block_symbol_ids,
     conform,
     kept_rows,
     new_symbol_ids,
@@ -318,7 +320,8 @@ def reused_symbol_rows(indexed_files: pd.DataFrame, previous_kb: dict[str, pd.Da
 
 
 def symbol_keys(reused_symbol_rows: pd.DataFrame, new_symbol_rows: pd.DataFrame) -> pd.DataFrame:
-    """Dense new symbol_id for every symbol, ordered by file then position; old_id for reused, local for new."""
+    """New symbol_id for every symbol, ordered by file then position, in per-file blocks (`block_symbol_ids`: ids
+    do not shift when another file gains or loses a symbol); old_id for reused, local for new."""
     reused = pd.DataFrame(
         {
             "file_id": reused_symbol_rows["file_id"].astype("int64"),
@@ -336,7 +339,7 @@ def symbol_keys(reused_symbol_rows: pd.DataFrame, new_symbol_rows: pd.DataFrame)
         }
     )
     keys = pd.concat([reused, new], ignore_index=True).sort_values(["file_id", "order"], ignore_index=True)
-    keys["symbol_id"] = np.arange(len(keys), dtype="int64")
+    keys["symbol_id"] = block_symbol_ids(keys["file_id"].to_numpy(np.int64))
     return keys.drop(columns="order")
 
 
@@ -431,8 +434,9 @@ def kb_imports(
 def kb_references(
     parsed_references: pd.DataFrame, symbol_keys: pd.DataFrame, previous_kb: dict[str, pd.DataFrame] | None
 ) -> pd.DataFrame:
-    """Raw identifier references (call/base/annotation) made by every symbol, keyed by the new symbol ids:
-    reused rows first in their previous order (re-keying keeps it sorted), then this run's rows by symbol."""
+    """Raw identifier references (call/base/annotation) made by every symbol, keyed by the new symbol ids, in
+    symbol_id order as a fresh index has them (the reused rows, re-keyed, keep their order; this run's rows go in
+    between: with ids that do not shift, the table of an edit that changes no reference equals the live one)."""
     ids = symbol_ids_of_locals(
         parsed_references["file_id"].to_numpy(np.int64),
         parsed_references["local"].fillna(-1).to_numpy(np.int64),
@@ -445,7 +449,7 @@ def kb_references(
     reused = previous.assign(symbol_id=new_symbol_ids(previous["symbol_id"], symbol_keys))
     reused = reused[reused["symbol_id"].notna()]
     references = pd.concat([f for f in (reused, new) if len(f)] or [new], ignore_index=True)
-    return conform(references, "references")
+    return conform(ordered_by(references, "symbol_id"), "references")
 
 
 def file_parse_errors(indexed_files: pd.DataFrame, parsed_errors: pd.Series, previous_files: pd.DataFrame) -> pd.Series:

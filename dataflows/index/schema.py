@@ -1,7 +1,8 @@
 """The knowledge-base (KB) tables: one Parquet file each, these columns, this schema version.
 
 Every producer (index dataflow) and consumer (retrieval dataflow, stores) agrees on these names.
-Ids are dense integers assigned at index time; paths are POSIX, relative to the repository root.
+Ids are integers assigned at index time: file ids dense in path order, symbol ids in (file, position) order in
+per-file blocks, with holes (`frames.block_symbol_ids`); paths are POSIX, relative to the repository root.
 """
 
 from __future__ import annotations

@@ -211,11 +211,18 @@ def _same_table(name: str, frame: pd.DataFrame | None, before: pd.DataFrame | No
         return all(
             frame[c].equals(before[c])
             if frame[c].dtype == before[c].dtype and frame[c].dtype != object
-            else pa.array(frame[c], type=t, from_pandas=True).equals(pa.array(before[c], type=t, from_pandas=True))
+            else _as_arrow(frame[c], t).equals(_as_arrow(before[c], t))
             for c, t in TABLES[name].items()
         )
     except (KeyError, TypeError, ValueError, pa.ArrowException):  # not provably equal: written
         return False
+
+
+def _as_arrow(values: pd.Series, typ: pa.DataType) -> pa.Array:
+    """A column as one Arrow array of the schema's type: an arrow-backed column (as read back) converts to a chunked
+    array, which does not compare with a plain one (an object column of this run's texts)."""
+    array = pa.array(values, type=typ, from_pandas=True)
+    return array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
 
 
 def _same_contents(tables: dict[str, pd.DataFrame], previous: dict[str, pd.DataFrame]) -> bool:
