@@ -1,9 +1,11 @@
-"""BM25 over a (doc, term, tf) frame: weights precomputed once, a query is a few array slices.
+"""BM25 over a (doc, term, tf) frame: a query weights the postings of its own terms, a few array slices.
 
 Built from the KB's `file_terms` / `symbol_terms` tables at index time and persisted with the KB in the compact
 form of `Bm25Index.arrays()` (sorted vocabulary, term offsets, postings), so loading a KB only reads arrays back
 (`Bm25Index.from_arrays`). A query touches only the postings of its own terms: its cost does not grow with the
-repository.
+repository. No weight is persisted: a query term's weights come from its postings' term counts, the docs' lengths,
+its df, N and the mean length (O(df), `Bm25Index.weights`), so a lexicon patched after an edit (`patched`) re-weights
+nothing.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import bisect
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -20,9 +23,8 @@ import pyarrow.compute as pc
 
 K1 = 0.9  # Lucene defaults as in the eval README's baseline
 B = 0.4
-_CHUNK = 1 << 20  # postings whose weights are computed at once (float64 temporaries of 8 MB, not of 20M postings)
-ARRAYS = ("vocab", "starts", "doc_ids", "postings_doc", "postings_weight")  # the persisted form, in this order
-PATCH_ARRAYS = ("postings_tf", "doc_len")  # persisted too, read only to patch the index (`Bm25Index.patched`)
+_CHUNK = 1 << 20  # postings whose doc lengths are summed at once (float64 temporaries of 8 MB, not of 20M postings)
+ARRAYS = ("vocab", "starts", "doc_ids", "postings_doc", "postings_tf", "doc_len")  # the persisted form, in this order
 
 
 def stable_order(codes: np.ndarray) -> np.ndarray:
@@ -91,22 +93,17 @@ class Bm25Index:
     starts: np.ndarray  # postings of vocab[i] are [starts[i], starts[i + 1])
     doc_ids: np.ndarray  # the doc id (file_id / symbol_id) of each doc position
     postings_doc: np.ndarray  # doc position of each posting, grouped by term
-    postings_weight: np.ndarray  # BM25 term weight (idf * saturated tf) of each posting
-    # what a re-index patches the index from (`patched`), persisted beside it, not read by a request: None when absent
-    postings_tf: np.ndarray | None = None  # the term's count in the doc, of each posting
-    doc_len: np.ndarray | None = None  # each doc's term count (float64 sums of integers: exact)
+    postings_tf: np.ndarray  # the term's count in the doc, of each posting
+    doc_len: np.ndarray  # each doc's term count (float64 sums of integers: exact)
+    k1: float = K1
+    b: float = B
 
     @classmethod
     def from_terms(cls, frame: pd.DataFrame, doc_col: str, k1: float = K1, b: float = B) -> Bm25Index:
         """Index a frame with columns (doc_col, term, tf)."""
         if frame.empty:
-            return cls.from_arrays(
-                np.array([], dtype=object),
-                np.zeros(1, dtype=np.int64),
-                np.array([], dtype=np.int64),
-                np.array([], dtype=np.int64),
-                np.array([]),
-            )
+            empty = np.array([], dtype=np.int64)
+            return cls.from_arrays(np.array([], dtype=object), np.zeros(1, dtype=np.int64), empty, empty, empty, empty)
         # the rows' codes first, while nothing else is held: ordering postings by term takes most of the memory
         term_codes, vocab = sorted_term_codes(frame["term"])
         df = np.bincount(term_codes, minlength=len(vocab))
@@ -128,41 +125,11 @@ class Bm25Index:
                 doc_pos[start : start + _CHUNK], weights=tf[start : start + _CHUNK], minlength=len(doc_ids)
             )
         del doc_pos
-        return cls.weighted(vocab, df, doc_ids, postings_doc, postings_tf, doc_len, k1, b)
-
-    @classmethod
-    def weighted(cls, vocab, df, doc_ids, postings_doc, postings_tf, doc_len, k1: float = K1, b: float = B):
-        """The index from postings ordered by term, then doc (each term's df of them in a row), their term counts and
-        every doc's length: what `from_terms` builds and what `patched` keeps, weighted the same way."""
-        avg_len = doc_len.mean() or 1.0
-        n_docs = len(doc_ids)
-        idf = np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
         starts = np.concatenate([[0], np.cumsum(df)])  # postings by term: each term's df postings in a row
-        term_of = np.repeat(np.arange(len(df), dtype=np.int32), df)
-        weight = np.empty(len(postings_doc), dtype=np.float64)
-        for start in range(
-            0, len(postings_doc), _CHUNK
-        ):  # a chunk of postings at a time, each step of the formula in its order
-            end = start + _CHUNK
-            counts = postings_tf[start:end].astype(np.float64)
-            # weight = idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * doc_len / avg_len))
-            norm = doc_len[postings_doc[start:end]]
-            norm *= b
-            norm /= avg_len
-            norm += 1.0 - b
-            norm *= k1
-            norm += counts
-            chunk = idf[term_of[start:end]]
-            chunk *= counts
-            chunk *= k1 + 1.0
-            chunk /= norm
-            weight[start:end] = chunk
-        return cls.from_arrays(vocab, starts, doc_ids, postings_doc, weight, postings_tf, doc_len)
+        return cls.from_arrays(vocab, starts, doc_ids, postings_doc, postings_tf, doc_len, k1, b)
 
     @classmethod
-    def from_arrays(
-        cls, vocab, starts, doc_ids, postings_doc, postings_weight, postings_tf=None, doc_len=None
-    ) -> Bm25Index:
+    def from_arrays(cls, vocab, starts, doc_ids, postings_doc, postings_tf, doc_len, k1=K1, b=B) -> Bm25Index:
         """The index from its persisted arrays (`arrays()`), as numpy arrays of the stored types."""
         vocab = vocab if isinstance(vocab, ArrowVocabulary) else np.asarray(vocab, dtype=object)
         return cls(
@@ -170,25 +137,52 @@ class Bm25Index:
             np.asarray(starts, dtype=np.int64),
             np.asarray(doc_ids),
             np.asarray(postings_doc, dtype=np.int32),
-            np.asarray(postings_weight, dtype=np.float64),
-            None if postings_tf is None else np.asarray(postings_tf, dtype=np.int32),
-            None if doc_len is None else np.asarray(doc_len, dtype=np.float64),
+            np.asarray(postings_tf, dtype=np.int32),
+            np.asarray(doc_len, dtype=np.float64),
+            k1,
+            b,
         )
 
-    def arrays(self) -> dict[str, np.ndarray]:
-        """The compact persisted form: name -> array, names as in ARRAYS (then PATCH_ARRAYS, when the index has them)."""
-        patch = PATCH_ARRAYS if all(getattr(self, name) is not None for name in PATCH_ARRAYS) else ()
-        return {name: getattr(self, name) for name in (*ARRAYS, *patch)}
+    @cached_property
+    def avg_len(self) -> float:
+        """The docs' mean length, what BM25 normalises a doc's length by (an exact sum of integers, divided once:
+        the same figure however the lengths are laid out)."""
+        return (self.doc_len.mean() if len(self.doc_len) else 0.0) or 1.0
 
-    def patched(self, new_ids: np.ndarray, added: pd.DataFrame, doc_col: str, k1: float = K1, b: float = B):
+    def idf(self, df: np.ndarray) -> np.ndarray:
+        """Each document frequency's inverse document frequency (BM25's, never negative)."""
+        return np.log(1.0 + (len(self.doc_ids) - df + 0.5) / (df + 0.5))
+
+    def weights(self, start: int, end: int, idf: float) -> np.ndarray:
+        """The BM25 weights (idf * saturated tf) of the postings [start, end) of one term, computed when a query asks
+        for that term (O(df)), so an index patched after an edit re-weights nothing. Each step of the formula in
+        this order, so a score is the same float however many postings were weighted at once."""
+        k1, b = self.k1, self.b
+        counts = self.postings_tf[start:end].astype(np.float64)
+        # weight = idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * doc_len / avg_len))
+        norm = self.doc_len[self.postings_doc[start:end]]
+        norm *= b
+        norm /= self.avg_len
+        norm += 1.0 - b
+        norm *= k1
+        norm += counts
+        weight = np.full(end - start, idf)
+        weight *= counts
+        weight *= k1 + 1.0
+        weight /= norm
+        return weight
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The compact persisted form: name -> array, names as in ARRAYS."""
+        return {name: getattr(self, name) for name in ARRAYS}
+
+    def patched(self, new_ids: np.ndarray, added: pd.DataFrame, doc_col: str) -> Bm25Index:
         """The index `from_terms` builds over this one's docs renumbered and some of them replaced, from this one's
         postings and the added docs' rows only: no term of the kept docs is decoded, sorted or counted again.
 
         new_ids: each doc position's new doc id (in doc_ids order, increasing where kept), -1 for a doc dropped (gone,
         or changed and among `added`); added: (doc_col, term, tf) rows of the docs that are new or changed, in any
-        order, no doc of them kept. None when this index has no term counts to patch from (`PATCH_ARRAYS`)."""
-        if self.postings_tf is None or self.doc_len is None:
-            return None
+        order, no doc of them kept. Nothing is weighted here: a query weights its own terms' postings (`weights`)."""
         new_ids = np.asarray(new_ids, dtype=np.int64)
         kept = new_ids >= 0
         if (np.diff(new_ids[kept]) <= 0).any():
@@ -251,7 +245,8 @@ class Bm25Index:
         doc_len = np.zeros(n)
         doc_len[position[kept]] = np.asarray(self.doc_len)[kept]
         doc_len += np.bincount(add_doc, weights=add_tf, minlength=n)
-        return Bm25Index.weighted(new_vocab, df, doc_ids, postings_doc, postings_tf, doc_len, k1, b)
+        starts = np.concatenate([[0], np.cumsum(df)])
+        return Bm25Index.from_arrays(new_vocab, starts, doc_ids, postings_doc, postings_tf, doc_len, self.k1, self.b)
 
     def _span(self, term: str) -> tuple[int, int] | None:
         """[start, end) of the term's postings, None when the vocabulary does not have it."""
@@ -263,12 +258,11 @@ class Bm25Index:
     def scores(self, query_terms: Iterable[str]) -> pd.Series:
         """BM25 score of every doc for the query terms (repeated terms count, sub-linearly), indexed by doc id."""
         total = np.zeros(len(self.doc_ids))
-        for term, count in Counter(query_terms).items():
-            span = self._span(term)
-            if span is None:
-                continue
-            start, end = span
-            np.add.at(total, self.postings_doc[start:end], self.postings_weight[start:end] * (1.0 + np.log(count)))
+        found = [(span, count) for term, count in Counter(query_terms).items() if (span := self._span(term))]
+        idfs = self.idf(np.array([end - start for (start, end), _ in found], dtype=np.int64))
+        for ((start, end), count), idf in zip(found, idfs):
+            weight = self.weights(start, end, idf)
+            np.add.at(total, self.postings_doc[start:end], weight * (1.0 + np.log(count)))
         return pd.Series(total, index=self.doc_ids)
 
     def document_frequency(self, term: str) -> int:

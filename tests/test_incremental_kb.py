@@ -14,7 +14,7 @@ import pytest
 
 from cra.dataflows.index import frames
 from cra.dataflows.index.frames import MIN_SYMBOL_BLOCK
-from cra.dataflows.lexical import PATCH_ARRAYS, Bm25Index
+from cra.dataflows.lexical import ARRAYS, Bm25Index
 from cra.drivers.cli.main import main
 from cra.drivers.index.indexer import index_repository
 from cra.drivers.kb.store import live_version, read_tables
@@ -111,9 +111,11 @@ def _terms(docs: dict[int, dict[str, int]]) -> pd.DataFrame:
 
 def _same_index(a: Bm25Index, b: Bm25Index) -> None:
     assert a.vocab.array.to_pylist() == b.vocab.array.to_pylist()
-    for name in ("starts", "doc_ids", "postings_doc", "postings_weight", *PATCH_ARRAYS):
+    for name in ARRAYS[1:]:
         x, y = np.asarray(getattr(a, name)), np.asarray(getattr(b, name))
         assert x.dtype == y.dtype and np.array_equal(x, y), name
+    terms = a.vocab.array.to_pylist()  # and the weights a query computes from them, every term's
+    assert all(np.array_equal(a.scores([t]).to_numpy(), b.scores([t]).to_numpy()) for t in terms)
 
 
 @pytest.mark.parametrize("seed", range(40))

@@ -56,7 +56,7 @@ _METADATA = "metadata.json"
 LEXICONS = {"file_terms": "file_id", "symbol_terms": "symbol_id", "commit_terms": "commit"}
 BUILDS_APART_ROWS = 4_000_000  # term rows up to which the word tables are built beside the lexicons (see write_kb)
 _LEXICON_SUFFIX = ".bm25.arrow"  # Arrow IPC, uncompressed: memory-mapped, a request reads only its terms' postings
-_LEXICON_FORMAT = {b"cra_bm25_format": b"2", b"k1": repr(lexical.K1).encode(), b"b": repr(lexical.B).encode()}
+_LEXICON_FORMAT = {b"cra_bm25_format": b"3", b"k1": repr(lexical.K1).encode(), b"b": repr(lexical.B).encode()}
 
 # tables kept as uncompressed Arrow IPC, memory-mapped when read: every file's text and every comment, of which a
 # request reads those of the few files it packs (decoding them from Parquet took 3.4 s and 0.55 s on OpenJDK), and
@@ -120,17 +120,16 @@ def _write_lexicon(staging: Path, terms: str, frame: pd.DataFrame, index: Bm25In
     write_table(pa.table(columns).replace_schema_metadata(_LEXICON_FORMAT), staging / f"{terms}{_LEXICON_SUFFIX}")
 
 
-def _read_lexicon(version: Path, terms: str, patchable: bool = False) -> Bm25Index | None:
+def _read_lexicon(version: Path, terms: str) -> Bm25Index | None:
     """The persisted BM25 index of a term table, memory-mapped (arrays are views of the file: a request pages in
-    the postings of its own terms only); None when absent or of another format (then rebuild). patchable: with the
-    term counts and doc lengths a re-index patches it from (`Bm25Index.patched`), None when it has none."""
+    the postings of its own terms only); None when absent or of another format (then rebuild)."""
     path = version / f"{terms}{_LEXICON_SUFFIX}"
     if not path.is_file():
         return None
     table = mapped_table(path)
     if (table.schema.metadata or {}) != _LEXICON_FORMAT or table.num_rows != 1:
         return None
-    names = (*lexical.ARRAYS, *lexical.PATCH_ARRAYS) if patchable else lexical.ARRAYS
+    names = lexical.ARRAYS
     if not all(name in table.column_names for name in names):
         return None
     values = {name: table.column(name).chunk(0).values for name in names}
@@ -178,7 +177,7 @@ def _patched_lexicon(live: Path | None, terms: str, frame: pd.DataFrame, kept: n
     when there is nothing to patch from, or more changed than PATCH_MAX_SHARE (then it is built from the rows)."""
     if live is None or kept is None or frame is None or not len(frame):
         return None
-    before = _read_lexicon(live, terms, patchable=True)
+    before = _read_lexicon(live, terms)
     if before is None:
         return None
     doc = LEXICONS[terms]
