@@ -557,3 +557,12 @@ def test_a_reindex_parses_the_stat_cache_once(tmp_path, monkeypatch):
         handler.write_text(handler.read_text() + f"\n# edit {number}\n")
         assert index_repository(repo)["n_parsed"] == 1
         assert len(parsed) == number + 1
+
+
+def test_the_previous_kb_is_read_whole_in_the_read_order():
+    """Every KB table is in the order an incremental run reads the previous version in: a table missing there would
+    be missing from the previous KB the dataflow carries rows over from."""
+    from cra.dataflows.index.schema import TABLES
+    from cra.drivers.index.indexer import READ_ORDER
+
+    assert sorted(READ_ORDER) == sorted(TABLES)

@@ -26,7 +26,7 @@ from cra.drivers.kb import stat_cache
 from cra.drivers.kb.location import check_writable, default_kb_dir
 from cra.drivers.kb.resume import RESUME_DIR, drop_checkpoints
 
-INDEX_LOCK = ".index.lock"
+INDEX_LOCK = ".index.lock"  # in a KB directory: held by the one index run writing it
 # the previous KB's tables in the order they are read, four at a time: files first (the scan waits for it), then
 # about the order in which the dataflow's nodes first ask for them
 READ_ORDER = (
@@ -47,7 +47,7 @@ READ_ORDER = (
     "commit_files",
     "cochange",
     "companions",
-)  # in a KB directory: held by the one index run writing it
+)
 # the index machinery (Hamilton, pandas, the dataflow modules), loaded on first use: an unchanged tree never needs it
 _DAG_NAMES = frozenset(
     {
