@@ -84,13 +84,15 @@ def test_a_failing_worker_run_is_one_line_naming_the_cause(tmp_path):
     assert "\n" not in message and "pickle" in message and "--workers 1" in message
 
 
-def test_a_script_indexing_without_a_main_guard_is_told_what_to_add(tmp_path):
+@pytest.mark.parametrize("entry", ["index_frames", "index_repository"])
+def test_a_script_indexing_without_a_main_guard_is_told_what_to_add(tmp_path, entry):
     """Workers start from a fork server and import the script that started them: an unguarded script's worker dies
-    trying to index again, and the error says what to add (the driver's own entry points are guarded)."""
+    trying to index again, and the error says what to add (the driver's own entry points are guarded). Through
+    index_repository the worker's run would wait for ever on the lock its parent holds: it fails at once instead."""
     script = tmp_path / "unguarded.py"
     script.write_text(
-        "import sys\nfrom pathlib import Path\nfrom cra.drivers.index.indexer import index_frames\n"
-        "index_frames(Path(sys.argv[1]), history=0, workers=2)\n"
+        f"import sys\nfrom pathlib import Path\nfrom cra.drivers.index.indexer import {entry}\n"
+        f"{entry}(Path(sys.argv[1]), history=0, workers=2)\n"
     )
     done = subprocess.run(
         [sys.executable, str(script), str(make_repo(tmp_path / "repo"))],
@@ -103,7 +105,7 @@ def test_a_script_indexing_without_a_main_guard_is_told_what_to_add(tmp_path):
     assert (
         'if __name__ == "__main__":' in done.stderr.splitlines()[-1] and "--workers 1" in done.stderr.splitlines()[-1]
     )
-    guarded = script.read_text().replace("index_frames(Path", 'if __name__ == "__main__":\n    index_frames(Path')
+    guarded = script.read_text().replace(f"{entry}(Path", f'if __name__ == "__main__":\n    {entry}(Path')
     script.write_text(guarded)
     done = subprocess.run(
         [sys.executable, str(script), str(tmp_path / "repo")],

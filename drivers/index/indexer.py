@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import multiprocessing
 import os
 import shutil
 import tempfile
@@ -101,6 +102,7 @@ def index_repository(
     then re-indexes incrementally from what the first wrote.
 
     engine: a Dask or Ray cluster for the parse (`cra.drivers.index.engines.Engine`; default: this machine)."""
+    _check_not_starting_a_worker()
     repo = _check_repo(Path(repo))
     kb_dir = Path(kb_dir) if kb_dir else default_kb_dir(repo)
     check_writable(kb_dir)
@@ -111,6 +113,16 @@ def index_repository(
             )
         finally:
             tokens.release()
+
+
+def _check_not_starting_a_worker() -> None:
+    """Fail at once in a parse worker that is importing the script which started it: a script that indexes without
+    `if __name__ == "__main__":` is re-run by every worker (fork server, spawn), and there its index run would wait
+    for ever on the lock its parent holds. The worker dies, and the parent's run fails with `IndexFailed`'s advice."""
+    if getattr(multiprocessing.current_process(), "_inheriting", False):  # (what multiprocessing itself checks)
+        raise CraError(
+            'A parse worker is importing a script that indexes: put the script\'s code under `if __name__ == "__main__":`.'
+        )
 
 
 @contextlib.contextmanager
