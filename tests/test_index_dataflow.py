@@ -628,3 +628,28 @@ def test_id_lookups_give_what_pandas_gives():
     for values, ids in cases:
         assert (ids_in(values, np.asarray(ids, dtype=np.int64)) == values.isin(ids).to_numpy(dtype=bool)).all()
         assert doc_count(values) == values.nunique()
+
+
+def test_file_edges_are_unique_pairs_without_self_edges_and_a_test_edge_only_where_no_import_says_it():
+    bindings = pd.DataFrame(
+        {
+            "file_id": [0, 0, 0, 2, 2, 5, 7],
+            "dst_file_id": [3, 1, 3, 2, 0, 1, 1],  # (0, 3) twice, (2, 2) a self-import
+            "local": ["a", "b", "c", "d", "e", "f", "g"],
+            "member": [None] * 7,
+        }
+    )
+    tests = pd.DataFrame({"src_file_id": [5, 6], "dst_file_id": [1, 1]}, dtype="int64")  # 5 -> 1 is also an import
+    edges = edges_module.kb_edges(bindings, tests)
+    assert list(edges.itertuples(index=False, name=None)) == [
+        (0, 1, "import"),
+        (0, 3, "import"),
+        (2, 0, "import"),
+        (5, 1, "import"),
+        (6, 1, "tests"),
+        (7, 1, "import"),
+    ]
+    assert [str(t) for t in edges.dtypes.iloc[:2]] == ["int32", "int32"]
+    assert edges_module.kb_edges(bindings.iloc[:0], tests.iloc[:0]).empty
+    only_tests = edges_module.kb_edges(bindings.iloc[:0], tests)
+    assert list(only_tests.itertuples(index=False, name=None)) == [(5, 1, "tests"), (6, 1, "tests")]
