@@ -653,3 +653,41 @@ def test_file_edges_are_unique_pairs_without_self_edges_and_a_test_edge_only_whe
     assert edges_module.kb_edges(bindings.iloc[:0], tests.iloc[:0]).empty
     only_tests = edges_module.kb_edges(bindings.iloc[:0], tests)
     assert list(only_tests.itertuples(index=False, name=None)) == [(5, 1, "tests"), (6, 1, "tests")]
+
+
+@pytest.mark.parametrize("n_kinds", [3, 6])
+def test_symbol_edges_are_sorted_and_unique_as_pandas_would_make_them(n_kinds):
+    """One packed key per edge (up to 4 kinds) and the lexsort beyond give what drop_duplicates + sort_values give."""
+    rng = np.random.default_rng(n_kinds)
+    edges = pd.DataFrame(
+        {
+            "src_symbol_id": rng.integers(0, 40, 500),
+            "dst_symbol_id": rng.integers(0, 40, 500),
+            "kind": rng.choice([f"kind{k}" for k in range(n_kinds)], 500).astype(object),
+        }
+    )
+    want = edges.drop_duplicates().sort_values(["src_symbol_id", "dst_symbol_id", "kind"], ignore_index=True)
+    got = edges_module._sorted_unique_edges(edges)
+    assert list(got.itertuples(index=False, name=None)) == list(want.itertuples(index=False, name=None))
+
+
+def test_carried_bindings_take_the_resolved_ones_in_at_their_files_places():
+    """As a stable sort by file_id of the two would: a file's rows keep their order; missing texts are None."""
+    carried = pd.DataFrame(
+        {
+            "file_id": [4, 0, 0, 2],  # (unsorted, as a full run may leave them)
+            "dst_file_id": [1, 5, 6, 0],
+            "local": pd.array(["d", "a", "b", None], dtype="str"),
+            "member": pd.array([None, "x", None, "y"], dtype="str"),
+        }
+    )
+    resolved = pd.DataFrame(
+        {"file_id": [3, 1, 3], "dst_file_id": [9, 8, 7], "local": ["e", "f", "g"], "member": [None] * 3}
+    )
+    got = edges_module._spliced_bindings(carried, resolved)
+    want = pd.concat([carried.astype({"local": object, "member": object}), resolved], ignore_index=True)
+    want = want.sort_values("file_id", kind="stable", ignore_index=True)
+    assert list(got.itertuples(index=False, name=None)) == [
+        tuple(None if pd.isna(v) else v for v in row) for row in want.itertuples(index=False, name=None)
+    ]
+    assert got["local"].dtype == object and got.loc[got["file_id"] == 2, "local"].item() is None
