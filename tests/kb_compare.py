@@ -19,7 +19,8 @@ import sys
 from pathlib import Path
 
 import pandas as pd
-import pyarrow as pa
+
+from cra.drivers.kb.mapped import PIECES_SUFFIX, version_table
 
 WALL_CLOCK = {"indexed_at", "seconds"}
 LAYOUT = {
@@ -42,6 +43,14 @@ def _sorted(frame: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def _table_files(version: Path) -> set[str]:
+    """The table files of a version by the name of the whole file, a table kept in pieces included (its segments
+    are how it was written, not what it holds)."""
+    names = {p.relative_to(version).as_posix() for p in [*version.rglob("*.parquet"), *version.rglob("*.arrow")]}
+    names = {name for name in names if ".seg-" not in name}
+    return names | {p.name.removesuffix(PIECES_SUFFIX) + ".arrow" for p in version.glob(f"*{PIECES_SUFFIX}")}
+
+
 def _without_clock(value, ignore: frozenset | set = frozenset()):
     """Metadata with its wall-clock fields (and the `ignore` keys) taken out, at any depth."""
     if isinstance(value, dict):
@@ -57,14 +66,13 @@ def compare_kbs(kb_a: Path, kb_b: Path, ignore: frozenset | set = frozenset()) -
     """(tables compared, differences) between the live versions of two KBs; no differences means equal output.
     ignore: metadata keys (at any depth) left out besides the wall-clock ones, e.g. what a run did (n_parsed)."""
     a, b = _live(kb_a), _live(kb_b)
-    names_a = {p.relative_to(a).as_posix() for p in [*a.rglob("*.parquet"), *a.rglob("*.arrow")]}
-    names_b = {p.relative_to(b).as_posix() for p in [*b.rglob("*.parquet"), *b.rglob("*.arrow")]}
+    names_a, names_b = _table_files(a), _table_files(b)
     differences = [f"{name}: only in {kb_a}" for name in sorted(names_a - names_b)]
     differences += [f"{name}: only in {kb_b}" for name in sorted(names_b - names_a)]
     compared = sorted(names_a & names_b)
     for name in compared:
         if name.endswith(".arrow"):
-            ta, tb = (pa.ipc.open_file(pa.memory_map(str(v / name))).read_all() for v in (a, b))
+            ta, tb = (version_table(v, name.removesuffix(".arrow")) for v in (a, b))
             if name.endswith(".bm25.arrow"):  # a persisted lexicon: arrays in a fixed order
                 if not ta.equals(tb, check_metadata=True):
                     differences.append(f"{name}: arrays differ")

@@ -260,3 +260,31 @@ def _named(value, kb: Path, names: dict | None = None):
     if isinstance(value, list):
         return [_named(v, kb, names) for v in value]
     return value
+
+
+def test_one_file_edits_write_the_file_keyed_tables_in_pieces_that_read_as_a_fresh_index(tmp_path, capsys, monkeypatch):
+    """Issue 58: while every file keeps its id, an edit writes only the changed files' rows of the comments, file
+    terms and concept terms (a new segment; the live segments linked); past MAX_PIECES a table is written whole
+    again. After every step the KB's tables and answers are a fresh index's."""
+    monkeypatch.setattr("cra.drivers.kb.store.MAX_PIECES", 6)
+    repo = make_repo(tmp_path / "repo", git=False)
+    kb = tmp_path / "kb"
+    index_repository(repo, kb, history=0)
+    modules = sorted(p for p in (repo / "app").rglob("*.py") if p.name != "__init__.py")
+    seen_pieces, seen_whole_again = False, False
+    for step in range(6):
+        edited = modules[step % len(modules)]
+        edited.write_text(edited.read_text() + f"\n# ledger note {step}: the payment rounds down\n")
+        index_repository(repo, kb, history=0)
+        version = live_version(kb)
+        pieced = {p.name.split(".")[0] for p in version.glob("*.pieces.json")}
+        seen_pieces = seen_pieces or {"comments", "file_terms"} <= pieced
+        seen_whole_again = seen_whole_again or (seen_pieces and "file_terms" not in pieced)
+        segments = list(version.glob("file_terms.seg-*.arrow"))
+        assert len(segments) <= 6, f"step {step}: {len(segments)} segments"
+        fresh = tmp_path / f"fresh{step}"
+        index_repository(repo, fresh, history=0)
+        assert _answers(repo, kb, capsys) == _answers(repo, fresh, capsys), f"step {step}"
+        compared, differences = compare_kbs(kb, fresh, ignore=RUN_STATS)
+        assert {"comments.arrow", "file_terms.arrow"} <= set(compared) and differences == [], f"step {step}"
+    assert seen_pieces and seen_whole_again

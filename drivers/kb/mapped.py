@@ -6,6 +6,8 @@ tree's texts are on disk, not in the driver's memory, while the files are parsed
 
 from __future__ import annotations
 
+import json
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,6 +58,55 @@ def read_mapped(path: Path, arrow_backed: bool = True) -> pd.DataFrame:
     """A frame over the memory-mapped file, zero-copy where columns are Arrow-backed (all of them, or with
     arrow_backed False as a Parquet table reads: strings as pandas strings, integers as numpy)."""
     return mapped_table(path).to_pandas(types_mapper=pd.ArrowDtype if arrow_backed else None)
+
+
+PIECES_SUFFIX = ".pieces.json"  # a table kept as slices of segment files: [[segment file, start row, stop row], ...]
+
+
+def segment_name(table: str) -> str:
+    """A new segment file's name for a pieced table: never the table's own file name (that means "whole")."""
+    return f"{table}.seg-{uuid.uuid4().hex[:12]}.arrow"
+
+
+def table_pieces(version: Path, table: str) -> list[tuple[str, int, int]] | None:
+    """The pieces of a table kept in pieces in this version, None when it is one whole file (or absent)."""
+    path = Path(version) / f"{table}{PIECES_SUFFIX}"
+    if not path.is_file():
+        return None
+    try:
+        pieces = [(str(name), int(start), int(stop)) for name, start, stop in json.loads(path.read_text())]
+    except (ValueError, TypeError) as exc:
+        raise pa.ArrowInvalid(f"{path.name} is not a list of pieces: {exc}") from None
+    if any("/" in name or not 0 <= start <= stop for name, start, stop in pieces):
+        raise pa.ArrowInvalid(f"{path.name} names a piece outside its version")
+    return pieces
+
+
+def write_pieces(path: Path, pieces: list[tuple[str, int, int]]) -> None:
+    """A table's pieces file (its segments are written or linked beside it first)."""
+    Path(path).write_text(json.dumps([list(piece) for piece in pieces]))
+
+
+def version_table(version: Path, table: str) -> pa.Table:
+    """A mapped table of a version: its one file, or its pieces' rows concatenated in order (zero-copy slices of
+    their memory-mapped segment files)."""
+    pieces = table_pieces(version, table)
+    if pieces is None:
+        return mapped_table(Path(version) / f"{table}.arrow")
+    segments: dict[str, pa.Table] = {}
+    parts = []
+    for name, start, stop in pieces:
+        if name not in segments:
+            segments[name] = mapped_table(Path(version) / name)
+        if stop > segments[name].num_rows:
+            raise pa.ArrowInvalid(f"{table}{PIECES_SUFFIX}: rows {start}-{stop} of {name}, which has fewer")
+        parts.append(segments[name].slice(start, stop - start))
+    return pa.concat_tables(parts) if parts else arrow_schema(table).empty_table()
+
+
+def has_table(version: Path, table: str) -> bool:
+    """Whether a version holds a mapped table, whole or in pieces."""
+    return (Path(version) / f"{table}.arrow").is_file() or (Path(version) / f"{table}{PIECES_SUFFIX}").is_file()
 
 
 def texts_of(path: Path, file_ids) -> list[str]:

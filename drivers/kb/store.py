@@ -39,7 +39,18 @@ from cra.dataflows.retrieval import vocabulary
 from cra.drivers.common.errors import CraError
 from cra.drivers.kb.check import INVENTORY_KEY, KbDamaged, clear_damage, inventory, mark_damaged, version_damage
 from cra.drivers.kb.location import CURRENT, KB_DIRNAME, check_writable, default_kb_dir, live_version  # noqa: F401 (re-exported)
-from cra.drivers.kb.mapped import TEXT_TABLES, mapped_table, read_mapped, write_mapped, write_table
+from cra.drivers.kb.mapped import (
+    PIECES_SUFFIX,
+    TEXT_TABLES,
+    has_table,
+    mapped_table,
+    segment_name,
+    table_pieces,
+    version_table,
+    write_mapped,
+    write_pieces,
+    write_table,
+)
 from cra.drivers.kb.word_cache import (
     read_word_tables,
     word_input_digests,
@@ -95,9 +106,8 @@ def _read_table(version: Path, name: str, arrow_lists: bool = False) -> pd.DataF
     unless the version predates that (its Parquet file is read; the next `cra index` rewrites it). arrow_lists:
     list columns (file concepts, decorators) stay Arrow-backed instead of becoming a Python list per row, which
     took a cold request 0.5 s at 100k files; a request does not read them, only word tables built anew do."""
-    path = version / table_file(name)
-    if name in _MAPPED and path.is_file():
-        return read_mapped(path, arrow_backed=name in TEXT_TABLES)
+    if name in _MAPPED and has_table(version, name):
+        return version_table(version, name).to_pandas(types_mapper=pd.ArrowDtype if name in TEXT_TABLES else None)
     lists = (lambda t: pd.ArrowDtype(t) if pa.types.is_list(t) else None) if arrow_lists else None
     return (
         pq.ParquetFile(version / f"{name}.parquet").read().to_pandas(types_mapper=lists)
@@ -236,6 +246,116 @@ def _same_contents(tables: dict[str, pd.DataFrame], previous: dict[str, pd.DataF
     return all(files[c].astype(str).tolist() == before[c].astype(str).tolist() for c in ("file_id", "hash"))
 
 
+# file-keyed mapped tables a one-file change used to rewrite whole (OpenJDK: comments 154 MB, file terms 242 MB,
+# concept terms 128 MB): while every file keeps its id, a new version keeps them as pieces, the live version's
+# segments for the files that did not change (hard-linked) and one new segment with the changed files' rows
+PIECED = ("comments", "file_terms", "concept_terms")
+MAX_PIECES = 64  # beyond, a table is written whole again (its pieces merged): reads stay a few slices
+
+
+@dataclass(frozen=True)
+class Pieces:
+    """How a pieced table is written: `pieces` over the segments to link (file names in the live version -> in the
+    new one) and `rows`, the new frame's rows that go into the new segment `segment`."""
+
+    pieces: list[tuple[str, int, int]]
+    links: dict[str, str]
+    segment: str
+    rows: np.ndarray
+
+
+def _changed_file_ids(tables: dict[str, pd.DataFrame], previous: dict[str, pd.DataFrame]) -> np.ndarray | None:
+    """The ids of the files whose rows this run replaced, when every file kept its id (the same paths under the same
+    ids as the live version's); None when ids moved (a file added or removed) or the files tables are missing."""
+    before, now = previous.get("files"), tables.get("files")
+    if before is None or now is None or len(before) != len(now):
+        return None
+    ids = now["file_id"].to_numpy(np.int64)
+    if not np.array_equal(before["file_id"].to_numpy(np.int64), ids):
+        return None
+    if before["path"].astype(object).tolist() != now["path"].astype(object).tolist():
+        return None
+    changed = before["hash"].astype(object).to_numpy() != now["hash"].astype(object).to_numpy()
+    return ids[changed]
+
+
+def _pieces(
+    name: str, frame: pd.DataFrame | None, before: pd.DataFrame | None, changed: np.ndarray, live: Path
+) -> Pieces | None:
+    """The pieces that give `frame` from the live version's table `before` (rows of unchanged files kept, in file_id
+    order) and a new segment of the changed files' rows; None when they do not pair up or would be too many. The kept
+    rows' integer columns are checked to be the live ones (their texts are carried over as they were)."""
+    if frame is None or before is None or not len(before):
+        return None
+    old_ids, new_ids = before["file_id"].to_numpy(np.int64), frame["file_id"].to_numpy(np.int64)
+    old_changed = np.isin(old_ids, changed, kind="table") if len(changed) else np.zeros(len(old_ids), bool)
+    new_changed = np.isin(new_ids, changed, kind="table") if len(changed) else np.zeros(len(new_ids), bool)
+    kept_old, kept_new = np.flatnonzero(~old_changed), np.flatnonzero(~new_changed)
+    if len(kept_old) != len(kept_new):
+        return None
+    for column, typ in TABLES[name].items():
+        if pa.types.is_integer(typ):
+            a = frame[column].to_numpy(dtype="float64", na_value=np.nan)[kept_new]
+            b = before[column].to_numpy(dtype="float64", na_value=np.nan)[kept_old]
+            if not np.array_equal(a, b, equal_nan=True):
+                return None
+    old_pieces = table_pieces(live, name) or [(table_file(name), 0, len(before))]
+    starts = np.cumsum([0] + [stop - start for _, start, stop in old_pieces])
+    if starts[-1] != len(before):
+        return None
+    source = np.full(len(frame), -1, dtype=np.int64)  # each new row's row in `before`, -1 for the new segment's
+    source[kept_new] = kept_old
+    fresh = source < 0
+    breaks = np.flatnonzero(np.r_[True, (fresh[1:] != fresh[:-1]) | (~fresh[1:] & (source[1:] != source[:-1] + 1))])
+    in_segment = np.cumsum(fresh) - 1
+    segment, pieces, links = segment_name(name), [], {}
+    for first, end in zip(breaks, np.r_[breaks[1:], len(frame)]):
+        if fresh[first]:
+            pieces.append((segment, int(in_segment[first]), int(in_segment[first]) + int(end - first)))
+            continue
+        lo, hi = int(source[first]), int(source[first] + end - first)
+        for k in range(np.searchsorted(starts, lo, side="right") - 1, len(old_pieces)):
+            if starts[k] >= hi:
+                break
+            file, start, _ = old_pieces[k]
+            linked = links.setdefault(file, file if file != table_file(name) else segment_name(name))
+            first_row, end_row = int(max(lo, starts[k]) - starts[k]), int(min(hi, starts[k + 1]) - starts[k])
+            pieces.append((linked, start + first_row, start + end_row))
+    if len(pieces) > MAX_PIECES:
+        return None
+    rows = np.flatnonzero(fresh)
+    if len(rows) == old_changed.sum() and _same_table(
+        name, frame.iloc[rows].reset_index(drop=True), before.iloc[np.flatnonzero(old_changed)].reset_index(drop=True)
+    ):  # the changed files' rows are as they were (a function added without comments): the table is the live one's
+        return Pieces([], {}, "", rows[:0])
+    return Pieces(pieces, links, segment, rows)
+
+
+def _write_pieced(staging: Path, live: Path, name: str, frame: pd.DataFrame, plan: Pieces) -> bool:
+    """Write a table as the pieces of `plan` (False, nothing left behind, when a segment cannot be linked)."""
+    for file, linked in plan.links.items():
+        try:
+            os.link(live / file, staging / linked)
+        except OSError:
+            for done in plan.links.values():
+                (staging / done).unlink(missing_ok=True)
+            return False
+    if len(plan.rows):
+        write_mapped(frame.iloc[plan.rows], name, staging / plan.segment)
+    write_pieces(staging / f"{name}{PIECES_SUFFIX}", plan.pieces)
+    return True
+
+
+def _linked_table(staging: Path, live: Path | None, name: str) -> bool:
+    """Hard-link a table of the live version into staging, its one file or its pieces and their segments."""
+    pieces = table_pieces(live, name) if live is not None and name in _MAPPED else None
+    if pieces is None:
+        return _linked(staging, live, table_file(name))
+    return all(_linked(staging, live, file) for file in {file for file, _, _ in pieces}) and _linked(
+        staging, live, f"{name}{PIECES_SUFFIX}"
+    )
+
+
 def _linked(staging: Path, live: Path | None, filename: str) -> bool:
     """Hard-link a file of the live version into staging (a version's files are never modified); False if impossible."""
     if live is None or not (live / filename).is_file():
@@ -287,10 +407,20 @@ def write_kb(
     check_writable(kb_dir)
     staging = Path(tempfile.mkdtemp(dir=kb_dir, prefix=".tmp-"))
     live = live_version(kb_dir) if previous else None
-    same = {
+    changed = _changed_file_ids(tables, previous) if live is not None else None
+    plans = {
+        name: plan
+        for name in (PIECED if changed is not None else ())
+        if (plan := _pieces(name, tables.get(name), previous.get(name), changed, live)) is not None
+    }
+    same = {name for name, plan in plans.items() if not plan.pieces}  # (no row changed)
+    same |= {
         name
         for name in TABLES
-        if live is not None and name != "contents" and _same_table(name, tables.get(name), previous.get(name))
+        if live is not None
+        and name != "contents"
+        and name not in plans
+        and _same_table(name, tables.get(name), previous.get(name))
     }
     if live is not None and _same_contents(tables, previous):
         same.add("contents")
@@ -315,7 +445,9 @@ def write_kb(
             trim()
 
     def table_job(name: str) -> None:
-        unchanged = name in same and _linked(staging, live, table_file(name))
+        unchanged = name in same and _linked_table(staging, live, name)
+        if not unchanged and name in plans:
+            unchanged = _write_pieced(staging, live, name, tables[name], plans[name])
         if not unchanged and name in (written or {}):
             _link_or_copy(Path(written[name]), staging / table_file(name))
         elif not unchanged:
@@ -458,8 +590,8 @@ def _read_terms(kb_dir: Path, name: str) -> pd.DataFrame:
     read_metadata(kb_dir)
     version = live_version(Path(kb_dir))
     try:
-        if (version / table_file(name)).is_file():
-            frame = read_mapped(version / table_file(name), arrow_backed=False)
+        if has_table(version, name):
+            frame = version_table(version, name).to_pandas()
             return frame.assign(term=frame["term"].astype("category"))
         return (
             pq.ParquetFile(version / f"{name}.parquet", read_dictionary=["term"]).read().to_pandas()
