@@ -18,6 +18,9 @@ from cra.dataflows.index.frames import (
     new_symbol_id_array,
     ordered_by,
     previous_table,
+    rekeyed_runs,
+    spliced,
+    true_runs,
 )
 from cra.dataflows.index.parsing import symbol_ids_of_locals
 
@@ -52,8 +55,11 @@ def kb_file_terms(
     new = parsed_file_terms  # each file's terms come sorted from the parse: ordering the files orders the rows
     new = ordered_by(new, "file_id")  # no copy when in order already
     previous = previous_table(previous_kb, "file_terms")
-    reused = kept_rows(previous, ids_in(previous["file_id"], indexed_files.loc[indexed_files["reused"], "file_id"]))
-    return conform(_merged(reused, new, "file_id"), "file_terms")
+    keep = ids_in(previous["file_id"], indexed_files.loc[indexed_files["reused"], "file_id"])
+    merged = spliced(previous, *true_runs(keep), new, "file_id", typed_as_previous=("term",))
+    if merged is None:  # (too many runs, or rows out of order)
+        merged = _merged(kept_rows(previous, keep), new, "file_id")
+    return conform(merged, "file_terms")
 
 
 def kb_symbol_terms(
@@ -69,6 +75,13 @@ def kb_symbol_terms(
     new = pd.DataFrame({"symbol_id": ids, "term": new["term"].array, "tf": new["tf"].to_numpy()}, copy=False)  # shared
     new = ordered_by(new, "symbol_id")  # each symbol's terms come sorted from the parse, symbols in id order
     previous = previous_table(previous_kb, "symbol_terms")
+    runs = rekeyed_runs(previous["symbol_id"], symbol_keys)
+    merged = None
+    if runs is not None:
+        starts, ends, shifts = runs
+        merged = spliced(previous, starts, ends, new, "symbol_id", shifts, typed_as_previous=("term",))
+    if merged is not None:
+        return conform(merged.astype({"symbol_id": np.int32}), "symbol_terms")
     ids = new_symbol_id_array(previous["symbol_id"], symbol_keys)
     kept = ids >= 0
     reused = kept_rows(previous, kept).assign(symbol_id=ids[kept].astype(np.int32))

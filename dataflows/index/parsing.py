@@ -30,13 +30,17 @@ from cra.dataflows.index.code_terms import code_term_counts
 from cra.dataflows.index.frames import (
     block_symbol_ids,
     conform,
+    ids_in,
+    in_order,
     kept_rows,
     new_symbol_ids,
     ordered_by,
     previous_table,
+    spliced,
     stacked,
     stacked_terms,
     take_rows,
+    true_runs,
 )
 from cra.dataflows.index.parsers import parse_source
 from cra.dataflows.index.parsers.comments import is_rationale
@@ -414,7 +418,16 @@ def kb_comments(
         else pd.Series(dtype="Int64")
     )
     previous = previous_table(previous_kb, "comments")
-    reused = previous[previous["file_id"].isin(indexed_files.loc[indexed_files["reused"], "file_id"])]
+    reused_ids = indexed_files.loc[indexed_files["reused"], "file_id"]
+    keep = ids_in(previous["file_id"], reused_ids)
+    if in_order(previous, ["file_id", "line"]) and not ids_in(new["file_id"], reused_ids).any():
+        # (each file's rows from one side, both in order: the kept rows' text stays as read, arrow-backed)
+        rekeyed = previous.assign(symbol_id=new_symbol_ids(previous["symbol_id"], symbol_keys))
+        new = ordered_by(new[[c for c in new.columns if c in previous.columns]], "file_id", "line")
+        comments = spliced(rekeyed, *true_runs(keep), new, "file_id", typed_as_previous=("text",))
+        if comments is not None:
+            return conform(comments, "comments")
+    reused = previous[keep]
     reused = reused.assign(symbol_id=new_symbol_ids(reused["symbol_id"], symbol_keys))
     comments = pd.concat([f for f in (reused, new) if len(f)] or [new], ignore_index=True)
     return conform(ordered_by(comments, "file_id", "line"), "comments")
