@@ -282,53 +282,74 @@ def _changed_file_ids(tables: dict[str, pd.DataFrame], previous: dict[str, pd.Da
 def _pieces(
     name: str, frame: pd.DataFrame | None, before: pd.DataFrame | None, changed: np.ndarray, live: Path
 ) -> Pieces | None:
-    """The pieces that give `frame` from the live version's table `before` (rows of unchanged files kept, in file_id
-    order) and a new segment of the changed files' rows; None when they do not pair up or would be too many. The kept
-    rows' integer columns are checked to be the live ones (their texts are carried over as they were)."""
+    """The pieces that give `frame` from the live version's table `before` (both ordered by file_id, each file's rows
+    together): the rows of unchanged files kept as the live segments hold them, the changed files' rows in one new
+    segment. None when they do not pair up or would be too many. Work per changed file, not per row (OpenJDK's 13M
+    file-term rows): their ranges are found by binary search. The kept rows' symbol ids, the one thing a re-index
+    may renumber in them (a file outgrowing its block of ids), are checked to be the live ones."""
     if frame is None or before is None or not len(before):
         return None
-    old_ids, new_ids = before["file_id"].to_numpy(np.int64), frame["file_id"].to_numpy(np.int64)
-    old_changed = np.isin(old_ids, changed, kind="table") if len(changed) else np.zeros(len(old_ids), bool)
-    new_changed = np.isin(new_ids, changed, kind="table") if len(changed) else np.zeros(len(new_ids), bool)
-    kept_old, kept_new = np.flatnonzero(~old_changed), np.flatnonzero(~new_changed)
-    if len(kept_old) != len(kept_new):
+    old_ids, new_ids = before["file_id"].to_numpy(np.int32), frame["file_id"].to_numpy(np.int32)
+    changed = np.asarray(changed, dtype=np.int32)
+    old_bounds = np.c_[np.searchsorted(old_ids, changed), np.searchsorted(old_ids, changed, side="right")].ravel()
+    new_bounds = np.c_[np.searchsorted(new_ids, changed), np.searchsorted(new_ids, changed, side="right")].ravel()
+    old_kept = np.diff(np.r_[0, old_bounds, len(old_ids)])[::2]  # rows kept before, between and after the changed
+    if not np.array_equal(old_kept, np.diff(np.r_[0, new_bounds, len(new_ids)])[::2]):
         return None
-    for column, typ in TABLES[name].items():
-        if pa.types.is_integer(typ):
-            a = frame[column].to_numpy(dtype="float64", na_value=np.nan)[kept_new]
-            b = before[column].to_numpy(dtype="float64", na_value=np.nan)[kept_old]
-            if not np.array_equal(a, b, equal_nan=True):
-                return None
+    kept_old = [(int(lo), int(hi)) for lo, hi in zip(np.r_[0, old_bounds[1::2]], np.r_[old_bounds[::2], len(old_ids)])]
+    kept_new = [(int(lo), int(hi)) for lo, hi in zip(np.r_[0, new_bounds[1::2]], np.r_[new_bounds[::2], len(new_ids)])]
+    if "symbol_id" in frame.columns and not all(
+        np.array_equal(
+            *(_float_ids(f["symbol_id"], lo, hi) for f, (lo, hi) in ((frame, n), (before, o))), equal_nan=True
+        )
+        for o, n in zip(kept_old, kept_new)
+    ):
+        return None
     old_pieces = table_pieces(live, name) or [(table_file(name), 0, len(before))]
     starts = np.cumsum([0] + [stop - start for _, start, stop in old_pieces])
     if starts[-1] != len(before):
         return None
-    source = np.full(len(frame), -1, dtype=np.int64)  # each new row's row in `before`, -1 for the new segment's
-    source[kept_new] = kept_old
-    fresh = source < 0
-    breaks = np.flatnonzero(np.r_[True, (fresh[1:] != fresh[:-1]) | (~fresh[1:] & (source[1:] != source[:-1] + 1))])
-    in_segment = np.cumsum(fresh) - 1
-    segment, pieces, links = segment_name(name), [], {}
-    for first, end in zip(breaks, np.r_[breaks[1:], len(frame)]):
-        if fresh[first]:
-            pieces.append((segment, int(in_segment[first]), int(in_segment[first]) + int(end - first)))
-            continue
-        lo, hi = int(source[first]), int(source[first] + end - first)
-        for k in range(np.searchsorted(starts, lo, side="right") - 1, len(old_pieces)):
-            if starts[k] >= hi:
+    rows = np.concatenate([np.arange(lo, hi) for lo, hi in zip(new_bounds[::2], new_bounds[1::2])] or [[]])
+    rows = rows.astype(np.int64)
+    segment, pieces, links, in_segment = segment_name(name), [], {}, 0
+    for k, (lo, hi) in enumerate(kept_old):
+        for p in range(np.searchsorted(starts, lo, side="right") - 1, len(old_pieces)) if hi > lo else ():
+            if starts[p] >= hi:
                 break
-            file, start, _ = old_pieces[k]
+            file, start, _ = old_pieces[p]
             linked = links.setdefault(file, file if file != table_file(name) else segment_name(name))
-            first_row, end_row = int(max(lo, starts[k]) - starts[k]), int(min(hi, starts[k + 1]) - starts[k])
+            first_row, end_row = int(max(lo, starts[p]) - starts[p]), int(min(hi, starts[p + 1]) - starts[p])
             pieces.append((linked, start + first_row, start + end_row))
+        if k < len(changed) and new_bounds[2 * k + 1] > new_bounds[2 * k]:
+            count = int(new_bounds[2 * k + 1] - new_bounds[2 * k])
+            pieces.append((segment, in_segment, in_segment + count))
+            in_segment += count
     if len(pieces) > MAX_PIECES:
         return None
-    rows = np.flatnonzero(fresh)
-    if len(rows) == old_changed.sum() and _same_table(
-        name, frame.iloc[rows].reset_index(drop=True), before.iloc[np.flatnonzero(old_changed)].reset_index(drop=True)
+    old_rows = np.concatenate([np.arange(lo, hi) for lo, hi in zip(old_bounds[::2], old_bounds[1::2])] or [[]])
+    if len(rows) == len(old_rows) and _same_table(
+        name, frame.iloc[rows].reset_index(drop=True), before.iloc[old_rows.astype(np.int64)].reset_index(drop=True)
     ):  # the changed files' rows are as they were (a function added without comments): the table is the live one's
         return Pieces([], {}, "", rows[:0])
-    return Pieces(pieces, links, segment, rows)
+    return Pieces(_merged_pieces(pieces), links, segment, rows)
+
+
+def _float_ids(ids: pd.Series, lo: int, hi: int) -> np.ndarray:
+    """Rows lo:hi of a nullable id column as floats (NaN where there is none), comparable whatever its dtype."""
+    return ids.iloc[lo:hi].to_numpy(dtype="float64", na_value=np.nan)
+
+
+def _merged_pieces(pieces: list[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
+    """Adjacent pieces of the same segment that continue each other as one piece."""
+    out: list[tuple[str, int, int]] = []
+    for file, start, stop in pieces:
+        if stop == start:
+            continue
+        if out and out[-1][0] == file and out[-1][2] == start:
+            out[-1] = (file, out[-1][1], stop)
+        else:
+            out.append((file, start, stop))
+    return out
 
 
 def _write_pieced(staging: Path, live: Path, name: str, frame: pd.DataFrame, plan: Pieces) -> bool:
