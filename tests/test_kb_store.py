@@ -142,7 +142,7 @@ def test_a_table_written_by_the_index_is_linked_into_the_version_not_converted_a
     written = tmp_path / "contents.arrow"
     write_mapped(pd.DataFrame({"file_id": [0], "text": ["a = 1\n"]}), "contents", written)
     kb = tmp_path / "kb"
-    write_kb(kb, {"files": _files(["a.py"]), "contents": None}, {}, written={"contents": written})
+    write_kb(kb, {"files": _files(["a.py"]), "contents": None}, {}, written={"contents": tmp_path})
     version = kb / (kb / "CURRENT").read_text().strip()
     assert (version / "contents.arrow").stat().st_ino == written.stat().st_ino
     assert read_tables(kb, ["contents"])["contents"]["text"].tolist() == ["a = 1\n"]

@@ -10,7 +10,9 @@ from pathlib import Path
 
 from cra.drivers.cli.main import main
 from cra.drivers.index.indexer import index_repository
+from cra.drivers.kb.mapped import table_pieces
 from cra.drivers.kb.stat_cache import CACHE_FILE
+from cra.drivers.kb.store import live_version
 from tests.fixture_repo import commit_git, make_repo
 from tests.kb_compare import compare_kbs
 
@@ -442,38 +444,38 @@ def test_contents_are_linked_when_no_file_changed_and_written_when_one_did(tmp_p
     handler = repo / "app" / "auth" / "handler.py"
     handler.write_text(handler.read_text() + "\n# one more line\n")
     index_repository(repo)
-    assert contents_inode() != before
+    version = live_version(repo / ".cra")
+    pieces = table_pieces(version, "contents")  # the kept texts linked as they are, the changed file's text new
+    assert pieces is not None and len({file for file, _, _ in pieces}) == 2
+    assert before in {(version / file).stat().st_ino for file, _, _ in pieces}
     fresh = tmp_path / "fresh"
     index_repository(repo, fresh)
     assert compare_kbs(repo / ".cra", fresh, ignore={"n_parsed", "n_reused", "workers", "notes"})[1] == []
 
 
-def test_a_reindex_writes_the_texts_it_keeps_as_they_were_without_joining_them(tmp_path, monkeypatch):
-    """The contents file of a re-index is the kept texts' slices and the changed file's text, each its own record
-    batch (joining them copied every text: 21 ms on Django); past MAX_TEXT_CHUNKS they are joined into one again.
-    Either way the KB equals a fresh index."""
-    import pyarrow as pa
-
-    import cra.dataflows.index.metadata as metadata
+def test_a_reindex_keeps_the_texts_of_unchanged_files_where_they_are(tmp_path, monkeypatch):
+    """Issue 58: a re-index writes the changed file's text only, the contents being pieces of the live segments (the
+    texts before it, after it) and a new one; past MAX_PIECES the table is written whole again; where file ids move
+    (a file added) the kept texts are written as slices of their column, joined past MAX_TEXT_CHUNKS. Either way the
+    KB equals a fresh index."""
+    import cra.drivers.kb.mapped as mapped
 
     repo = make_repo(tmp_path / "repo")
     index_repository(repo)
-
-    def batches():
-        path = repo / ".cra" / (repo / ".cra" / "CURRENT").read_text().strip() / "contents.arrow"
-        return pa.ipc.open_file(pa.memory_map(str(path), "r")).num_record_batches
-
-    assert batches() == 1
     handler = repo / "app" / "auth" / "handler.py"
     handler.write_text(handler.read_text() + "\n# one more line\n")
     index_repository(repo)
-    assert batches() == 3  # the texts before it, its own, the texts after it (a fresh index joins its new texts)
+    pieces = table_pieces(live_version(repo / ".cra"), "contents")
+    assert [file == pieces[0][0] for file, _, _ in pieces] == [True, False, True]  # before it, its own, after it
     _assert_same_as_fresh(repo, repo / ".cra", tmp_path / "fresh")
-    monkeypatch.setattr(metadata, "MAX_TEXT_CHUNKS", 2)
+    monkeypatch.setattr(mapped, "MAX_PIECES", 2)
     handler.write_text(handler.read_text() + "\n# and another\n")
     index_repository(repo)
-    assert batches() == 1
+    assert table_pieces(live_version(repo / ".cra"), "contents") is None
     _assert_same_as_fresh(repo, repo / ".cra", tmp_path / "fresh2")
+    (repo / "app" / "auth" / "added.py").write_text("def added_helper():\n    return 1\n")
+    index_repository(repo)
+    _assert_same_as_fresh(repo, repo / ".cra", tmp_path / "fresh3")
 
 
 def test_files_left_out_as_before_do_not_count_as_changed_when_choosing_processes(tmp_path, monkeypatch):

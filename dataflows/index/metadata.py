@@ -9,7 +9,7 @@ import pyarrow.compute as pc
 
 from cra.dataflows.index.frames import conform, doc_count, ids_in, kept_rows, ordered_by, previous_table
 from cra.dataflows.index.schema import arrow_schema
-from cra.dataflows.index.storage import BATCH_ROWS, ContentsStore
+from cra.dataflows.index.storage import BATCH_ROWS, CarriedRows, ContentsStore
 from cra.dataflows.lexical import sorted_term_codes
 
 MAX_CONCEPTS = 10
@@ -220,6 +220,11 @@ def written_contents(
     previous_row = pd.Index(previous["file_id"]).get_indexer(ids) if previous is not None else None
     previous_texts = pa.array(previous["text"]) if previous is not None else None
     order = np.argsort(ids, kind="stable")
+    if contents_store.carries_previous and previous is not None and reused.any():
+        kept = _carried_runs(ids[order], reused[order], previous_row[order], previous["file_id"].to_numpy(np.int64))
+        if kept is not None:
+            contents_store.write(_carrying_batches(ids[order], reused[order], decoded_row[order], decoded, kept))
+            return contents_store
 
     def batches():
         for start in range(0, len(order), BATCH_ROWS):
@@ -237,6 +242,31 @@ def written_contents(
 
     contents_store.write(batches())
     return contents_store
+
+
+def _carried_runs(ids: np.ndarray, reused: np.ndarray, previous_row: np.ndarray, previous_ids: np.ndarray):
+    """Per row in file_id order, the previous table's row of a reused file, -1 for a new or changed one; None when a
+    reused file's id moved (then no row can be carried as it is: its file_id column is not the new one)."""
+    at = np.where(reused, previous_row, -1)
+    if (at[reused] < 0).any() or (previous_ids[at[reused]] != ids[reused]).any():
+        return None
+    return at
+
+
+def _carrying_batches(ids: np.ndarray, reused: np.ndarray, decoded_row: np.ndarray, decoded, at: np.ndarray):
+    """The contents rows in file_id order as CarriedRows for each run of reused files consecutive in the previous
+    table, and Arrow tables of the decoded texts of the others: the store links what it already has."""
+    breaks = np.flatnonzero((reused[1:] != reused[:-1]) | (reused[1:] & (at[1:] != at[:-1] + 1))) + 1
+    for begin, end in zip(np.r_[0, breaks], np.r_[breaks, len(ids)]):
+        if reused[begin]:
+            yield CarriedRows(int(at[begin]), int(at[begin] + end - begin))
+            continue
+        for first in range(begin, end, BATCH_ROWS):
+            rows = slice(first, min(end, first + BATCH_ROWS))
+            text = decoded.take(pa.array(decoded_row[rows])).cast(pa.string())
+            yield pa.table(
+                {"file_id": pa.array(ids[rows], type=pa.int32()), "text": text}, schema=arrow_schema("contents")
+            )
 
 
 MAX_TEXT_CHUNKS = 64  # record batches a batch of texts may be kept as before it is joined into one

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import pandas as pd
 import pyarrow as pa
@@ -15,13 +16,25 @@ import pyarrow as pa
 BATCH_ROWS = 10_000  # rows of texts converted and written at once: all of OpenJDK's texts at once took 0.5 GB more
 
 
+@dataclass(frozen=True)
+class CarriedRows:
+    """Rows start:stop of the previous KB's contents table, as they are (the same file ids, the same texts): what a
+    store that `carries_previous` takes in place of their texts, and keeps where they already are."""
+
+    start: int
+    stop: int
+
+
 class ContentsStore(ABC):
     """The run's contents table (file_id, text): written once, a batch of rows at a time, then read by file ids (a
     parse worker's batch) or whole (the KB's contents frame). Picklable: it travels to the parse workers."""
 
+    carries_previous = False  # whether write() also takes CarriedRows (rows of the previous KB's table)
+
     @abstractmethod
     def write(self, batches: Iterable[pa.Table]) -> None:
-        """Store the table from Arrow tables of its rows (the schema's columns and types), ordered by file_id."""
+        """Store the table from Arrow tables of its rows (the schema's columns and types), ordered by file_id, and
+        where the store `carries_previous`, CarriedRows of the previous KB's table among them."""
 
     @abstractmethod
     def texts(self, file_ids) -> list[str]:

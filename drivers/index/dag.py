@@ -49,7 +49,7 @@ from cra.drivers.index.engines import Engine
 from cra.drivers.index.git_history import git_head, git_log, git_tracked
 from cra.drivers.index.memory import BytesRelease, CollectingExecutor, HeapTrim, TableSpill, releasing
 from cra.drivers.index.sources import SourceScan, scan_sources
-from cra.drivers.kb.mapped import ContentsFile, write_mapped
+from cra.drivers.kb.mapped import ContentsFile
 from cra.drivers.kb.resume import PickledBatches, checkpoint_in
 
 INDEX_MODULES = (discovery, parsing, edges, history, metadata, lexical_terms, commit_terms, health, companions)
@@ -328,6 +328,7 @@ def index_frames(
     resume_dir: Path | None = None,
     contents_dir: Path | None = None,
     engine: Engine | None = None,
+    previous_version: Path | None = None,
 ) -> tuple[dict[str, pd.DataFrame], dict]:
     """KB tables by name (no `kb_` prefix) and run stats (index_stats + scan info + head + seconds) for root.
 
@@ -342,6 +343,8 @@ def index_frames(
     its KB and then removes (default: a temporary directory, removed when the run ends: the view stays readable).
     engine: a Dask or Ray cluster to parse on (`cra.drivers.index.engines`), opened once files are to be parsed
     (nothing parsed: it is not contacted) and closed before this returns; workers then sizes a local cluster only.
+    previous_version: the directory of the KB version previous_kb was read from: contents_dir then links the texts
+    it carries over from there instead of writing them again (`ContentsFile`).
     """
     started = time.perf_counter()
     root = Path(root)
@@ -372,7 +375,10 @@ def index_frames(
         "parse_checkpoint": _checkpoint(resume_dir) if resume_dir is not None and many else None,
     }
     temporary = contents_dir is None
-    contents = ContentsFile(str(contents_dir) if not temporary else tempfile.mkdtemp(prefix="cra-contents-"))
+    contents = ContentsFile(
+        str(contents_dir) if not temporary else tempfile.mkdtemp(prefix="cra-contents-"),
+        str(previous_version) if previous_version is not None and previous_kb and not temporary else None,
+    )
     inputs["contents_store"] = contents
     cluster = None
     try:
@@ -391,8 +397,7 @@ def index_frames(
                 )
         tables = canonical_ids({name: results[f"kb_{name}"] for name in TABLES})
         if tables["contents"] is not results["kb_contents"]:  # renumbered: the written file follows the new order
-            contents.path.unlink()
-            write_mapped(tables["contents"], "contents", contents.path)
+            contents.rewrite(tables["contents"])
     except CraError:
         raise
     except Exception as exc:  # a worker died or a node failed: one line that names it, the previous KB stays live

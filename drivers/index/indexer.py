@@ -180,7 +180,6 @@ def _index_locked(
         if unchanged is not None:
             return {**unchanged, "seconds": round(time.perf_counter() - started, 3)}
     tokens.preload()  # cl100k loads in a helper process while this one imports and reads the previous KB
-    from cra.drivers.kb.mapped import CONTENTS_FILE
     from cra.drivers.kb.store import PreviousTables, live_version, read_metadata, write_kb
 
     previous, skipped, import_context = None, {}, None
@@ -240,6 +239,7 @@ def _index_locked(
             resume_dir=kb_dir / RESUME_DIR,
             contents_dir=contents_dir,
             engine=engine,
+            previous_version=live_version(kb_dir) if previous is not None else None,
         )
         exact = tokens.tokens_are_exact() if stats["n_parsed"] or previous is None else previous_exact
         notes.extend(stats.pop("engine_notes", []))
@@ -261,7 +261,7 @@ def _index_locked(
             tables,
             metadata,
             previous,
-            written={"contents": contents_dir / CONTENTS_FILE},
+            written={"contents": contents_dir},
             trim_heap=stats["n_parsed"] >= PARALLEL_MIN_FILES,
             reuse_live=reuse,
         )

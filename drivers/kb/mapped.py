@@ -7,6 +7,8 @@ tree's texts are on disk, not in the driver's memory, while the files are parsed
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +19,7 @@ import pyarrow as pa
 
 from cra.dataflows.index.mapped import taken
 from cra.dataflows.index.schema import TABLES, arrow_schema
-from cra.dataflows.index.storage import BATCH_ROWS, ContentsStore
+from cra.dataflows.index.storage import BATCH_ROWS, CarriedRows, ContentsStore
 
 TEXT_TABLES = frozenset({"contents", "comments"})  # (other tables' rows are small: converted a million at a time)
 CONTENTS_FILE = "contents.arrow"  # the contents table's file in a run's contents directory (the KB's own name for it)
@@ -60,6 +62,7 @@ def read_mapped(path: Path, arrow_backed: bool = True) -> pd.DataFrame:
     return mapped_table(path).to_pandas(types_mapper=pd.ArrowDtype if arrow_backed else None)
 
 
+MAX_PIECES = 64  # beyond, a pieced table is written whole again (its pieces merged): reads stay a few slices
 PIECES_SUFFIX = ".pieces.json"  # a table kept as slices of segment files: [[segment file, start row, stop row], ...]
 
 
@@ -109,32 +112,114 @@ def has_table(version: Path, table: str) -> bool:
     return (Path(version) / f"{table}.arrow").is_file() or (Path(version) / f"{table}{PIECES_SUFFIX}").is_file()
 
 
-def texts_of(path: Path, file_ids) -> list[str]:
-    """The texts of these file_ids in a contents file (ordered by file_id, as the index writes it)."""
-    table = mapped_table(path)
+def texts_of(table: pa.Table, file_ids) -> list[str]:
+    """The texts of these file_ids in a contents table (ordered by file_id, as the index writes it)."""
     ids = table.column("file_id").to_numpy()
     rows = np.searchsorted(ids, np.asarray(file_ids, dtype=ids.dtype))
     if len(rows) and (rows.max() >= len(ids) or (ids[rows] != np.asarray(file_ids)).any()):
-        raise KeyError(f"file ids missing from {path}")
+        raise KeyError("file ids missing from the contents table")
     return taken(table.column("text"), rows).to_pylist()
+
+
+def link_table(source: Path, target: Path, table: str) -> None:
+    """Hard-link (copy across file systems) a mapped table from one directory into another: its one file, or its
+    pieces file and the segments it names."""
+    pieces = table_pieces(source, table)
+    names = (
+        [f"{table}.arrow"] if pieces is None else [*dict.fromkeys(f for f, _, _ in pieces), f"{table}{PIECES_SUFFIX}"]
+    )
+    for name in names:
+        _link_or_copy(source / name, target / name)
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    """target as a hard link to source, or a copy where no link can be made (another file system)."""
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
+
+
+def merged_pieces(pieces: list[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
+    """The pieces without empty ones, adjacent pieces of a segment that continue each other as one."""
+    out: list[tuple[str, int, int]] = []
+    for file, start, stop in pieces:
+        if stop == start:
+            continue
+        if out and out[-1][0] == file and out[-1][2] == start:
+            out[-1] = (file, out[-1][1], stop)
+        else:
+            out.append((file, start, stop))
+    return out
+
+
+def sliced_pieces(pieces: list[tuple[str, int, int]], start: int, stop: int) -> list[tuple[str, int, int]]:
+    """The pieces that hold rows start:stop of the table these pieces make."""
+    out, offset = [], 0
+    for name, first, end in pieces:
+        lo, hi = max(start, offset), min(stop, offset + end - first)
+        if lo < hi:
+            out.append((name, first + lo - offset, first + hi - offset))
+        offset += end - first
+    return out
 
 
 @dataclass(frozen=True)
 class ContentsFile(ContentsStore):
-    """An index run's contents table as the KB stores it (`CONTENTS_FILE` in a directory of the run's): written
-    before the parse, read by the parse workers a batch of files at a time, then linked into the new KB version."""
+    """An index run's contents table as the KB stores it (in a directory of the run's): written before the parse,
+    read by the parse workers a batch of files at a time, then linked into the new KB version. With `previous` (the
+    live version's directory), rows it carries over are not written again: the table is kept in pieces, the live
+    segments hard-linked beside one new segment of the changed files' texts (OpenJDK: 525 MB rewritten for a touch)."""
 
     directory: str
+    previous: str | None = None
+
+    @property
+    def carries_previous(self) -> bool:
+        return self.previous is not None
 
     @property
     def path(self) -> Path:
         return Path(self.directory) / CONTENTS_FILE
 
     def write(self, batches) -> None:
-        write_batches(batches, "contents", self.path)
+        if not self.carries_previous:
+            write_batches(batches, "contents", self.path)
+            return
+        live, here = Path(self.previous), Path(self.directory)
+        live_pieces = table_pieces(live, "contents")
+        if live_pieces is None:
+            live_pieces = [(CONTENTS_FILE, 0, mapped_table(live / CONTENTS_FILE).num_rows)]
+        segment, pieces, parts, rows = segment_name("contents"), [], [], 0
+        for batch in batches:  # (in row order: slices of the live table, or tables of new rows)
+            if isinstance(batch, CarriedRows):
+                pieces.extend(sliced_pieces(live_pieces, batch.start, batch.stop))
+            else:
+                pieces.append((segment, rows, rows + batch.num_rows))
+                rows += batch.num_rows
+            parts.append(batch)
+        pieces = merged_pieces(pieces)
+        if len(pieces) > MAX_PIECES:  # written whole again, its pieces merged
+            whole = version_table(live, "contents")
+            carried = (whole.slice(p.start, p.stop - p.start) if isinstance(p, CarriedRows) else p for p in parts)
+            write_batches(carried, "contents", self.path)
+            return
+        if rows:
+            write_batches((p for p in parts if not isinstance(p, CarriedRows)), "contents", here / segment)
+        renamed = {}
+        for name in dict.fromkeys(f for f, _, _ in pieces if f != segment):
+            renamed[name] = segment_name("contents") if name == CONTENTS_FILE else name
+            _link_or_copy(live / name, here / renamed[name])
+        write_pieces(here / f"contents{PIECES_SUFFIX}", [(renamed.get(f, f), a, b) for f, a, b in pieces])
+
+    def rewrite(self, frame: pd.DataFrame) -> None:
+        """Replace the stored table by this frame, written whole (the run renumbered its files)."""
+        for path in Path(self.directory).glob("contents*"):
+            path.unlink()
+        write_mapped(frame, "contents", self.path)
 
     def texts(self, file_ids) -> list[str]:
-        return texts_of(self.path, file_ids)
+        return texts_of(version_table(Path(self.directory), "contents"), file_ids)
 
     def frame(self) -> pd.DataFrame:
-        return read_mapped(self.path)
+        return version_table(Path(self.directory), "contents").to_pandas(types_mapper=pd.ArrowDtype)

@@ -40,10 +40,13 @@ from cra.drivers.common.errors import CraError
 from cra.drivers.kb.check import INVENTORY_KEY, KbDamaged, clear_damage, inventory, mark_damaged, version_damage
 from cra.drivers.kb.location import CURRENT, KB_DIRNAME, check_writable, default_kb_dir, live_version  # noqa: F401 (re-exported)
 from cra.drivers.kb.mapped import (
+    MAX_PIECES,
     PIECES_SUFFIX,
     TEXT_TABLES,
     has_table,
+    link_table,
     mapped_table,
+    merged_pieces,
     segment_name,
     table_pieces,
     version_table,
@@ -250,7 +253,6 @@ def _same_contents(tables: dict[str, pd.DataFrame], previous: dict[str, pd.DataF
 # concept terms 128 MB): while every file keeps its id, a new version keeps them as pieces, the live version's
 # segments for the files that did not change (hard-linked) and one new segment with the changed files' rows
 PIECED = ("comments", "file_terms", "concept_terms")
-MAX_PIECES = 64  # beyond, a table is written whole again (its pieces merged): reads stay a few slices
 
 
 @dataclass(frozen=True)
@@ -331,25 +333,12 @@ def _pieces(
         name, frame.iloc[rows].reset_index(drop=True), before.iloc[old_rows.astype(np.int64)].reset_index(drop=True)
     ):  # the changed files' rows are as they were (a function added without comments): the table is the live one's
         return Pieces([], {}, "", rows[:0])
-    return Pieces(_merged_pieces(pieces), links, segment, rows)
+    return Pieces(merged_pieces(pieces), links, segment, rows)
 
 
 def _float_ids(ids: pd.Series, lo: int, hi: int) -> np.ndarray:
     """Rows lo:hi of a nullable id column as floats (NaN where there is none), comparable whatever its dtype."""
     return ids.iloc[lo:hi].to_numpy(dtype="float64", na_value=np.nan)
-
-
-def _merged_pieces(pieces: list[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
-    """Adjacent pieces of the same segment that continue each other as one piece."""
-    out: list[tuple[str, int, int]] = []
-    for file, start, stop in pieces:
-        if stop == start:
-            continue
-        if out and out[-1][0] == file and out[-1][2] == start:
-            out[-1] = (file, out[-1][1], stop)
-        else:
-            out.append((file, start, stop))
-    return out
 
 
 def _write_pieced(staging: Path, live: Path, name: str, frame: pd.DataFrame, plan: Pieces) -> bool:
@@ -388,14 +377,6 @@ def _linked(staging: Path, live: Path | None, filename: str) -> bool:
     return True
 
 
-def _link_or_copy(source: Path, target: Path) -> None:
-    """target as a hard link to source, or a copy where no link can be made (another file system)."""
-    try:
-        os.link(source, target)
-    except OSError:
-        shutil.copyfile(source, target)
-
-
 def write_kb(
     kb_dir: Path,
     tables: dict[str, pd.DataFrame],
@@ -408,8 +389,8 @@ def write_kb(
     """Write all tables + metadata (plus the BM25 index of each given term table and, given files and symbols, the
     word tables) into a fresh version directory, then point CURRENT at it.
 
-    written: tables already written in their KB file format (the index writes contents before its parse), by name:
-    linked into the version (copied across file systems) instead of converted again.
+    written: the directories of tables already written in their KB file format (the index writes contents before its
+    parse, whole or in pieces), by name: linked into the version (copied across file systems), not converted again.
 
     previous: the live version's tables as read; a table equal to its previous frame (and the BM25 index of an
     unchanged term table) is hard-linked from the live version instead of written again. It is emptied once compared,
@@ -470,7 +451,7 @@ def write_kb(
         if not unchanged and name in plans:
             unchanged = _write_pieced(staging, live, name, tables[name], plans[name])
         if not unchanged and name in (written or {}):
-            _link_or_copy(Path(written[name]), staging / table_file(name))
+            link_table(Path(written[name]), staging, name)
         elif not unchanged:
             _write_table(staging, name, tables.get(name))
         done(name)
