@@ -7,7 +7,15 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cra.dataflows.index.frames import conform, doc_count, ids_in, kept_rows, ordered_by, previous_table
+from cra.dataflows.index.frames import (
+    conform,
+    doc_count,
+    ids_in,
+    kept_rows,
+    ordered_by,
+    previous_table,
+    take_rows,
+)
 from cra.dataflows.index.schema import arrow_schema
 from cra.dataflows.index.storage import BATCH_ROWS, ContentsStore
 from cra.dataflows.lexical import sorted_term_codes
@@ -22,12 +30,70 @@ def kb_concept_terms(
     scored on: counted by the parse for new/changed files, the previous rows for unchanged ones; ordered by file_id."""
     counted = parsed_concept_terms
     previous = previous_table(previous_kb, "concept_terms")
-    carried = kept_rows(previous, ids_in(previous["file_id"], indexed_files.loc[indexed_files["reused"], "file_id"]))
+    reused = indexed_files["reused"].fillna(False).astype(bool).to_numpy()
+    before = previous_table(previous_kb, "files")["file_id"]
+    replaced = np.union1d(  # files whose rows go: changed, new or gone
+        indexed_files.loc[~reused, "file_id"].to_numpy(dtype=np.int64),
+        before[~ids_in(before, indexed_files.loc[reused, "file_id"])].to_numpy(dtype=np.int64),
+    )
+    spliced = _spliced(previous, replaced, counted) if previous_kb and "files" in previous_kb else None
+    if spliced is not None:  # (a few files changed: their rows replaced in place, no mask or sort over every row)
+        return conform(spliced, "concept_terms")
+    carried = kept_rows(previous, ids_in(previous["file_id"], indexed_files.loc[reused, "file_id"]))
     frames = [
         f for f in (carried, counted.astype({"term": carried["term"].dtype}) if len(carried) else counted) if len(f)
     ]
     terms = pd.concat(frames, ignore_index=True) if frames else counted
     return conform(ordered_by(terms, "file_id"), "concept_terms")
+
+
+SPLICE_MAX_FILES = 256  # files a re-index may replace the rows of by slices of the previous table (beyond: mask + sort)
+
+
+def _file_row_spans(file_ids: np.ndarray, files) -> tuple[np.ndarray, np.ndarray] | None:
+    """(first row, end row) of each of `files` (sorted, distinct) in a file_id column in order, by binary search: the
+    rows of a few files out of OpenJDK's 13M without a pass over them; None when the column is not in order."""
+    if len(file_ids) and (file_ids[1:] < file_ids[:-1]).any():
+        return None
+    files = np.asarray(files, dtype=np.int64)
+    if file_ids.dtype.kind in "iu" and len(files) and np.iinfo(file_ids.dtype).max >= files.max():
+        files = files.astype(file_ids.dtype)  # (keys of another type: numpy would convert the whole column)
+    return np.searchsorted(file_ids, files, side="left"), np.searchsorted(file_ids, files, side="right")
+
+
+def _rows_of_files(frame: pd.DataFrame, files) -> np.ndarray:
+    """Positions of the rows of these files in a frame with a file_id column, in row order: by `_file_row_spans`
+    when they are few and the column is in order, else by a mask."""
+    files = np.unique(np.asarray(files, dtype=np.int64))
+    column = frame["file_id"].to_numpy()
+    spans = _file_row_spans(column, files) if len(files) <= SPLICE_MAX_FILES else None
+    if spans is None:
+        return np.flatnonzero(ids_in(frame["file_id"], files))
+    starts, ends = spans
+    return np.concatenate([np.arange(a, b) for a, b in zip(starts, ends)] + [np.zeros(0, dtype=np.int64)])
+
+
+def _spliced(previous: pd.DataFrame, replaced: np.ndarray, counted: pd.DataFrame) -> pd.DataFrame | None:
+    """previous (in file_id order) with the rows of the `replaced` files (sorted, distinct) dropped and `counted` (rows
+    of some of them, in file_id order) put in their place, as slices: what mask + concat + stable sort give, when few
+    files changed and some previous rows stay; None otherwise (or when either side is out of order)."""
+    if not len(previous) or len(replaced) > SPLICE_MAX_FILES:
+        return None
+    new_ids = counted["file_id"].to_numpy()
+    if not np.isin(np.unique(new_ids), replaced).all():
+        return None
+    spans = _file_row_spans(previous["file_id"].to_numpy(), replaced)
+    if spans is None or (new_ids[1:] < new_ids[:-1]).any() or (spans[1] - spans[0]).sum() == len(previous):
+        return None
+    counted = counted.astype({"term": previous["term"].dtype})
+    new_spans = _file_row_spans(new_ids, replaced)
+    pieces, done = [], 0
+    for start, end, new_start, new_end in zip(*spans, *new_spans):
+        pieces += [previous.iloc[done:start], counted.iloc[new_start:new_end]]
+        done = max(done, end)
+    pieces.append(previous.iloc[done:])
+    pieces = [piece for piece in pieces if len(piece)]
+    return pd.concat(pieces, ignore_index=True) if pieces else previous.iloc[:0]
 
 
 def file_concepts(
@@ -41,7 +107,10 @@ def file_concepts(
     (kb_concept_terms; files without any: their full-text terms) times idf from the whole KB's document frequencies
     (derived from kb_file_terms); ordered by score then term. A file's score changes only with its own terms, the
     number of files and the document frequencies of its terms: an unchanged file none of whose terms changed document
-    frequency carries its previous concepts over (exactly what scoring it again would give), the others are scored."""
+    frequency carries its previous concepts over (exactly what scoring it again would give), the others are scored.
+    A term whose document frequency rose scores lower in every file: a file's top 10 changes with it only when the
+    term is in it, so only the files citing it are scored again (a comment appended to one of OpenJDK's files adds
+    a word to hundreds of files' terms, to few files' concepts). Carried concepts stay as read (`kb_files` lists them)."""
     reused = indexed_files["reused"].fillna(False).astype(bool).to_numpy()
     ids = pd.Index(indexed_files["file_id"].astype("int64"))
     carried = (
@@ -49,14 +118,18 @@ def file_concepts(
         if reused.any()
         else pd.Series(dtype=object)
     )
-    carried = carried[carried.notna()].map(list)
+    carried = carried[carried.notna()]
     changed = _changed_document_frequencies(
         kb_file_terms, indexed_files, previous_files["file_id"], previous_table(previous_kb, "file_terms")
     )
     if changed is None:  # the number of files changed: every idf moved
         carried = carried.iloc[:0]
     elif len(changed):
-        carried = carried.drop(_files_holding(changed, kb_concept_terms, kb_file_terms), errors="ignore")
+        stale = _files_citing(changed.index[changed > 0], carried)
+        fallen = changed.index[changed < 0]
+        if len(fallen):  # (a term that scores higher may enter any top 10 of a file holding it)
+            stale = stale.union(_files_holding(fallen, kb_concept_terms, kb_file_terms))
+        carried = carried.drop(stale, errors="ignore")
     rows = _concept_tf(kb_concept_terms, kb_file_terms, ids.difference(carried.index))
     few = (
         sum(len(tf) for tf in rows) < len(kb_file_terms) // 4
@@ -67,46 +140,81 @@ def file_concepts(
     return pd.concat(parts).sort_index() if len(parts) > 1 else parts[0] if parts else pd.Series(dtype=object)
 
 
+def _files_citing(terms: pd.Index, concepts: pd.Series) -> pd.Index:
+    """The file_ids (index of `concepts`, lists of terms per file) whose concepts include one of these terms."""
+    wanted = set(terms)
+    if not wanted:
+        return pd.Index([], dtype="int64")
+    return pd.Index(
+        [file for file, terms_ in zip(concepts.index, concepts.to_numpy()) if not wanted.isdisjoint(terms_)],
+        dtype="int64",
+    )
+
+
 def _concept_tf(kb_concept_terms: pd.DataFrame, kb_file_terms: pd.DataFrame, files: pd.Index) -> list[pd.DataFrame]:
     """(file_id, term, tf) rows the concepts of `files` are scored on, in two frames over disjoint files (a file's
     concepts depend on its rows alone, so they are scored apart instead of stacked into a copy): their concept terms;
-    for files without any, their full-text terms. Rows are shared, not copied, where every file's are taken."""
+    for files without any, their full-text terms. Rows are shared, not copied, where every file's are taken; a few
+    files' rows are found by binary search (`_rows_of_files`)."""
     concept_files = kb_concept_terms["file_id"].to_numpy()
-    with_concepts = pd.Index(pd.unique(concept_files))
+    with_concepts = _distinct_ids(kb_concept_terms["file_id"])
     fallback_files = files.difference(with_concepts)
     frames = [
         kb_concept_terms
         if with_concepts.isin(files).all()
+        else take_rows(kb_concept_terms, _rows_of_files(kb_concept_terms, files))
+        if len(files) <= SPLICE_MAX_FILES
         else kept_rows(kb_concept_terms, np.isin(concept_files, files)),
-        kept_rows(kb_file_terms, ids_in(kb_file_terms["file_id"], fallback_files)) if len(fallback_files) else None,
+        take_rows(kb_file_terms, _rows_of_files(kb_file_terms, fallback_files)) if len(fallback_files) else None,
     ]
     return [f[["file_id", "term", "tf"]] for f in frames if f is not None and len(f)]
 
 
+def _distinct_ids(ids: pd.Series) -> pd.Index:
+    """The distinct values of an id column in order of first appearance (by run boundaries when in order)."""
+    values = ids.to_numpy()
+    if values.dtype.kind in "iu" and len(values) and (values[1:] >= values[:-1]).all():
+        return pd.Index(values[np.r_[True, values[1:] != values[:-1]]])
+    return pd.Index(pd.unique(values))
+
+
 def _files_holding(terms: pd.Index, kb_concept_terms: pd.DataFrame, kb_file_terms: pd.DataFrame) -> pd.Index:
-    """Files whose concepts are scored on one of these terms (as _concept_tf picks their rows)."""
-    in_concepts = kb_concept_terms.loc[kb_concept_terms["term"].isin(terms), "file_id"]
-    fallback = ~ids_in(kb_file_terms["file_id"], kb_concept_terms["file_id"].unique())
-    in_fallback = kb_file_terms.loc[fallback & kb_file_terms["term"].isin(terms).to_numpy(), "file_id"]
-    return pd.Index(pd.concat([in_concepts, in_fallback]).unique()).astype("int64")
+    """Files whose concepts are scored on one of these terms (as _concept_tf picks their rows): looked up by Arrow,
+    in the full-text terms only over the rows of the files without concept terms."""
+    concept_ids = kb_concept_terms["file_id"]
+    in_concepts = concept_ids.to_numpy()[_holds(kb_concept_terms["term"], terms)]
+    fallback_files = _distinct_ids(kb_file_terms["file_id"]).difference(_distinct_ids(concept_ids))
+    fallback = take_rows(kb_file_terms, np.flatnonzero(ids_in(kb_file_terms["file_id"], fallback_files)))
+    in_fallback = fallback["file_id"].to_numpy()[_holds(fallback["term"], terms)]
+    return pd.Index(pd.unique(np.concatenate([in_concepts, in_fallback]))).astype("int64")
+
+
+def _holds(values: pd.Series, terms: pd.Index) -> np.ndarray:
+    """values.isin(terms) as a bool array, by Arrow's hash lookup for Arrow-backed strings (2x pandas' on 13M rows)."""
+    array = pa.array(values, from_pandas=True)
+    if pa.types.is_dictionary(array.type) or not (
+        pa.types.is_string(array.type) or pa.types.is_large_string(array.type)
+    ):
+        return values.isin(terms).to_numpy(dtype=bool)
+    wanted = pa.array(list(terms), type=array.type)
+    return pc.is_in(array, value_set=wanted).to_numpy(zero_copy_only=False)
 
 
 def _changed_document_frequencies(
     kb_file_terms: pd.DataFrame, indexed_files: pd.DataFrame, previous_ids: pd.Series, previous_terms: pd.DataFrame
-):
-    """Terms whose document frequency differs from the previous KB's (previous_ids: its files), or None when the
-    number of documents did."""
+) -> pd.Series | None:
+    """How the document frequency of each term whose frequency moved differs from the previous KB's (new minus old,
+    by term; previous_ids: its files), or None when the number of documents did. Counted over the rows of the few
+    files not reused (and of the previous files gone or changed) alone, found by `_rows_of_files`."""
     if doc_count(kb_file_terms["file_id"]) != doc_count(previous_terms["file_id"]):
         return None
     reused = indexed_files["reused"].fillna(False).astype(bool).to_numpy()
-    parsed = indexed_files.loc[
-        ~reused, "file_id"
-    ]  # (looked up in the few files that are not reused, not the many that are)
+    parsed = indexed_files.loc[~reused, "file_id"]
     before = previous_ids[~ids_in(previous_ids, indexed_files.loc[reused, "file_id"])]
-    new = kb_file_terms.loc[ids_in(kb_file_terms["file_id"], parsed), "term"].astype(object).value_counts()
-    old = previous_terms.loc[ids_in(previous_terms["file_id"], before), "term"].astype(object).value_counts()
+    new = take_rows(kb_file_terms, _rows_of_files(kb_file_terms, parsed))["term"].astype(object).value_counts()
+    old = take_rows(previous_terms, _rows_of_files(previous_terms, before))["term"].astype(object).value_counts()
     delta = new.sub(old, fill_value=0)
-    return delta.index[delta != 0]
+    return delta[delta != 0]
 
 
 def _distinct_terms(frames: list[pd.DataFrame]) -> pa.Array:
@@ -195,7 +303,7 @@ def kb_files(
         domain=np.where(keep, previous_domain, indexed_files["domain"].to_numpy(dtype=object)),
         tokens=file_tokens.reindex(ids).to_numpy(),
         parse_error=file_parse_errors.reindex(ids).to_numpy(),
-        concepts=[list(c) if isinstance(c, list) else [] for c in concepts],
+        concepts=[list(c) if isinstance(c, (list, np.ndarray)) else [] for c in concepts],
         last_commit_time=history["last_commit_time"].astype("Int64").to_numpy(),
         commit_count=history["commit_count"].fillna(0).astype("int32").to_numpy(),
     )
