@@ -4,6 +4,8 @@ concept terms equal a fresh index's after each edit."""
 
 from __future__ import annotations
 
+import bisect
+import random
 from pathlib import Path
 
 import pandas as pd
@@ -12,7 +14,8 @@ import pyarrow as pa
 from cra.dataflows.index import metadata
 from cra.dataflows.index.schema import arrow_schema
 from cra.drivers.common.tokens import count_tokens
-from cra.drivers.index.indexer import index_frames
+from cra.drivers.index.indexer import index_frames, index_repository
+from tests.kb_compare import compare_kbs
 
 N_FILES = 12
 OWN = 11  # words of each file's own (document frequency 1): one more than a file's concepts
@@ -113,3 +116,49 @@ def test_a_one_file_reindex_splices_the_concept_terms_without_a_mask_over_every_
     incremental = _index(repo, _loaded(first))
     monkeypatch.undo()
     _same_as_fresh(repo, incremental)
+
+
+def _kb_same_as_fresh(repo: Path, kb: Path, fresh: Path) -> None:
+    index_repository(repo, fresh, history=0)
+    compared, differences = compare_kbs(kb, fresh, ignore={"n_parsed", "n_reused", "workers", "notes"})
+    assert "files.parquet" in compared and "concept_terms.arrow" in compared
+    assert differences == []
+
+
+def test_a_one_file_reindex_reads_the_document_frequencies_from_the_previous_lexicon(tmp_path, monkeypatch):
+    repo = _repo(tmp_path)
+    index_repository(repo, tmp_path / "kb", history=0)
+    last = repo / "app" / f"m{N_FILES - 1:02}.py"
+    last.write_text(last.read_text() + "# ledger qzzz\n")  # one df rises, one term is new
+
+    def counted(*args, **kwargs):
+        raise AssertionError("document frequencies counted over every file-term row")
+
+    monkeypatch.setattr(metadata, "_document_frequencies", counted)
+    index_repository(repo, tmp_path / "kb", history=0)
+    monkeypatch.undo()
+    _kb_same_as_fresh(repo, tmp_path / "kb", tmp_path / "fresh")
+
+
+def test_without_a_lexicon_to_read_the_document_frequencies_are_counted(tmp_path, monkeypatch):
+    repo = _repo(tmp_path)
+    kb = tmp_path / "kb"
+    index_repository(repo, kb, history=0)
+    (kb / (kb / "CURRENT").read_text().strip() / "file_terms.bm25.arrow").unlink()  # (derived data: may be absent)
+    (repo / "app" / "m02.py").write_text(_module(2, shared=False))  # 'ledger' leaves a file: df falls
+    counts = []
+    count = metadata._document_frequencies
+    monkeypatch.setattr(metadata, "_document_frequencies", lambda *a: counts.append(1) or count(*a))
+    index_repository(repo, kb, history=0)
+    monkeypatch.undo()
+    assert counts
+    _kb_same_as_fresh(repo, kb, tmp_path / "fresh")
+
+
+def test_sorted_positions_are_those_of_bisect_in_code_point_order():
+    rng = random.Random(58)
+    alphabet = "abz_09éß中𝔸"
+    words = sorted({"".join(rng.choices(alphabet, k=rng.randint(1, 6))) for _ in range(3000)})
+    probes = [*rng.sample(words, 200), *("".join(rng.choices(alphabet, k=rng.randint(0, 7))) for _ in range(300))]
+    got = metadata._sorted_positions(pa.array(words, type=pa.string()), pa.array(probes, type=pa.string()))
+    assert list(got) == [bisect.bisect_left(words, p) for p in probes]

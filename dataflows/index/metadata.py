@@ -18,7 +18,7 @@ from cra.dataflows.index.frames import (
 )
 from cra.dataflows.index.schema import arrow_schema
 from cra.dataflows.index.storage import BATCH_ROWS, ContentsStore
-from cra.dataflows.lexical import sorted_term_codes
+from cra.dataflows.lexical import Bm25Index, sorted_term_codes
 
 MAX_CONCEPTS = 10
 
@@ -102,6 +102,7 @@ def file_concepts(
     indexed_files: pd.DataFrame,
     previous_files: pd.DataFrame,
     previous_kb: dict[str, pd.DataFrame] | None,
+    previous_file_lexicon: Bm25Index | None = None,
 ) -> pd.Series:
     """Up to 10 most distinctive terms per file_id: tf over the file's identifiers, docstrings and comments
     (kb_concept_terms; files without any: their full-text terms) times idf from the whole KB's document frequencies
@@ -110,7 +111,9 @@ def file_concepts(
     frequency carries its previous concepts over (exactly what scoring it again would give), the others are scored.
     A term whose document frequency rose scores lower in every file: a file's top 10 changes with it only when the
     term is in it, so only the files citing it are scored again (a comment appended to one of OpenJDK's files adds
-    a word to hundreds of files' terms, to few files' concepts). Carried concepts stay as read (`kb_files` lists them)."""
+    a word to hundreds of files' terms, to few files' concepts). Carried concepts stay as read (`kb_files` lists them).
+    The document frequencies of the few files' terms are the previous lexicon's (previous_file_lexicon, when it is
+    that of the previous file terms) plus the change: counting them over OpenJDK's 13M rows took 0.3-0.9 s."""
     reused = indexed_files["reused"].fillna(False).astype(bool).to_numpy()
     ids = pd.Index(indexed_files["file_id"].astype("int64"))
     carried = (
@@ -119,9 +122,8 @@ def file_concepts(
         else pd.Series(dtype=object)
     )
     carried = carried[carried.notna()]
-    changed = _changed_document_frequencies(
-        kb_file_terms, indexed_files, previous_files["file_id"], previous_table(previous_kb, "file_terms")
-    )
+    previous_terms = previous_table(previous_kb, "file_terms")
+    changed = _changed_document_frequencies(kb_file_terms, indexed_files, previous_files["file_id"], previous_terms)
     if changed is None:  # the number of files changed: every idf moved
         carried = carried.iloc[:0]
     elif len(changed):
@@ -134,7 +136,10 @@ def file_concepts(
     few = (
         sum(len(tf) for tf in rows) < len(kb_file_terms) // 4
     )  # (a re-index scores a few files: count their terms only)
-    frequencies = _document_frequencies(kb_file_terms, _distinct_terms(rows) if few else None)
+    if few and changed is not None and _lexicon_of(previous_file_lexicon, previous_terms):
+        frequencies = _updated_frequencies(previous_file_lexicon, changed, _distinct_terms(rows), kb_file_terms)
+    else:
+        frequencies = _document_frequencies(kb_file_terms, _distinct_terms(rows) if few else None)
     scored = [_scored_concepts(tf, frequencies) for tf in rows]
     parts = [part for part in (carried, *scored) if len(part)]
     return pd.concat(parts).sort_index() if len(parts) > 1 else parts[0] if parts else pd.Series(dtype=object)
@@ -146,7 +151,11 @@ def _files_citing(terms: pd.Index, concepts: pd.Series) -> pd.Index:
     if not wanted:
         return pd.Index([], dtype="int64")
     return pd.Index(
-        [file for file, terms_ in zip(concepts.index, concepts.to_numpy()) if not wanted.isdisjoint(terms_)],
+        [  # (a list per file: iterating numpy arrays of terms took twice as long)
+            file
+            for file, terms_ in zip(concepts.index, concepts.to_numpy())
+            if not wanted.isdisjoint(terms_.tolist() if isinstance(terms_, np.ndarray) else terms_)
+        ],
         dtype="int64",
     )
 
@@ -215,6 +224,48 @@ def _changed_document_frequencies(
     old = take_rows(previous_terms, _rows_of_files(previous_terms, before))["term"].astype(object).value_counts()
     delta = new.sub(old, fill_value=0)
     return delta[delta != 0]
+
+
+def _lexicon_of(lexicon: Bm25Index | None, terms: pd.DataFrame) -> bool:
+    """Whether lexicon is (as far as its sizes tell) the one of these term rows: as many docs and postings."""
+    return (
+        lexicon is not None
+        and len(lexicon.starts) > 0
+        and int(lexicon.starts[-1]) == len(terms)
+        and len(lexicon.doc_ids) == doc_count(terms["file_id"])
+    )
+
+
+def _updated_frequencies(
+    lexicon: Bm25Index, changed: pd.Series, among: pa.Array, kb_file_terms: pd.DataFrame
+) -> tuple[int, pa.Array, np.ndarray]:
+    """`_document_frequencies(kb_file_terms, among)` from the previous lexicon: each term's postings there (its
+    previous document frequency) plus its change (`_changed_document_frequencies`), 0 for terms in neither."""
+    vocab = lexicon.vocab.array if hasattr(lexicon.vocab, "array") else pa.array(lexicon.vocab, type=pa.string())
+    terms = among.cast(vocab.type)
+    at = _sorted_positions(vocab, terms)
+    found = at < len(vocab)
+    found[found] = pc.equal(vocab.take(pa.array(at[found])), terms.filter(pa.array(found))).to_numpy(
+        zero_copy_only=False
+    )
+    starts = np.asarray(lexicon.starts, dtype=np.int64)
+    counts = np.zeros(len(terms), dtype=np.int64)
+    counts[found] = starts[at[found] + 1] - starts[at[found]]
+    if len(changed):
+        counts += changed.reindex(among.to_pylist(), fill_value=0).to_numpy(dtype=np.int64)
+    return doc_count(kb_file_terms["file_id"]), among, counts
+
+
+def _sorted_positions(vocab: pa.Array, terms: pa.Array) -> np.ndarray:
+    """bisect_left of each term in a sorted string array (code-point order), all terms a step at a time: a thousand
+    terms among OpenJDK's 940,000 in 20 vectorised steps."""
+    lo, hi = np.zeros(len(terms), dtype=np.int64), np.full(len(terms), len(vocab), dtype=np.int64)
+    while (open_ := lo < hi).any():
+        mid = (lo + hi) // 2
+        below = pc.less(vocab.take(pa.array(np.minimum(mid, len(vocab) - 1))), terms).to_numpy(zero_copy_only=False)
+        lo = np.where(open_ & below, mid + 1, lo)
+        hi = np.where(open_ & ~below, mid, hi)
+    return lo
 
 
 def _distinct_terms(frames: list[pd.DataFrame]) -> pa.Array:
