@@ -48,6 +48,7 @@ def kb_concept_terms(
 
 
 SPLICE_MAX_FILES = 256  # files a re-index may replace the rows of by slices of the previous table (beyond: mask + sort)
+SEARCH_MAX_FILES = 4096  # files whose rows are found by binary search (beyond: a mask over every row)
 
 
 def _file_row_spans(file_ids: np.ndarray, files) -> tuple[np.ndarray, np.ndarray] | None:
@@ -66,7 +67,7 @@ def _rows_of_files(frame: pd.DataFrame, files) -> np.ndarray:
     when they are few and the column is in order, else by a mask."""
     files = np.unique(np.asarray(files, dtype=np.int64))
     column = frame["file_id"].to_numpy()
-    spans = _file_row_spans(column, files) if len(files) <= SPLICE_MAX_FILES else None
+    spans = _file_row_spans(column, files) if len(files) <= SEARCH_MAX_FILES else None
     if spans is None:
         return np.flatnonzero(ids_in(frame["file_id"], files))
     starts, ends = spans
@@ -166,15 +167,12 @@ def _concept_tf(kb_concept_terms: pd.DataFrame, kb_file_terms: pd.DataFrame, fil
     concepts depend on its rows alone, so they are scored apart instead of stacked into a copy): their concept terms;
     for files without any, their full-text terms. Rows are shared, not copied, where every file's are taken; a few
     files' rows are found by binary search (`_rows_of_files`)."""
-    concept_files = kb_concept_terms["file_id"].to_numpy()
     with_concepts = _distinct_ids(kb_concept_terms["file_id"])
     fallback_files = files.difference(with_concepts)
     frames = [
         kb_concept_terms
         if with_concepts.isin(files).all()
-        else take_rows(kb_concept_terms, _rows_of_files(kb_concept_terms, files))
-        if len(files) <= SPLICE_MAX_FILES
-        else kept_rows(kb_concept_terms, np.isin(concept_files, files)),
+        else take_rows(kb_concept_terms, _rows_of_files(kb_concept_terms, files)),
         take_rows(kb_file_terms, _rows_of_files(kb_file_terms, fallback_files)) if len(fallback_files) else None,
     ]
     return [f[["file_id", "term", "tf"]] for f in frames if f is not None and len(f)]
