@@ -329,6 +329,7 @@ def index_frames(
     contents_dir: Path | None = None,
     engine: Engine | None = None,
     previous_version: Path | None = None,
+    previous_file_lexicon=None,
 ) -> tuple[dict[str, pd.DataFrame], dict]:
     """KB tables by name (no `kb_` prefix) and run stats (index_stats + scan info + head + seconds) for root.
 
@@ -345,6 +346,8 @@ def index_frames(
     (nothing parsed: it is not contacted) and closed before this returns; workers then sizes a local cluster only.
     previous_version: the directory of the KB version previous_kb was read from: contents_dir then links the texts
     it carries over from there instead of writing them again (`ContentsFile`).
+    previous_file_lexicon: the persisted lexicon (`Bm25Index`) of previous_kb's file terms, whose document
+    frequencies a re-index that scores a few files' concepts reads instead of counting 13M rows (optional).
     """
     started = time.perf_counter()
     root = Path(root)
@@ -365,6 +368,7 @@ def index_frames(
         "previous_kb": previous_kb,
         "previous_skipped": previous_skipped,
         "previous_import_context": previous_import_context,
+        "previous_file_lexicon": previous_file_lexicon if previous_kb else None,
         "git_log": git_log(root, history, history_from) if history > 0 else None,
         "count_tokens": count_tokens or tokens.count_tokens,
         "count_line_tokens": count_line_tokens or tokens.count_line_tokens,

@@ -180,9 +180,9 @@ def _index_locked(
         if unchanged is not None:
             return {**unchanged, "seconds": round(time.perf_counter() - started, 3)}
     tokens.preload()  # cl100k loads in a helper process while this one imports and reads the previous KB
-    from cra.drivers.kb.store import PreviousTables, live_version, read_metadata, write_kb
+    from cra.drivers.kb.store import PreviousTables, live_version, previous_lexicon, read_metadata, write_kb
 
-    previous, skipped, import_context = None, {}, None
+    previous, skipped, import_context, lexicon = None, {}, None, None
     if reuse and live_version(kb_dir) is not None:
         try:
             previous_metadata = read_metadata(kb_dir)
@@ -193,6 +193,7 @@ def _index_locked(
                 )  # (held while every file is parsed again: 3.5x the memory)
             elif previous_metadata.get("index_code") == fingerprint.code_digest():
                 previous = PreviousTables(kb_dir, READ_ORDER)  # (read in threads while the tree is scanned)
+                lexicon = previous_lexicon(kb_dir)  # (its document frequencies: see metadata.file_concepts)
                 # nothing re-counted: every count is the previous KB's (tiktoken is then not loaded at all)
                 previous_exact = previous_metadata.get("tokenizer") == "cl100k_base"
                 previous_stats = previous_metadata.get("stats") or {}
@@ -228,6 +229,7 @@ def _index_locked(
         tables, stats = index_frames(
             repo,
             previous_kb=previous,
+            previous_file_lexicon=lexicon if previous is not None else None,
             history=history,
             max_file_bytes=max_file_bytes,
             on_progress=on_progress,

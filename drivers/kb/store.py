@@ -150,6 +150,16 @@ def _read_lexicon(version: Path, terms: str) -> Bm25Index | None:
     return Bm25Index(vocab, *(values[name].to_numpy(zero_copy_only=False) for name in names[1:]))
 
 
+def previous_lexicon(kb_dir: Path, terms: str = "file_terms") -> Bm25Index | None:
+    """The live version's persisted lexicon of a term table (memory-mapped), for a re-index to read the previous
+    document frequencies from; None when there is none or it cannot be read (the caller counts them itself)."""
+    try:
+        version = live_version(Path(kb_dir))
+        return _read_lexicon(version, terms) if version is not None else None
+    except (OSError, ValueError, pa.ArrowException):
+        return None
+
+
 PATCH_MAX_SHARE = 0.25  # a lexicon is patched when the rows of its changed docs are at most this share of its table
 
 
