@@ -2,14 +2,16 @@
 
 Layout of a KB directory (default `<repo>/.cra/`):
     CURRENT            name of the live version directory (replaced atomically, last)
-    v-<stamp>/         one file per table of `cra.dataflows.index.schema` (Parquet; the `_MAPPED` ones Arrow IPC),
-                       plus metadata.json, plus the finished BM25 arrays of each term table (`<terms>.bm25.arrow`,
+    v-<stamp>/         one file per table of `cra.dataflows.index.schema` (Parquet; the `_MAPPED` ones Arrow IPC,
+                       the file-keyed ones of which, contents and PIECED, may be kept in pieces instead:
+                       `<table>.pieces.json` naming row ranges of `<table>.seg-*.arrow` segments), plus metadata.json, plus the finished BM25 arrays of each term table (`<terms>.bm25.arrow`,
                        see LEXICONS): derived data, so a KB without them (or of another lexicon format) is still
                        read, by rebuilding; likewise the per-KB word tables (`words.<name>*.arrow`, see
                        `cra.drivers.kb.word_cache`), reused only when written by the same `vocabulary` / `text` code
     scan-cache.json    what the last index saw of each file (`cra.drivers.kb.stat_cache`), naming the version it belongs to
 A run that dies before CURRENT is replaced leaves the previous version live and intact. A version's files are never
-modified once written, so a new version hard-links the files of tables that did not change from the live one.
+modified once written, so a new version hard-links the files of tables that did not change from the live one, and
+the segments of a pieced table whose rows it keeps (a one-file edit writes that file's rows, not the table).
 """
 
 from __future__ import annotations
