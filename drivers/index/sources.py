@@ -224,6 +224,6 @@ def scan_sources(
         n_ignored=n_ignored,
         oversized=oversized,
         unreadable=sorted(unreadable),
-        entries={rel: entries[rel] for rel in found if rel in entries},  # (in walk order, as the cache always was)
+        entries=entries,
         walk=walked,
     )
