@@ -25,7 +25,6 @@ from cra.drivers.index import fingerprint, sources
 from cra.drivers.kb import check as kb_check
 from cra.drivers.kb import stat_cache
 from cra.drivers.kb.location import check_writable, default_kb_dir
-from cra.drivers.kb.resume import RESUME_DIR, drop_checkpoints
 
 INDEX_LOCK = ".index.lock"  # in a KB directory: held by the one index run writing it
 # the previous KB's tables in the order they are read, four at a time: files first (the scan waits for it), then
@@ -163,6 +162,8 @@ def _index_locked(
     damage = None if rebuild else kb_check.live_damage(kb_dir)
     notes = []
     if rebuild:
+        from cra.drivers.kb.resume import drop_checkpoints
+
         drop_checkpoints(kb_dir)
         notes.append("rebuilt from the source tree (--rebuild): every file parsed again")
     elif damage is not None:
@@ -186,6 +187,7 @@ def _index_locked(
             return {**unchanged, "seconds": round(time.perf_counter() - started, 3)}
     tokens.preload()  # cl100k loads in a helper process while this one imports and reads the previous KB
     from cra.drivers.kb.mapped import CONTENTS_FILE
+    from cra.drivers.kb.resume import RESUME_DIR, drop_checkpoints  # (pandas: not loaded for an unchanged tree)
     from cra.drivers.kb.store import PreviousTables, live_version, read_metadata, write_kb
 
     previous, skipped, import_context = None, {}, None
