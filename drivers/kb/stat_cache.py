@@ -134,7 +134,7 @@ def write_cache(kb_dir: Path, cache: StatCache) -> None:
         "entries": cache.entries,
         "code": cache.code,
     }
-    write_text_atomic(Path(kb_dir) / CACHE_FILE, json.dumps(data, separators=(",", ":")))
+    write_text_atomic(Path(kb_dir) / CACHE_FILE, json.dumps(data, separators=(",", ":"), check_circular=False))
 
 
 def unchanged_stats(
