@@ -144,6 +144,28 @@ def test_a_reindex_stats_each_file_of_the_tree_once(tmp_path, monkeypatch):
     _assert_same_as_fresh(repo, kb, tmp_path / "fresh")
 
 
+def test_a_previous_table_found_unreadable_during_the_scan_does_not_leave_the_unread_files_out(tmp_path):
+    """A table of the live version that cannot be read (its footer intact, a page inside damaged) is found so only
+    while the tree is scanned: the files the stat cache vouched for were then not read, and were written as
+    binary (a KB of 1 file of 19, for good), unless they are read after all."""
+    from cra.drivers.kb.location import live_version
+
+    repo = make_repo(tmp_path / "repo")
+    _age(repo)
+    kb = tmp_path / "kb"
+    index_repository(repo, kb)
+    table = live_version(kb) / "symbols.parquet"
+    damaged = bytearray(table.read_bytes())
+    damaged[8:40] = b"\x07" * 32  # (a page header just after the magic bytes)
+    table.unlink()  # (a hard link to the version before: write a new file)
+    table.write_bytes(bytes(damaged))
+    target = repo / "app/auth/ldap.py"
+    target.write_text(target.read_text() + "\n# touched\n")
+    stats = index_repository(repo, kb)
+    assert any("previous KB not reused" in note for note in stats["notes"])
+    _assert_same_as_fresh(repo, kb, tmp_path / "fresh")
+
+
 def test_the_cyclic_garbage_collector_is_off_during_an_index_run_and_restored_after(tmp_path, monkeypatch):
     import gc
 

@@ -230,6 +230,8 @@ def _index_locked(
         notes.append(f"previous KB not reused: {unreadable}")
         reuse = reuse and not isinstance(unreadable, kb_check.KbDamaged)  # (nothing of a damaged version is linked)
         previous = None
+        if known:  # the files the scan left unread on that KB's word are read after all: it vouches for nothing now
+            scan = sources.scan_sources(repo, max_file_bytes=max_file_bytes, walk=walk)
     contents_dir = Path(tempfile.mkdtemp(dir=kb_dir, prefix=".tmp-contents-"))  # the run writes contents there; linked
     try:
         tables, stats = index_frames(
