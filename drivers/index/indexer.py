@@ -171,8 +171,9 @@ def _index_locked(
     reuse = not rebuild and damage is None
     cache = stat_cache.read_cache(kb_dir) if reuse else None  # (read once: the fast exit and the scan both consult it)
     scanned_ns = time.time_ns()  # before any file is stat'ed or read: what the stat cache written below is as of
-    # one stat a file, for the fast exit and the scan both (without a cache the scan reads every file: none needed)
-    stats = stat_cache.file_stats(repo, walk.paths) if cache is not None else None
+    # one stat a file for the fast exit and the scan both: those the fast exit took (up to the first change), the
+    # rest once the previous tables are being read (without a cache the scan reads every file: none needed)
+    stats: dict | None = {} if cache is not None else None
     if history_from is None and reuse:
         unchanged = stat_cache.unchanged_stats(
             kb_dir,
@@ -214,6 +215,8 @@ def _index_locked(
     from cra.drivers.index.dag import PARALLEL_MIN_FILES, index_frames  # (while the previous tables are read)
 
     _stage(on_progress, "reading the tree")
+    if stats is not None:
+        stats.update(stat_cache.file_stats(repo, [rel for rel in walk.paths if rel not in stats]))
     known, unreadable = None, None
     try:
         known = _known_files(cache, previous, skipped, stats)

@@ -143,15 +143,15 @@ def unchanged_stats(
     max_file_bytes: int,
     cache: StatCache | None,
     fingerprint: Callable[[], str],
-    stats: Mapping[str, tuple[int, int, int] | None] | None = None,
+    stats: dict[str, tuple[int, int, int] | None] | None = None,
     scanned_ns: int | None = None,
 ) -> dict | None:
     """The live KB's run statistics when re-indexing the tree (its files: relative path -> path, as walked) would
     rebuild exactly that KB (same paths, same contents, same fingerprint), else None. cache: `read_cache(kb_dir)`;
     fingerprint: what the run's fingerprint is now (asked for only once the paths match: it runs git). Files whose
     stat changed or is racy are hashed; when all of them kept their content the cache is refreshed with their new
-    stats (the KB itself is never written here). stats: the files' `file_stats`, taken after scanned_ns (default:
-    stat'ed here)."""
+    stats (the KB itself is never written here). stats: the files' stats taken after scanned_ns so far (path ->
+    `file_stats` value), where the ones taken here are added (default: none kept)."""
     started = time.perf_counter()
     scanned_ns = time.time_ns() if stats is None or scanned_ns is None else scanned_ns
     if cache is None:
@@ -162,7 +162,10 @@ def unchanged_stats(
         return None
     entries, rechecked = dict(cache.entries), False
     for rel, path in paths.items():
-        stat = file_stat(path) if stats is None else stats.get(rel)
+        if stats is None:
+            stat = file_stat(path)
+        else:
+            stat = stats[rel] if rel in stats else stats.setdefault(rel, file_stat(path))
         if stat is None:
             return None
         entry = cache.entries[rel]
