@@ -6,9 +6,11 @@ exclude lists: one meaning for both. A pattern is relative to the repository roo
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
+if TYPE_CHECKING:  # (loaded by `matching` only: `.cra.toml`'s globs are read by every `cra index`, unchanged tree too)
+    import numpy as np
+    import pandas as pd
 
 _GLOB_CHARS = frozenset("*?[")
 
@@ -64,6 +66,8 @@ def is_glob(pattern: str) -> bool:
 
 def matching(paths: pd.Series, patterns: tuple[str, ...] | list[str]) -> np.ndarray:
     """Per path: does any of the (normalised) patterns match it; every path when there is no pattern."""
+    import numpy as np
+
     if not len(patterns):
         return np.ones(len(paths), dtype=bool)
     if not len(paths):

@@ -9,9 +9,11 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import pandas as pd
-import pyarrow as pa
+if TYPE_CHECKING:  # (annotations only: `cra index` of an unchanged tree imports this module, not pandas)
+    import pandas as pd
+    import pyarrow as pa
 
 BATCH_ROWS = 10_000  # rows of texts converted and written at once: all of OpenJDK's texts at once took 0.5 GB more
 

@@ -25,7 +25,6 @@ from cra.drivers.index import fingerprint, sources
 from cra.drivers.kb import check as kb_check
 from cra.drivers.kb import stat_cache
 from cra.drivers.kb.location import check_writable, default_kb_dir
-from cra.drivers.kb.resume import RESUME_DIR, drop_checkpoints
 
 INDEX_LOCK = ".index.lock"  # in a KB directory: held by the one index run writing it
 # the previous KB's tables in the order they are read, four at a time: files first (the scan waits for it), then
@@ -163,12 +162,18 @@ def _index_locked(
     damage = None if rebuild else kb_check.live_damage(kb_dir)
     notes = []
     if rebuild:
+        from cra.drivers.kb.resume import drop_checkpoints
+
         drop_checkpoints(kb_dir)
         notes.append("rebuilt from the source tree (--rebuild): every file parsed again")
     elif damage is not None:
         notes.append(f"the knowledge base was damaged ({damage}): rebuilt from the source tree")
     reuse = not rebuild and damage is None
     cache = stat_cache.read_cache(kb_dir) if reuse else None  # (read once: the fast exit and the scan both consult it)
+    scanned_ns = time.time_ns()  # before any file is stat'ed or read: what the stat cache written below is as of
+    # one stat a file for the fast exit and the scan both: those the fast exit took (up to the first change), the
+    # rest once the previous tables are being read (without a cache the scan reads every file: none needed)
+    stats: dict | None = {} if cache is not None else None
     if history_from is None and reuse:
         unchanged = stat_cache.unchanged_stats(
             kb_dir,
@@ -176,10 +181,13 @@ def _index_locked(
             max_file_bytes,
             cache,
             lambda: fingerprint.index_fingerprint(repo, walk, history, max_file_bytes),
+            stats,
+            scanned_ns,
         )
         if unchanged is not None:
             return {**unchanged, "seconds": round(time.perf_counter() - started, 3)}
     tokens.preload()  # cl100k loads in a helper process while this one imports and reads the previous KB
+    from cra.drivers.kb.resume import RESUME_DIR, drop_checkpoints  # (pandas: not loaded for an unchanged tree)
     from cra.drivers.kb.store import PreviousTables, live_version, previous_lexicon, read_metadata, write_kb
 
     previous, skipped, import_context, lexicon = None, {}, None, None
@@ -207,10 +215,11 @@ def _index_locked(
     from cra.drivers.index.dag import PARALLEL_MIN_FILES, index_frames  # (while the previous tables are read)
 
     _stage(on_progress, "reading the tree")
-    scanned_ns = time.time_ns()
+    if stats is not None:
+        stats.update(stat_cache.file_stats(repo, [rel for rel in walk.paths if rel not in stats]))
     known, unreadable = None, None
     try:
-        known = _known_files(cache, previous, skipped)
+        known = _known_files(cache, previous, skipped, stats)
     except CraError as exc:  # (the files table could not be read)
         unreadable = exc
     # (scan_sources is looked up on its module: tests/kb_compare.py substitutes it)
@@ -224,6 +233,8 @@ def _index_locked(
         notes.append(f"previous KB not reused: {unreadable}")
         reuse = reuse and not isinstance(unreadable, kb_check.KbDamaged)  # (nothing of a damaged version is linked)
         previous = None
+        if known:  # the files the scan left unread on that KB's word are read after all: it vouches for nothing now
+            scan = sources.scan_sources(repo, max_file_bytes=max_file_bytes, walk=walk)
     contents_dir = Path(tempfile.mkdtemp(dir=kb_dir, prefix=".tmp-contents-"))  # the run writes contents there; linked
     try:
         tables, stats = index_frames(
@@ -271,22 +282,27 @@ def _index_locked(
         shutil.rmtree(contents_dir, ignore_errors=True)
     drop_checkpoints(kb_dir)
     if history_from is None and scan.walk is not None:  # (a scan made elsewhere, e.g. tests/kb_compare.py, has no walk)
-        hashes = dict(zip(scan.frame["path"].tolist(), scan.frame["hash"].tolist()))  # (bulk-converted: 4x faster)
-        entries = {path: [*stat, hashes.get(path)] for path, stat in scan.stats.items()}
         run_fingerprint = fingerprint.index_fingerprint(repo, scan.walk, history, max_file_bytes)
         stat_cache.write_cache(
-            kb_dir, stat_cache.StatCache(version.name, run_fingerprint, scanned_ns, entries, fingerprint.code_digest())
+            kb_dir,
+            stat_cache.StatCache(version.name, run_fingerprint, scanned_ns, scan.entries, fingerprint.code_digest()),
         )
     stats["seconds"] = round(time.perf_counter() - started, 3)
     stats["kb_dir"] = str(kb_dir)
     return stats
 
 
-def _known_files(cache: stat_cache.StatCache | None, previous: dict | None, skipped: dict[str, list[str]]):
-    """The stat cache's vouching function, or None: for files the previous KB indexed with the content the cache
-    recorded, and, when the index code is the same, for files the last run left out (`skipped`: reason -> paths)
-    but for manifests, whose text the dataflow reads."""
-    if cache is None or previous is None or "files" not in previous:
+def _known_files(
+    cache: stat_cache.StatCache | None,
+    previous: dict | None,
+    skipped: dict[str, list[str]],
+    stats: dict[str, tuple[int, int, int] | None] | None,
+) -> dict[str, list] | None:
+    """The files the stat cache vouches for (path -> its entry, `StatCache.vouched`; stats: this run's
+    `file_stats`), or None: those the previous KB indexed with the content the cache recorded, and, when the index
+    code is the same, those the last run left out (`skipped`: reason -> paths) but for manifests, whose text the
+    dataflow reads."""
+    if cache is None or previous is None or "files" not in previous or stats is None:
         return None
     from cra.dataflows.index.conventions import manifest_names
     from cra.drivers.common.conventions import load_conventions
@@ -295,12 +311,9 @@ def _known_files(cache: stat_cache.StatCache | None, previous: dict | None, skip
     left_out = set().union(*skipped.values()) if cache.code == fingerprint.code_digest() else set()
     manifests = manifest_names(load_conventions()) | {"go.mod"}
     left_out -= {p for p in left_out if p.rsplit("/", 1)[-1] in manifests}
-
-    def known(path: str, stat: tuple[int, int, int]) -> str | None:
-        sha1 = cache.trusted(path, stat)
-        return sha1 if sha1 is not None and (indexed.get(path) == sha1 or path in left_out) else None
-
-    return known
+    return {
+        path: entry for path, entry in cache.vouched(stats).items() if indexed.get(path) == entry[3] or path in left_out
+    }
 
 
 def index_lock_path(kb_dir: Path) -> Path:

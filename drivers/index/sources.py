@@ -9,7 +9,7 @@ import hashlib
 import os
 import stat
 import subprocess
-from collections.abc import Callable
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -48,9 +48,9 @@ class SourceScan:
     n_ignored: int  # files and pruned directories left out by .gitignore / info/exclude / noise rules (not .git)
     oversized: list[str] = field(default_factory=list)
     unreadable: list[tuple[str, str]] = field(default_factory=list)  # (path, error)
-    stats: dict[str, tuple[int, int, int]] = field(
+    entries: dict[str, list] = field(
         default_factory=dict
-    )  # path -> (size, mtime_ns, inode) before reading
+    )  # path -> [size, mtime_ns, inode, sha1 or None when oversized]: the stat cache's entries (stat before reading)
     walk: SourcePaths | None = None  # the walk the scan read
 
 
@@ -168,49 +168,62 @@ def source_paths(root: Path) -> SourcePaths:
 def scan_sources(
     root: Path,
     max_file_bytes: int = 1_000_000,
-    known: Callable[[str, tuple[int, int, int]], str | None] | None = None,
+    known: Mapping[str, list] | None = None,
     walk: SourcePaths | None = None,
 ) -> SourceScan:
     """Read root's small source files, chosen by `source_paths` (or given as its result, `walk`).
 
-    known(path, (size, mtime_ns, inode)) -> sha1 or None: a file it vouches for (same stat as when its content had
-    that hash, see `cra.drivers.kb.stat_cache`) is not read: its row has that hash and data None."""
+    known: path -> [size, mtime_ns, inode, sha1] of files whose content the caller vouches for (their stat, taken
+    after this run began, is the one the stat cache recorded with that hash: `cra.drivers.kb.stat_cache.StatCache.vouched`):
+    they are not opened (a re-index: most files); their row has that hash and data None."""
+    import numpy as np
     import pandas as pd
 
     walked = walk if walk is not None else source_paths(root)
     found, n_ignored, unreadable = walked.paths, walked.n_ignored, list(walked.unreadable)
-    rows: list[tuple[str, bytes | None, int, str]] = []
+    known = known if known is not None else {}
+    paths: list[str] = []
+    datas: list[bytes | None] = []
+    sizes: list[int] = []
+    hashes: list[str] = []
     oversized: list[str] = []
-    stats: dict[str, tuple[int, int, int]] = {}
-    for rel, path in found.items():
+    entries: dict[str, list] = {}
+    for rel in sorted(found):  # (in path order: the frame's)
+        entry = known.get(rel)
+        if entry is not None and entry[0] <= max_file_bytes:
+            entries[rel] = entry
+            paths.append(rel)
+            datas.append(None)
+            sizes.append(entry[0])
+            hashes.append(entry[3])
+            continue
         try:
-            if known is not None:  # a file vouched for by its stat alone is not even opened (a re-index: most files)
-                st = os.stat(path)
-                stat_key = (st.st_size, st.st_mtime_ns, st.st_ino)
-                sha1 = known(rel, stat_key) if st.st_size <= max_file_bytes else None
-                if sha1 is not None:
-                    stats[rel] = stat_key
-                    rows.append((rel, None, st.st_size, sha1))
-                    continue
-            with open(path, "rb") as fh:
+            with open(found[rel], "rb") as fh:
                 st = os.fstat(fh.fileno())
-                stat_key = stats[rel] = (st.st_size, st.st_mtime_ns, st.st_ino)
                 if st.st_size > max_file_bytes:
+                    entries[rel] = [st.st_size, st.st_mtime_ns, st.st_ino, None]
                     oversized.append(rel)
                     continue
                 data = fh.read()
         except OSError as err:
-            stats.pop(rel, None)
             unreadable.append((rel, str(err)))
             continue
-        rows.append((rel, data, len(data), hashlib.sha1(data).hexdigest()))
-    frame = pd.DataFrame(rows, columns=["path", "data", "size", "hash"]).sort_values("path", ignore_index=True)
-    frame["size"] = frame["size"].astype("int64")
+        sha1 = hashlib.sha1(data).hexdigest()
+        entries[rel] = [st.st_size, st.st_mtime_ns, st.st_ino, sha1]
+        paths.append(rel)
+        datas.append(data)
+        sizes.append(len(data))
+        hashes.append(sha1)
+    frame = pd.DataFrame(
+        {"path": paths, "data": pd.Series(datas, dtype=object), "size": np.array(sizes, dtype="int64"), "hash": hashes}
+    )
+    if not paths:  # (typed as a frame of no rows always was, not float)
+        frame = frame.astype({"path": object, "hash": object})
     return SourceScan(
         frame=frame,
         n_ignored=n_ignored,
-        oversized=sorted(oversized),
+        oversized=oversized,
         unreadable=sorted(unreadable),
-        stats=stats,
+        entries=entries,
         walk=walked,
     )

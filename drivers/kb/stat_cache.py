@@ -17,7 +17,8 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +44,46 @@ class StatCache:
         if entry is None or tuple(entry[:3]) != stat or entry[1] >= self.scanned_ns - RACY_NS:
             return None
         return entry[3]
+
+    def vouched(self, stats: Mapping[str, tuple[int, int, int] | None]) -> dict[str, list]:
+        """The entries (path -> [size, mtime_ns, inode, sha1]) whose file still has the stat recorded (stats: as
+        `file_stats` took them, after the scan began), that stat not racy and the file not oversized: the content of
+        these files is known without reading them. One pass over the cache, no call per file."""
+        racy_from = self.scanned_ns - RACY_NS
+        return {
+            path: entry
+            for path, entry in self.entries.items()
+            if entry[1] < racy_from and entry[3] is not None and stats.get(path) == (entry[0], entry[1], entry[2])
+        }
+
+
+def file_stats(root: Path, paths: Iterable[str]) -> dict[str, tuple[int, int, int] | None]:
+    """(size, mtime_ns, inode) of each file (a path relative to root), None when it cannot be stat'ed: one stat a
+    file, taken once per run for both the fast exit and the scan."""
+    stats: dict[str, tuple[int, int, int] | None] = {}
+    with _stat_under(root) as stat_of:
+        for rel in paths:
+            try:
+                st = stat_of(rel)
+            except OSError:
+                stats[rel] = None
+                continue
+            stats[rel] = (st.st_size, st.st_mtime_ns, st.st_ino)
+    return stats
+
+
+@contextmanager
+def _stat_under(root: Path):
+    """os.stat of paths relative to root: through a descriptor of root where the platform allows (the kernel then
+    resolves only the relative part: less CPU than the whole path)."""
+    if os.stat not in os.supports_dir_fd:
+        yield lambda rel: os.stat(os.path.join(root, rel))
+        return
+    fd = os.open(root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        yield lambda rel: os.stat(rel, dir_fd=fd)
+    finally:
+        os.close(fd)
 
 
 def file_stat(path: str) -> tuple[int, int, int] | None:
@@ -93,18 +134,26 @@ def write_cache(kb_dir: Path, cache: StatCache) -> None:
         "entries": cache.entries,
         "code": cache.code,
     }
-    write_text_atomic(Path(kb_dir) / CACHE_FILE, json.dumps(data, separators=(",", ":")))
+    write_text_atomic(Path(kb_dir) / CACHE_FILE, json.dumps(data, separators=(",", ":"), check_circular=False))
 
 
 def unchanged_stats(
-    kb_dir: Path, paths: Mapping[str, str], max_file_bytes: int, cache: StatCache | None, fingerprint: Callable[[], str]
+    kb_dir: Path,
+    paths: Mapping[str, str],
+    max_file_bytes: int,
+    cache: StatCache | None,
+    fingerprint: Callable[[], str],
+    stats: dict[str, tuple[int, int, int] | None] | None = None,
+    scanned_ns: int | None = None,
 ) -> dict | None:
     """The live KB's run statistics when re-indexing the tree (its files: relative path -> path, as walked) would
     rebuild exactly that KB (same paths, same contents, same fingerprint), else None. cache: `read_cache(kb_dir)`;
     fingerprint: what the run's fingerprint is now (asked for only once the paths match: it runs git). Files whose
     stat changed or is racy are hashed; when all of them kept their content the cache is refreshed with their new
-    stats (the KB itself is never written here)."""
-    started, scanned_ns = time.perf_counter(), time.time_ns()
+    stats (the KB itself is never written here). stats: the files' stats taken after scanned_ns so far (path ->
+    `file_stats` value), where the ones taken here are added (default: none kept)."""
+    started = time.perf_counter()
+    scanned_ns = time.time_ns() if stats is None or scanned_ns is None else scanned_ns
     if cache is None:
         return None
     if paths.keys() != cache.entries.keys():
@@ -113,7 +162,10 @@ def unchanged_stats(
         return None
     entries, rechecked = dict(cache.entries), False
     for rel, path in paths.items():
-        stat = file_stat(path)
+        if stats is None:
+            stat = file_stat(path)
+        else:
+            stat = stats[rel] if rel in stats else stats.setdefault(rel, file_stat(path))
         if stat is None:
             return None
         entry = cache.entries[rel]
