@@ -140,6 +140,19 @@ def _link_or_copy(source: Path, target: Path) -> None:
         shutil.copyfile(source, target)
 
 
+def linked_segments(
+    live: Path, target: Path, table: str, pieces: list[tuple[str, int, int]], new: str
+) -> list[tuple[str, int, int]]:
+    """Link (copy across file systems) into target the live version's segments these pieces name, all but the new
+    segment written there: a whole `<table>.arrow` under a segment name (that name means "whole"). The pieces as
+    they name the files in target."""
+    renamed = {}
+    for name in dict.fromkeys(f for f, _, _ in pieces if f != new):
+        renamed[name] = segment_name(table) if name == f"{table}.arrow" else name
+        _link_or_copy(live / name, target / renamed[name])
+    return [(renamed.get(f, f), a, b) for f, a, b in pieces]
+
+
 def merged_pieces(pieces: list[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
     """The pieces without empty ones, adjacent pieces of a segment that continue each other as one."""
     out: list[tuple[str, int, int]] = []
@@ -206,11 +219,7 @@ class ContentsFile(ContentsStore):
             return
         if rows:
             write_batches((p for p in parts if not isinstance(p, CarriedRows)), "contents", here / segment)
-        renamed = {}
-        for name in dict.fromkeys(f for f, _, _ in pieces if f != segment):
-            renamed[name] = segment_name("contents") if name == CONTENTS_FILE else name
-            _link_or_copy(live / name, here / renamed[name])
-        write_pieces(here / f"contents{PIECES_SUFFIX}", [(renamed.get(f, f), a, b) for f, a, b in pieces])
+        write_pieces(here / f"contents{PIECES_SUFFIX}", linked_segments(live, here, "contents", pieces, segment))
 
     def rewrite(self, frame: pd.DataFrame) -> None:
         """Replace the stored table by this frame, written whole (the run renumbered its files)."""

@@ -47,6 +47,7 @@ from cra.drivers.kb.mapped import (
     TEXT_TABLES,
     has_table,
     link_table,
+    linked_segments,
     mapped_table,
     merged_pieces,
     segment_name,
@@ -269,11 +270,10 @@ PIECED = ("comments", "file_terms", "concept_terms")
 
 @dataclass(frozen=True)
 class Pieces:
-    """How a pieced table is written: `pieces` over the segments to link (file names in the live version -> in the
-    new one) and `rows`, the new frame's rows that go into the new segment `segment`."""
+    """How a pieced table is written: `pieces` over the live version's segments and the new `segment`, which holds
+    the new frame's `rows`."""
 
     pieces: list[tuple[str, int, int]]
-    links: dict[str, str]
     segment: str
     rows: np.ndarray
 
@@ -325,15 +325,14 @@ def _pieces(
         return None
     rows = np.concatenate([np.arange(lo, hi) for lo, hi in zip(new_bounds[::2], new_bounds[1::2])] or [[]])
     rows = rows.astype(np.int64)
-    segment, pieces, links, in_segment = segment_name(name), [], {}, 0
+    segment, pieces, in_segment = segment_name(name), [], 0
     for k, (lo, hi) in enumerate(kept_old):
         for p in range(np.searchsorted(starts, lo, side="right") - 1, len(old_pieces)) if hi > lo else ():
             if starts[p] >= hi:
                 break
             file, start, _ = old_pieces[p]
-            linked = links.setdefault(file, file if file != table_file(name) else segment_name(name))
             first_row, end_row = int(max(lo, starts[p]) - starts[p]), int(min(hi, starts[p + 1]) - starts[p])
-            pieces.append((linked, start + first_row, start + end_row))
+            pieces.append((file, start + first_row, start + end_row))
         if k < len(changed) and new_bounds[2 * k + 1] > new_bounds[2 * k]:
             count = int(new_bounds[2 * k + 1] - new_bounds[2 * k])
             pieces.append((segment, in_segment, in_segment + count))
@@ -344,8 +343,8 @@ def _pieces(
     if len(rows) == len(old_rows) and _same_table(
         name, frame.iloc[rows].reset_index(drop=True), before.iloc[old_rows.astype(np.int64)].reset_index(drop=True)
     ):  # the changed files' rows are as they were (a function added without comments): the table is the live one's
-        return Pieces([], {}, "", rows[:0])
-    return Pieces(merged_pieces(pieces), links, segment, rows)
+        return Pieces([], "", rows[:0])
+    return Pieces(merged_pieces(pieces), segment, rows)
 
 
 def _float_ids(ids: pd.Series, lo: int, hi: int) -> np.ndarray:
@@ -353,19 +352,11 @@ def _float_ids(ids: pd.Series, lo: int, hi: int) -> np.ndarray:
     return ids.iloc[lo:hi].to_numpy(dtype="float64", na_value=np.nan)
 
 
-def _write_pieced(staging: Path, live: Path, name: str, frame: pd.DataFrame, plan: Pieces) -> bool:
-    """Write a table as the pieces of `plan` (False, nothing left behind, when a segment cannot be linked)."""
-    for file, linked in plan.links.items():
-        try:
-            os.link(live / file, staging / linked)
-        except OSError:
-            for done in plan.links.values():
-                (staging / done).unlink(missing_ok=True)
-            return False
+def _write_pieced(staging: Path, live: Path, name: str, frame: pd.DataFrame, plan: Pieces) -> None:
+    """Write a table as the pieces of `plan`: the live segments linked, the new one written, then the pieces file."""
     if len(plan.rows):
         write_mapped(frame.iloc[plan.rows], name, staging / plan.segment)
-    write_pieces(staging / f"{name}{PIECES_SUFFIX}", plan.pieces)
-    return True
+    write_pieces(staging / f"{name}{PIECES_SUFFIX}", linked_segments(live, staging, name, plan.pieces, plan.segment))
 
 
 def _linked_table(staging: Path, live: Path | None, name: str) -> bool:
@@ -459,12 +450,12 @@ def write_kb(
             trim()
 
     def table_job(name: str) -> None:
-        unchanged = name in same and _linked_table(staging, live, name)
-        if not unchanged and name in plans:
-            unchanged = _write_pieced(staging, live, name, tables[name], plans[name])
-        if not unchanged and name in (written or {}):
+        linked = name in same and _linked_table(staging, live, name)
+        if not linked and name in plans:
+            _write_pieced(staging, live, name, tables[name], plans[name])
+        elif not linked and name in (written or {}):
             link_table(Path(written[name]), staging, name)
-        elif not unchanged:
+        elif not linked:
             _write_table(staging, name, tables.get(name))
         done(name)
 
