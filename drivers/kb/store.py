@@ -4,7 +4,8 @@ Layout of a KB directory (default `<repo>/.cra/`):
     CURRENT            name of the live version directory (replaced atomically, last)
     v-<stamp>/         one file per table of `cra.dataflows.index.schema` (Parquet; the `_MAPPED` ones Arrow IPC,
                        the file-keyed ones of which, contents and PIECED, may be kept in pieces instead:
-                       `<table>.pieces.json` naming row ranges of `<table>.seg-*.arrow` segments), plus metadata.json, plus the finished BM25 arrays of each term table (`<terms>.bm25.arrow`,
+                       `<table>.pieces.json` naming row ranges of `<table>.seg-*.arrow` segments), plus
+                       metadata.json, plus the finished BM25 arrays of each term table (`<terms>.bm25.arrow`,
                        see LEXICONS): derived data, so a KB without them (or of another lexicon format) is still
                        read, by rebuilding; likewise the per-KB word tables (`words.<name>*.arrow`, see
                        `cra.drivers.kb.word_cache`), reused only when written by the same `vocabulary` / `text` code
