@@ -56,12 +56,6 @@ def mapped_table(path: Path) -> pa.Table:
     return pa.ipc.open_file(pa.memory_map(str(path), "r")).read_all()
 
 
-def read_mapped(path: Path, arrow_backed: bool = True) -> pd.DataFrame:
-    """A frame over the memory-mapped file, zero-copy where columns are Arrow-backed (all of them, or with
-    arrow_backed False as a Parquet table reads: strings as pandas strings, integers as numpy)."""
-    return mapped_table(path).to_pandas(types_mapper=pd.ArrowDtype if arrow_backed else None)
-
-
 MAX_PIECES = 64  # beyond, a pieced table is written whole again (its pieces merged): reads stay a few slices
 PIECES_SUFFIX = ".pieces.json"  # a table kept as slices of segment files: [[segment file, start row, stop row], ...]
 
