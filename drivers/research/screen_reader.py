@@ -13,7 +13,8 @@ files in the k best) and function hit@1/5 are printed and written to OUT/screen-
 Kinds: `static`, the MiniLM table the findings store ships (`data/models/minilm-l6-static`: mean of token vectors,
 cosine); `static-trained`, that table fine-tuned contrastively on the training cases (listwise over each case's gold
 and hard negatives, torch); `biencoder`, all-MiniLM-L6-v2 itself (mean pooling, cosine, torch: the reader venv);
-`cross`, an exported cross-encoder (`reader_model --export`) scored with numpy.
+`cross`, an exported cross-encoder (`reader_model --export`) scored with numpy; `cross-ckpt`, a training checkpoint
+scored with torch; `scores`, the scores `fit_reader` wrote (a GPU lease scores every row in seconds).
 """
 
 from __future__ import annotations
@@ -78,7 +79,21 @@ def scorer(kind: str, model: str | None, pairs: pd.DataFrame):
         return lambda query, passages: embed(passages, 192) @ embed([query], 128)[0]
     if kind == "cross-ckpt":
         return checkpoint_scorer(Path(model))
+    if kind == "scores":
+        return given_scores(Path(model), pairs)
     raise SystemExit(f"error: unknown kind {kind!r}: static, static-trained, biencoder, cross or cross-ckpt")
+
+
+def given_scores(path: Path, pairs: pd.DataFrame):
+    """Scores made elsewhere (`fit_reader`'s scores.parquet on a GPU): PATH, or PATH:COLUMN for one of its models."""
+    file, _, column = str(path).partition(":")
+    table = pd.read_parquet(file)
+    column = column or [c for c in table.columns if c not in ("case_id", "kind", "key", "repo")][0]
+    merged = pairs[["case_id", "kind", "key", "query", "passage"]].merge(
+        table[["case_id", "kind", "key", column]], on=["case_id", "kind", "key"], how="left"
+    )
+    by_text = dict(zip(zip(merged["query"], merged["passage"]), merged[column].astype(float)))
+    return lambda query, passages: np.array([by_text.get((query, p), np.nan) for p in passages])
 
 
 def checkpoint_scorer(checkpoint: Path, batch: int = 32):
@@ -249,10 +264,12 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m cra.drivers.research.screen_reader", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument(
-        "--kind", required=True, choices=("static", "static-trained", "biencoder", "cross", "cross-ckpt")
+        "--kind", required=True, choices=("static", "static-trained", "biencoder", "cross", "cross-ckpt", "scores")
     )
     parser.add_argument(
-        "--model", help="for --kind cross: an exported model directory; cross-ckpt: a train_reader checkpoint"
+        "--model",
+        help="for --kind cross: an exported model directory; cross-ckpt: a train_reader checkpoint; scores: "
+        "fit_reader's scores.parquet[:COLUMN]",
     )
     parser.add_argument("--pairs", default=str(cache_dir() / "pairs"))
     parser.add_argument(
@@ -265,7 +282,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     pairs = read_pairs(Path(args.pairs)).drop_duplicates(["case_id", "kind", "key"]).reset_index(drop=True)
     cases = cases_to_score(pairs, args.train_cases)
-    name = args.kind if not args.kind.startswith("cross") else f"{args.kind}-{Path(args.model).stem}"
+    name = args.kind if args.kind not in ("cross", "cross-ckpt", "scores") else f"{args.kind}-{Path(args.model).stem}"
+    if args.kind == "scores":
+        name = f"scores-{Path(args.model).parent.name}-{str(args.model).partition(':')[2] or 'first'}"
     pairs["score"] = scored(pairs, cases, scorer(args.kind, args.model, pairs), Path(args.out) / name)
     pairs = pairs[pairs["case_id"].isin(cases)]
     held = pairs["repo"].isin(HELDOUT)
