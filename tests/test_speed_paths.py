@@ -63,6 +63,17 @@ def test_index_arrays_round_trip_to_the_same_scores():
     assert restored.document_frequency("valid") == 2 and restored.document_frequency("nowhere") == 0
 
 
+def test_scores_at_some_ids_are_the_reindexed_scores_of_all():
+    index = Bm25Index.from_terms(
+        term_frame({1: "login login password", 2: "valid token", 5: "password login"}), "file_id"
+    )
+    ids = np.array([5, 3, 1, 9, 2, 5])  # unknown ids (3, 9) score 0, repeats repeat
+    expected = index.scores(QUERY).reindex(ids).fillna(0.0).to_numpy()
+    assert expected[[0, 2]].all() and np.array_equal(index.scores_at(QUERY, ids), expected)
+    empty = Bm25Index.from_terms(term_frame({}).astype({"file_id": np.int64, "tf": np.int64}), "file_id")
+    assert np.array_equal(empty.scores_at(QUERY, ids), np.zeros(len(ids)))
+
+
 def test_categorical_terms_in_any_category_order_score_like_plain_strings():
     plain = term_frame({1: "zeta alpha alpha", 2: "mid zeta", 3: "alpha"})
     shuffled = plain.assign(term=pd.Categorical(plain["term"], categories=["zeta", "unused", "mid", "alpha"]))

@@ -15,6 +15,7 @@ from cra.dataflows.lexical import Bm25Index
 from cra.dataflows.retrieval import vocabulary
 from cra.dataflows.retrieval.hints import path_matches
 from cra.dataflows.retrieval.import_graph import ImportGraph, import_graph
+from cra.dataflows.retrieval.membership import in_set
 from cra.dataflows.retrieval.models import TaskQuery
 from cra.dataflows.retrieval.vocabulary import WordIndex
 from cra.dataflows.text import STOP_WORDS, stem, terms
@@ -91,8 +92,8 @@ def _word_matches(vocabulary: pd.DataFrame, keywords: list[str], prefix: bool) -
     """
     entries, stems = vocabulary["entry"].to_numpy(), vocabulary["stem"].to_numpy()
     wanted = set(keywords)
-    same = np.flatnonzero(vocabulary["entry"].isin(wanted).to_numpy())
-    stemmed = np.flatnonzero(vocabulary["stem"].isin(wanted).to_numpy())
+    same = np.flatnonzero(in_set(vocabulary["entry"], wanted))
+    stemmed = np.flatnonzero(in_set(vocabulary["stem"], wanted))
     prefixes = [kw for kw in keywords if prefix and len(kw) >= MIN_PREFIX_LEN]
     low = np.searchsorted(entries, prefixes).astype(int)
     high = np.searchsorted(entries, [kw + "\U0010ffff" for kw in prefixes]).astype(int)
@@ -175,7 +176,7 @@ def _symbol_hits(
     lower = names["lower"]
     hint_names = {h.split(".")[-1].lower(): h for h in task_query.symbol_hints}
     exact_items = {**{w: w for w in _task_words(task_query)}, **{k: k for k in task_query.keywords}, **hint_names}
-    exact = lower.isin(exact_items).to_numpy()
+    exact = in_set(lower, exact_items)
     found = [(np.flatnonzero(exact), lower[exact].map(exact_items).to_numpy(dtype=object), SYMBOL_EXACT)]
     for name, hint in hint_names.items():
         if len(name) >= 4:
@@ -362,8 +363,8 @@ def domain_match(
         return _zeros(kb_files)
     ids = kb_files["file_id"].to_numpy(dtype=np.int64)
     domain, module = kb_domain_words, kb_module_words
-    domain_hits = _per_file(domain["file_id"], domain["stem"].isin(query), ids)
-    module_hits = _per_file(module["file_id"], module["stem"].isin(query), ids)
+    domain_hits = _per_file(domain["file_id"], in_set(domain["stem"], query), ids)
+    module_hits = _per_file(module["file_id"], in_set(module["stem"], query), ids)
     module_words = _per_file(module["file_id"], np.ones(len(module)), ids)
     domain_part = (domain_hits > 0).astype(float)
     module_share = np.divide(module_hits, module_words, out=np.zeros(len(ids)), where=module_words > 0)
@@ -391,7 +392,7 @@ def concept_overlap(kb_files: pd.DataFrame, task_query: TaskQuery, kb_file_conce
     if kb_files.empty or not task:
         return _zeros(kb_files)
     ids = kb_files["file_id"].to_numpy(dtype=np.int64)
-    hits = _per_file(kb_file_concepts["file_id"], kb_file_concepts["concept"].isin(task), ids)
+    hits = _per_file(kb_file_concepts["file_id"], in_set(kb_file_concepts["concept"], task), ids)
     return _over_files(kb_files, pd.Series(hits / len(task), index=ids))
 
 
@@ -457,7 +458,9 @@ def symbol_lexical_match(
     """0-1 per file: BM25 of its best-matching function/class chunk, so one relevant function in a long file counts."""
     if kb_files.empty or kb_symbol_files.empty or not lexical_query_terms or len(symbol_lexicon.doc_ids) == 0:
         return _zeros(kb_files)
-    scores = symbol_lexicon.scores(lexical_query_terms)
+    totals = symbol_lexicon.totals(lexical_query_terms)
+    hit = np.flatnonzero(totals)  # a file none of whose symbols scores gets 0 either way: only the hits are owned
+    scores = pd.Series(totals[hit], index=np.asarray(symbol_lexicon.doc_ids)[hit])
     owner = kb_symbol_files.reindex(scores.index)
     best = scores.groupby(owner.to_numpy()).max()
     return _over_files(kb_files, _normalised(best))

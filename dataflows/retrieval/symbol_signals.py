@@ -274,7 +274,7 @@ def _lexical(s: ScopedSymbols, c: np.ndarray, query_terms: list[str], lexicon: B
     """BM25 of the query terms over each candidate's chunk, divided by the best candidate's."""
     if not len(c) or not query_terms or len(lexicon.doc_ids) == 0:
         return np.zeros(len(c))
-    scores = lexicon.scores(query_terms).reindex(s.symbol_id[c]).fillna(0.0).to_numpy(dtype=float)
+    scores = lexicon.scores_at(query_terms, s.symbol_id[c])
     best = scores.max() if len(scores) else 0.0
     return scores / best if best > 0 else scores
 

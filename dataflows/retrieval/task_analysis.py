@@ -16,6 +16,7 @@ from hamilton.function_modifiers import config
 
 from cra.dataflows.lexical import Bm25Index
 from cra.dataflows.retrieval.hints import path_matches
+from cra.dataflows.retrieval.membership import in_set
 from cra.dataflows.retrieval.models import TaskQuery
 from cra.dataflows.text import STOP_WORDS, stem, terms
 
@@ -212,7 +213,7 @@ def _concepts(text: str, keywords: list[str], concepts: pd.DataFrame) -> list[st
         return []
     words = {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z0-9_]*", text)}
     stems = set(keywords) | {stem(w) for w in words}
-    hit = concepts["concept"].isin(words | set(keywords)) | concepts["stem"].isin(stems)
+    hit = in_set(concepts["concept"], words | set(keywords)) | in_set(concepts["stem"], stems)
     return sorted(concepts.loc[hit, "concept"])
 
 
