@@ -2,8 +2,9 @@
 
 `Series.isin` on a column of strings hashes all of its rows each time: 3-8 ms for the half a million rows of
 OpenJDK's file concepts, a dozen such tests a request. A loaded KB's columns do not change between requests, so each
-is factorised once (its distinct values and a code per row, cached while the column's Arrow array lives) and a
-request looks up only its own words among the distinct values, then reads the codes.
+is factorised once, the second time it is asked about (its distinct values and a code per row, kept while the
+column's Arrow array lives; a one-request process pays nothing for them), and a request looks up only its own words
+among the distinct values, then reads the codes.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-_CODES: dict[int, tuple] = {}  # id(column array) -> (weak reference to it, codes, Index of distinct values)
+_CODES: dict[int, tuple] = {}  # id(column array) -> (weak reference to it, its codes, Index of distinct values)
 MIN_ROWS = 20_000  # below this a plain isin is as fast as the lookup
 
 
@@ -24,11 +25,14 @@ def in_set(column: pd.Series, values: Iterable) -> np.ndarray:
     if len(column) < MIN_ROWS or not hasattr(array, "_pa_array"):  # (a numpy-backed column is wrapped anew each time)
         return column.isin(values).to_numpy(dtype=bool)
     cached = _CODES.get(id(array))
-    if cached is None or cached[0]() is not array:
+    if cached is None or cached[0]() is not array:  # first sight: a plain isin (a one-request process asks once)
+        _CODES[id(array)] = (weakref.ref(array, lambda _, key=id(array): _CODES.pop(key, None)), None, None)
+        return column.isin(values).to_numpy(dtype=bool)
+    reference, codes, distinct = cached
+    if codes is None:  # asked again: the column lives in a loaded KB, worth its codes
         codes, uniques = pd.factorize(array, use_na_sentinel=True)
-        cached = (weakref.ref(array, lambda _, key=id(array): _CODES.pop(key, None)), codes, pd.Index(uniques))
-        _CODES[id(array)] = cached  # (arrays are compared elementwise and cannot be hashed: keyed by identity)
-    _, codes, distinct = cached
+        distinct = pd.Index(uniques)
+        _CODES[id(array)] = (reference, codes, distinct)  # (arrays compare elementwise, unhashable: keyed by identity)
     wanted = np.zeros(len(distinct) + 1, dtype=bool)  # the last slot: a missing value (code -1), never wanted
     at = distinct.get_indexer(pd.Index(list(values), dtype=distinct.dtype))
     wanted[at[at >= 0]] = True
