@@ -91,6 +91,11 @@ def read_chunks(target: Path) -> dict:
     return expanded(stored)
 
 
+def lowest_layers(state: dict, layers: int) -> dict:
+    """A state dict with only its `layers` lowest encoder layers: dropping the top ones loses least."""
+    return {k: v for k, v in state.items() if not k.startswith("bert.encoder.layer.") or int(k.split(".")[3]) < layers}
+
+
 def validation_repos(repos: list[str], languages: dict[str, str]) -> set[str]:
     """One training repository per language, the first by a hash of its name: picks passes and teachers."""
     chosen: dict[str, str] = {}
@@ -145,8 +150,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--teachers",
         default="192:6,320:6",
-        help="teachers to fit, MAX_TOKENS:PASSES each; MAX_TOKENS:PASSES:r learns a residual on the "
-        "first stage's rank (a learned bias per rank added to the score)",
+        help="teachers to fit, MAX_TOKENS:PASSES[:OPTION...] each; options: r, a residual on the first stage's "
+        "rank (a learned bias per rank added to the score); fX, a share X of the training cases; lN, N layers "
+        "(the base's lowest): the learning curve by data and by model size",
     )
     parser.add_argument(
         "--mlm-s",
@@ -261,12 +267,26 @@ def main(argv: list[str] | None = None) -> int:
         )
         return metrics
 
-    def fit(name: str, model, max_tokens: int, passes: int, budget_end: float, teacher_scores=None, residual=False):
+    def fit(
+        name: str,
+        model,
+        max_tokens: int,
+        passes: int,
+        budget_end: float,
+        teacher_scores=None,
+        residual=False,
+        share=1.0,
+    ):
         """Whole passes over the training groups; after each, the validation split; the best pass's weights (and,
         residual, the learned bias per first-stage rank, trained with gold rows the first stage ranked only)."""
         model.to(device).train()
         groups = [(g[rank_slot[g] < UNRANKED], n) for g, n in train] if residual else train
         groups = [(g, n) for g, n in groups if len(g)]
+        if share < 1.0:  # the same cases for a share at every seed: a learning curve over data
+            groups = [
+                groups[k]
+                for k in np.sort(np.random.default_rng(12345).permutation(len(groups)))[: round(share * len(groups))]
+            ]
         steps_per_pass = max(1, len(groups) // args.groups)
         total = steps_per_pass * passes
         bias = torch.nn.Parameter(torch.zeros(UNRANKED + 1, device=device)) if residual else None
@@ -404,19 +424,30 @@ def main(argv: list[str] | None = None) -> int:
 
     every_row = pairs.index.to_numpy()
     scores = pairs[["case_id", "kind", "key", "repo"]].copy()
-    teachers = [(int(t.split(":")[0]), int(t.split(":")[1]), t.endswith(":r")) for t in args.teachers.split(",") if t]
+    teachers = [t.split(":") for t in args.teachers.split(",") if t]
     if args.mlm_s > 0:
         base = adapted(base, args.mlm_s)
     student_spec = tuple(int(x) for x in args.student.split(":")) if args.student else None
     reserve = 0.25 * args.deadline_s if student_spec else 0.0  # the student's share of the time
     chosen_teacher = None
-    for i, (max_tokens, passes, residual) in enumerate(teachers):
-        name = f"teacher-{max_tokens}" + ("r" if residual else "")
-        model = BertForSequenceClassification(config)
-        model.load_state_dict(base)
+    for i, (max_tokens, passes, *options) in enumerate(teachers):
+        max_tokens, passes, residual = int(max_tokens), int(passes), "r" in options
+        share = float(next((o[1:] for o in options if o.startswith("f")), 1.0))
+        layers = int(next((o[1:] for o in options if o.startswith("l")), config.num_hidden_layers))
+        name = "-".join(["teacher", f"{max_tokens}{'r' if residual else ''}", *(o for o in options if o != "r")])
+        shaped = copy.deepcopy(config)
+        shaped.num_hidden_layers = layers
+        model = BertForSequenceClassification(shaped)
+        model.load_state_dict(lowest_layers(base, layers))
         left = (args.deadline_s - reserve) - (time.perf_counter() - begun)
         model, metrics, bias = fit(
-            name, model, max_tokens, passes, time.perf_counter() - begun + left / (len(teachers) - i), residual=residual
+            name,
+            model,
+            max_tokens,
+            passes,
+            time.perf_counter() - begun + left / (len(teachers) - i),
+            residual=residual,
+            share=share,
         )
         scores[name] = with_bias(scores_of(model, every_row, max_tokens), every_row, bias)
         log({"event": "chosen", "model": name, **metrics})
@@ -435,12 +466,9 @@ def main(argv: list[str] | None = None) -> int:
         small = copy.deepcopy(config)
         small.num_hidden_layers = layers
         student = BertForSequenceClassification(small)
-        kept = {
-            k: v
-            for k, v in chosen_teacher[1].state_dict().items()
-            if not k.startswith("bert.encoder.layer.") or int(k.split(".")[3]) < layers
-        }
-        student.load_state_dict(kept)  # the teacher's lowest layers: dropping the top ones loses least
+        student.load_state_dict(
+            lowest_layers(chosen_teacher[1].state_dict(), layers)
+        )  # the teacher's lowest layers: dropping the top ones loses least
         name = f"student-{layers}x{max_tokens}"
         student, metrics, _ = fit(
             name,
