@@ -617,6 +617,7 @@ class KnowledgeBase:
     kb_dir: Path
     metadata: dict
     tables: dict[str, pd.DataFrame] = field(repr=False)
+    version: Path | None = field(default=None, repr=False)  # the version the tables were read from, when known
 
     @property
     def files(self) -> pd.DataFrame:
@@ -661,7 +662,7 @@ class KnowledgeBase:
     def word_overrides(self) -> dict[str, object]:
         """Every node of `cra.dataflows.retrieval.word_tables` as a retrieval-DAG override (`kb_<name>`): the persisted
         tables, and the name index and symbol table built from them once per loaded KB."""
-        return word_table_overrides(self.words, self.tables)
+        return word_table_overrides(self.words, self.tables, self.version)
 
     @cached_property
     def task_free_overrides(self) -> dict[str, object]:
@@ -692,5 +693,7 @@ def load_kb(kb_dir: Path) -> KnowledgeBase:
         if damage is not None:
             raise mark_damaged(kb_dir, damage)
         _LOADED.clear()
-        _LOADED[key] = KnowledgeBase(kb_dir, metadata, read_tables(kb_dir, REQUEST_TABLES, arrow_lists=True))
+        tables = read_tables(kb_dir, REQUEST_TABLES, arrow_lists=True)
+        same = (kb_dir / _CURRENT).read_text().strip() == key[1]  # (not re-indexed while read)
+        _LOADED[key] = KnowledgeBase(kb_dir, metadata, tables, kb_dir / key[1] if same else None)
     return _LOADED[key]

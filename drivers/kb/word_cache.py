@@ -254,15 +254,24 @@ def read_word_tables(version: Path) -> dict[str, object]:
     return out
 
 
-def word_table_overrides(words: dict, tables: dict[str, pd.DataFrame]) -> dict[str, object]:
+def word_table_overrides(
+    words: dict, tables: dict[str, pd.DataFrame], version: Path | None = None
+) -> dict[str, object]:
     """Every node of `cra.dataflows.retrieval.word_tables` as a retrieval-DAG override (`kb_<name>`): the persisted
-    tables, and the name index and symbol table built from them and the KB's tables."""
+    tables, and the name index and symbol table built from them and the KB's tables (version: the KB version those
+    tables were read from, which keeps the symbol table's derived arrays, `cra.drivers.kb.symbol_cache`)."""
+    from cra.drivers.kb import symbol_cache
+
     overrides = {f"kb_{name}": table for name, table in words.items()}
+    conventions = load_conventions()
+    overrides["kb_symbol_table"] = symbol_cache.symbol_table(version, _words_stamp(), words, tables, conventions)
+    derived = [f"kb_{name}" for name in word_table_nodes.DERIVED if f"kb_{name}" not in overrides]
+    if not derived:
+        return overrides
     inputs = {
         "kb_files": tables["files"],
         "kb_symbols": tables["symbols"],
         "kb_symbol_edges": tables["symbol_edges"],
-        "language_conventions": load_conventions(),
+        "language_conventions": conventions,
     }
-    derived = [f"kb_{name}" for name in word_table_nodes.DERIVED]
     return overrides | _word_table_driver().execute(derived, inputs=inputs, overrides=overrides)
