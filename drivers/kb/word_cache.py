@@ -122,7 +122,7 @@ def _read_frame(path: Path, stamp: bytes) -> pd.DataFrame | None:
     if meta.get(b"cra_words") != stamp:
         return None
     dtypes = json.loads(meta[b"cra_dtypes"])
-    frame = table.to_pandas()
+    frame = table.to_pandas(split_blocks=True)  # integer columns: views of the mapped file, not copies
     frame = frame.astype({c: d for c, d in dtypes["columns"].items() if _dtype_spec(frame[c].dtype) != d})
     if _dtype_spec(frame.index.dtype) != dtypes["index"]:
         frame.index = frame.index.astype(dtypes["index"])
