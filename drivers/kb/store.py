@@ -655,7 +655,7 @@ class KnowledgeBase:
     @cached_property
     def words(self) -> dict[str, pd.DataFrame | vocabulary.WordIndex]:
         """The per-KB word tables: as persisted with the KB, or (older KB, changed vocabulary code) built now."""
-        version = live_version(self.kb_dir)
+        version = self.version or live_version(self.kb_dir)  # (those of the version the tables came from)
         try:
             found = read_word_tables(version) if version is not None else {}
         except (OSError, ValueError, KeyError, pa.ArrowException) as exc:
