@@ -21,6 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from cra.drivers.kb.mapped import PIECES_SUFFIX, version_table
+from cra.drivers.kb.parquet_copies import SUFFIX as PARQUET_COPY
 
 WALL_CLOCK = {"indexed_at", "seconds"}
 LAYOUT = {
@@ -43,11 +44,17 @@ def _sorted(frame: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def _derived(name: str) -> bool:
+    """A file a load keeps beside the tables (`cra.drivers.kb.parquet_copies`, `cra.drivers.kb.symbol_cache`): a
+    KB that was asked a question has them, one that was not has not; neither changes what the KB holds."""
+    return name.endswith(PARQUET_COPY) or name.startswith("symbol_table.")
+
+
 def _table_files(version: Path) -> set[str]:
     """The table files of a version by the name of the whole file, a table kept in pieces included (its segments
     are how it was written, not what it holds)."""
     names = {p.relative_to(version).as_posix() for p in [*version.rglob("*.parquet"), *version.rglob("*.arrow")]}
-    names = {name for name in names if ".seg-" not in name}
+    names = {name for name in names if ".seg-" not in name and not _derived(name)}
     return names | {p.name.removesuffix(PIECES_SUFFIX) + ".arrow" for p in version.glob(f"*{PIECES_SUFFIX}")}
 
 

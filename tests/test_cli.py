@@ -277,3 +277,15 @@ def test_every_command_comes_from_one_table_and_help_imports_none_of_them():
     assert imported("--help") == []
     assert imported("report", "--help") == ["cra.drivers.escalation.cli"]
     assert imported("retrieve", "--help") == ["cra.drivers.retrieval.cli"]
+
+
+def test_version_is_looked_up_only_when_asked(capsys):
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0 and capsys.readouterr().out == f"cra {version('cra-engine')}\n"
+    probe = "import sys; from cra.drivers.cli.main import build_parser; build_parser(['retrieve', 'x']); "
+    probe += "print('importlib.metadata' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"  # (its import cost every command 27 ms)

@@ -15,8 +15,10 @@ import pyarrow.compute as pc
 from cra.dataflows.index.conventions import test_attribute_pattern
 
 
-def arrow_strings(values: pd.Series) -> pa.Array:
+def arrow_strings(values: pd.Series | pa.Array | pa.ChunkedArray) -> pa.Array:
     """A string column as Arrow: the array itself when it is Arrow-backed (a loaded KB's), else converted."""
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        return values
     array = values.array
     if hasattr(array, "__arrow_array__"):
         return pa.array(array)
@@ -29,7 +31,7 @@ class TakenStrings:
     A loaded KB's symbol table holds five such columns; converting them whole cost a cold request 0.5 s at 1.2M
     symbols, while a request takes the few thousand rows of the files it scopes."""
 
-    def __init__(self, values: pd.Series, missing: str | None = None):
+    def __init__(self, values: pd.Series | pa.Array | pa.ChunkedArray, missing: str | None = None):
         self._values = arrow_strings(values)
         self._missing = missing
 
@@ -140,6 +142,20 @@ def _with_attributes(column: pd.Series, rows: np.ndarray) -> np.ndarray:
     return rows[lengths > 0]
 
 
+DERIVED_ARRAYS = (  # what `symbol_table` derives (the rest are views of the KB's columns), by array
+    "parent",
+    "is_test_fn",
+    "is_test_code",
+    "name_code",
+    "name_term_id",
+    "term_vocabulary",
+    "name_term_total",
+    "edge_src",
+    "edge_dst",
+    "edge_rows",
+)
+
+
 def symbol_table(
     kb_symbols: pd.DataFrame,
     kb_symbol_edges: pd.DataFrame,
@@ -151,8 +167,21 @@ def symbol_table(
 ) -> SymbolTable:
     """The `SymbolTable` of these KB frames and their `symbol_name_codes`, `symbol_name_terms` and `symbol_norms`
     (kb_files and language_conventions: which symbols are tests by their attributes)."""
+    derived = derived_arrays(kb_symbols, kb_symbol_edges, name_codes, name_terms, kb_files, language_conventions)
+    return table_of(kb_symbols, kb_symbol_edges, name_terms, name_norms, derived)
+
+
+def derived_arrays(
+    kb_symbols: pd.DataFrame,
+    kb_symbol_edges: pd.DataFrame,
+    name_codes: pd.DataFrame,
+    name_terms: pd.DataFrame,
+    kb_files: pd.DataFrame | None = None,
+    language_conventions: dict | None = None,
+) -> dict[str, np.ndarray]:
+    """The arrays of DERIVED_ARRAYS: the costly part of a `SymbolTable` (0.3-0.5 s at 745k symbols and 980k edges),
+    which a KB version may keep on disk (`cra.drivers.kb.symbol_cache`); edge_rows: the rows of kb_symbol_edges kept."""
     symbol_id = kb_symbols["symbol_id"].to_numpy()
-    rows = pd.Index(symbol_id)
     parent_ids = kb_symbols["parent_id"].astype("Float64").fillna(-1).to_numpy(dtype=np.int64)
     parent = np.where(parent_ids >= 0, id_rows(symbol_id, parent_ids), -1)
     is_fn = kb_symbols["kind"].isin(["function", "method"]).to_numpy(dtype=bool)
@@ -165,36 +194,69 @@ def symbol_table(
     term_id, vocab = pd.factorize(name_terms["term"], sort=True)
     term_code = name_terms["code"].to_numpy(dtype=np.int64)
     n_names = max(int(codes.max(initial=-1)), int(term_code.max(initial=-1))) + 1
-    key = pd.DataFrame(
-        {
-            "src": kb_symbol_edges["src_symbol_id"],
-            "dst": kb_symbol_edges["dst_symbol_id"],
-            "kind": pd.factorize(kb_symbol_edges["kind"])[0],
-        }
-    )  # integers: hashed 10x faster than strings
-    edges = kb_symbol_edges[~key.duplicated().to_numpy()]
-    src = id_rows(symbol_id, edges["src_symbol_id"].to_numpy())
-    dst = id_rows(symbol_id, edges["dst_symbol_id"].to_numpy())
+    distinct = np.flatnonzero(~_duplicated_edges(kb_symbol_edges))
+    src = id_rows(symbol_id, kb_symbol_edges["src_symbol_id"].to_numpy()[distinct])
+    dst = id_rows(symbol_id, kb_symbol_edges["dst_symbol_id"].to_numpy()[distinct])
     known = (src >= 0) & (dst >= 0)
+    vocabulary = np.asarray(vocab, dtype=object)
+    return {
+        "parent": parent.astype(np.int64),
+        "is_test_fn": is_test_fn,
+        "is_test_code": test_code(kb_symbols, kb_files, language_conventions),
+        "name_code": codes,
+        "name_term_id": term_id.astype(np.int64),
+        "term_vocabulary": vocabulary,
+        "name_term_total": np.bincount(term_code[vocabulary[term_id] != ""], minlength=n_names),
+        "edge_src": src[known].astype(np.int64),
+        "edge_dst": dst[known].astype(np.int64),
+        "edge_rows": distinct[known].astype(np.int64),
+    }
+
+
+def _duplicated_edges(kb_symbol_edges: pd.DataFrame) -> np.ndarray:
+    """Per edge: whether an earlier row has the same (src, dst, kind); hashed as one integer when the id ranges fit
+    (3x faster than a frame's `duplicated` over three columns), else as the frame's three integer columns."""
+    src = kb_symbol_edges["src_symbol_id"].to_numpy(dtype=np.int64)
+    dst = kb_symbol_edges["dst_symbol_id"].to_numpy(dtype=np.int64)
+    kind = pd.factorize(kb_symbol_edges["kind"])[0].astype(np.int64) + 1  # (-1: no kind)
+    if not len(src):
+        return np.zeros(0, dtype=bool)
+    src, dst = src - src.min(), dst - dst.min()
+    spans = [int(src.max()) + 1, int(dst.max()) + 1, int(kind.max()) + 1]
+    if spans[0] * spans[1] * spans[2] < 1 << 62:
+        return pd.Series((src * spans[1] + dst) * spans[2] + kind).duplicated().to_numpy()
+    return pd.DataFrame({"src": src, "dst": dst, "kind": kind}).duplicated().to_numpy()
+
+
+def table_of(
+    kb_symbols: pd.DataFrame,
+    kb_symbol_edges: pd.DataFrame,
+    name_terms: pd.DataFrame,
+    name_norms: pd.DataFrame,
+    derived: dict[str, np.ndarray],
+) -> SymbolTable:
+    """The `SymbolTable` of the KB frames and their `derived_arrays` (built now or read back): the rest are views."""
+    symbol_id = kb_symbols["symbol_id"].to_numpy()
+    edge_kind = arrow_strings(kb_symbol_edges["kind"]).take(pa.array(derived["edge_rows"]))
     return SymbolTable(
         symbol_id=symbol_id,
         file_id=kb_symbols["file_id"].to_numpy(),
-        rows=rows,
+        rows=pd.Index(symbol_id),
         name=TakenStrings(kb_symbols["name"]),
         qualified_name=TakenStrings(kb_symbols["qualified_name"], missing=""),
         kind=TakenStrings(kb_symbols["kind"]),
         start_line=kb_symbols["start_line"].to_numpy(),
-        parent=parent.astype(np.int64),
-        is_test_fn=is_test_fn,
-        is_test_code=test_code(kb_symbols, kb_files, language_conventions),
+        parent=derived["parent"],
+        is_test_fn=derived["is_test_fn"],
+        is_test_code=derived["is_test_code"],
         name_norm=TakenStrings(name_norms["name"]),
         qualified_norm=TakenStrings(name_norms["qualified"]),
-        name_code=codes,
-        name_term_code=term_code,
-        name_term_id=term_id.astype(np.int64),
-        term_vocabulary=np.asarray(vocab, dtype=object),
-        name_term_total=np.bincount(term_code[np.asarray(vocab, dtype=object)[term_id] != ""], minlength=n_names),
-        edge_src=src[known].astype(np.int64),
-        edge_dst=dst[known].astype(np.int64),
-        edge_kind=TakenStrings(edges["kind"].iloc[np.flatnonzero(known)]),
+        name_code=derived["name_code"],
+        name_term_code=name_terms["code"].to_numpy(dtype=np.int64),
+        name_term_id=derived["name_term_id"],
+        term_vocabulary=derived["term_vocabulary"],
+        name_term_total=derived["name_term_total"],
+        edge_src=derived["edge_src"],
+        edge_dst=derived["edge_dst"],
+        edge_kind=TakenStrings(edge_kind),
     )

@@ -58,11 +58,22 @@ def _version() -> str:
         return "(not installed: run from a source tree)"
 
 
+class _VersionAction(argparse.Action):
+    """`--version`: the version looked up only when asked (importlib.metadata cost every command 27 ms)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"cra {_version()}", flush=True)
+        parser.exit()
+
+
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The `cra` parser; of the COMMANDS, only the one named in argv is imported and given its options."""
     chosen = next((a for a in (sys.argv[1:] if argv is None else argv) if not a.startswith("-")), None)
     parser = argparse.ArgumentParser(prog="cra", description="Context engine for coding agents.")
-    parser.add_argument("--version", action="version", version=f"cra {_version()}")
+    parser.add_argument("--version", action=_VersionAction, help="show the version and exit")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, (target, help_text) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text)

@@ -58,6 +58,7 @@ from cra.drivers.kb.mapped import (
     write_pieces,
     write_table,
 )
+from cra.drivers.kb.parquet_copies import parquet_table
 from cra.drivers.kb.word_cache import (
     read_word_tables,
     word_input_digests,
@@ -108,14 +109,17 @@ def _write_table(staging: Path, name: str, frame: pd.DataFrame | None) -> None:
             writer.write_table(batch)
 
 
-def _read_table(version: Path, name: str, arrow_lists: bool = False) -> pd.DataFrame:
+def _read_table(version: Path, name: str, arrow_lists: bool = False, copies: bool = False) -> pd.DataFrame:
     """One table as a frame; a _MAPPED one is a zero-copy view of its memory-mapped file (Arrow-backed columns),
     unless the version predates that (its Parquet file is read; the next `cra index` rewrites it). arrow_lists:
     list columns (file concepts, decorators) stay Arrow-backed instead of becoming a Python list per row, which
-    took a cold request 0.5 s at 100k files; a request does not read them, only word tables built anew do."""
+    took a cold request 0.5 s at 100k files; a request does not read them, only word tables built anew do.
+    copies: a Parquet table is read from its mapped copy (`cra.drivers.kb.parquet_copies`), made if missing."""
     if name in _MAPPED and has_table(version, name):
         return version_table(version, name).to_pandas(types_mapper=pd.ArrowDtype if name in TEXT_TABLES else None)
     lists = (lambda t: pd.ArrowDtype(t) if pa.types.is_list(t) else None) if arrow_lists else None
+    if copies:
+        return parquet_table(version, name).to_pandas(types_mapper=lists)
     return (
         pq.ParquetFile(version / f"{name}.parquet").read().to_pandas(types_mapper=lists)
     )  # (not pq.read_table: its dataset layer cost 46 ms)
@@ -537,14 +541,14 @@ def has_usable_kb(kb_dir: Path) -> bool:
     return True
 
 
-def read_tables(kb_dir: Path, names, arrow_lists: bool = False) -> dict[str, pd.DataFrame]:
-    """Selected tables of the live version as pandas frames (arrow_lists: see `_read_table`)."""
+def read_tables(kb_dir: Path, names, arrow_lists: bool = False, copies: bool = False) -> dict[str, pd.DataFrame]:
+    """Selected tables of the live version as pandas frames (arrow_lists, copies: see `_read_table`)."""
     read_metadata(kb_dir)
     version = live_version(Path(kb_dir))
 
     def read(name: str) -> pd.DataFrame:
         try:
-            return _read_table(version, name, arrow_lists)
+            return _read_table(version, name, arrow_lists, copies)
         except (OSError, pa.ArrowException) as exc:
             raise mark_damaged(kb_dir, f"{table_file(name)}: {exc}") from None
 
@@ -617,6 +621,7 @@ class KnowledgeBase:
     kb_dir: Path
     metadata: dict
     tables: dict[str, pd.DataFrame] = field(repr=False)
+    version: Path | None = field(default=None, repr=False)  # the version the tables were read from, when known
 
     @property
     def files(self) -> pd.DataFrame:
@@ -650,7 +655,7 @@ class KnowledgeBase:
     @cached_property
     def words(self) -> dict[str, pd.DataFrame | vocabulary.WordIndex]:
         """The per-KB word tables: as persisted with the KB, or (older KB, changed vocabulary code) built now."""
-        version = live_version(self.kb_dir)
+        version = self.version or live_version(self.kb_dir)  # (those of the version the tables came from)
         try:
             found = read_word_tables(version) if version is not None else {}
         except (OSError, ValueError, KeyError, pa.ArrowException) as exc:
@@ -661,7 +666,7 @@ class KnowledgeBase:
     def word_overrides(self) -> dict[str, object]:
         """Every node of `cra.dataflows.retrieval.word_tables` as a retrieval-DAG override (`kb_<name>`): the persisted
         tables, and the name index and symbol table built from them once per loaded KB."""
-        return word_table_overrides(self.words, self.tables)
+        return word_table_overrides(self.words, self.tables, self.version)
 
     @cached_property
     def task_free_overrides(self) -> dict[str, object]:
@@ -692,5 +697,7 @@ def load_kb(kb_dir: Path) -> KnowledgeBase:
         if damage is not None:
             raise mark_damaged(kb_dir, damage)
         _LOADED.clear()
-        _LOADED[key] = KnowledgeBase(kb_dir, metadata, read_tables(kb_dir, REQUEST_TABLES, arrow_lists=True))
+        tables = read_tables(kb_dir, REQUEST_TABLES, arrow_lists=True, copies=True)
+        same = (kb_dir / _CURRENT).read_text().strip() == key[1]  # (not re-indexed while read)
+        _LOADED[key] = KnowledgeBase(kb_dir, metadata, tables, kb_dir / key[1] if same else None)
     return _LOADED[key]

@@ -122,7 +122,7 @@ def _read_frame(path: Path, stamp: bytes) -> pd.DataFrame | None:
     if meta.get(b"cra_words") != stamp:
         return None
     dtypes = json.loads(meta[b"cra_dtypes"])
-    frame = table.to_pandas()
+    frame = table.to_pandas(split_blocks=True)  # integer columns: views of the mapped file, not copies
     frame = frame.astype({c: d for c, d in dtypes["columns"].items() if _dtype_spec(frame[c].dtype) != d})
     if _dtype_spec(frame.index.dtype) != dtypes["index"]:
         frame.index = frame.index.astype(dtypes["index"])
@@ -254,15 +254,24 @@ def read_word_tables(version: Path) -> dict[str, object]:
     return out
 
 
-def word_table_overrides(words: dict, tables: dict[str, pd.DataFrame]) -> dict[str, object]:
+def word_table_overrides(
+    words: dict, tables: dict[str, pd.DataFrame], version: Path | None = None
+) -> dict[str, object]:
     """Every node of `cra.dataflows.retrieval.word_tables` as a retrieval-DAG override (`kb_<name>`): the persisted
-    tables, and the name index and symbol table built from them and the KB's tables."""
+    tables, and the name index and symbol table built from them and the KB's tables (version: the KB version those
+    tables were read from, which keeps the symbol table's derived arrays, `cra.drivers.kb.symbol_cache`)."""
+    from cra.drivers.kb import symbol_cache
+
     overrides = {f"kb_{name}": table for name, table in words.items()}
+    conventions = load_conventions()
+    overrides["kb_symbol_table"] = symbol_cache.symbol_table(version, _words_stamp(), words, tables, conventions)
+    derived = [f"kb_{name}" for name in word_table_nodes.DERIVED if f"kb_{name}" not in overrides]
+    if not derived:
+        return overrides
     inputs = {
         "kb_files": tables["files"],
         "kb_symbols": tables["symbols"],
         "kb_symbol_edges": tables["symbol_edges"],
-        "language_conventions": load_conventions(),
+        "language_conventions": conventions,
     }
-    derived = [f"kb_{name}" for name in word_table_nodes.DERIVED]
     return overrides | _word_table_driver().execute(derived, inputs=inputs, overrides=overrides)

@@ -1,0 +1,73 @@
+"""Mapped copies of a KB version's Parquet tables (`cra.drivers.kb.parquet_copies`): `load_kb` makes them once,
+later loads map them instead of decoding Parquet, and they are never trusted when stale or damaged."""
+
+from __future__ import annotations
+
+import os
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from cra.dataflows.index.schema import REQUEST_TABLES
+from cra.drivers.index.indexer import index_repository
+from cra.drivers.kb import store
+from cra.drivers.kb.parquet_copies import SUFFIX
+from cra.drivers.kb.store import live_version, load_kb, read_tables
+from cra.drivers.retrieval.retriever import retrieve
+from tests.fixture_repo import make_repo
+
+TASK = "LoginHandler.validate_login rejects a valid password"
+
+
+@pytest.fixture()
+def indexed(tmp_path):
+    root = make_repo(tmp_path / "repo")
+    index_repository(root, history=20)
+    store._LOADED.clear()
+    yield root / ".cra"
+    store._LOADED.clear()
+
+
+def loaded_anew(kb_dir):
+    store._LOADED.clear()
+    return load_kb(kb_dir)
+
+
+def answer(kb) -> str:
+    return retrieve(kb, TASK, outputs=("json_text",)).outputs["json_text"]
+
+
+def assert_same_tables(tables: dict, kb_dir) -> None:
+    decoded = read_tables(kb_dir, REQUEST_TABLES, arrow_lists=True)  # (from Parquet, as before the copies)
+    for name, frame in decoded.items():
+        pd.testing.assert_frame_equal(tables[name], frame, check_exact=True)
+        assert list(tables[name].dtypes) == list(frame.dtypes)
+
+
+def test_later_loads_map_the_copies_and_read_the_same_tables(indexed, monkeypatch):
+    parquet = sorted(p.stem for p in live_version(indexed).glob("*.parquet") if p.stem in REQUEST_TABLES)
+    assert "symbols" in parquet and "files" in parquet
+    expected = answer(loaded_anew(indexed))
+    copies = sorted(p.name.removesuffix(SUFFIX) for p in live_version(indexed).glob(f"*{SUFFIX}"))
+    assert copies == parquet  # made by the first load
+    monkeypatch.setattr(pq, "ParquetFile", lambda *a, **k: pytest.fail("Parquet decoded again"))
+    kb = loaded_anew(indexed)
+    assert answer(kb) == expected
+    monkeypatch.undo()
+    assert_same_tables(kb.tables, indexed)
+
+
+def test_stale_or_damaged_copies_are_not_used(indexed):
+    expected = answer(loaded_anew(indexed))
+    version = live_version(indexed)
+    (version / f"symbols{SUFFIX}").write_bytes(b"not arrow")
+    files = version / "files.parquet"
+    stat = files.stat()
+    copy_before = (version / f"files{SUFFIX}").stat().st_mtime_ns
+    os.utime(files, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))  # (a Parquet file other than the copied)
+    kb = loaded_anew(indexed)
+    assert answer(kb) == expected
+    assert_same_tables(kb.tables, indexed)
+    assert (version / f"files{SUFFIX}").stat().st_mtime_ns != copy_before  # copied again from the file as it is
+    assert_same_tables(loaded_anew(indexed).tables, indexed)  # (and the damaged one made again, read back equal)
