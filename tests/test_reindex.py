@@ -132,7 +132,7 @@ def test_a_reindex_stats_each_file_of_the_tree_once(tmp_path, monkeypatch):
     files = {os.path.abspath(p) for p in walked if not p.endswith(".gitignore")}  # (ignore files: read by the walk)
     for name in sorted(files)[-3:]:  # (files late in the walk: the fast exit stat'ed the others before it stopped)
         Path(name).write_text(Path(name).read_text() + "\n# touched\n")
-    stats, real_stat, real_scandir = Counter(), os.stat, os.scandir
+    stats, real_stat = Counter(), os.stat
 
     def counting_stat(path, *args, **kwargs):
         fd = kwargs.get("dir_fd")
@@ -142,33 +142,7 @@ def test_a_reindex_stats_each_file_of_the_tree_once(tmp_path, monkeypatch):
             stats[os.path.abspath(os.path.join(repo, os.fspath(path)))] += 1
         return real_stat(path, *args, **kwargs)
 
-    class CountingEntry:  # a directory entry whose stat is counted (the walk's)
-        def __init__(self, entry):
-            self._entry = entry
-
-        def __getattr__(self, name):
-            return getattr(self._entry, name)
-
-        def stat(self, *args, **kwargs):
-            stats[os.path.abspath(self._entry.path)] += 1
-            return self._entry.stat(*args, **kwargs)
-
     monkeypatch.setattr(os, "stat", counting_stat)
-
-    class CountingScandir:
-        def __init__(self, path="."):
-            self._entries = real_scandir(path)
-
-        def __iter__(self):
-            return (CountingEntry(e) for e in self._entries)
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            self._entries.close()
-
-    monkeypatch.setattr(os, "scandir", CountingScandir)
     assert index_repository(repo, kb)["n_parsed"] >= 1
     assert {name: stats[name] for name in files if stats[name] != 1} == {}
     monkeypatch.undo()

@@ -158,14 +158,8 @@ def _index_locked(
 ) -> dict:
     started = time.perf_counter()  # the whole run: reading the previous KB, indexing, writing the new one
     _stage(on_progress, "looking for changes")
+    walk = sources.source_paths(repo)
     damage = None if rebuild else kb_check.live_damage(kb_dir)
-    reuse = not rebuild and damage is None
-    cache = stat_cache.read_cache(kb_dir) if reuse else None  # (read once: the fast exit and the scan both consult it)
-    scanned_ns = time.time_ns()  # before any file is stat'ed or read: what the stat cache written below is as of
-    # one stat a file for the fast exit and the scan both, taken by the walk (before the previous tables are read in
-    # threads, whose GIL a stat pass beside them waits on); without a cache the scan reads every file: none needed
-    walk = sources.source_paths(repo, with_stats=cache is not None)
-    stats: dict | None = dict(walk.stats or {}) if cache is not None else None
     notes = []
     if rebuild:
         from cra.drivers.kb.resume import drop_checkpoints
@@ -174,6 +168,12 @@ def _index_locked(
         notes.append("rebuilt from the source tree (--rebuild): every file parsed again")
     elif damage is not None:
         notes.append(f"the knowledge base was damaged ({damage}): rebuilt from the source tree")
+    reuse = not rebuild and damage is None
+    cache = stat_cache.read_cache(kb_dir) if reuse else None  # (read once: the fast exit and the scan both consult it)
+    scanned_ns = time.time_ns()  # before any file is stat'ed or read: what the stat cache written below is as of
+    # one stat a file for the fast exit and the scan both: those the fast exit took (up to the first change), the
+    # rest once the previous tables are being read (without a cache the scan reads every file: none needed)
+    stats: dict | None = {} if cache is not None else None
     if history_from is None and reuse:
         unchanged = stat_cache.unchanged_stats(
             kb_dir,
@@ -215,7 +215,7 @@ def _index_locked(
     from cra.drivers.index.dag import PARALLEL_MIN_FILES, index_frames  # (while the previous tables are read)
 
     _stage(on_progress, "reading the tree")
-    if stats is not None:  # (files the walk did not stat: those only git lists, or all where it cannot)
+    if stats is not None:
         stats.update(stat_cache.file_stats(repo, [rel for rel in walk.paths if rel not in stats]))
     known, unreadable = None, None
     try:

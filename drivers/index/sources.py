@@ -108,16 +108,9 @@ class SourcePaths:
     tracked: tuple[str, ...] = ()  # what `git ls-files` listed (empty without git)
     config_excluded: tuple[str, ...] = ()  # files the walk found that .cra.toml's include/exclude left out, sorted
     config_digest: str | None = None  # .cra.toml's patterns (`RepoConfig.digest`): part of the index fingerprint
-    stats: dict[str, tuple[int, int, int] | None] | None = None  # walked file -> (size, mtime_ns, inode), or None
-    # when it could not be stat'ed: taken by the walk when asked (`source_paths(with_stats=True)`), else None
 
 
-def _walk_stats_work() -> bool:
-    """Whether a directory entry's stat is the file's (POSIX): Windows leaves its inode out (it would never match)."""
-    return os.name != "nt"
-
-
-def source_paths(root: Path, with_stats: bool = False) -> SourcePaths:
+def source_paths(root: Path) -> SourcePaths:
     """The files of root the index considers, chosen as git does (`git ls-files -co --exclude-standard`); nothing
     is opened but ignore files, so a caller can stat the result cheaply (e.g. to see whether a KB is stale).
 
@@ -127,18 +120,12 @@ def source_paths(root: Path, with_stats: bool = False) -> SourcePaths:
     git tracks are kept whatever the rules say. A tree without .git honours its .gitignore files the same way.
     Then the root's `.cra.toml` (`cra.drivers.index.repo_config`) has the last word, over tracked files too; a
     `.cra.toml` that cannot be used is a CraError.
-
-    with_stats: also stat each walked file as it is listed (`SourcePaths.stats`, as
-    `cra.drivers.kb.stat_cache.file_stats` would take them): one pass over the tree instead of two, taken before a
-    re-index starts its reading threads (a stat pass beside them waited on the GIL: 0.7 s instead of 0.2 s on
-    OpenJDK's 65,000 files). Files only git's list adds are not stat'ed here.
     """
     root = Path(root)
     config = read_repo_config(root)
     found: dict[str, str] = {}  # relative path -> path to open
     unreadable: list[tuple[str, str]] = []
     n_ignored = 0
-    stats: dict[str, tuple[int, int, int] | None] | None = {} if with_stats and _walk_stats_work() else None
     exclude = _read_rules(root / ".git" / "info" / "exclude", "")
     stack: list[tuple[str, str, tuple[IgnoreRules, ...]]] = [(str(root), "", (exclude,) if exclude else ())]
     while stack:
@@ -153,29 +140,18 @@ def source_paths(root: Path, with_stats: bool = False) -> SourcePaths:
             if own is not None:
                 rules = (*rules, own)
         for entry in entries:
-            name = entry.name
-            if name == ".git" or name == ".cra":  # git's and our own store: not the tree
+            if entry.name in (".git", ".cra") or entry.is_symlink():  # git's and our own store: not the tree
                 continue
-            if entry.is_dir(follow_symlinks=False):  # (a symlink is neither a directory nor a file here)
-                is_dir = True
-            elif entry.is_file(follow_symlinks=False):
-                is_dir = False
-            else:
+            is_dir = entry.is_dir(follow_symlinks=False)
+            if not is_dir and not entry.is_file(follow_symlinks=False):
                 continue
-            rel = f"{rel_dir}/{name}" if rel_dir else name
-            if _is_noise(name, is_dir) or (rules and is_ignored(os.fsencode(rel), is_dir, rules)):
+            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            if _is_noise(entry.name, is_dir) or (rules and is_ignored(os.fsencode(rel), is_dir, rules)):
                 n_ignored += 1
             elif is_dir:
                 stack.append((entry.path, rel, rules))
             else:
                 found[rel] = entry.path
-                if stats is not None:
-                    try:
-                        st = entry.stat(follow_symlinks=False)  # (not a symlink: its own stat, as os.stat's)
-                    except OSError:
-                        stats[rel] = None
-                    else:
-                        stats[rel] = (st.st_size, st.st_mtime_ns, st.st_ino)
     tracked = _tracked_files(root)
     for rel in tracked:
         if rel not in found and not _noise_path(rel) and _is_regular_file(root / rel):
@@ -186,9 +162,7 @@ def source_paths(root: Path, with_stats: bool = False) -> SourcePaths:
         excluded = tuple(sorted(rel for rel in found if not keeps(rel)))
         for rel in excluded:
             del found[rel]
-            if stats is not None:
-                stats.pop(rel, None)
-    return SourcePaths(found, n_ignored, unreadable, tuple(tracked), excluded, config.digest, stats)
+    return SourcePaths(found, n_ignored, unreadable, tuple(tracked), excluded, config.digest)
 
 
 def scan_sources(
