@@ -135,8 +135,11 @@ def test_a_reindex_stats_each_file_of_the_tree_once(tmp_path, monkeypatch):
     stats, real_stat = Counter(), os.stat
 
     def counting_stat(path, *args, **kwargs):
-        if kwargs.get("dir_fd") is None:
+        fd = kwargs.get("dir_fd")
+        if fd is None:
             stats[os.path.abspath(os.fspath(path))] += 1
+        elif os.path.samestat(os.fstat(fd), real_stat(repo)):  # (a stat relative to the root's descriptor)
+            stats[os.path.abspath(os.path.join(repo, os.fspath(path)))] += 1
         return real_stat(path, *args, **kwargs)
 
     monkeypatch.setattr(os, "stat", counting_stat)

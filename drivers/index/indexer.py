@@ -307,13 +307,11 @@ def _known_files(
     from cra.dataflows.index.conventions import manifest_names
     from cra.drivers.common.conventions import load_conventions
 
-    indexed = dict(zip(previous["files"]["path"].tolist(), previous["files"]["hash"].tolist()))
     left_out = set().union(*skipped.values()) if cache.code == fingerprint.code_digest() else set()
     manifests = manifest_names(load_conventions()) | {"go.mod"}
     left_out -= {p for p in left_out if p.rsplit("/", 1)[-1] in manifests}
-    return {
-        path: entry for path, entry in cache.vouched(stats).items() if indexed.get(path) == entry[3] or path in left_out
-    }
+    files = previous["files"]  # (waits for its read: the last thing asked)
+    return cache.vouched(stats, dict(zip(files["path"].tolist(), files["hash"].tolist())), left_out)
 
 
 def index_lock_path(kb_dir: Path) -> Path:

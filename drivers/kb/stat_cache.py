@@ -45,15 +45,30 @@ class StatCache:
             return None
         return entry[3]
 
-    def vouched(self, stats: Mapping[str, tuple[int, int, int] | None]) -> dict[str, list]:
+    def vouched(
+        self,
+        stats: Mapping[str, tuple[int, int, int] | None],
+        hashes: Mapping[str, str] | None = None,
+        also: frozenset[str] | set[str] = frozenset(),
+    ) -> dict[str, list]:
         """The entries (path -> [size, mtime_ns, inode, sha1]) whose file still has the stat recorded (stats: as
         `file_stats` took them, after the scan began), that stat not racy and the file not oversized: the content of
-        these files is known without reading them. One pass over the cache, no call per file."""
+        these files is known without reading them. hashes: only those whose sha1 is the one given for their path, or
+        whose path is in `also`. One pass over the cache, no call per file."""
         racy_from = self.scanned_ns - RACY_NS
+        if hashes is None:
+            return {
+                path: entry
+                for path, entry in self.entries.items()
+                if entry[1] < racy_from and entry[3] is not None and stats.get(path) == (entry[0], entry[1], entry[2])
+            }
         return {
             path: entry
             for path, entry in self.entries.items()
-            if entry[1] < racy_from and entry[3] is not None and stats.get(path) == (entry[0], entry[1], entry[2])
+            if entry[1] < racy_from
+            and entry[3] is not None
+            and (hashes.get(path) == entry[3] or path in also)
+            and stats.get(path) == (entry[0], entry[1], entry[2])
         }
 
 

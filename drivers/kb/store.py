@@ -238,14 +238,24 @@ def _same_table(name: str, frame: pd.DataFrame | None, before: pd.DataFrame | No
     if not len(frame):
         return True  # an empty table is written typed by the schema, whatever its frame's dtypes
     try:
-        return all(
-            frame[c].equals(before[c])
-            if frame[c].dtype == before[c].dtype and frame[c].dtype != object
-            else _as_arrow(frame[c], t).equals(_as_arrow(before[c], t))
-            for c, t in TABLES[name].items()
-        )
+        return all(_same_column(frame[c], before[c], t) for c, t in TABLES[name].items())
     except (KeyError, TypeError, ValueError, pa.ArrowException):  # not provably equal: written
         return False
+
+
+def _same_column(values: pd.Series, before: pd.Series, typ: pa.DataType) -> bool:
+    """Whether two columns of one length hold the same values as the schema's Arrow type. Object columns compare the
+    rows that are not the very same object only: a re-index carries the unchanged files' lists (decorators, import
+    names) over as the objects read, and converting them all took OpenJDK's one-file re-index 0.2 s."""
+    if values.dtype == before.dtype and values.dtype != object:
+        return values.equals(before)
+    if values.dtype == object and before.dtype == object:
+        ours, theirs = values.to_numpy(dtype=object), before.to_numpy(dtype=object)
+        differ = np.fromiter((a is not b for a, b in zip(ours, theirs)), dtype=bool, count=len(ours))
+        if not differ.any():
+            return True
+        values, before = values[differ], before[differ]
+    return _as_arrow(values, typ).equals(_as_arrow(before, typ))
 
 
 def _as_arrow(values: pd.Series, typ: pa.DataType) -> pa.Array:
