@@ -71,3 +71,27 @@ def test_stale_or_damaged_copies_are_not_used(indexed):
     assert_same_tables(kb.tables, indexed)
     assert (version / f"files{SUFFIX}").stat().st_mtime_ns != copy_before  # copied again from the file as it is
     assert_same_tables(loaded_anew(indexed).tables, indexed)  # (and the damaged one made again, read back equal)
+
+
+def test_a_reindex_carries_the_copies_of_the_tables_it_carries(indexed):
+    """The next version hard-links an unchanged table's Parquet file and so its copy, still valid (the same inode):
+    the first load after a one-file edit copies only the tables that changed."""
+    loaded_anew(indexed)  # the copies of this version
+    before = live_version(indexed)
+    inodes = {
+        name: ((before / f"{name}.parquet").stat().st_ino, (before / f"{name}{SUFFIX}").stat().st_ino)
+        for name in REQUEST_TABLES
+        if (before / f"{name}.parquet").is_file()
+    }
+    source = indexed.parent / "app" / "auth" / "ldap.py"
+    source.write_text(source.read_text() + "\n# a comment\n")
+    index_repository(indexed.parent, history=20)
+    after = live_version(indexed)
+    carried = [name for name, (parquet, _) in inodes.items() if (after / f"{name}.parquet").stat().st_ino == parquet]
+    assert "symbols" in carried and "files" not in carried  # (a comment: symbols as they were, the file's row not)
+    for name in carried:
+        assert (after / f"{name}{SUFFIX}").stat().st_ino == inodes[name][1]
+    assert not (after / f"files{SUFFIX}").exists()
+    kb = loaded_anew(indexed)
+    assert_same_tables(kb.tables, indexed)
+    assert answer(kb) == answer(loaded_anew(indexed))

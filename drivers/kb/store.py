@@ -58,6 +58,7 @@ from cra.drivers.kb.mapped import (
     write_pieces,
     write_table,
 )
+from cra.drivers.kb.parquet_copies import SUFFIX as COPY_SUFFIX
 from cra.drivers.kb.parquet_copies import parquet_table
 from cra.drivers.kb.word_cache import (
     read_word_tables,
@@ -378,7 +379,10 @@ def _linked_table(staging: Path, live: Path | None, name: str) -> bool:
     """Hard-link a table of the live version into staging, its one file or its pieces and their segments."""
     pieces = table_pieces(live, name) if live is not None and name in _MAPPED else None
     if pieces is None:
-        return _linked(staging, live, table_file(name))
+        linked = _linked(staging, live, table_file(name))
+        if linked and name not in _MAPPED:  # its mapped copy, if a load made one, stays valid: the same inode
+            _linked(staging, live, f"{name}{COPY_SUFFIX}")
+        return linked
     return all(_linked(staging, live, file) for file in {file for file, _, _ in pieces}) and _linked(
         staging, live, f"{name}{PIECES_SUFFIX}"
     )
