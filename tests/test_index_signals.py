@@ -112,3 +112,33 @@ def test_sigterm_stops_cra_index_as_ctrl_c_does_and_the_next_run_resumes(generat
     resumed = int(done.stdout.split("resumed: ")[1].split()[0])
     assert 300 <= resumed < N_FILES + 40, done.stdout
     assert f"indexed {N_FILES + 40} files" in done.stdout
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states from /proc")
+def test_the_token_counting_helper_dies_with_its_process_even_while_it_is_busy():
+    """The helper `cra index` forks to load cl100k (`tokens.preload`) ends with the index run however that ends: a
+    `kill -9` early in a run found it still loading 2.5 s later. Stopped here (SIGSTOP) once it answers, it can only end by the
+    kernel's parent-death signal, not by reading the end of its pipe."""
+    probe = (
+        "import os, signal, time; from cra.drivers.common import tokens; tokens.preload();"
+        "tokens.count_tokens('def f(): pass');"  # (answered: the helper is past its set-up)
+        "os.kill(tokens._helper.pid, signal.SIGSTOP); print(tokens._helper.pid, flush=True); time.sleep(60)"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", probe], stdout=subprocess.PIPE, text=True)
+    helper = int(parent.stdout.readline())
+    parent.kill()
+    parent.wait(timeout=10)
+    deadline = time.monotonic() + 2.0
+    while (alive := _running(helper)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if alive:
+        os.kill(helper, signal.SIGKILL)
+    assert not alive
+
+
+def _running(pid: int) -> bool:
+    """Whether the process exists and is not a zombie."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False

@@ -70,11 +70,12 @@ def stops_deferred(received: list[int]):
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
-def die_with_parent() -> None:
+def die_with_parent(parent_pid: int | None = None) -> None:
     """In a new worker process: end it as soon as the process that started it has gone (killed with SIGKILL, or
     SIGTERM, or a crash), instead of it living on, re-parented to init, holding hundreds of MB. A thread waits on
     the parent's sentinel (a pipe only the parent holds; multiprocessing passes it to every child, fork server or
-    spawn); on Linux the kernel also kills the worker when its direct parent (the fork server) dies."""
+    spawn); on Linux the kernel also kills the worker when its direct parent (the fork server) dies. A child forked
+    by hand passes its parent's pid: if that parent is already gone, the child ends at once."""
     import multiprocessing
     from multiprocessing.connection import wait
 
@@ -82,6 +83,8 @@ def die_with_parent() -> None:
         import ctypes
 
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if parent_pid is not None and os.getppid() != parent_pid:  # it died before the kernel was told to watch it
+        os._exit(1)
     parent = multiprocessing.parent_process()
     if parent is None or parent.sentinel is None:
         return

@@ -21,6 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from cra.drivers.common.home import cache_root
+from cra.drivers.common.interrupts import die_with_parent
 
 FALLBACK_NOTE = "tiktoken cl100k unavailable: token counts are estimated as len(text) / 4"
 CACHED_TEXT_CHARS = 20_000  # texts up to this long have their count remembered (lines, symbols, headings, ...)
@@ -111,9 +112,11 @@ class _Helper:
     def __init__(self):
         requests, self._requests_w = os.pipe()
         self._replies_r, replies = os.pipe()
+        parent = os.getpid()
         self.pid = os.fork()
-        if self.pid == 0:  # the child: answers until the parent closes its end (or exits)
+        if self.pid == 0:  # the child: answers until the parent closes its end, and dies with it (even mid-load)
             try:
+                die_with_parent(parent)
                 _serve(requests, replies)
             finally:
                 os._exit(0)
