@@ -11,6 +11,7 @@ import pandas as pd
 
 from cra.drivers.common.errors import CraError
 from cra.drivers.retrieval.pinned import default_project
+from cra.drivers.serve.symbol_search import matching_symbols
 from cra.drivers.serve.workspace import Workspace
 
 DEFAULT_BUDGET = 16_000  # tokens: a package that fits under agent clients' tool-output limits (Claude Code: 25k)
@@ -232,32 +233,10 @@ def search_symbols(
         raise CraError("The query is empty. Pass a symbol name or part of one, e.g. `validate_login`.")
     if limit < 1:
         raise CraError(f"limit must be at least 1 (got {limit}).")
-    q = query.strip().lower()
     with ws.answering(repo) as answer:
         served, kb = answer.repo, answer.kb
-        symbols, files = kb.tables["symbols"], scoped_files(kb, scope)
-    if len(files) < len(kb.files):
-        symbols = symbols[symbols["file_id"].isin(files["file_id"])]
-    names, qualified = symbols["name"].str.lower(), symbols["qualified_name"].fillna("").str.lower()
-    paths = symbols["file_id"].map(files.set_index("file_id")["path"])
-    words = q.split()
-    haystack = qualified + " " + paths.str.lower()
-    tiers = [
-        names == q,
-        (qualified == q) | qualified.str.endswith("." + q),
-        names.str.startswith(q),
-        names.str.contains(q, regex=False),
-        qualified.str.contains(q, regex=False),
-    ]
-    every_word = pd.Series(True, index=symbols.index)
-    for word in words:
-        every_word &= haystack.str.contains(word, regex=False)
-    tiers.append(every_word)
-    tier = pd.Series(len(tiers), index=symbols.index)
-    for i, hit in reversed(list(enumerate(tiers))):
-        tier[hit.to_numpy()] = i
-    found = symbols.assign(tier=tier, path=paths, name_length=names.str.len())
-    found = found[found["tier"] < len(tiers)].sort_values(["tier", "name_length", "path", "start_line"])
+        files = scoped_files(kb, scope)
+    found = matching_symbols(kb, query, files["file_id"] if len(files) < len(kb.files) else None)
     rows = found.head(limit)
     columns = ["name", "qualified_name", "kind", "path", "start_line", "end_line", "signature"]
     return {
