@@ -52,3 +52,22 @@ def test_compact_weights_come_back_within_int8_error_from_chunks(tmp_path, monke
     emb = state[fit_reader.EMBEDDINGS]
     assert (back[fit_reader.EMBEDDINGS] - emb).abs().max() <= emb.abs().amax(1).max() / 127
     assert torch.equal(back["bert.embeddings.position_ids"], state["bert.embeddings.position_ids"])
+
+
+def test_packed_pairs_are_the_pairs_read_back_as_one_folder(tmp_path):
+    from cra.drivers.research.fit_reader import main
+    from cra.drivers.research.train_reader import read_pairs
+
+    parts = tmp_path / "pairs" / "signals"
+    parts.mkdir(parents=True)
+    rows = pd.DataFrame(
+        {"case_id": ["a", "a", "b", "b"], "kind": ["file"] * 4, "key": ["x.py", "y.py", "x.py", "z.py"],
+         "repo": ["o/r"] * 4, "query": ["q1", "q1", "q2", "q2"], "passage": ["p1", "p2", "p1", "p3"],
+         "gold": [True, False, False, True], "rank": np.arange(1, 5, dtype=np.int32)}
+    )  # fmt: skip
+    rows.iloc[:3].to_parquet(parts / "1of2-0000.parquet")
+    rows.iloc[2:].to_parquet(parts / "2of2-0000.parquet")  # (row 2 twice: parts may overlap)
+    assert main(["--pairs", str(tmp_path / "pairs"), "--pack", str(tmp_path / "packed")]) == 0
+    packed = read_pairs(tmp_path / "packed")
+    pd.testing.assert_frame_equal(packed, rows)
+    assert [p.name for p in (tmp_path / "packed").rglob("*") if p.is_file()] == ["all.parquet"]
