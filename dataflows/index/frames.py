@@ -85,6 +85,17 @@ def in_set(values: pd.Series, among) -> np.ndarray:
     return pc.is_in(array, value_set=candidates).fill_null(False).to_numpy(zero_copy_only=False)
 
 
+def coded_strings(codes: np.ndarray, names) -> pd.Series:
+    """pd.Series(names[codes]) for a few distinct strings (edge kinds), its strings made by Arrow from the codes: given
+    a Python object a row, pandas infers each one's type (OpenJDK's 2.2M file edges: 0.3 s, this 0.03)."""
+    names = np.asarray(names, dtype=object)
+    inferred = pd.Series(names).dtype
+    if not len(codes) or not isinstance(inferred, pd.StringDtype) or inferred.storage != "pyarrow":
+        return pd.Series(names[codes])
+    coded = pa.DictionaryArray.from_arrays(pa.array(codes, type=pa.int32()), pa.array(list(names), type=pa.string()))
+    return pd.Series(pd.array(coded.cast(pa.string()), dtype=inferred))
+
+
 def previous_table(previous_kb: dict[str, pd.DataFrame] | None, table: str) -> pd.DataFrame:
     """One table of the last index, or an empty frame with the schema's columns."""
     if previous_kb and table in previous_kb:
