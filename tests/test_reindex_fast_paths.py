@@ -147,3 +147,48 @@ def test_coded_strings_are_the_strings_pandas_makes_of_the_objects():
     pd.testing.assert_series_equal(
         coded_strings(codes[:0], names), pd.Series(np.asarray(names, dtype=object)[codes[:0]])
     )
+
+
+def _written(frame: pd.DataFrame, table: str):
+    """A table as the KB writes it (Arrow, the schema's types): what two ways of making it must agree on."""
+    import pyarrow as pa
+
+    from cra.dataflows.index.schema import arrow_schema
+
+    return pa.Table.from_pandas(conform(frame, table)[list(arrow_schema(table).names)], schema=arrow_schema(table))
+
+
+@pytest.mark.parametrize("changed", [[1], [2], [0, 3], [1, 2, 3], []])
+def test_carried_import_bindings_with_the_changed_files_resolved_are_a_full_resolution(changed):
+    """The previous bindings of unchanged files are kept as slices (names as read back, nulls included) and the
+    changed files' resolved ones go in at their places: the table is the one resolving every import gives."""
+    files = pd.DataFrame(
+        {
+            "file_id": [0, 1, 2, 3],
+            "path": ["app/a.py", "app/b.py", "app/c.py", "app/d.py"],
+            "language": "python",
+            "module": ["app.a", "app.b", "app.c", "app.d"],
+            "package": "app",
+            "reused": True,
+        }
+    )
+    imports = pd.DataFrame(
+        {
+            "file_id": [0, 1, 1, 2, 2, 3],
+            "target": ["app.d", "app.a", "app", "app.a", "app.b", "app.c"],
+            "names": [["x"], [], ["a"], ["f"], [], ["g", "h"]],
+            "level": 0,
+            "line": [1, 1, 2, 1, 2, 1],
+        }
+    )
+    full = edges.import_bindings(files, imports, {})
+    stored = edges.kb_import_bindings(full)  # (as the previous run wrote it and a re-index reads it back)
+    previous = _written(stored, "import_bindings").to_pandas()
+    assert previous["member"].isna().any() and previous["local"].dtype == pd.Series(["x"]).dtype
+    rerun = files.assign(reused=~files["file_id"].isin(changed))
+    got = edges.import_bindings(
+        rerun, imports, {}, previous_kb={"import_bindings": previous}, import_context="c", previous_import_context="c"
+    )
+    assert got["file_id"].tolist() == full["file_id"].tolist()
+    assert _written(edges.kb_import_bindings(got), "import_bindings").equals(_written(full, "import_bindings"))
+    assert _written(edges.kb_import_bindings(got), "import_bindings").equals(_written(stored, "import_bindings"))

@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from cra.dataflows.index import languages
 from cra.dataflows.index.conventions import manifest_names, subject_rules, test_subjects
-from cra.dataflows.index.frames import coded_strings, conform, ids_in, in_set, new_symbol_ids
+from cra.dataflows.index.frames import coded_strings, conform, ids_in, in_set, new_symbol_ids, spliced, true_runs
 from cra.dataflows.index.languages import BINDING_COLUMNS, GLOB, PACKAGE_LANGUAGES, PROJECT_LANGUAGES, go, rust
 from cra.dataflows.index.mapped import values_at
 
@@ -113,7 +113,7 @@ def import_bindings(
     ):
         reused = indexed_files.loc[indexed_files["reused"].astype(bool), "file_id"]
         previous = previous_kb["import_bindings"]
-        carried = previous[ids_in(previous["file_id"], reused)]
+        carried = ids_in(previous["file_id"], reused)  # (the rows kept: spliced below, or taken)
         kb_imports = kb_imports[~ids_in(kb_imports["file_id"], reused)]
     resolver = languages.ImportResolver(indexed_files, {**(package_roots or {}), "go_modules": go_modules}, kb_symbols)
     info = indexed_files.set_index("file_id")[["language", "path", "module", "package"]]
@@ -127,9 +127,16 @@ def import_bindings(
         for dst, local, member in resolver.resolve(lang, path, module, package, target or "", names, int(level or 0)):
             rows.append((int(fid), int(dst), local, member))
     resolved = pd.DataFrame(rows, columns=BINDING_COLUMNS)
-    if carried is None or not len(carried):
+    if carried is None or not carried.any():
         return resolved
-    return _spliced_bindings(carried, resolved)
+    resolved = resolved.iloc[np.argsort(resolved["file_id"].to_numpy(np.int64), kind="stable")]
+    resolved = resolved.astype({"file_id": "int64", "dst_file_id": "int64"})  # (typed even when empty)
+    if list(previous.columns) == BINDING_COLUMNS:  # the kept rows as slices (names as read), resolved ones in between
+        typed = ("local", "member") if len(resolved) else ()
+        merged = spliced(previous, *true_runs(carried), resolved, "file_id", typed_as_previous=typed)
+        if merged is not None:
+            return merged
+    return _spliced_bindings(previous[carried], resolved)
 
 
 def _spliced_bindings(carried: pd.DataFrame, resolved: pd.DataFrame) -> pd.DataFrame:
@@ -167,8 +174,9 @@ def reexport_bindings(
 
 
 def kb_import_bindings(import_bindings: pd.DataFrame) -> pd.DataFrame:
-    """The resolved imports, kept so a re-index resolves only the imports of the files that changed."""
-    return conform(import_bindings, "import_bindings")
+    """The resolved imports, kept so a re-index resolves only the imports of the files that changed (names held by
+    Arrow stay so, nulls included: OpenJDK's 2.2M carried rows are not made a Python string each to be written)."""
+    return conform(import_bindings, "import_bindings", arrow_nulls=True)
 
 
 def test_edges(indexed_files: pd.DataFrame, language_conventions: dict | None = None) -> pd.DataFrame:
