@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from cra.dataflows.index import languages
 from cra.dataflows.index.conventions import manifest_names, subject_rules, test_subjects
-from cra.dataflows.index.frames import conform, ids_in, in_set, new_symbol_ids
+from cra.dataflows.index.frames import coded_strings, conform, ids_in, in_set, new_symbol_ids, spliced, true_runs
 from cra.dataflows.index.languages import BINDING_COLUMNS, GLOB, PACKAGE_LANGUAGES, PROJECT_LANGUAGES, go, rust
 from cra.dataflows.index.mapped import values_at
 
@@ -113,7 +113,7 @@ def import_bindings(
     ):
         reused = indexed_files.loc[indexed_files["reused"].astype(bool), "file_id"]
         previous = previous_kb["import_bindings"]
-        carried = previous[ids_in(previous["file_id"], reused)]
+        carried = ids_in(previous["file_id"], reused)  # (the rows kept: spliced below, or taken)
         kb_imports = kb_imports[~ids_in(kb_imports["file_id"], reused)]
     resolver = languages.ImportResolver(indexed_files, {**(package_roots or {}), "go_modules": go_modules}, kb_symbols)
     info = indexed_files.set_index("file_id")[["language", "path", "module", "package"]]
@@ -127,9 +127,16 @@ def import_bindings(
         for dst, local, member in resolver.resolve(lang, path, module, package, target or "", names, int(level or 0)):
             rows.append((int(fid), int(dst), local, member))
     resolved = pd.DataFrame(rows, columns=BINDING_COLUMNS)
-    if carried is None or not len(carried):
+    if carried is None or not carried.any():
         return resolved
-    return _spliced_bindings(carried, resolved)
+    resolved = resolved.iloc[np.argsort(resolved["file_id"].to_numpy(np.int64), kind="stable")]
+    resolved = resolved.astype({"file_id": "int64", "dst_file_id": "int64"})  # (typed even when empty)
+    if list(previous.columns) == BINDING_COLUMNS:  # the kept rows as slices (names as read), resolved ones in between
+        typed = ("local", "member") if len(resolved) else ()
+        merged = spliced(previous, *true_runs(carried), resolved, "file_id", typed_as_previous=typed)
+        if merged is not None:
+            return merged
+    return _spliced_bindings(previous[carried], resolved)
 
 
 def _spliced_bindings(carried: pd.DataFrame, resolved: pd.DataFrame) -> pd.DataFrame:
@@ -167,8 +174,9 @@ def reexport_bindings(
 
 
 def kb_import_bindings(import_bindings: pd.DataFrame) -> pd.DataFrame:
-    """The resolved imports, kept so a re-index resolves only the imports of the files that changed."""
-    return conform(import_bindings, "import_bindings")
+    """The resolved imports, kept so a re-index resolves only the imports of the files that changed (names held by
+    Arrow stay so, nulls included: OpenJDK's 2.2M carried rows are not made a Python string each to be written)."""
+    return conform(import_bindings, "import_bindings", arrow_nulls=True)
 
 
 def test_edges(indexed_files: pd.DataFrame, language_conventions: dict | None = None) -> pd.DataFrame:
@@ -191,18 +199,17 @@ def kb_edges(import_bindings: pd.DataFrame, test_edges: pd.DataFrame) -> pd.Data
     deduplicated, no self-edges, ordered by (src, dst). Integer work over one (src, dst) key per edge: pandas'
     drop_duplicates, merge and sort over OpenJDK's 2.2M bindings took 0.8 s of a one-file re-index."""
     src, dst = (import_bindings[c].to_numpy(np.int64) for c in ("file_id", "dst_file_id"))
-    imports = np.sort(_edge_keys(src[src != dst], dst[src != dst]))  # (np.unique and np.isin hash: 3.5 s here)
+    imports = np.sort(_edge_keys(src[src != dst], dst[src != dst]), kind="stable")  # (np.unique, np.isin hash: 3.5 s)
     imports = imports[np.r_[True, imports[1:] != imports[:-1]]] if len(imports) else imports
     tested = _edge_keys(*(test_edges[c].to_numpy(np.int64) for c in ("src_file_id", "dst_file_id")))
     at = np.minimum(np.searchsorted(imports, tested), max(len(imports) - 1, 0))
     tested = tested[imports[at] != tested] if len(imports) else tested  # an import edge already says it
     keys = np.concatenate([imports, tested])
-    order = np.argsort(keys, kind="stable")
-    keys, kinds = (
-        keys[order],
-        np.repeat(np.array(["import", "tests"], dtype=object), [len(imports), len(tested)])[order],
+    order = np.argsort(keys, kind="stable")  # (the bindings come in file order: a merge of sorted runs, not a sort)
+    keys, kinds = keys[order], np.repeat(np.array([0, 1]), [len(imports), len(tested)])[order]
+    edges = pd.DataFrame(
+        {"src_file_id": keys >> 32, "dst_file_id": keys & 0xFFFFFFFF, "kind": coded_strings(kinds, ["import", "tests"])}
     )
-    edges = pd.DataFrame({"src_file_id": keys >> 32, "dst_file_id": keys & 0xFFFFFFFF, "kind": kinds})
     return conform(edges, "edges")
 
 
@@ -438,6 +445,8 @@ def kb_symbol_edges(
         ignore_index=True,
     )
     carried = _carried_symbol_edges(previous_kb, symbol_edge_files, symbol_keys, matched_symbols)
+    if len(carried) and len(resolved):  # (the few resolved kinds take the carried ones' type: no object column)
+        resolved = resolved.astype({"kind": carried["kind"].dtype})
     edges = pd.concat([f for f in (carried, resolved) if len(f)] or [resolved], ignore_index=True)
     return conform(_sorted_unique_edges(edges), "symbol_edges")
 
@@ -454,14 +463,17 @@ def _sorted_unique_edges(edges: pd.DataFrame) -> pd.DataFrame:
     src, dst = edges["src_symbol_id"].to_numpy(np.int64), edges["dst_symbol_id"].to_numpy(np.int64)
     names = np.asarray(distinct.to_pylist(), dtype=object)
     if len(distinct) <= 4 and len(src) and min(src.min(), dst.min()) >= 0 and max(src.max(), dst.max()) < 1 << 31:
-        keys = np.sort((src.astype(np.uint64) << 33) | (dst.astype(np.uint64) << 2) | kind_codes.astype(np.uint64))
+        keys = (src.astype(np.uint64) << 33) | (dst.astype(np.uint64) << 2) | kind_codes.astype(np.uint64)
+        keys = np.sort(keys, kind="stable")  # (the carried edges are one sorted run: merged, not sorted again)
         keys = keys[np.r_[True, keys[1:] != keys[:-1]]]
         src, dst, kind_codes = (keys >> 33).astype(np.int64), ((keys >> 2) & 0x7FFFFFFF).astype(np.int64), keys & 3
-        return pd.DataFrame({"src_symbol_id": src, "dst_symbol_id": dst, "kind": names[kind_codes.astype(np.int64)]})
+        return pd.DataFrame({"src_symbol_id": src, "dst_symbol_id": dst, "kind": coded_strings(kind_codes, names)})
     order = np.lexsort((kind_codes, dst, src))
     src, dst, kind_codes = src[order], dst[order], kind_codes[order]
     first = np.r_[True, (src[1:] != src[:-1]) | (dst[1:] != dst[:-1]) | (kind_codes[1:] != kind_codes[:-1])]
-    return pd.DataFrame({"src_symbol_id": src[first], "dst_symbol_id": dst[first], "kind": names[kind_codes[first]]})
+    return pd.DataFrame(
+        {"src_symbol_id": src[first], "dst_symbol_id": dst[first], "kind": coded_strings(kind_codes[first], names)}
+    )
 
 
 REFERENCE_RUN = 500_000  # references resolved at once (OpenJDK's 3M at once raised the index's peak by 0.4 GB)
@@ -502,7 +514,7 @@ def _carried_symbol_edges(
         {
             "src_symbol_id": new_symbol_ids(previous.loc[keep, "src_symbol_id"], ids),
             "dst_symbol_id": new_symbol_ids(previous.loc[keep, "dst_symbol_id"], ids),
-            "kind": previous.loc[keep, "kind"].astype(object),
+            "kind": previous.loc[keep, "kind"],  # (as read: arrow-backed, coded by Arrow in `_sorted_unique_edges`)
         }
     )
     return carried.dropna(subset=["src_symbol_id", "dst_symbol_id"]).astype(

@@ -14,8 +14,9 @@ from cra.dataflows.index.schema import TABLES
 NULLABLE_INTS = {("symbols", "parent_id"), ("comments", "symbol_id"), ("files", "last_commit_time")}
 
 
-def conform(frame: pd.DataFrame, table: str) -> pd.DataFrame:
-    """Exactly the schema's columns in order, ints as int32/int64 (nullable ones as Int32/Int64), index reset."""
+def conform(frame: pd.DataFrame, table: str, arrow_nulls: bool = False) -> pd.DataFrame:
+    """Exactly the schema's columns in order, ints as int32/int64 (nullable ones as Int32/Int64), index reset.
+    arrow_nulls: arrow-backed string columns with nulls stay as they are too (else objects, None where null)."""
     out = pd.DataFrame(index=range(len(frame)))
     for column, typ in TABLES[table].items():
         values = frame[column].reset_index(drop=True) if column in frame else pd.Series([None] * len(frame))
@@ -29,7 +30,7 @@ def conform(frame: pd.DataFrame, table: str) -> pd.DataFrame:
         elif (
             name == "string"
             and not isinstance(values.dtype, pd.CategoricalDtype)
-            and not (_arrow_strings(values.dtype) and not values.hasnans)
+            and not (_arrow_strings(values.dtype) and (arrow_nulls or not values.hasnans))
         ):  # arrow-backed strings without nulls (reused rows) and dictionary-encoded terms (written as strings) stay
             values = values.astype(object)
             if values.hasnans:
@@ -83,6 +84,17 @@ def in_set(values: pd.Series, among) -> np.ndarray:
     )
     candidates = candidates.combine_chunks() if isinstance(candidates, pa.ChunkedArray) else candidates
     return pc.is_in(array, value_set=candidates).fill_null(False).to_numpy(zero_copy_only=False)
+
+
+def coded_strings(codes: np.ndarray, names) -> pd.Series:
+    """pd.Series(names[codes]) for a few distinct strings (edge kinds), its strings made by Arrow from the codes: given
+    a Python object a row, pandas infers each one's type (OpenJDK's 2.2M file edges: 0.3 s, this 0.03)."""
+    names = np.asarray(names, dtype=object)
+    inferred = pd.Series(names).dtype
+    if not len(codes) or not isinstance(inferred, pd.StringDtype) or inferred.storage != "pyarrow":
+        return pd.Series(names[codes])
+    coded = pa.DictionaryArray.from_arrays(pa.array(codes, type=pa.int32()), pa.array(list(names), type=pa.string()))
+    return pd.Series(pd.array(coded.cast(pa.string()), dtype=inferred))
 
 
 def previous_table(previous_kb: dict[str, pd.DataFrame] | None, table: str) -> pd.DataFrame:

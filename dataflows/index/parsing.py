@@ -36,6 +36,7 @@ from cra.dataflows.index.frames import (
     new_symbol_ids,
     ordered_by,
     previous_table,
+    rekeyed_runs,
     spliced,
     stacked,
     stacked_terms,
@@ -459,6 +460,13 @@ def kb_references(
     rows = known[np.argsort(ids[known], kind="stable")]  # in parse order already: then no copy (`take_rows`)
     new = take_rows(parsed_references, rows).assign(symbol_id=ids[rows].astype(np.int64))
     previous = previous_table(previous_kb, "references")
+    runs = rekeyed_runs(previous["symbol_id"], symbol_keys)
+    if runs is not None:  # the reused rows as slices of the previous table, this run's put in between (`spliced`)
+        starts, ends, shifts = runs
+        typed = tuple(c for c in previous.columns if c != "symbol_id")  # (names stay arrow-backed strings)
+        merged = spliced(previous, starts, ends, new[list(previous.columns)], "symbol_id", shifts, typed)
+        if merged is not None:
+            return conform(merged, "references")
     reused = previous.assign(symbol_id=new_symbol_ids(previous["symbol_id"], symbol_keys))
     reused = reused[reused["symbol_id"].notna()]
     references = pd.concat([f for f in (reused, new) if len(f)] or [new], ignore_index=True)
