@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from cra.dataflows.retrieval import symbol_table, vocabulary
+from cra.dataflows.retrieval import carried_words, symbol_table, vocabulary
+from cra.dataflows.retrieval.carried_words import PreviousSymbolWords, SymbolNamePatch
 from cra.dataflows.retrieval.symbol_table import SymbolTable
 from cra.dataflows.retrieval.vocabulary import NameIndex, WordIndex
 
@@ -48,30 +49,54 @@ def kb_path_words(kb_path_table: pd.DataFrame) -> WordIndex:
     return vocabulary.path_word_index(kb_path_table)
 
 
-def kb_symbol_names(kb_symbols: pd.DataFrame) -> pd.DataFrame:
+def kb_symbol_name_patch(
+    kb_symbols: pd.DataFrame, previous_symbol_words: PreviousSymbolWords | None = None
+) -> SymbolNamePatch | None:
+    """On a re-index (previous_symbol_words: the previous KB's symbol word tables), how this KB's names and symbols
+    map onto the previous ones, so the symbol tables below carry their rows; None: they are built from scratch."""
+    if previous_symbol_words is None:
+        return None
+    return carried_words.symbol_name_patch(kb_symbols, previous_symbol_words)
+
+
+def kb_symbol_names(kb_symbols: pd.DataFrame, kb_symbol_name_patch: SymbolNamePatch | None = None) -> pd.DataFrame:
     """The distinct symbol names (name, lower), so names are matched once, not once per symbol."""
+    if kb_symbol_name_patch is not None:
+        return kb_symbol_name_patch.names
     return vocabulary.symbol_names(kb_symbols)
 
 
-def kb_symbol_name_words(kb_symbol_names: pd.DataFrame, previous_name_words: tuple | None = None) -> WordIndex:
-    """Words of symbol names -> name codes: symbol_match's constituent matches (previous_name_words: the previous
-    KB's symbol_names and symbol_name_words, whose names keep their words)."""
-    return vocabulary.symbol_name_word_index(kb_symbol_names, previous_name_words)
+def kb_symbol_name_words(
+    kb_symbol_names: pd.DataFrame, kb_symbol_name_patch: SymbolNamePatch | None = None
+) -> WordIndex:
+    """Words of symbol names -> name codes: symbol_match's constituent matches."""
+    if kb_symbol_name_patch is not None:
+        return carried_words.symbol_name_words(kb_symbol_name_patch)
+    return vocabulary.symbol_name_word_index(kb_symbol_names)
 
 
-def kb_symbol_name_codes(kb_symbols: pd.DataFrame, kb_symbol_names: pd.DataFrame) -> pd.DataFrame:
+def kb_symbol_name_codes(
+    kb_symbols: pd.DataFrame, kb_symbol_names: pd.DataFrame, kb_symbol_name_patch: SymbolNamePatch | None = None
+) -> pd.DataFrame:
     """Each symbol's name code and file: how a name match spreads to symbols and files."""
+    if kb_symbol_name_patch is not None:
+        return carried_words.symbol_name_codes(kb_symbols, kb_symbol_name_patch)
     return vocabulary.symbol_name_codes(kb_symbols, kb_symbol_names)
 
 
-def kb_symbol_name_terms(kb_symbol_names: pd.DataFrame, previous_name_terms: tuple | None = None) -> pd.DataFrame:
-    """The index terms of each distinct name: precision's name-coverage test (previous_name_terms: the previous KB's
-    symbol_names and symbol_name_terms, whose names keep their terms; see `vocabulary.symbol_name_terms`)."""
-    return vocabulary.symbol_name_terms(kb_symbol_names, previous_name_terms)
+def kb_symbol_name_terms(
+    kb_symbol_names: pd.DataFrame, kb_symbol_name_patch: SymbolNamePatch | None = None
+) -> pd.DataFrame:
+    """The index terms of each distinct name: precision's name-coverage test."""
+    if kb_symbol_name_patch is not None:
+        return carried_words.symbol_name_terms(kb_symbol_name_patch)
+    return vocabulary.symbol_name_terms(kb_symbol_names)
 
 
-def kb_symbol_norms(kb_symbols: pd.DataFrame) -> pd.DataFrame:
+def kb_symbol_norms(kb_symbols: pd.DataFrame, kb_symbol_name_patch: SymbolNamePatch | None = None) -> pd.DataFrame:
     """Normalised name and qualified name of each symbol: precision's symbol-hint matches."""
+    if kb_symbol_name_patch is not None:
+        return carried_words.symbol_norms(kb_symbols, kb_symbol_name_patch)
     return vocabulary.symbol_norms(kb_symbols)
 
 

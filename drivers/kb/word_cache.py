@@ -15,9 +15,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from cra.dataflows import text as text_module
-from cra.dataflows.retrieval import vocabulary
+from cra.dataflows.retrieval import carried_words, vocabulary
 from cra.dataflows.retrieval import word_tables as word_table_nodes
 from cra.drivers.common.conventions import load_conventions
 from cra.drivers.kb.mapped import mapped_table, write_table
@@ -71,7 +72,7 @@ def word_tables(
 
 def _words_stamp() -> bytes:
     """Identifies the code that builds word tables: persisted ones made by other code are rebuilt, not trusted."""
-    source = b"".join(Path(m.__file__).read_bytes() for m in (vocabulary, text_module, word_table_nodes))
+    source = b"".join(Path(m.__file__).read_bytes() for m in (vocabulary, text_module, word_table_nodes, carried_words))
     return hashlib.sha1(b"cra-words-1" + source).hexdigest().encode()
 
 
@@ -206,17 +207,30 @@ def write_word_tables(
             _write_frame(_word_file(staging, stem), frame, stamp)
 
 
+_SYMBOL_TABLES = ("symbol_names", "symbol_name_words", "symbol_name_codes", "symbol_name_terms", "symbol_norms")
+_PREVIOUS_SYMBOLS = [
+    "symbol_id",
+    "file_id",
+    "name",
+    "qualified_name",
+]  # what the previous symbol tables were built from
+
+
 def _carried_inputs(previous: Path | None, wanted: tuple[str, ...], stamp: bytes) -> dict:
-    """Word tables of the previous version (written by this code) that the tables built again carry rows over from,
-    by input name: its symbol names with their terms and with their words (a name's terms and words are its own)."""
-    carried = {"previous_name_terms": "symbol_name_terms", "previous_name_words": "symbol_name_words"}
-    if previous is None or not any(table in wanted for table in carried.values()):
+    """What the symbol tables built again carry rows over from (`cra.dataflows.retrieval.carried_words`): the
+    previous version's symbol word tables (written by this code) and the symbol columns they were built from; {} when
+    any is missing or unreadable (then they are built from scratch)."""
+    if previous is None or not any(table in wanted for table in (*_SYMBOL_TABLES, "symbol_name_index")):
         return {}
-    stems = ["symbol_names", "symbol_name_terms", *_word_table_stems("symbol_name_words")]
-    frames = {
-        stem: _read_frame(_word_file(previous, stem), stamp) if _word_file(previous, stem).is_file() else None
-        for stem in stems
-    }
+    stems = [stem for name in _SYMBOL_TABLES for stem in _word_table_stems(name)]
+    try:
+        frames = {
+            stem: _read_frame(_word_file(previous, stem), stamp) if _word_file(previous, stem).is_file() else None
+            for stem in stems
+        }
+        symbols = pq.ParquetFile(previous / "symbols.parquet").read(columns=_PREVIOUS_SYMBOLS).to_pandas()
+    except (OSError, ValueError, KeyError, pa.ArrowException):
+        return {}
     if any(frame is None for frame in frames.values()):
         return {}
     words = vocabulary.WordIndex(
@@ -224,9 +238,15 @@ def _carried_inputs(previous: Path | None, wanted: tuple[str, ...], stamp: bytes
         frames["symbol_name_words.vocabulary"],
         frames["symbol_name_words.offsets"]["offset"].to_numpy(),
     )
-    names = frames["symbol_names"]
-    inputs = {"previous_name_terms": (names, frames["symbol_name_terms"]), "previous_name_words": (names, words)}
-    return {name: value for name, value in inputs.items() if carried[name] in wanted}
+    carried = carried_words.PreviousSymbolWords(
+        symbols=symbols,
+        names=frames["symbol_names"],
+        codes=frames["symbol_name_codes"],
+        norms=frames["symbol_norms"],
+        terms=frames["symbol_name_terms"],
+        words=words,
+    )
+    return {"previous_symbol_words": carried}
 
 
 def read_word_tables(version: Path) -> dict[str, object]:
