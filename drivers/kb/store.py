@@ -223,6 +223,16 @@ def _rows_of_other_docs(docs: np.ndarray, kept_ids: np.ndarray) -> np.ndarray:
     return np.repeat(lo - (np.cumsum(counts) - counts), counts) + np.arange(counts.sum(), dtype=np.int64)
 
 
+def _rows_taken(frame: pd.DataFrame, rows: np.ndarray, max_runs: int = 10_000) -> pd.DataFrame:
+    """frame.iloc[rows] for ascending rows, as slices of their runs of consecutive rows joined: taking a changed
+    file's 3,000 rows of OpenJDK's symbol terms (20M rows, Arrow strings in 20 chunks) by position took 0.5 s."""
+    cuts = np.flatnonzero(np.diff(rows) != 1) + 1
+    if not len(rows) or len(cuts) >= max_runs:
+        return frame.iloc[rows]
+    firsts, lasts = rows[np.r_[0, cuts]], rows[np.r_[cuts - 1, len(rows) - 1]] + 1
+    return pd.concat([frame.iloc[a:b] for a, b in zip(firsts, lasts)])
+
+
 def _patched_lexicon(live: Path | None, terms: str, frame: pd.DataFrame, kept: np.ndarray | None) -> Bm25Index | None:
     """The live version's lexicon of a term table patched to this frame of its rows (`Bm25Index.patched`): None
     when there is nothing to patch from, or more changed than PATCH_MAX_SHARE (then it is built from the rows)."""
@@ -239,7 +249,7 @@ def _patched_lexicon(live: Path | None, terms: str, frame: pd.DataFrame, kept: n
     if len(rows) > PATCH_MAX_SHARE * len(frame):
         return None
     try:
-        index = before.patched(new_ids, frame.iloc[rows], doc)
+        index = before.patched(new_ids, _rows_taken(frame, rows), doc)
     except (ValueError, IndexError, OSError, pa.ArrowException):  # kept docs out of order, an unreadable page: built
         return None
     if index is None or len(index.postings_doc) != len(frame) or index.postings_tf.sum() != frame["tf"].sum():
