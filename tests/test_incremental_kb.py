@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from cra.dataflows import lexical
 from cra.dataflows.index import frames
 from cra.dataflows.index.frames import MIN_SYMBOL_BLOCK
 from cra.dataflows.lexical import ARRAYS, Bm25Index
@@ -141,6 +142,37 @@ def test_a_patched_lexicon_is_bit_for_bit_the_one_built_from_the_new_rows(seed):
     ids = np.array([new_id[k] if k in new_id and k not in changed else -1 for k in sorted(docs)])
     rows = _terms({d: after[d] for d in added}).sample(frac=1, random_state=seed)  # in any order
     _same_index(before.patched(ids, rows, "doc"), Bm25Index.from_terms(_terms(after), "doc"))
+
+
+@pytest.mark.parametrize("splice_events", [lexical.SPLICE_EVENTS, 0])  # runs copied one by one / vectorised passes
+@pytest.mark.parametrize("change", ["edited", "added", "deleted", "renumbered"])
+def test_a_lexicon_patched_for_a_few_docs_of_many_is_the_fresh_one(monkeypatch, change, splice_events):
+    """A few docs of 400 changed in place (their postings copied around, the others' positions kept), or docs added
+    or deleted in between (the kept postings' doc positions shift), or all ids renumbered: bit for bit a fresh build."""
+    monkeypatch.setattr(lexical, "SPLICE_EVENTS", splice_events)
+    rng = random.Random(f"{change}-{splice_events}")
+    words = [f"w{i:03d}" for i in range(300)]
+    doc = lambda: {t: rng.randint(1, 9) for t in rng.sample(words, rng.randint(1, 30))}  # noqa: E731
+    docs = {i * 3: {**doc(), f"only{i * 3}": 1} for i in range(400)}  # (a word of its own: gone with it)
+    before = Bm25Index.from_terms(_terms(docs), "doc")
+    picked = sorted(rng.sample(sorted(docs), 5))
+    after, ids, added = dict(docs), np.array(sorted(docs)), set()
+    if change == "edited":  # new words too, of which the vocabulary knows nothing yet
+        after.update({d: {**doc(), f"new{d}": 2} for d in picked})
+        added = set(picked)
+    elif change == "added":
+        after.update({d + 1: {**doc(), f"new{d}": 1} for d in picked})
+        added = {d + 1 for d in picked}
+    elif change == "deleted":  # (each doc's last postings of some terms go: the terms leave the vocabulary)
+        after = {d: terms for d, terms in docs.items() if d not in picked}
+    else:
+        after = {d + 1: terms for d, terms in docs.items()}
+        ids = ids + 1
+    new_ids = np.array([d if d in after and d not in added else -1 for d in ids])
+    if change == "renumbered":
+        new_ids = ids
+    rows = _terms({d: after[d] for d in added}).sample(frac=1, random_state=1)
+    _same_index(before.patched(new_ids, rows, "doc"), Bm25Index.from_terms(_terms(after), "doc"))
 
 
 def test_a_reindex_after_an_edit_patches_the_lexicons_instead_of_building_them(tmp_path, monkeypatch):
