@@ -316,32 +316,20 @@ def test_symbol_word_tables_patched_from_the_previous_kb_equal_the_ones_built_fr
     rng = np.random.default_rng(seed)
     files = pd.DataFrame({"file_id": range(40), "path": [f"m{i}.py" for i in range(40)]})
     before = _random_symbols(rng, {f: int(rng.integers(0, 8)) for f in range(12)}, fresh_names=False)
-    built = word_tables(files, before, _SYMBOL_WORD_TABLES)
-    previous = PreviousSymbolWords(
-        symbols=before,
-        names=built["symbol_names"],
-        codes=built["symbol_name_codes"],
-        norms=built["symbol_norms"],
-        terms=built["symbol_name_terms"],
-        words=built["symbol_name_words"],
-    )
+
+    def carried(symbols: pd.DataFrame, tables: dict) -> PreviousSymbolWords:
+        names = ("names", "codes", "norms", "terms", "words")
+        stems = ("symbol_names", "symbol_name_codes", "symbol_norms", "symbol_name_terms", "symbol_name_words")
+        return PreviousSymbolWords(symbols=symbols, **{n: tables[t] for n, t in zip(names, stems)})
+
+    previous = carried(before, word_tables(files, before, _SYMBOL_WORD_TABLES))
     for _ in range(3):  # edits on edits: each patched from the tables patched before
         after = _edited(rng, before)
         patched = word_tables(files, after, _SYMBOL_WORD_TABLES, {"previous_symbol_words": previous})
         scratch = word_tables(files, after, _SYMBOL_WORD_TABLES)
         for name in _SYMBOL_WORD_TABLES:
             assert_same_word_table(patched[name], scratch[name])
-        before, previous = (
-            after,
-            PreviousSymbolWords(
-                symbols=after,
-                names=patched["symbol_names"],
-                codes=patched["symbol_name_codes"],
-                norms=patched["symbol_norms"],
-                terms=patched["symbol_name_terms"],
-                words=patched["symbol_name_words"],
-            ),
-        )
+        before, previous = after, carried(after, patched)
 
 
 def test_word_input_digests_follow_the_values_not_how_they_are_held():
