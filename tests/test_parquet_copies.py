@@ -16,6 +16,8 @@ from cra.drivers.kb.parquet_copies import SUFFIX
 from cra.drivers.kb.store import live_version, load_kb, read_tables
 from cra.drivers.retrieval.retriever import retrieve
 from tests.fixture_repo import make_repo
+from tests.kb_compare import compare_kbs
+from tests.test_incremental_kb import RUN_STATS
 
 TASK = "LoginHandler.validate_login rejects a valid password"
 
@@ -95,3 +97,36 @@ def test_a_reindex_carries_the_copies_of_the_tables_it_carries(indexed):
     kb = loaded_anew(indexed)
     assert_same_tables(kb.tables, indexed)
     assert answer(kb) == answer(loaded_anew(indexed))
+
+
+@pytest.mark.parametrize("copy", ["current", "damaged", "stale"])
+def test_a_reindex_reads_the_previous_tables_from_their_current_copies_and_writes_the_fresh_kb(
+    indexed, tmp_path, monkeypatch, copy
+):
+    """A re-index reads the previous version's Parquet tables from the copies a load made (mapped: no decoding),
+    never from a damaged or stale copy, and never makes copies itself; either way it writes what a fresh index
+    writes."""
+    loaded_anew(indexed)  # (the copies of this version)
+    version = live_version(indexed)
+    if copy == "damaged":
+        (version / f"symbols{SUFFIX}").write_bytes(b"not arrow")
+    elif copy == "stale":  # (a Parquet file other than the one copied)
+        symbols = version / "symbols.parquet"
+        os.utime(symbols, ns=(symbols.stat().st_atime_ns, symbols.stat().st_mtime_ns + 1_000_000_000))
+    (version / f"references{SUFFIX}").unlink(missing_ok=True)  # (a table no load copies: decoded, not copied)
+    decode = pq.ParquetFile
+    decoded = []
+    monkeypatch.setattr(
+        pq, "ParquetFile", lambda path, *a, **k: decoded.append(os.path.basename(path)) or decode(path, *a, **k)
+    )
+    source = indexed.parent / "app" / "auth" / "ldap.py"
+    source.write_text(source.read_text() + "\ndef added(value):\n    return value\n")
+    index_repository(indexed.parent, history=20)
+    monkeypatch.undo()
+    assert ("symbols.parquet" in decoded) == (copy != "current")
+    assert "files.parquet" not in decoded and "references.parquet" in decoded
+    assert not (live_version(indexed) / f"references{SUFFIX}").exists()
+    fresh = tmp_path / "fresh"
+    index_repository(indexed.parent, kb_dir=fresh, history=20)
+    compared, differences = compare_kbs(indexed, fresh, ignore=RUN_STATS)
+    assert "symbols.parquet" in compared and not differences

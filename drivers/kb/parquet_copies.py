@@ -27,18 +27,28 @@ def _source(parquet: Path) -> bytes:
     return f"{stat.st_size}:{stat.st_mtime_ns}:{stat.st_ino}".encode()
 
 
-def parquet_table(version: Path, name: str) -> pa.Table:
+def current_copy(version: Path, name: str) -> pa.Table | None:
+    """The mapped copy of a version's `<name>.parquet` when there is one made from that very file, else None."""
+    with suppress(OSError, pa.ArrowException):
+        table = mapped_table(version / f"{name}{SUFFIX}")
+        metadata = dict(table.schema.metadata or {})
+        if metadata.pop(_SOURCE, None) == _source(version / f"{name}.parquet"):
+            return table.replace_schema_metadata(metadata or None)
+    return None
+
+
+def parquet_table(version: Path, name: str, make_copy: bool = True) -> pa.Table:
     """The Arrow table of a version's `<name>.parquet`: its mapped copy when there is a current one, else decoded
-    from Parquet (not pq.read_table: its dataset layer cost 46 ms) and copied for the next load."""
+    from Parquet (not pq.read_table: its dataset layer cost 46 ms) and, with make_copy, copied for the next load."""
+    table = current_copy(version, name)
+    if table is not None:
+        return table
     parquet = version / f"{name}.parquet"
     copy = version / f"{name}{SUFFIX}"
     source = _source(parquet)
-    with suppress(OSError, pa.ArrowException):
-        table = mapped_table(copy)
-        metadata = dict(table.schema.metadata or {})
-        if metadata.pop(_SOURCE, None) == source:
-            return table.replace_schema_metadata(metadata or None)
     table = pq.ParquetFile(parquet).read()
+    if not make_copy:
+        return table
     staging = copy.with_name(f".{copy.name}.{os.getpid()}.tmp")
     try:
         write_table(table.replace_schema_metadata({**(table.schema.metadata or {}), _SOURCE: source}), staging)

@@ -115,12 +115,13 @@ def _read_table(version: Path, name: str, arrow_lists: bool = False, copies: boo
     unless the version predates that (its Parquet file is read; the next `cra index` rewrites it). arrow_lists:
     list columns (file concepts, decorators) stay Arrow-backed instead of becoming a Python list per row, which
     took a cold request 0.5 s at 100k files; a request does not read them, only word tables built anew do.
-    copies: a Parquet table is read from its mapped copy (`cra.drivers.kb.parquet_copies`), made if missing."""
+    copies: a Parquet table is read from its mapped copy (`cra.drivers.kb.parquet_copies`), made if missing
+    (`copies="current"`: used when there is one, never made)."""
     if name in _MAPPED and has_table(version, name):
         return version_table(version, name).to_pandas(types_mapper=pd.ArrowDtype if name in TEXT_TABLES else None)
     lists = (lambda t: pd.ArrowDtype(t) if pa.types.is_list(t) else None) if arrow_lists else None
     if copies:
-        return parquet_table(version, name).to_pandas(types_mapper=lists)
+        return parquet_table(version, name, make_copy=copies != "current").to_pandas(types_mapper=lists)
     return (
         pq.ParquetFile(version / f"{name}.parquet").read().to_pandas(types_mapper=lists)
     )  # (not pq.read_table: its dataset layer cost 46 ms)
@@ -620,7 +621,7 @@ class PreviousTables(dict):
             try:
                 if name in _TERM_TABLES and has_table(version, name):
                     return version_table(version, name).to_pandas(types_mapper=_MAPPED_STRINGS.get)
-                return _read_table(version, name, arrow_lists)
+                return _read_table(version, name, arrow_lists, copies="current")  # (mapped where a load copied it)
             except (OSError, pa.ArrowException) as exc:
                 raise mark_damaged(kb_dir, f"{table_file(name)}: {exc}") from None
 
