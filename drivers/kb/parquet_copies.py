@@ -10,6 +10,7 @@ again where the version can be written).
 from __future__ import annotations
 
 import os
+import threading
 from contextlib import suppress
 from pathlib import Path
 
@@ -44,16 +45,22 @@ def parquet_table(version: Path, name: str, make_copy: bool = True) -> pa.Table:
     if table is not None:
         return table
     parquet = version / f"{name}.parquet"
-    copy = version / f"{name}{SUFFIX}"
-    source = _source(parquet)
+    source = _source(parquet)  # (before reading: a file replaced meanwhile leaves a copy that is never current)
     table = pq.ParquetFile(parquet).read()
-    if not make_copy:
-        return table
-    staging = copy.with_name(f".{copy.name}.{os.getpid()}.tmp")
+    if make_copy:
+        write_copy(parquet, table, source)
+    return table
+
+
+def write_copy(parquet: Path, table: pa.Table, source: bytes | None = None) -> None:
+    """Write the mapped copy of a Parquet file that holds `table` (source: the file's stat when it was read, else
+    now); where it cannot be written (a read-only KB) there is none, and the Parquet file is decoded as before."""
+    copy = parquet.with_name(f"{parquet.name.removesuffix('.parquet')}{SUFFIX}")
+    staging = copy.with_name(f".{copy.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
+        source = source or _source(parquet)
         write_table(table.replace_schema_metadata({**(table.schema.metadata or {}), _SOURCE: source}), staging)
         os.replace(staging, copy)
-    except (OSError, pa.ArrowException):  # (a read-only KB: decoded on every load, as before)
+    except (OSError, pa.ArrowException):
         with suppress(OSError):
             staging.unlink()
-    return table
