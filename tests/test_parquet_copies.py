@@ -12,10 +12,12 @@ import pytest
 from cra.dataflows.index.schema import REQUEST_TABLES
 from cra.drivers.index.indexer import index_repository
 from cra.drivers.kb import store
-from cra.drivers.kb.parquet_copies import SUFFIX
+from cra.drivers.kb.parquet_copies import SUFFIX, current_copy
 from cra.drivers.kb.store import live_version, load_kb, read_tables
 from cra.drivers.retrieval.retriever import retrieve
 from tests.fixture_repo import make_repo
+from tests.kb_compare import compare_kbs
+from tests.test_incremental_kb import RUN_STATS
 
 TASK = "LoginHandler.validate_login rejects a valid password"
 
@@ -32,6 +34,10 @@ def indexed(tmp_path):
 def loaded_anew(kb_dir):
     store._LOADED.clear()
     return load_kb(kb_dir)
+
+
+def copies_of(version) -> set[str]:
+    return {p.name.removesuffix(SUFFIX) for p in version.glob(f"*{SUFFIX}")}
 
 
 def answer(kb) -> str:
@@ -74,8 +80,8 @@ def test_stale_or_damaged_copies_are_not_used(indexed):
 
 
 def test_a_reindex_carries_the_copies_of_the_tables_it_carries(indexed):
-    """The next version hard-links an unchanged table's Parquet file and so its copy, still valid (the same inode):
-    the first load after a one-file edit copies only the tables that changed."""
+    """The next version hard-links an unchanged table's Parquet file and so its copy, still valid (the same inode),
+    and writes the copy of a table it writes again: the first load after a one-file edit copies nothing."""
     loaded_anew(indexed)  # the copies of this version
     before = live_version(indexed)
     inodes = {
@@ -91,7 +97,42 @@ def test_a_reindex_carries_the_copies_of_the_tables_it_carries(indexed):
     assert "symbols" in carried and "files" not in carried  # (a comment: symbols as they were, the file's row not)
     for name in carried:
         assert (after / f"{name}{SUFFIX}").stat().st_ino == inodes[name][1]
-    assert not (after / f"files{SUFFIX}").exists()
+    assert current_copy(after, "files") is not None  # (written with the new files table)
     kb = loaded_anew(indexed)
     assert_same_tables(kb.tables, indexed)
     assert answer(kb) == answer(loaded_anew(indexed))
+
+
+@pytest.mark.parametrize("copy", ["current", "damaged", "stale"])
+def test_a_reindex_reads_the_previous_tables_from_their_current_copies_and_writes_the_fresh_kb(
+    indexed, tmp_path, monkeypatch, copy
+):
+    """A re-index reads the previous version's Parquet tables from their mapped copies (no decoding), never from a
+    damaged or stale copy; it copies those that have none (references: no load copies it) and writes the copy of
+    each table it writes (files, symbols), so the next re-index decodes nothing; either way its KB is a fresh one."""
+    loaded_anew(indexed)  # (the copies of this version)
+    version = live_version(indexed)
+    if copy == "damaged":
+        (version / f"symbols{SUFFIX}").write_bytes(b"not arrow")
+    elif copy == "stale":  # (a Parquet file other than the one copied)
+        symbols = version / "symbols.parquet"
+        os.utime(symbols, ns=(symbols.stat().st_atime_ns, symbols.stat().st_mtime_ns + 1_000_000_000))
+    assert not (version / f"references{SUFFIX}").exists()
+    decode, decoded = pq.ParquetFile, []
+    monkeypatch.setattr(
+        pq, "ParquetFile", lambda path, *a, **k: decoded.append(os.path.basename(path)) or decode(path, *a, **k)
+    )
+    source = indexed.parent / "app" / "auth" / "ldap.py"
+    for n in range(2):
+        decoded.clear()
+        source.write_text(source.read_text() + f"\ndef added_{n}(value):\n    return value\n")
+        index_repository(indexed.parent, history=20)
+        assert ("symbols.parquet" in decoded) == (n == 0 and copy != "current")
+        assert "files.parquet" not in decoded and ("references.parquet" in decoded) == (n == 0)
+        assert {"files", "symbols", "references"} <= copies_of(live_version(indexed))
+    assert_same_tables(loaded_anew(indexed).tables, indexed)  # (the copies the re-index wrote, read back equal)
+    monkeypatch.undo()
+    fresh = tmp_path / "fresh"
+    index_repository(indexed.parent, kb_dir=fresh, history=20)
+    compared, differences = compare_kbs(indexed, fresh, ignore=RUN_STATS)
+    assert "symbols.parquet" in compared and not differences

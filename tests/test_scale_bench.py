@@ -47,8 +47,9 @@ def test_the_added_function_of_each_language_parses_as_one_more_symbol_and_the_e
     commands = []
     monkeypatch.setattr(scale, "measured", lambda argv: (commands.append(argv), (0.5, 100.0, None))[1])
     out = scale.measure_edits(root, kb, runs=2)
-    assert set(out) == {f"{e}_{m}" for e in ("touch", "add_function", "delete") for m in ("s", "peak_mb")}
-    assert len(commands) == 3 * 2 * 2 and all(c[1] == "index" for c in commands)
+    edits = ("touch", "add_function", "delete", "add_file")
+    assert set(out) == {f"{e}_{m}" for e in edits for m in ("s", "peak_mb")}
+    assert len(commands) == 4 * 2 * 2 and all(c[1] == "index" for c in commands)
     assert {p: p.read_bytes() for p in root.rglob("*.*")} == texts
 
 

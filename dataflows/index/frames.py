@@ -32,11 +32,18 @@ def conform(frame: pd.DataFrame, table: str, arrow_nulls: bool = False) -> pd.Da
             and not isinstance(values.dtype, pd.CategoricalDtype)
             and not (_arrow_strings(values.dtype) and (arrow_nulls or not values.hasnans))
         ):  # arrow-backed strings without nulls (reused rows) and dictionary-encoded terms (written as strings) stay
-            values = values.astype(object)
-            if values.hasnans:
-                values = values.where(values.notna(), None)
+            values = _objects(values)
         out[column] = values
     return out
+
+
+def _objects(values: pd.Series) -> pd.Series:
+    """A string column as Python objects, None where null: Arrow-backed ones converted by Arrow (OpenJDK's 745,000
+    docstrings, most null: 0.05 s, pandas' astype then where 0.1-0.15)."""
+    if _arrow_strings(values.dtype) and hasattr(values.array, "__arrow_array__"):
+        return pd.Series(values.array.__arrow_array__().to_numpy(zero_copy_only=False), dtype=object)
+    values = values.astype(object)
+    return values.where(values.notna(), None) if values.hasnans else values
 
 
 def _arrow_strings(dtype) -> bool:

@@ -236,15 +236,18 @@ def edit_files(repo: Path) -> tuple[Path, Path]:
 
 
 def measure_edits(repo: Path, kb: Path, runs: int = 3) -> dict:
-    """Whole `cra index` command (median wall s, median peak PSS MB) after touching a file, adding a function to it
-    and deleting another; the tree and the KB are as before when it returns."""
+    """Whole `cra index` command (median wall s, median peak PSS MB) after touching a file, adding a function to it,
+    deleting another and adding a new file beside the first (what an agent does); the tree and the KB are as before
+    when it returns."""
     edited, deleted = edit_files(repo)
+    new_file = edited.with_name(f"BenchNew{edited.suffix}")
     index = [str(CRA), "index", str(repo), "--kb", str(kb), "--history", "0"]
     original, removed = edited.read_bytes(), deleted.read_bytes()
     changes = {
         "touch": lambda i: edited.write_bytes(original + f"\n{_COMMENT.get(edited.suffix, '//')} touch {i}\n".encode()),
         "add_function": lambda i: edited.write_bytes(original + added_function(edited, f"bench_edit_{i}").encode()),
         "delete": lambda i: deleted.unlink(),
+        "add_file": lambda i: new_file.write_text(added_function(edited, f"bench_new_{i}")),
     }
     out = {}
     try:
@@ -257,12 +260,14 @@ def measure_edits(repo: Path, kb: Path, runs: int = 3) -> dict:
                 peaks.append(peak)
                 edited.write_bytes(original)
                 deleted.write_bytes(removed)
+                new_file.unlink(missing_ok=True)
                 measured(index)  # the KB catches up with the restored tree (not measured)
             out[f"{name}_s"] = round(statistics.median(walls), 2)
             out[f"{name}_peak_mb"] = round(statistics.median(peaks))
     finally:
         edited.write_bytes(original)
         deleted.write_bytes(removed)
+        new_file.unlink(missing_ok=True)
     print(f"  edits of {edited.relative_to(repo)} / {deleted.relative_to(repo)}: {out}", file=sys.stderr, flush=True)
     return out
 
@@ -334,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
     print(frame.to_string(index=False))
     generated = frame[frame["tree"].str.startswith("generated")]
     if len(generated) >= 2:
-        edits = [c for c in ("touch_s", "add_function_s", "delete_s", "touch_peak_mb") if c in generated]
+        edits = [c for c in ("touch_s", "add_function_s", "delete_s", "add_file_s", "touch_peak_mb") if c in generated]
         for column in ("index_s", "kb_mb", "peak_pss_mb", "warm_request_s", "cold_cli_s", *edits):
             print(f"{column} grows as files^{growth_exponent(generated['files'], generated[column]):.2f}")
     print(f"written: {out / 'scale.parquet'}")

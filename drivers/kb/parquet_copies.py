@@ -10,6 +10,7 @@ again where the version can be written).
 from __future__ import annotations
 
 import os
+import threading
 from contextlib import suppress
 from pathlib import Path
 
@@ -27,23 +28,39 @@ def _source(parquet: Path) -> bytes:
     return f"{stat.st_size}:{stat.st_mtime_ns}:{stat.st_ino}".encode()
 
 
-def parquet_table(version: Path, name: str) -> pa.Table:
-    """The Arrow table of a version's `<name>.parquet`: its mapped copy when there is a current one, else decoded
-    from Parquet (not pq.read_table: its dataset layer cost 46 ms) and copied for the next load."""
-    parquet = version / f"{name}.parquet"
-    copy = version / f"{name}{SUFFIX}"
-    source = _source(parquet)
+def current_copy(version: Path, name: str) -> pa.Table | None:
+    """The mapped copy of a version's `<name>.parquet` when there is one made from that very file, else None."""
     with suppress(OSError, pa.ArrowException):
-        table = mapped_table(copy)
+        table = mapped_table(version / f"{name}{SUFFIX}")
         metadata = dict(table.schema.metadata or {})
-        if metadata.pop(_SOURCE, None) == source:
+        if metadata.pop(_SOURCE, None) == _source(version / f"{name}.parquet"):
             return table.replace_schema_metadata(metadata or None)
+    return None
+
+
+def parquet_table(version: Path, name: str, make_copy: bool = True) -> pa.Table:
+    """The Arrow table of a version's `<name>.parquet`: its mapped copy when there is a current one, else decoded
+    from Parquet (not pq.read_table: its dataset layer cost 46 ms) and, with make_copy, copied for the next load."""
+    table = current_copy(version, name)
+    if table is not None:
+        return table
+    parquet = version / f"{name}.parquet"
+    source = _source(parquet)  # (before reading: a file replaced meanwhile leaves a copy that is never current)
     table = pq.ParquetFile(parquet).read()
-    staging = copy.with_name(f".{copy.name}.{os.getpid()}.tmp")
+    if make_copy:
+        write_copy(parquet, table, source)
+    return table
+
+
+def write_copy(parquet: Path, table: pa.Table, source: bytes | None = None) -> None:
+    """Write the mapped copy of a Parquet file that holds `table` (source: the file's stat when it was read, else
+    now); where it cannot be written (a read-only KB) there is none, and the Parquet file is decoded as before."""
+    copy = parquet.with_name(f"{parquet.name.removesuffix('.parquet')}{SUFFIX}")
+    staging = copy.with_name(f".{copy.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
+        source = source or _source(parquet)
         write_table(table.replace_schema_metadata({**(table.schema.metadata or {}), _SOURCE: source}), staging)
         os.replace(staging, copy)
-    except (OSError, pa.ArrowException):  # (a read-only KB: decoded on every load, as before)
+    except (OSError, pa.ArrowException):
         with suppress(OSError):
             staging.unlink()
-    return table
