@@ -3,8 +3,11 @@ gives exactly what the plain pass gives, on tables shaped to hit its edge cases.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
+import pytest
 
 from cra.dataflows.retrieval import symbol_signals
 from cra.dataflows.retrieval.import_graph import import_graph
@@ -88,3 +91,108 @@ def test_per_file_sums_are_the_groupby_sums_for_dense_and_sparse_file_ids():
         ids = np.unique(np.concatenate([rows.to_numpy()[:20], rng.integers(0, top, 10)]))
         want = pd.Series(values).groupby(rows.to_numpy()).sum().reindex(ids, fill_value=0).to_numpy(dtype=float)
         assert _per_file(rows, values, ids).tolist() == want.tolist()
+
+
+def _random_table(seed: int, by_file: bool):
+    """A KB symbol table of random symbols (in file order or not) and edges (by source or not), with the DAG's node."""
+    rng = np.random.default_rng(seed)
+    n = 300
+    words = ["get", "put", "map", "entry", "Hash", "resize", "", "node"]
+    names = ["".join(w.capitalize() for w in rng.choice(words, rng.integers(1, 4))) or "X" for _ in range(n)]
+    file_id = np.sort(rng.integers(0, 40, n)) if by_file else rng.integers(0, 40, n)
+    symbols = pd.DataFrame(
+        {
+            "symbol_id": np.arange(100, 100 + n),
+            "file_id": file_id.astype("int32"),
+            "name": names,
+            "qualified_name": [f"C{i % 7}.{name}" for i, name in enumerate(names)],
+            "kind": rng.choice(["class", "method", "function", "field"], n),
+            "start_line": rng.integers(1, 500, n),
+            "end_line": rng.integers(500, 900, n),
+            "body_tokens": rng.integers(1, 300, n),
+            "docstring": [None] * n,
+            "parent_id": pd.array([None] * n, "Int32"),
+        }
+    )
+    src = rng.integers(100, 100 + n, 900)
+    edges = pd.DataFrame(
+        {
+            "src_symbol_id": np.sort(src) if by_file else src,
+            "dst_symbol_id": rng.integers(100, 100 + n, 900),
+            "kind": rng.choice(["call", "base", "annotation"], 900),
+        }
+    )
+    from tests.retrieval_dag import run_node
+
+    return symbols, run_node("kb_symbol_table", kb_symbols=symbols, kb_symbol_edges=edges)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("by_file", [True, False])
+def test_the_symbol_table_finds_the_rows_a_mask_over_every_symbol_edge_and_name_finds(seed, by_file):
+    _, table = _random_table(seed, by_file)
+    assert (table._by_file[0] is None) == by_file and (table._by_source[0] is None) == by_file  # both paths run
+    rng = np.random.default_rng(seed)
+    for files in ([], [3], [0, 39, 12], [5, 5, 2], list(range(0, 60, 3)), [1000]):
+        rows = table.rows_of_files(np.array(files, dtype=np.int64))
+        assert rows.tolist() == np.flatnonzero(np.isin(table.file_id, files)).tolist()
+        assert table.edges_from(rows).tolist() == np.flatnonzero(np.isin(table.edge_src, rows)).tolist()
+    codes = rng.integers(0, len(table.name_term_total), 25)
+    shuffled = dataclasses.replace(table, name_term_code=rng.permutation(table.name_term_code))
+    for names in (table, shuffled):  # (a KB's (name, term) rows come sorted by name)
+        terms, of = names.name_term_rows(codes)
+        want = [np.flatnonzero(names.name_term_code == code) for code in codes]
+        assert terms.tolist() == np.concatenate(want).tolist()
+        assert of.tolist() == np.repeat(np.arange(len(codes)), [len(w) for w in want]).tolist()
+
+
+def _reference_scoped(scope: pd.DataFrame, table) -> dict:
+    """What `scoped_symbols` finds, by masks over every symbol and every edge."""
+    rows = np.flatnonzero(np.isin(table.file_id, scope.index.to_numpy()))
+    local = np.full(len(table.symbol_id), -1, dtype=np.int64)
+    local[rows] = np.arange(len(rows))
+    src, dst = local[table.edge_src], local[table.edge_dst]
+    inside = (src >= 0) & (dst >= 0)
+    kinds = table.edge_kind[np.flatnonzero(inside)]
+    return {
+        "rows": rows,
+        "local": local,
+        "edge_src": src[inside],
+        "edge_dst": dst[inside],
+        "edge_at": np.flatnonzero(inside),
+        "type_edge": np.isin(kinds, ("annotation", "base")),
+    }
+
+
+@pytest.mark.parametrize("by_file", [True, False])
+def test_scoped_symbols_and_their_names_match_a_pass_over_every_symbol(by_file):
+    from cra.dataflows.retrieval.precision import scoped_symbols
+
+    _, table = _random_table(3, by_file)
+    files = [7, 3, 21, 30, 0, 12, 15, 18, 27, 33, 36, 39, 9, 24, 1000]  # not in order; the last holds no symbol
+    scope = pd.DataFrame(
+        {"rank": np.arange(1, 16), "seed": [True, None] + [False] * 13, "is_test": [False] * 15},
+        index=pd.Index(files, name="file_id"),
+    )
+    s = scoped_symbols(scope, table)
+    for name, want in _reference_scoped(scope, table).items():
+        assert getattr(s, name).tolist() == want.tolist(), name
+    assert len(s.edge_src) > 20 and s.type_edge.any()  # the edges the case is about are there
+    weight_of = {"map": 1.0, "entri": 1.0, "hash": 0.5, "put": 0.5, "nowhere": 1.0}  # (stemmed name terms)
+    kb_rows = s.rows[::2]
+    row_weight = np.zeros(len(table.term_vocabulary))
+    for word, w in weight_of.items():
+        row_weight[table.term_vocabulary == word] = w
+    row_weight = row_weight[table.name_term_id]
+    n_names = len(table.name_term_total)  # the whole-table reference: a bincount over every (name, term) row
+    matched = np.bincount(table.name_term_code[row_weight > 0], minlength=n_names)
+    weight = np.bincount(table.name_term_code, weights=row_weight, minlength=n_names)
+    code = table.name_code[kb_rows]
+    named = code >= 0
+    code = np.where(named, code, 0)
+    total = np.where(named, table.name_term_total[code], 0)
+    coverage = np.divide(matched[code], total, out=np.zeros(len(code)), where=total > 0)
+    strong = (coverage >= 1.0) | ((coverage >= 0.5) & (weight[code] >= symbol_signals.STRONG_WEIGHT))
+    want = np.where(named & strong & (weight[code] >= 1.0), coverage, 0.0)
+    got = symbol_signals._name(table, kb_rows, weight_of)
+    assert got.tolist() == want.tolist() and (got > 0).any()

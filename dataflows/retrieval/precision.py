@@ -87,13 +87,14 @@ def scoped_symbols(scope: pd.DataFrame, kb_symbol_table: SymbolTable) -> ScopedS
     """The symbols of the scoped files as positions into the KB's symbol table, with their file's scope columns and
     the symbol edges between them: what every tier is classified over."""
     table = kb_symbol_table
-    rows = np.flatnonzero(np.isin(table.file_id, scope.index.to_numpy()))
+    rows = table.rows_of_files(scope.index.to_numpy())
     local = np.full(len(table.symbol_id), -1, dtype=np.int64)
     local[rows] = np.arange(len(rows))
     at = scope.index.get_indexer(table.file_id[rows])
     flag = lambda column: scope[column].fillna(False).astype(bool).to_numpy()[at]  # noqa: E731
-    src, dst = local[table.edge_src], local[table.edge_dst]
-    inside = (src >= 0) & (dst >= 0)  # both ends scoped, in KB edge order
+    leaving = table.edges_from(rows)  # the scoped symbols' edges, in KB edge order ...
+    ends = local[table.edge_dst[leaving]]
+    inside = leaving[ends >= 0]  # ... of those, the ones with both ends scoped
     return ScopedSymbols(
         rows,
         local,
@@ -106,9 +107,10 @@ def scoped_symbols(scope: pd.DataFrame, kb_symbol_table: SymbolTable) -> ScopedS
         table.kind[rows],
         table.name[rows],
         table.qualified_name[rows],
-        src[inside],
-        dst[inside],
+        local[table.edge_src[inside]],
+        ends[ends >= 0],
         np.isin(table.edge_kind[inside], TYPE_EDGE_KINDS),
+        inside,
     )
 
 
