@@ -196,3 +196,21 @@ def test_scoped_symbols_and_their_names_match_a_pass_over_every_symbol(by_file):
     want = np.where(named & strong & (weight[code] >= 1.0), coverage, 0.0)
     got = symbol_signals._name(table, kb_rows, weight_of)
     assert got.tolist() == want.tolist() and (got > 0).any()
+
+
+@pytest.mark.parametrize("ids", [[3, 4, 5, 6, 7, 8], [2, 5, 9, 11, 40, 41], [9, 2, 11, 5, 40, 41]])
+def test_values_spread_over_the_files_as_a_lookup_of_every_file_spreads_them(ids):
+    from cra.dataflows.retrieval.signals import _over_files
+
+    files = pd.DataFrame({"file_id": np.array(ids, dtype=np.int32)})
+    for values in (
+        pd.Series([0.5, 2.0, -1.0, 0.25], index=[ids[4], ids[0], ids[2], 1000]),  # clipped; 1000 is no file
+        pd.Series([0.3, np.nan], index=pd.Index([ids[1], ids[5]], dtype="int64")),
+        pd.Series([0.7, 0.1], index=[float(ids[3]), np.nan]),  # a float index (an unowned symbol): looked up
+        pd.Series([], dtype=float),
+    ):
+        at = pd.Index(values.index).get_indexer(files["file_id"].to_numpy())
+        want = np.where(at >= 0, values.to_numpy(dtype=float)[np.maximum(at, 0)] if len(values) else 0.0, 0.0)
+        got = _over_files(files, values)
+        assert got.tolist() == np.clip(np.nan_to_num(want), 0.0, 1.0).tolist()
+        assert got.index.tolist() == ids and got.index.name == "file_id"

@@ -190,7 +190,7 @@ def learned_order(
     totals = np.sort(top["total"].to_numpy(float))[::-1]
     totals = np.where(totals > 0, np.maximum(totals - np.arange(len(totals)) * 1e-9, 1e-12), 0.0)  # strictly ordered
     rest = len(matrix) - len(top)
-    out = matrix.iloc[np.r_[order, np.arange(len(top), len(matrix))]].copy()  # one copy of the matrix, not four
+    out = matrix.take(np.r_[order, np.arange(len(top), len(matrix))])  # one copy of the matrix, not four (nor five)
     out["total"] = np.r_[totals, matrix["total"].to_numpy(float)[len(top) :]]
     out["sum_rank"] = np.r_[(order + 1).astype(float), np.full(rest, np.nan)]
     out["learned"] = np.r_[score[order], np.full(rest, np.nan)]

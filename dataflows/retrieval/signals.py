@@ -17,6 +17,7 @@ from cra.dataflows.retrieval.hints import path_matches
 from cra.dataflows.retrieval.import_graph import ImportGraph, import_graph
 from cra.dataflows.retrieval.membership import in_set
 from cra.dataflows.retrieval.models import TaskQuery
+from cra.dataflows.retrieval.symbol_table import id_rows
 from cra.dataflows.retrieval.vocabulary import WordIndex
 from cra.dataflows.text import STOP_WORDS, stem, terms
 
@@ -48,11 +49,23 @@ def _over_files(kb_files: pd.DataFrame, values: pd.Series) -> pd.Series:
     ids = kb_files["file_id"].to_numpy()
     out = np.zeros(len(ids))
     if len(values):
-        at = pd.Index(values.index).get_indexer(ids)
-        found = at >= 0
-        out[found] = values.to_numpy(dtype=float)[at[found]]
+        keys = pd.Index(values.index)
+        if _ascending_ids(ids) and keys.dtype.kind in "iu" and keys.is_unique:  # each value to its file's row
+            at = id_rows(ids, keys.to_numpy())
+            found = at >= 0
+            out[at[found]] = values.to_numpy(dtype=float)[found]
+        else:  # each file's value looked up
+            at = keys.get_indexer(ids)
+            found = at >= 0
+            out[found] = values.to_numpy(dtype=float)[at[found]]
         np.clip(np.nan_to_num(out, nan=0.0, copy=False), 0.0, 1.0, out=out)
     return pd.Series(out, index=pd.Index(ids, name="file_id"))
+
+
+def _ascending_ids(ids: np.ndarray) -> bool:
+    """Whether these are strictly ascending integers (a KB's file ids): values then go to their rows by `id_rows`
+    (a subtraction when consecutive), rather than every file being looked up in a hash of the values."""
+    return ids.dtype.kind in "iu" and bool((ids[1:] > ids[:-1]).all())
 
 
 def _normalised(values: pd.Series) -> pd.Series:
@@ -262,7 +275,8 @@ def _symbol_seeds(kb_files: pd.DataFrame, kb_symbols: pd.DataFrame, task_query: 
         defining, reason = resolved["file_id"].unique(), f"symbol hint '{hint}'"
         if resolved.empty:  # a member the task adds (`Error::is_dns`) or a field: the file defining its type
             owner = hint.split(".")[-2]
-            types = non_test(kb_symbols[(kb_symbols["name"] == owner) & kb_symbols["kind"].isin(TYPE_KINDS)])
+            named = kb_symbols[kb_symbols["name"] == owner]  # (the kinds of these rows only, not of every symbol)
+            types = non_test(named[named["kind"].isin(TYPE_KINDS).to_numpy(dtype=bool)])
             defining, reason = types["file_id"].unique(), f"type '{owner}' of '{hint}', which nothing defines yet"
         if len(defining) == 1:
             out.append(pd.Series(reason, index=defining))
