@@ -214,3 +214,18 @@ def test_values_spread_over_the_files_as_a_lookup_of_every_file_spreads_them(ids
         got = _over_files(files, values)
         assert got.tolist() == np.clip(np.nan_to_num(want), 0.0, 1.0).tolist()
         assert got.index.tolist() == ids and got.index.name == "file_id"
+
+
+def test_matched_words_of_names_read_from_their_rows_are_those_of_a_pass_over_every_row():
+    from cra.dataflows.retrieval.precision import _matched_words, _term_weights
+
+    _, table = _random_table(4, True)
+    term_weight = _term_weights(table, {"map": 1.0, "entri": 0.5, "nowhere": 1.0})
+    hit = term_weight[table.name_term_id] > 0  # the whole-table reference: a flag per (name, term) row
+    codes = np.unique(np.random.default_rng(4).integers(0, len(table.name_term_total), 40))
+    want = {}
+    for code in codes.tolist():
+        a, b = np.searchsorted(table.name_term_code, [code, code + 1])
+        want[code] = ", ".join(f"'{t}'" for t in table.term_vocabulary[table.name_term_id[a:b][hit[a:b]]])
+    got = _matched_words(table, codes, term_weight)
+    assert got == want and any(", " in words for words in got.values())  # names matching two terms are there

@@ -491,18 +491,19 @@ def _primary_reasons(
     eligible = ~s.is_test | is_test_fn  # in test files only tests can be primary
     weight_of = {str(w): float(v) for w, v in weights.items()}
 
-    hit, matched, weight = _name_term_hits(table, weight_of)
+    term_weight = _term_weights(table, weight_of)
     code = table.name_code[s.rows]
     named = code >= 0
     code = np.where(named, code, 0)
     total = np.where(named, table.name_term_total[code], 0)
-    matched, weight = np.where(named, matched[code], 0), np.where(named, weight[code], 0.0)
+    matched, weight = table.name_matches(code, term_weight)  # the scoped symbols' names only
+    matched, weight = np.where(named, matched, 0), np.where(named, weight, 0.0)
     coverage = np.divide(matched, total, out=np.full(len(code), np.nan), where=total > 0)
     strong = (coverage >= 1.0) | ((coverage >= NAME_COVERAGE) & (weight >= 2 * MATCH_WEIGHT))
     # a unit test inside a source file (Rust) is shown when the task names it or a trace goes through it, not for
     # sharing its words: the tests of a module all repeat the module's vocabulary
     take = (weight >= MATCH_WEIGHT) & (strong | is_test_fn) & eligible & ~table.is_test_code[s.rows]
-    words = _matched_words(table, np.unique(code[take]), hit)
+    words = _matched_words(table, np.unique(code[take]), term_weight)
     reason[take] = ["name matches " + words[c] for c in code[take]]
 
     for frame_path, func in task_query.trace_frames:
@@ -525,30 +526,28 @@ def _primary_reasons(
     return reason
 
 
-def _name_term_hits(table: SymbolTable, weight_of: dict[str, float]) -> tuple[np.ndarray, ...]:
-    """Per name-term row: whether it is a task term; per name code: how many of its terms are, their weight."""
+def _term_weights(table: SymbolTable, weight_of: dict[str, float]) -> np.ndarray:
+    """Per term of the KB's name vocabulary: its weight as a task term (0: not one)."""
     vocab = table.term_vocabulary
     term_weight = np.zeros(len(vocab))
     at = np.searchsorted(vocab, list(weight_of)) if len(vocab) else np.zeros(len(weight_of), dtype=np.int64)
     for position, (word, value) in zip(at, weight_of.items()):
         if position < len(vocab) and vocab[position] == word:
             term_weight[position] = value
-    row_weight = term_weight[table.name_term_id]
-    hit = row_weight > 0
-    n_names = len(table.name_term_total)
-    matched = np.bincount(table.name_term_code[hit], minlength=n_names)
-    return hit, matched, np.bincount(table.name_term_code, weights=row_weight, minlength=n_names)
+    return term_weight
 
 
-def _matched_words(table: SymbolTable, codes: np.ndarray, hit: np.ndarray) -> dict[int, str]:
+def _matched_words(table: SymbolTable, codes: np.ndarray, term_weight: np.ndarray) -> dict[int, str]:
     """Name code -> its matched terms quoted and joined ("'valid', 'login'"), in the name's term order."""
-    low = np.searchsorted(table.name_term_code, codes, "left")
-    high = np.searchsorted(table.name_term_code, codes, "right")
-    out = {}
-    for code, a, b in zip(codes.tolist(), low, high):  # the matched names only
-        ids = table.name_term_id[a:b][hit[a:b]]
-        out[code] = ", ".join(f"'{t}'" for t in table.term_vocabulary[ids])
-    return out
+    terms, of = table.name_term_rows(codes)  # the matched names only
+    ids = table.name_term_id[terms]
+    hit = term_weight[ids] > 0
+    ids, of = ids[hit], of[hit]
+    bounds = np.searchsorted(of, np.arange(len(codes) + 1))
+    words = table.term_vocabulary[ids]
+    return {
+        code: ", ".join(f"'{t}'" for t in words[bounds[i] : bounds[i + 1]]) for i, code in enumerate(codes.tolist())
+    }
 
 
 def _first_of_each(values: np.ndarray) -> np.ndarray:

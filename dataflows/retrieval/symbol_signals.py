@@ -292,10 +292,7 @@ def _name(table: SymbolTable, kb_rows: np.ndarray, weight_of: dict[str, float]) 
     code = table.name_code[kb_rows]
     named = code >= 0
     code = np.where(named, code, 0)
-    terms, of = table.name_term_rows(code)  # only the candidates' names' (name, term) rows, in row order
-    row_weight = term_weight[table.name_term_id[terms]]
-    matched = np.bincount(of[row_weight > 0], minlength=len(code))
-    weight = np.bincount(of, weights=row_weight, minlength=len(code))
+    matched, weight = table.name_matches(code, term_weight)  # only the candidates' names' (name, term) rows
     total = np.where(named, table.name_term_total[code], 0)
     coverage = np.divide(matched, total, out=np.zeros(len(code)), where=total > 0)
     strong = (coverage >= 1.0) | ((coverage >= 0.5) & (weight >= STRONG_WEIGHT))

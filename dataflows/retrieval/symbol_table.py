@@ -110,6 +110,14 @@ class SymbolTable:
         at = spans(lo, hi)
         return (at if order is None else order[at]), np.repeat(np.arange(len(codes)), hi - lo)
 
+    def name_matches(self, codes: np.ndarray, term_weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per name code asked: how many of its terms weigh more than 0 in `term_weight` (one weight per term of
+        `term_vocabulary`), and their summed weight, added in row order: from these names' rows only."""
+        terms, of = self.name_term_rows(codes)
+        row_weight = term_weight[self.name_term_id[terms]]
+        matched = np.bincount(of[row_weight > 0], minlength=len(codes))
+        return matched, np.bincount(of, weights=row_weight, minlength=len(codes))
+
     @cached_property
     def _by_file(self) -> tuple[np.ndarray | None, np.ndarray]:
         return grouped(self.file_id)
