@@ -229,3 +229,15 @@ def test_matched_words_of_names_read_from_their_rows_are_those_of_a_pass_over_ev
         want[code] = ", ".join(f"'{t}'" for t in table.term_vocabulary[table.name_term_id[a:b][hit[a:b]]])
     got = _matched_words(table, codes, term_weight)
     assert got == want and any(", " in words for words in got.values())  # names matching two terms are there
+
+
+@pytest.mark.parametrize("ids", [[3, 4, 5, 6, 7], [2, 5, 9, 11, 40], [9, 2, 11, 5, 40]])
+def test_file_rows_by_id_are_the_rows_a_hash_lookup_and_a_mask_find(ids):
+    from cra.dataflows.retrieval.symbol_table import rows_of_ids, rows_with
+
+    ids = pd.Series(np.array(ids, dtype=np.int32))
+    for wanted in ([], [ids[3]], [ids[4], 1000, ids[0], -1], [ids[2], ids[2], ids[1]]):
+        wanted = np.array(wanted, dtype=np.int64)
+        assert rows_with(ids, wanted).tolist() == np.flatnonzero(np.isin(ids, wanted)).tolist()
+        if len(set(wanted.tolist())) == len(wanted):
+            assert rows_of_ids(ids, wanted).tolist() == pd.Index(ids).get_indexer(wanted).tolist()

@@ -32,7 +32,7 @@ from cra.dataflows.retrieval import vocabulary
 from cra.dataflows.retrieval.markdown import shown_text
 from cra.dataflows.retrieval.models import TIER_ORDER, FileContext, ScopedSymbols, SymbolContext, TaskQuery
 from cra.dataflows.retrieval.symbol_signals import SYMBOL_SIGNALS
-from cra.dataflows.retrieval.symbol_table import SymbolTable
+from cra.dataflows.retrieval.symbol_table import SymbolTable, rows_with
 
 TYPE_KINDS = ("class", "interface", "enum", "type_alias")
 TYPE_EDGE_KINDS = ("annotation", "base")
@@ -400,8 +400,8 @@ def file_contexts(
     chosen_files = chosen["file_id"].unique()
     held = np.flatnonzero(np.isin(kb_contents["file_id"].to_numpy(), chosen_files))  # (no frame of texts copied)
     texts = dict(zip(values_at(kb_contents["file_id"], held), values_at(kb_contents["text"], held)))
-    contributing = kb_files[kb_files["file_id"].isin(chosen_files)]
-    language = dict(zip(contributing["file_id"].tolist(), contributing["language"].tolist()))
+    at = rows_with(kb_files["file_id"], chosen_files)  # the contributing files' rows
+    language = dict(zip(kb_files["file_id"].take(at).tolist(), kb_files["language"].take(at).tolist()))
     explained = chosen.loc[chosen["tier"] != "outline", "symbol_id"].to_numpy()  # outlines carry no rationale
     at = np.flatnonzero(vocabulary.member_mask(kb_comment_symbol_ids + 1, explained.astype(np.int64) + 1))  # none: 0
     why = pd.DataFrame({c: values_at(kb_comments[c], at) for c in ("file_id", "line", "text", "is_rationale")})

@@ -200,6 +200,25 @@ def id_rows(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     return np.where(ids[at] == wanted, at, -1)
 
 
+def rows_of_ids(ids, wanted) -> np.ndarray:
+    """`pd.Index(ids).get_indexer(wanted)` (-1 when absent): by `id_rows` when ids are strictly ascending integers, as a
+    KB's file ids are, rather than a hash table over all of them built anew on every call."""
+    ids, wanted = np.asarray(ids), np.asarray(wanted)
+    if ids.dtype.kind in "iu" and wanted.dtype.kind in "iu" and bool((ids[1:] > ids[:-1]).all()):
+        return id_rows(ids, wanted)
+    return pd.Index(ids).get_indexer(wanted)
+
+
+def rows_with(ids, wanted) -> np.ndarray:
+    """`np.flatnonzero(np.isin(ids, wanted))`: by `id_rows` when ids are strictly ascending integers (a KB's file ids),
+    not a pass hashing every row."""
+    ids, wanted = np.asarray(ids), np.asarray(wanted)
+    if ids.dtype.kind in "iu" and wanted.dtype.kind in "iu" and bool((ids[1:] > ids[:-1]).all()):
+        at = id_rows(ids, np.unique(wanted))
+        return at[at >= 0]
+    return np.flatnonzero(np.isin(ids, wanted))
+
+
 def _with_attributes(column: pd.Series, rows: np.ndarray) -> np.ndarray:
     """The rows whose attribute list is not empty: measured in Arrow for a loaded KB's list column, so only those
     lists become Python objects (a million symbols' lists took a second to convert, on every cold request)."""
