@@ -404,8 +404,10 @@ def file_contexts(
     language = dict(zip(kb_files["file_id"].take(at).tolist(), kb_files["language"].take(at).tolist()))
     explained = chosen.loc[chosen["tier"] != "outline", "symbol_id"].to_numpy()  # outlines carry no rationale
     at = np.flatnonzero(vocabulary.member_mask(kb_comment_symbol_ids + 1, explained.astype(np.int64) + 1))  # none: 0
-    why = pd.DataFrame({c: values_at(kb_comments[c], at) for c in ("file_id", "line", "text", "is_rationale")})
-    why = why[why["is_rationale"].fillna(False).astype(bool)].sort_values(["file_id", "line"])
+    rationale_flag = pd.Series(values_at(kb_comments["is_rationale"], at)).fillna(False).astype(bool).to_numpy()
+    at = at[rationale_flag] if len(at) else at  # only the rationale comments' texts are read (a tenth of them)
+    why = pd.DataFrame({c: values_at(kb_comments[c], at) for c in ("file_id", "line", "text")})
+    why = why.sort_values(["file_id", "line"]) if len(why) else why
     rationale: dict[int, dict[str, None]] = {}
     for file_id, text in zip(why["file_id"].tolist(), why["text"].tolist()):
         rationale.setdefault(file_id, {})[text] = None  # each text once, first position kept

@@ -388,8 +388,12 @@ def domain_match(
 def _per_file(file_ids: pd.Series, values, ids: np.ndarray) -> np.ndarray:
     """The sum of values per file, for each of ids (0 for a file without rows): a groupby-sum in one bincount
     over the file ids (word tables have a row per file and word: 0.6M on OpenJDK)."""
-    rows, weights = file_ids.to_numpy(dtype=np.int64), np.asarray(values, dtype=float)
-    if not len(rows) or not len(ids):
+    weights = np.asarray(values, dtype=float)
+    if not len(weights) or not len(ids):
+        return np.zeros(len(ids))
+    hit = np.flatnonzero(weights != 0)  # a row weighing 0 adds nothing: only the (few) matching rows are summed
+    rows, weights = file_ids.to_numpy()[hit].astype(np.int64), weights[hit]
+    if not len(rows):
         return np.zeros(len(ids))
     size = int(max(rows.max(), ids.max())) + 1
     if size <= 4 * (len(rows) + len(ids)) + 1_000_000:
