@@ -17,9 +17,8 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-_CODES: dict[
-    object, tuple
-] = {}  # column's identity -> (weak reference to its owner, its codes, Index of distinct values)
+# a column's identity -> (weak reference to the array owning its values, its codes, Index of its distinct values)
+_CODES: dict[object, tuple] = {}
 MIN_ROWS = 20_000  # below this a plain isin is as fast as the lookup
 
 
