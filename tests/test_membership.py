@@ -39,3 +39,20 @@ def test_an_arrow_column_is_factorised_once_and_forgotten_with_it():
     del frame
     gc.collect()
     assert key not in membership._CODES
+
+
+def test_numpy_backed_columns_are_factorised_once_each_even_when_they_share_one_block():
+    words = ["lock", "thread", None, "lock", "queue"]
+    values = np.array([words, ["queue", "lock", "lock", None, "thread"]], dtype=object).T
+    frame = pd.DataFrame(values, columns=["entry", "stem"], dtype=object)  # one 2-D object block
+    assert membership._owner(frame["entry"].to_numpy()) is membership._owner(frame["stem"].to_numpy())
+    before = set(membership._CODES)
+    for column in ("entry", "stem", "entry", "stem", "entry"):  # each asked again: answered from its own codes
+        for values in ({"lock"}, {"thread", "queue"}, {"nowhere"}):
+            expected = frame[column].isin(values).to_numpy(dtype=bool)
+            assert np.array_equal(membership.in_set(frame[column], values), expected)
+    coded = [membership._CODES[key][1] for key in set(membership._CODES) - before]
+    assert len(coded) == 2 and all(codes is not None for codes in coded)  # once per column, not per access
+    del frame, coded
+    gc.collect()
+    assert set(membership._CODES) <= before  # forgotten with the frame

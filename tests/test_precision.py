@@ -166,6 +166,7 @@ SYMBOL_EDGES = [
     (14, 13, "call"),
 ]
 COMMENTS = [
+    (0, 1, 8, "Look the user up by name", False),  # a plain comment of the same symbol: never shown as rationale
     (0, 1, 9, "Workaround for legacy LDAP integration: remove after the migration", True),
     (0, 2, 15, "Hack because sessions are global", True),
 ]

@@ -180,7 +180,7 @@ def summed_matrix(
     """Every file's signals, role prior, score (weighted sum x prior) and total (seeds: 1.0 x prior), best first
     (ties by path)."""
     seed = signal_frame.index.isin(seed_files.index)
-    matrix = signal_frame.copy()
+    matrix = signal_frame.copy(deep=False)  # (copy-on-write: the columns added below never touch signal_frame)
     matrix.insert(0, "path", _aligned(kb_files["path"], kb_files["file_id"], signal_frame.index))
     matrix["prior"] = _aligned(file_prior, file_prior.index, signal_frame.index, 1.0)
     values = signal_frame[list(signal_weights.index)].to_numpy()

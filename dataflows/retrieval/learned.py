@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from cra.dataflows.retrieval.signal_list import SIGNALS
+from cra.dataflows.retrieval.symbol_table import rows_of_ids
 from cra.dataflows.retrieval.task_analysis import TASK_TYPES
 
 CANDIDATES = 100  # files the model re-orders: the weighted sum's best
@@ -172,7 +173,7 @@ def learned_order(
     top = matrix.head(CANDIDATES)
     if top.empty:
         return matrix.assign(learned=np.nan, sum_rank=np.nan)
-    at = pd.Index(kb_files["file_id"]).get_indexer(top.index)  # the candidates' rows only, not a copy of every file
+    at = rows_of_ids(kb_files["file_id"], top.index)  # the candidates' rows only, not a copy of every file
     files = {c: kb_files[c].take(at).to_numpy() for c in ("language", "tokens", "n_lines", "commit_count")}
     times = pd.to_numeric(kb_files["last_commit_time"], errors="coerce").astype("float64")
     candidates = top.assign(
@@ -190,7 +191,7 @@ def learned_order(
     totals = np.sort(top["total"].to_numpy(float))[::-1]
     totals = np.where(totals > 0, np.maximum(totals - np.arange(len(totals)) * 1e-9, 1e-12), 0.0)  # strictly ordered
     rest = len(matrix) - len(top)
-    out = matrix.iloc[np.r_[order, np.arange(len(top), len(matrix))]].copy()  # one copy of the matrix, not four
+    out = matrix.take(np.r_[order, np.arange(len(top), len(matrix))])  # one copy of the matrix, not four (nor five)
     out["total"] = np.r_[totals, matrix["total"].to_numpy(float)[len(top) :]]
     out["sum_rank"] = np.r_[(order + 1).astype(float), np.full(rest, np.nan)]
     out["learned"] = np.r_[score[order], np.full(rest, np.nan)]

@@ -50,6 +50,7 @@ class ScopedSymbols:
     edge_src: np.ndarray  # symbol edges with both ends scoped (positions), in KB edge order
     edge_dst: np.ndarray
     type_edge: np.ndarray  # the edge names a type (annotation or base)
+    edge_at: np.ndarray  # their positions in the SymbolTable's edges
 
 
 @dataclass(frozen=True)

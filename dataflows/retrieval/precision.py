@@ -32,7 +32,7 @@ from cra.dataflows.retrieval import vocabulary
 from cra.dataflows.retrieval.markdown import shown_text
 from cra.dataflows.retrieval.models import TIER_ORDER, FileContext, ScopedSymbols, SymbolContext, TaskQuery
 from cra.dataflows.retrieval.symbol_signals import SYMBOL_SIGNALS
-from cra.dataflows.retrieval.symbol_table import SymbolTable
+from cra.dataflows.retrieval.symbol_table import SymbolTable, rows_with
 
 TYPE_KINDS = ("class", "interface", "enum", "type_alias")
 TYPE_EDGE_KINDS = ("annotation", "base")
@@ -87,13 +87,14 @@ def scoped_symbols(scope: pd.DataFrame, kb_symbol_table: SymbolTable) -> ScopedS
     """The symbols of the scoped files as positions into the KB's symbol table, with their file's scope columns and
     the symbol edges between them: what every tier is classified over."""
     table = kb_symbol_table
-    rows = np.flatnonzero(np.isin(table.file_id, scope.index.to_numpy()))
+    rows = table.rows_of_files(scope.index.to_numpy())
     local = np.full(len(table.symbol_id), -1, dtype=np.int64)
     local[rows] = np.arange(len(rows))
     at = scope.index.get_indexer(table.file_id[rows])
     flag = lambda column: scope[column].fillna(False).astype(bool).to_numpy()[at]  # noqa: E731
-    src, dst = local[table.edge_src], local[table.edge_dst]
-    inside = (src >= 0) & (dst >= 0)  # both ends scoped, in KB edge order
+    leaving = table.edges_from(rows)  # the scoped symbols' edges, in KB edge order ...
+    ends = local[table.edge_dst[leaving]]
+    inside = leaving[ends >= 0]  # ... of those, the ones with both ends scoped
     return ScopedSymbols(
         rows,
         local,
@@ -106,9 +107,10 @@ def scoped_symbols(scope: pd.DataFrame, kb_symbol_table: SymbolTable) -> ScopedS
         table.kind[rows],
         table.name[rows],
         table.qualified_name[rows],
-        src[inside],
-        dst[inside],
+        local[table.edge_src[inside]],
+        ends[ends >= 0],
         np.isin(table.edge_kind[inside], TYPE_EDGE_KINDS),
+        inside,
     )
 
 
@@ -398,12 +400,14 @@ def file_contexts(
     chosen_files = chosen["file_id"].unique()
     held = np.flatnonzero(np.isin(kb_contents["file_id"].to_numpy(), chosen_files))  # (no frame of texts copied)
     texts = dict(zip(values_at(kb_contents["file_id"], held), values_at(kb_contents["text"], held)))
-    contributing = kb_files[kb_files["file_id"].isin(chosen_files)]
-    language = dict(zip(contributing["file_id"].tolist(), contributing["language"].tolist()))
+    at = rows_with(kb_files["file_id"], chosen_files)  # the contributing files' rows
+    language = dict(zip(kb_files["file_id"].take(at).tolist(), kb_files["language"].take(at).tolist()))
     explained = chosen.loc[chosen["tier"] != "outline", "symbol_id"].to_numpy()  # outlines carry no rationale
     at = np.flatnonzero(vocabulary.member_mask(kb_comment_symbol_ids + 1, explained.astype(np.int64) + 1))  # none: 0
-    why = pd.DataFrame({c: values_at(kb_comments[c], at) for c in ("file_id", "line", "text", "is_rationale")})
-    why = why[why["is_rationale"].fillna(False).astype(bool)].sort_values(["file_id", "line"])
+    rationale_flag = pd.Series(values_at(kb_comments["is_rationale"], at)).fillna(False).astype(bool).to_numpy()
+    at = at[rationale_flag] if len(at) else at  # only the rationale comments' texts are read (a tenth of them)
+    why = pd.DataFrame({c: values_at(kb_comments[c], at) for c in ("file_id", "line", "text")})
+    why = why.sort_values(["file_id", "line"]) if len(why) else why
     rationale: dict[int, dict[str, None]] = {}
     for file_id, text in zip(why["file_id"].tolist(), why["text"].tolist()):
         rationale.setdefault(file_id, {})[text] = None  # each text once, first position kept
@@ -489,18 +493,19 @@ def _primary_reasons(
     eligible = ~s.is_test | is_test_fn  # in test files only tests can be primary
     weight_of = {str(w): float(v) for w, v in weights.items()}
 
-    hit, matched, weight = _name_term_hits(table, weight_of)
+    term_weight = _term_weights(table, weight_of)
     code = table.name_code[s.rows]
     named = code >= 0
     code = np.where(named, code, 0)
     total = np.where(named, table.name_term_total[code], 0)
-    matched, weight = np.where(named, matched[code], 0), np.where(named, weight[code], 0.0)
+    matched, weight = table.name_matches(code, term_weight)  # the scoped symbols' names only
+    matched, weight = np.where(named, matched, 0), np.where(named, weight, 0.0)
     coverage = np.divide(matched, total, out=np.full(len(code), np.nan), where=total > 0)
     strong = (coverage >= 1.0) | ((coverage >= NAME_COVERAGE) & (weight >= 2 * MATCH_WEIGHT))
     # a unit test inside a source file (Rust) is shown when the task names it or a trace goes through it, not for
     # sharing its words: the tests of a module all repeat the module's vocabulary
     take = (weight >= MATCH_WEIGHT) & (strong | is_test_fn) & eligible & ~table.is_test_code[s.rows]
-    words = _matched_words(table, np.unique(code[take]), hit)
+    words = _matched_words(table, np.unique(code[take]), term_weight)
     reason[take] = ["name matches " + words[c] for c in code[take]]
 
     for frame_path, func in task_query.trace_frames:
@@ -523,30 +528,28 @@ def _primary_reasons(
     return reason
 
 
-def _name_term_hits(table: SymbolTable, weight_of: dict[str, float]) -> tuple[np.ndarray, ...]:
-    """Per name-term row: whether it is a task term; per name code: how many of its terms are, their weight."""
+def _term_weights(table: SymbolTable, weight_of: dict[str, float]) -> np.ndarray:
+    """Per term of the KB's name vocabulary: its weight as a task term (0: not one)."""
     vocab = table.term_vocabulary
     term_weight = np.zeros(len(vocab))
     at = np.searchsorted(vocab, list(weight_of)) if len(vocab) else np.zeros(len(weight_of), dtype=np.int64)
     for position, (word, value) in zip(at, weight_of.items()):
         if position < len(vocab) and vocab[position] == word:
             term_weight[position] = value
-    row_weight = term_weight[table.name_term_id]
-    hit = row_weight > 0
-    n_names = len(table.name_term_total)
-    matched = np.bincount(table.name_term_code[hit], minlength=n_names)
-    return hit, matched, np.bincount(table.name_term_code, weights=row_weight, minlength=n_names)
+    return term_weight
 
 
-def _matched_words(table: SymbolTable, codes: np.ndarray, hit: np.ndarray) -> dict[int, str]:
+def _matched_words(table: SymbolTable, codes: np.ndarray, term_weight: np.ndarray) -> dict[int, str]:
     """Name code -> its matched terms quoted and joined ("'valid', 'login'"), in the name's term order."""
-    low = np.searchsorted(table.name_term_code, codes, "left")
-    high = np.searchsorted(table.name_term_code, codes, "right")
-    out = {}
-    for code, a, b in zip(codes.tolist(), low, high):  # the matched names only
-        ids = table.name_term_id[a:b][hit[a:b]]
-        out[code] = ", ".join(f"'{t}'" for t in table.term_vocabulary[ids])
-    return out
+    terms, of = table.name_term_rows(codes)  # the matched names only
+    ids = table.name_term_id[terms]
+    hit = term_weight[ids] > 0
+    ids, of = ids[hit], of[hit]
+    bounds = np.searchsorted(of, np.arange(len(codes) + 1))
+    words = table.term_vocabulary[ids]
+    return {
+        code: ", ".join(f"'{t}'" for t in words[bounds[i] : bounds[i + 1]]) for i, code in enumerate(codes.tolist())
+    }
 
 
 def _first_of_each(values: np.ndarray) -> np.ndarray:

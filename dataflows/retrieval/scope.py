@@ -10,6 +10,7 @@ from cra.dataflows.retrieval.import_graph import ImportGraph
 from cra.dataflows.retrieval.models import TaskQuery
 from cra.dataflows.retrieval.signal_list import PRIOR_SIGNALS, SIGNALS
 from cra.dataflows.retrieval.signals import MAX_FILES_PER_FILE_HINT
+from cra.dataflows.retrieval.symbol_table import rows_of_ids
 
 MIN_COCHANGE = 3  # co-change partners of a seed join the scope from this many shared commits
 FALLBACK_SIZE = 10  # files scoped when nothing matches: the most imported ones
@@ -113,9 +114,11 @@ def scope(
     added_by = added_by[~added_by.index.duplicated(keep="first") & added_by.index.isin(signal_matrix.index)]
     rows = signal_matrix.loc[added_by.index].assign(added_by=added_by.to_numpy())
     rows = rows.rename(columns={"total": "total_score"})
-    at = pd.Index(kb_files["file_id"]).get_indexer(rows.index)
-    is_test = kb_files["is_test"].fillna(False).astype(bool).to_numpy()
-    rows["is_test"] = np.where(at >= 0, is_test[at] if len(is_test) else False, False)
+    at = rows_of_ids(kb_files["file_id"], rows.index)
+    is_test = (
+        kb_files["is_test"].take(np.maximum(at, 0)).fillna(False).astype(bool).to_numpy() if len(kb_files) else False
+    )
+    rows["is_test"] = np.where(at >= 0, is_test, False)  # (the scoped files' flags only)
     reasons = seed_files.reindex(rows.index).fillna("").astype(str).to_numpy()
     rows["seed_reason"] = np.where(rows["seed"].to_numpy(dtype=bool), reasons, "")
     rows = rows.sort_values(

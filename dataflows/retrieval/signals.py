@@ -17,6 +17,7 @@ from cra.dataflows.retrieval.hints import path_matches
 from cra.dataflows.retrieval.import_graph import ImportGraph, import_graph
 from cra.dataflows.retrieval.membership import in_set
 from cra.dataflows.retrieval.models import TaskQuery
+from cra.dataflows.retrieval.symbol_table import id_rows
 from cra.dataflows.retrieval.vocabulary import WordIndex
 from cra.dataflows.text import STOP_WORDS, stem, terms
 
@@ -48,11 +49,23 @@ def _over_files(kb_files: pd.DataFrame, values: pd.Series) -> pd.Series:
     ids = kb_files["file_id"].to_numpy()
     out = np.zeros(len(ids))
     if len(values):
-        at = pd.Index(values.index).get_indexer(ids)
-        found = at >= 0
-        out[found] = values.to_numpy(dtype=float)[at[found]]
+        keys = pd.Index(values.index)
+        if _ascending_ids(ids) and keys.dtype.kind in "iu" and keys.is_unique:  # each value to its file's row
+            at = id_rows(ids, keys.to_numpy())
+            found = at >= 0
+            out[at[found]] = values.to_numpy(dtype=float)[found]
+        else:  # each file's value looked up
+            at = keys.get_indexer(ids)
+            found = at >= 0
+            out[found] = values.to_numpy(dtype=float)[at[found]]
         np.clip(np.nan_to_num(out, nan=0.0, copy=False), 0.0, 1.0, out=out)
     return pd.Series(out, index=pd.Index(ids, name="file_id"))
+
+
+def _ascending_ids(ids: np.ndarray) -> bool:
+    """Whether these are strictly ascending integers (a KB's file ids): values then go to their rows by `id_rows`
+    (a subtraction when consecutive), rather than every file being looked up in a hash of the values."""
+    return ids.dtype.kind in "iu" and bool((ids[1:] > ids[:-1]).all())
 
 
 def _normalised(values: pd.Series) -> pd.Series:
@@ -262,7 +275,8 @@ def _symbol_seeds(kb_files: pd.DataFrame, kb_symbols: pd.DataFrame, task_query: 
         defining, reason = resolved["file_id"].unique(), f"symbol hint '{hint}'"
         if resolved.empty:  # a member the task adds (`Error::is_dns`) or a field: the file defining its type
             owner = hint.split(".")[-2]
-            types = non_test(kb_symbols[(kb_symbols["name"] == owner) & kb_symbols["kind"].isin(TYPE_KINDS)])
+            named = kb_symbols[kb_symbols["name"] == owner]  # (the kinds of these rows only, not of every symbol)
+            types = non_test(named[named["kind"].isin(TYPE_KINDS).to_numpy(dtype=bool)])
             defining, reason = types["file_id"].unique(), f"type '{owner}' of '{hint}', which nothing defines yet"
         if len(defining) == 1:
             out.append(pd.Series(reason, index=defining))
@@ -374,8 +388,12 @@ def domain_match(
 def _per_file(file_ids: pd.Series, values, ids: np.ndarray) -> np.ndarray:
     """The sum of values per file, for each of ids (0 for a file without rows): a groupby-sum in one bincount
     over the file ids (word tables have a row per file and word: 0.6M on OpenJDK)."""
-    rows, weights = file_ids.to_numpy(dtype=np.int64), np.asarray(values, dtype=float)
-    if not len(rows) or not len(ids):
+    weights = np.asarray(values, dtype=float)
+    if not len(weights) or not len(ids):
+        return np.zeros(len(ids))
+    hit = np.flatnonzero(weights != 0)  # a row weighing 0 adds nothing: only the (few) matching rows are summed
+    rows, weights = file_ids.to_numpy()[hit].astype(np.int64), weights[hit]
+    if not len(rows):
         return np.zeros(len(ids))
     size = int(max(rows.max(), ids.max())) + 1
     if size <= 4 * (len(rows) + len(ids)) + 1_000_000:
@@ -459,7 +477,8 @@ def symbol_lexical_match(
     if kb_files.empty or kb_symbol_files.empty or not lexical_query_terms or len(symbol_lexicon.doc_ids) == 0:
         return _zeros(kb_files)
     totals = symbol_lexicon.totals(lexical_query_terms)
-    hit = np.flatnonzero(totals)  # a file none of whose symbols scores gets 0 either way: only the hits are owned
+    hit = np.flatnonzero(totals != 0)  # only the hits are owned (a file whose symbols all score 0 gets 0 either way;
+    # a boolean mask first: 4x faster than nonzero over 745k floats)
     scores = pd.Series(totals[hit], index=np.asarray(symbol_lexicon.doc_ids)[hit])
     owner = kb_symbol_files.reindex(scores.index)
     best = scores.groupby(owner.to_numpy()).max()

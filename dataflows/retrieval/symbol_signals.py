@@ -289,17 +289,14 @@ def _name(table: SymbolTable, kb_rows: np.ndarray, weight_of: dict[str, float]) 
         ok = at < len(vocab)
         ok[ok] = vocab[at[ok]] == words[ok]
         term_weight[at[ok]] = np.array(list(weight_of.values()))[ok]
-    row_weight = term_weight[table.name_term_id]
-    n_names = len(table.name_term_total)
-    matched = np.bincount(table.name_term_code[row_weight > 0], minlength=n_names)
-    weight = np.bincount(table.name_term_code, weights=row_weight, minlength=n_names)
     code = table.name_code[kb_rows]
     named = code >= 0
     code = np.where(named, code, 0)
+    matched, weight = table.name_matches(code, term_weight)  # only the candidates' names' (name, term) rows
     total = np.where(named, table.name_term_total[code], 0)
-    coverage = np.divide(matched[code], total, out=np.zeros(len(code)), where=total > 0)
-    strong = (coverage >= 1.0) | ((coverage >= 0.5) & (weight[code] >= STRONG_WEIGHT))
-    return np.where(named & strong & (weight[code] >= 1.0), coverage, 0.0)
+    coverage = np.divide(matched, total, out=np.zeros(len(code)), where=total > 0)
+    strong = (coverage >= 1.0) | ((coverage >= 0.5) & (weight >= STRONG_WEIGHT))
+    return np.where(named & strong & (weight >= 1.0), coverage, 0.0)
 
 
 def _mention(s: ScopedSymbols, table: SymbolTable, task_query: TaskQuery) -> np.ndarray:
@@ -394,9 +391,8 @@ def _hierarchy(s: ScopedSymbols, table: SymbolTable, anchors: np.ndarray, task_q
     holding an anchor, or the head of a dotted name such as `Order.save`), and for the method of an anchor's name
     (or a dotted name's tail) in an ancestor or a subclass."""
     out = np.zeros(len(s.rows))
-    base = np.isin(table.edge_kind[_scoped_edges(s, table)], ("base",)) if len(table.edge_src) else np.array([], bool)
-    src, dst = _scoped_pairs(s, table)
-    src, dst = src[base], dst[base]
+    base = np.isin(table.edge_kind[s.edge_at], ("base",)) if len(table.edge_src) else np.array([], bool)
+    src, dst = s.edge_src[base], s.edge_dst[base]
     if not len(src):
         return out
     parent = np.where(table.parent[s.rows] >= 0, s.local[np.maximum(table.parent[s.rows], 0)], -1)
@@ -423,16 +419,6 @@ def _hierarchy(s: ScopedSymbols, table: SymbolTable, anchors: np.ndarray, task_q
     same[same] = family[parent[same]]
     out[same] = 1.0
     return out
-
-
-def _scoped_edges(s: ScopedSymbols, table: SymbolTable) -> np.ndarray:
-    """Positions in the KB's symbol edges whose two ends are scoped."""
-    return np.flatnonzero((s.local[table.edge_src] >= 0) & (s.local[table.edge_dst] >= 0))
-
-
-def _scoped_pairs(s: ScopedSymbols, table: SymbolTable) -> tuple[np.ndarray, np.ndarray]:
-    at = _scoped_edges(s, table)
-    return s.local[table.edge_src[at]], s.local[table.edge_dst[at]]
 
 
 def _tested(

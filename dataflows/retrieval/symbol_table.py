@@ -6,6 +6,7 @@ a KB stale.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -81,6 +82,74 @@ class SymbolTable:
     edge_dst: np.ndarray
     edge_kind: TakenStrings
 
+    def rows_of_files(self, file_ids: np.ndarray) -> np.ndarray:
+        """The rows of these files' symbols, ascending: `np.flatnonzero(np.isin(self.file_id, file_ids))` by binary
+        search over the rows grouped by file, not a pass over every symbol of the KB per request."""
+        file_ids = np.asarray(file_ids)
+        if file_ids.dtype.kind not in "iu" or self.file_id.dtype.kind not in "iu":
+            return np.flatnonzero(np.isin(self.file_id, file_ids))
+        order, keys = self._by_file
+        wanted = np.unique(file_ids)
+        rows = spans(np.searchsorted(keys, wanted, side="left"), np.searchsorted(keys, wanted, side="right"))
+        return rows if order is None else np.sort(order[rows])
+
+    def edges_from(self, rows: np.ndarray) -> np.ndarray:
+        """Positions of the edges whose source is one of these distinct rows, ascending (KB edge order): a binary
+        search over the edges grouped by source, not a pass over all of them."""
+        order, keys = self._by_source
+        rows = np.asarray(rows, dtype=np.int64)
+        at = spans(np.searchsorted(keys, rows, side="left"), np.searchsorted(keys, rows, side="right"))
+        return at if order is None else np.sort(order[at])
+
+    def name_term_rows(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The `name_term_code` rows of these name codes, in row order per code, and which code (its position in
+        `codes`) each belongs to: a request's few names without a pass over every (name, term) row."""
+        order, keys = self._by_name_code
+        codes = np.asarray(codes, dtype=np.int64)
+        lo, hi = np.searchsorted(keys, codes, side="left"), np.searchsorted(keys, codes, side="right")
+        at = spans(lo, hi)
+        return (at if order is None else order[at]), np.repeat(np.arange(len(codes)), hi - lo)
+
+    def name_matches(self, codes: np.ndarray, term_weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per name code asked: how many of its terms weigh more than 0 in `term_weight` (one weight per term of
+        `term_vocabulary`), and their summed weight, added in row order: from these names' rows only."""
+        terms, of = self.name_term_rows(codes)
+        row_weight = term_weight[self.name_term_id[terms]]
+        matched = np.bincount(of[row_weight > 0], minlength=len(codes))
+        return matched, np.bincount(of, weights=row_weight, minlength=len(codes))
+
+    @cached_property
+    def _by_file(self) -> tuple[np.ndarray | None, np.ndarray]:
+        return grouped(self.file_id)
+
+    @cached_property
+    def _by_source(self) -> tuple[np.ndarray | None, np.ndarray]:
+        return grouped(self.edge_src)
+
+    @cached_property
+    def _by_name_code(self) -> tuple[np.ndarray | None, np.ndarray]:
+        return grouped(self.name_term_code)
+
+
+def grouped(keys: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
+    """(a stable order sorting keys, None when they already are; the sorted keys): built once per loaded KB, where
+    the KB's own order (symbols by file, edges by source) is almost always sorted already, one linear check."""
+    if len(keys) < 2 or bool((keys[1:] >= keys[:-1]).all()):
+        return None, keys
+    order = np.argsort(keys, kind="stable")
+    return order, keys[order]
+
+
+def spans(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The integers of every range [lo[i], hi[i]), concatenated in order (`np.r_` of the aranges, without a loop)."""
+    size = np.asarray(hi, dtype=np.int64) - np.asarray(lo, dtype=np.int64)
+    keep = size > 0
+    lo, size = np.asarray(lo, dtype=np.int64)[keep], size[keep]
+    if not len(size):
+        return np.zeros(0, dtype=np.int64)
+    starts = np.cumsum(size) - size
+    return np.repeat(lo - starts, size) + np.arange(int(size.sum()), dtype=np.int64)
+
 
 def test_code(kb_symbols: pd.DataFrame, kb_files: pd.DataFrame | None, language_conventions: dict | None) -> np.ndarray:
     """Per symbol: whether its attributes make it a test (`tests.attributes` of its file's language), whatever file
@@ -129,6 +198,25 @@ def id_rows(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
         return np.where((at >= 0) & (at < len(ids)), at, -1)
     at = np.minimum(np.searchsorted(ids.astype(np.int64), wanted), len(ids) - 1)
     return np.where(ids[at] == wanted, at, -1)
+
+
+def rows_of_ids(ids, wanted) -> np.ndarray:
+    """`pd.Index(ids).get_indexer(wanted)` (-1 when absent): by `id_rows` when ids are strictly ascending integers, as a
+    KB's file ids are, rather than a hash table over all of them built anew on every call."""
+    ids, wanted = np.asarray(ids), np.asarray(wanted)
+    if ids.dtype.kind in "iu" and wanted.dtype.kind in "iu" and bool((ids[1:] > ids[:-1]).all()):
+        return id_rows(ids, wanted)
+    return pd.Index(ids).get_indexer(wanted)
+
+
+def rows_with(ids, wanted) -> np.ndarray:
+    """`np.flatnonzero(np.isin(ids, wanted))`: by `id_rows` when ids are strictly ascending integers (a KB's file ids),
+    not a pass hashing every row."""
+    ids, wanted = np.asarray(ids), np.asarray(wanted)
+    if ids.dtype.kind in "iu" and wanted.dtype.kind in "iu" and bool((ids[1:] > ids[:-1]).all()):
+        at = id_rows(ids, np.unique(wanted))
+        return at[at >= 0]
+    return np.flatnonzero(np.isin(ids, wanted))
 
 
 def _with_attributes(column: pd.Series, rows: np.ndarray) -> np.ndarray:
