@@ -192,3 +192,27 @@ def test_carried_import_bindings_with_the_changed_files_resolved_are_a_full_reso
     assert got["file_id"].tolist() == full["file_id"].tolist()
     assert _written(edges.kb_import_bindings(got), "import_bindings").equals(_written(full, "import_bindings"))
     assert _written(edges.kb_import_bindings(got), "import_bindings").equals(_written(stored, "import_bindings"))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_package_keys_built_only_for_package_languages_are_the_plain_keys(seed):
+    """`_package_keys` builds "language:directory" strings only for the files of package / project languages (a tree
+    of none builds none); it must give the plain computation's keys, None for every other file and NaN for a
+    package-language file without a package, whatever the frame's index."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 40))
+    pool = ["python", "go", "java", "csharp", "rust", None] if seed % 2 else ["python", "javascript", None]
+    files = pd.DataFrame(
+        {
+            "language": [pool[i] for i in rng.integers(0, len(pool), n)],
+            "package": [None if rng.random() < 0.1 else f"pkg/{rng.integers(3)}" for _ in range(n)],
+        },
+        index=rng.permutation(n) + 7,
+    ).astype({"language": "str", "package": "str"})
+    language = files["language"].astype(object)
+    scoped = edges.PACKAGE_LANGUAGES | edges.PROJECT_LANGUAGES
+    plain = language + ":" + files["package"].astype(object).where(~language.isin(edges.PROJECT_LANGUAGES), "")
+    plain = plain.where(language.isin(scoped), None).reset_index(drop=True)
+    got = edges._package_keys(files)
+    pd.testing.assert_series_equal(got, plain)
+    assert [repr(v) for v in got] == [repr(v) for v in plain]  # None stays None, NaN stays NaN
