@@ -216,3 +216,49 @@ def test_package_keys_built_only_for_package_languages_are_the_plain_keys(seed):
     got = edges._package_keys(files)
     pd.testing.assert_series_equal(got, plain)
     assert [repr(v) for v in got] == [repr(v) for v in plain]  # None stays None, NaN stays NaN
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_same_imports_read_row_by_row_are_the_grouped_statements(seed):
+    """`_same_imports` reads the few changed files' import rows one by one; it must find the files whose statements
+    (target, level, names: not lines) are the previous KB's exactly as the grouped string columns did."""
+    rng = np.random.default_rng(seed)
+
+    def imports(n: int) -> pd.DataFrame:
+        return pd.DataFrame(
+            {
+                "file_id": rng.integers(0, 6, n).astype(np.int32),
+                "target": [None if rng.random() < 0.2 else f"m{rng.integers(3)}" for _ in range(n)],
+                "names": [
+                    None if rng.random() < 0.2 else np.array(rng.choice(["a", "b", "c"], rng.integers(0, 3)), object)
+                    for _ in range(n)
+                ],
+                "level": rng.integers(0, 2, n).astype(np.int32),
+            }
+        )
+
+    now = imports(int(rng.integers(1, 14)))
+    before = now.copy()  # the same statements, or one row's level, target or names changed, or other rows
+    row = int(rng.integers(len(now)))
+    if seed % 4 == 1:
+        before.loc[row, "level"] = 1 - before.loc[row, "level"]
+    elif seed % 4 == 2:
+        before.loc[row, "target"] = None if before.loc[row, "target"] is not None else "m0"
+    elif seed % 4 == 3:
+        before = imports(int(rng.integers(1, 14))) if seed % 8 == 3 else before.assign(names=None)
+    file_ids = pd.Index(sorted(set(rng.integers(0, 7, 4).tolist())), dtype="int64")
+
+    def statements(rows: pd.DataFrame) -> pd.Series:
+        rows = rows[rows["file_id"].isin(file_ids)]
+        text = (
+            rows["target"].astype(object).fillna("")
+            + "|"
+            + rows["level"].astype("Int64").astype(str)
+            + "|"
+            + rows["names"].map(lambda names: ",".join(map(str, names)) if names is not None else "")
+        )
+        return text.groupby(rows["file_id"].astype("int64").to_numpy()).agg(tuple)
+
+    a, b = statements(now), statements(before)
+    plain = pd.Index([f for f in file_ids if a.get(f, ()) == b.get(f, ())], dtype="int64")
+    assert edges._same_imports(file_ids, now, before).equals(plain)
