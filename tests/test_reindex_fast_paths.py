@@ -262,3 +262,32 @@ def test_same_imports_read_row_by_row_are_the_grouped_statements(seed):
     a, b = statements(now), statements(before)
     plain = pd.Index([f for f in file_ids if a.get(f, ()) == b.get(f, ())], dtype="int64")
     assert edges._same_imports(file_ids, now, before).equals(plain)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_stacked_pieces_are_pandas_concat_of_the_pieces(seed):
+    """`stacked_pieces` joins each column's arrays directly where the pieces share its dtype (numpy, Arrow strings,
+    nullable ints, categoricals, lists as objects); it must give pd.concat's frame, values and dtypes, also where the
+    pieces' dtypes differ (then pd.concat decides) or a piece is empty."""
+    from cra.dataflows.index.frames import stacked_pieces
+
+    rng = np.random.default_rng(seed)
+    kinds = pd.CategoricalDtype(["call", "base"])
+
+    def piece(n: int, wide: bool) -> pd.DataFrame:
+        return pd.DataFrame(
+            {
+                "id": rng.integers(0, 100, n).astype(np.int64 if wide else np.int32),
+                "name": pd.array([None if rng.random() < 0.2 else f"n{i}" for i in rng.integers(0, 9, n)], dtype="str"),
+                "parent": pd.array([None if rng.random() < 0.3 else int(i) for i in rng.integers(0, 9, n)], "Int32"),
+                "kind": pd.Categorical(rng.choice(["call", "base"], n), dtype=kinds),
+                "decorators": [list(rng.choice(["a", "b"], rng.integers(0, 3))) for _ in range(n)],
+                "flag": rng.random(n) < 0.5,
+            },
+            index=rng.permutation(n) + 3,
+        )
+
+    pieces = [piece(int(rng.integers(0, 6)), wide=seed % 4 == 0 and k == 1) for k in range(int(rng.integers(2, 5)))]
+    got, want = stacked_pieces(pieces), pd.concat(pieces, ignore_index=True)
+    pd.testing.assert_frame_equal(got, want)
+    assert list(got.dtypes) == list(want.dtypes)

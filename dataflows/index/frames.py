@@ -298,7 +298,20 @@ def stacked_pieces(pieces: list[pd.DataFrame]) -> pd.DataFrame:
     columns = list(pieces[0].columns)
     if any(list(p.columns) != columns for p in pieces[1:]):
         return pd.concat(pieces, ignore_index=True)
-    return pd.DataFrame({c: pd.concat([p[c] for p in pieces], ignore_index=True) for c in columns}, copy=False)
+    return pd.DataFrame({c: _stacked_column([p[c] for p in pieces]) for c in columns}, copy=False)
+
+
+def _stacked_column(parts: list[pd.Series]) -> pd.Series:
+    """pd.concat(parts, ignore_index=True) of one column: where every part has the same dtype, its arrays joined
+    directly (np.concatenate, or the extension array's own concatenation, which is what pd.concat calls then), without
+    pd.concat's index and dtype bookkeeping (0.5 ms a column: most of stacking a one-file re-index's tables)."""
+    dtype = parts[0].dtype
+    if any(p.dtype != dtype for p in parts[1:]):
+        return pd.concat(parts, ignore_index=True)
+    arrays = [p.array for p in parts]
+    if isinstance(dtype, np.dtype):
+        return pd.Series(np.concatenate([p.to_numpy() for p in parts]), dtype=dtype, copy=False)
+    return pd.Series(type(arrays[0])._concat_same_type(arrays), copy=False)
 
 
 def _sliced(frame: pd.DataFrame, starts: np.ndarray, ends: np.ndarray) -> pd.DataFrame:
