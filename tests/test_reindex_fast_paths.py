@@ -291,3 +291,69 @@ def test_stacked_pieces_are_pandas_concat_of_the_pieces(seed):
     got, want = stacked_pieces(pieces), pd.concat(pieces, ignore_index=True)
     pd.testing.assert_frame_equal(got, want)
     assert list(got.dtypes) == list(want.dtypes)
+
+
+def _plain_conform(frame: pd.DataFrame, table: str, arrow_nulls: bool = False) -> pd.DataFrame:
+    """`conform` by its definition: the schema's columns set one at a time, strings with nulls as objects and None."""
+    from cra.dataflows.index.frames import NULLABLE_INTS, _arrow_strings
+    from cra.dataflows.index.schema import TABLES
+
+    out = pd.DataFrame(index=range(len(frame)))
+    for column, typ in TABLES[table].items():
+        values = frame[column].reset_index(drop=True) if column in frame else pd.Series([None] * len(frame))
+        name = str(typ)
+        if name in ("int32", "int64"):
+            target = name.capitalize() if (table, column) in NULLABLE_INTS else name
+            values = values if values.dtype == target else values.astype(target)
+        elif name == "bool":
+            values = values if values.dtype == bool else values.astype(bool)
+        elif (
+            name == "string"
+            and not isinstance(values.dtype, pd.CategoricalDtype)
+            and not (_arrow_strings(values.dtype) and (arrow_nulls or not values.hasnans))
+        ):
+            values = values.astype(object)
+            if values.hasnans:
+                values = values.where(values.notna(), None)
+        out[column] = values
+    return out
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_conform_built_at_once_is_the_frame_set_column_by_column(seed):
+    """`conform` builds its frame at once and turns Arrow-held strings with nulls into Python objects by Arrow; it must
+    give the plain column-by-column frame: values (None, not NaN, for a null string), dtypes, index, column order."""
+    import pyarrow as pa
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 30)) if seed else 0
+    string_dtypes = ["str", "string[pyarrow]", pd.ArrowDtype(pa.string()), object]
+    pick = string_dtypes[seed % 4]
+
+    def strings(null_share: float) -> pd.Series:
+        values = [None if rng.random() < null_share else f"v{rng.integers(5)}" for _ in range(n)]
+        return pd.Series(values, dtype=pick)
+
+    frame = pd.DataFrame(
+        {
+            "symbol_id": rng.integers(0, 99, n).astype(np.int64),
+            "file_id": rng.integers(0, 9, n).astype(np.int32),
+            "name": strings(0.0),
+            "qualified_name": strings(0.3),
+            "kind": pd.Categorical(rng.choice(["function", "class"], n)) if seed % 3 == 0 else strings(0.0),
+            "start_line": rng.integers(0, 50, n),
+            "end_line": rng.integers(50, 99, n),
+            "docstring": strings(0.5),
+            "decorators": [list(rng.choice(["a", "b"], rng.integers(0, 2))) for _ in range(n)],
+            "parent_id": pd.array([None if rng.random() < 0.4 else int(i) for i in rng.integers(0, 9, n)], "Int64"),
+            **{c: rng.integers(0, 9, n) for c in ("signature_tokens", "body_tokens", "docstring_tokens")},
+        },
+        index=rng.permutation(n) + 5,
+    )  # (signature missing: filled with nulls)
+    for arrow_nulls in (False, True):
+        got, want = conform(frame, "symbols", arrow_nulls), _plain_conform(frame, "symbols", arrow_nulls)
+        pd.testing.assert_frame_equal(got, want)
+        assert list(got.dtypes) == list(want.dtypes) and got.index.equals(want.index)
+        for column in got.columns:
+            if got[column].dtype == object:
+                assert [repr(v) for v in got[column]] == [repr(v) for v in want[column]], column

@@ -17,7 +17,8 @@ NULLABLE_INTS = {("symbols", "parent_id"), ("comments", "symbol_id"), ("files", 
 def conform(frame: pd.DataFrame, table: str, arrow_nulls: bool = False) -> pd.DataFrame:
     """Exactly the schema's columns in order, ints as int32/int64 (nullable ones as Int32/Int64), index reset.
     arrow_nulls: arrow-backed string columns with nulls stay as they are too (else objects, None where null)."""
-    out = pd.DataFrame(index=range(len(frame)))
+    index = pd.RangeIndex(len(frame))
+    columns = {}
     for column, typ in TABLES[table].items():
         values = frame[column].reset_index(drop=True) if column in frame else pd.Series([None] * len(frame))
         name = str(typ)
@@ -32,11 +33,19 @@ def conform(frame: pd.DataFrame, table: str, arrow_nulls: bool = False) -> pd.Da
             and not isinstance(values.dtype, pd.CategoricalDtype)
             and not (_arrow_strings(values.dtype) and (arrow_nulls or not values.hasnans))
         ):  # arrow-backed strings without nulls (reused rows) and dictionary-encoded terms (written as strings) stay
-            values = values.astype(object)
-            if values.hasnans:
-                values = values.where(values.notna(), None)
-        out[column] = values
-    return out
+            values = _python_strings(values)
+        columns[column] = values
+    return pd.DataFrame(columns, index=index, copy=False)  # (built at once: a column set at a time cost 0.4 ms each)
+
+
+def _python_strings(values: pd.Series) -> pd.Series:
+    """A string column as Python objects, None where null (not NaN): Arrow-held strings converted by Arrow, which
+    gives None for its nulls (half the time of astype(object) and a where)."""
+    array = values.array
+    if _arrow_strings(values.dtype) and hasattr(array, "_pa_array"):
+        return pd.Series(array._pa_array.to_numpy(), dtype=object, copy=False)
+    values = values.astype(object)
+    return values.where(values.notna(), None) if values.hasnans else values
 
 
 def _arrow_strings(dtype) -> bool:
