@@ -192,3 +192,168 @@ def test_carried_import_bindings_with_the_changed_files_resolved_are_a_full_reso
     assert got["file_id"].tolist() == full["file_id"].tolist()
     assert _written(edges.kb_import_bindings(got), "import_bindings").equals(_written(full, "import_bindings"))
     assert _written(edges.kb_import_bindings(got), "import_bindings").equals(_written(stored, "import_bindings"))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_package_keys_built_only_for_package_languages_are_the_plain_keys(seed):
+    """`_package_keys` builds "language:directory" strings only for the files of package / project languages (a tree
+    of none builds none); it must give the plain computation's keys, None for every other file and NaN for a
+    package-language file without a package, whatever the frame's index."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 40))
+    pool = ["python", "go", "java", "csharp", "rust", None] if seed % 2 else ["python", "javascript", None]
+    files = pd.DataFrame(
+        {
+            "language": [pool[i] for i in rng.integers(0, len(pool), n)],
+            "package": [None if rng.random() < 0.1 else f"pkg/{rng.integers(3)}" for _ in range(n)],
+        },
+        index=rng.permutation(n) + 7,
+    ).astype({"language": "str", "package": "str"})
+    language = files["language"].astype(object)
+    scoped = edges.PACKAGE_LANGUAGES | edges.PROJECT_LANGUAGES
+    plain = language + ":" + files["package"].astype(object).where(~language.isin(edges.PROJECT_LANGUAGES), "")
+    plain = plain.where(language.isin(scoped), None).reset_index(drop=True)
+    got = edges._package_keys(files)
+    pd.testing.assert_series_equal(got, plain)
+    assert [repr(v) for v in got] == [repr(v) for v in plain]  # None stays None, NaN stays NaN
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_same_imports_read_row_by_row_are_the_grouped_statements(seed):
+    """`_same_imports` reads the few changed files' import rows one by one; it must find the files whose statements
+    (target, level, names: not lines) are the previous KB's exactly as the grouped string columns did."""
+    rng = np.random.default_rng(seed)
+
+    def imports(n: int) -> pd.DataFrame:
+        return pd.DataFrame(
+            {
+                "file_id": rng.integers(0, 6, n).astype(np.int32),
+                "target": [None if rng.random() < 0.2 else f"m{rng.integers(3)}" for _ in range(n)],
+                "names": [
+                    None if rng.random() < 0.2 else np.array(rng.choice(["a", "b", "c"], rng.integers(0, 3)), object)
+                    for _ in range(n)
+                ],
+                "level": rng.integers(0, 2, n).astype(np.int32),
+            }
+        )
+
+    now = imports(int(rng.integers(1, 14)))
+    before = now.copy()  # the same statements, or one row's level, target or names changed, or other rows
+    row = int(rng.integers(len(now)))
+    if seed % 4 == 1:
+        before.loc[row, "level"] = 1 - before.loc[row, "level"]
+    elif seed % 4 == 2:
+        before.loc[row, "target"] = None if before.loc[row, "target"] is not None else "m0"
+    elif seed % 4 == 3:
+        before = imports(int(rng.integers(1, 14))) if seed % 8 == 3 else before.assign(names=None)
+    file_ids = pd.Index(sorted(set(rng.integers(0, 7, 4).tolist())), dtype="int64")
+
+    def statements(rows: pd.DataFrame) -> pd.Series:
+        rows = rows[rows["file_id"].isin(file_ids)]
+        text = (
+            rows["target"].astype(object).fillna("")
+            + "|"
+            + rows["level"].astype("Int64").astype(str)
+            + "|"
+            + rows["names"].map(lambda names: ",".join(map(str, names)) if names is not None else "")
+        )
+        return text.groupby(rows["file_id"].astype("int64").to_numpy()).agg(tuple)
+
+    a, b = statements(now), statements(before)
+    plain = pd.Index([f for f in file_ids if a.get(f, ()) == b.get(f, ())], dtype="int64")
+    assert edges._same_imports(file_ids, now, before).equals(plain)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_stacked_pieces_are_pandas_concat_of_the_pieces(seed):
+    """`stacked_pieces` joins each column's arrays directly where the pieces share its dtype (numpy, Arrow strings,
+    nullable ints, categoricals, lists as objects); it must give pd.concat's frame, values and dtypes, also where the
+    pieces' dtypes differ (then pd.concat decides) or a piece is empty."""
+    from cra.dataflows.index.frames import stacked_pieces
+
+    rng = np.random.default_rng(seed)
+    kinds = pd.CategoricalDtype(["call", "base"])
+
+    def piece(n: int, wide: bool) -> pd.DataFrame:
+        return pd.DataFrame(
+            {
+                "id": rng.integers(0, 100, n).astype(np.int64 if wide else np.int32),
+                "name": pd.array([None if rng.random() < 0.2 else f"n{i}" for i in rng.integers(0, 9, n)], dtype="str"),
+                "parent": pd.array([None if rng.random() < 0.3 else int(i) for i in rng.integers(0, 9, n)], "Int32"),
+                "kind": pd.Categorical(rng.choice(["call", "base"], n), dtype=kinds),
+                "decorators": [list(rng.choice(["a", "b"], rng.integers(0, 3))) for _ in range(n)],
+                "flag": rng.random(n) < 0.5,
+            },
+            index=rng.permutation(n) + 3,
+        )
+
+    pieces = [piece(int(rng.integers(0, 6)), wide=seed % 4 == 0 and k == 1) for k in range(int(rng.integers(2, 5)))]
+    got, want = stacked_pieces(pieces), pd.concat(pieces, ignore_index=True)
+    pd.testing.assert_frame_equal(got, want)
+    assert list(got.dtypes) == list(want.dtypes)
+
+
+def _plain_conform(frame: pd.DataFrame, table: str, arrow_nulls: bool = False) -> pd.DataFrame:
+    """`conform` by its definition: the schema's columns set one at a time, strings with nulls as objects and None."""
+    from cra.dataflows.index.frames import NULLABLE_INTS, _arrow_strings
+    from cra.dataflows.index.schema import TABLES
+
+    out = pd.DataFrame(index=range(len(frame)))
+    for column, typ in TABLES[table].items():
+        values = frame[column].reset_index(drop=True) if column in frame else pd.Series([None] * len(frame))
+        name = str(typ)
+        if name in ("int32", "int64"):
+            target = name.capitalize() if (table, column) in NULLABLE_INTS else name
+            values = values if values.dtype == target else values.astype(target)
+        elif name == "bool":
+            values = values if values.dtype == bool else values.astype(bool)
+        elif (
+            name == "string"
+            and not isinstance(values.dtype, pd.CategoricalDtype)
+            and not (_arrow_strings(values.dtype) and (arrow_nulls or not values.hasnans))
+        ):
+            values = values.astype(object)
+            if values.hasnans:
+                values = values.where(values.notna(), None)
+        out[column] = values
+    return out
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_conform_built_at_once_is_the_frame_set_column_by_column(seed):
+    """`conform` builds its frame at once and turns Arrow-held strings with nulls into Python objects by Arrow; it must
+    give the plain column-by-column frame: values (None, not NaN, for a null string), dtypes, index, column order."""
+    import pyarrow as pa
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 30)) if seed else 0
+    string_dtypes = ["str", "string[pyarrow]", pd.ArrowDtype(pa.string()), object]
+    pick = string_dtypes[seed % 4]
+
+    def strings(null_share: float) -> pd.Series:
+        values = [None if rng.random() < null_share else f"v{rng.integers(5)}" for _ in range(n)]
+        return pd.Series(values, dtype=pick)
+
+    frame = pd.DataFrame(
+        {
+            "symbol_id": rng.integers(0, 99, n).astype(np.int64),
+            "file_id": rng.integers(0, 9, n).astype(np.int32),
+            "name": strings(0.0),
+            "qualified_name": strings(0.3),
+            "kind": pd.Categorical(rng.choice(["function", "class"], n)) if seed % 3 == 0 else strings(0.0),
+            "start_line": rng.integers(0, 50, n),
+            "end_line": rng.integers(50, 99, n),
+            "docstring": strings(0.5),
+            "decorators": [list(rng.choice(["a", "b"], rng.integers(0, 2))) for _ in range(n)],
+            "parent_id": pd.array([None if rng.random() < 0.4 else int(i) for i in rng.integers(0, 9, n)], "Int64"),
+            **{c: rng.integers(0, 9, n) for c in ("signature_tokens", "body_tokens", "docstring_tokens")},
+        },
+        index=rng.permutation(n) + 5,
+    )  # (signature missing: filled with nulls)
+    for arrow_nulls in (False, True):
+        got, want = conform(frame, "symbols", arrow_nulls), _plain_conform(frame, "symbols", arrow_nulls)
+        pd.testing.assert_frame_equal(got, want)
+        assert list(got.dtypes) == list(want.dtypes) and got.index.equals(want.index)
+        for column in got.columns:
+            if got[column].dtype == object:
+                assert [repr(v) for v in got[column]] == [repr(v) for v in want[column]], column

@@ -168,6 +168,53 @@ def test_name_index_carries_each_name_to_the_files_defining_it():
     assert sorted(files) == sorted(set(s.loc[s["name"] == "touch", "file_id"])) and list(counts) == [2]
 
 
+def _plain_name_index(names: pd.DataFrame, codes: pd.DataFrame) -> vocabulary.NameIndex:
+    """`name_index` by its definition: every lower-cased name followed by the separator, and the distinct (name
+    code, file) pairs in order."""
+    lower = names["lower"].astype(object).tolist()
+    lengths = np.array([len(n) + 1 for n in lower], dtype=np.int64)
+    pairs = codes.loc[codes["name_code"] >= 0, ["name_code", "file_id"]].drop_duplicates()
+    pairs = pairs.sort_values(["name_code", "file_id"], kind="stable")
+    return vocabulary.NameIndex(
+        text="".join(f"{n}\0" for n in lower),
+        starts=np.cumsum(lengths) - lengths,
+        files=pairs["file_id"].to_numpy(),
+        offsets=np.searchsorted(pairs["name_code"].to_numpy(), np.arange(len(names) + 1)),
+    )
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_name_index_equals_its_plain_definition_on_random_names(seed):
+    """The name index (its text joined by Arrow, its pairs as one sorted integer key each) equals the index made name
+    by name: non-ASCII names whose lower case grows (İ), names in several files and twice in one, no symbols."""
+    rng = np.random.default_rng(seed)
+    pool = ["get", "İstanbul", "straße", "ÄrgerLich", "x", "run_Now", "名前", "a_b", "Get"]
+    n = int(rng.integers(0, 60)) if seed else 0
+    frame = pd.DataFrame(
+        {
+            "symbol_id": np.arange(n, dtype=np.int32),
+            "file_id": np.sort(rng.integers(0, 9, n)).astype(np.int32),
+            "name": [None if rng.random() < 0.05 else f"{rng.choice(pool)}{rng.integers(4)}" for _ in range(n)],
+        }
+    ).astype({"name": "str"})
+    names = vocabulary.symbol_names(frame)
+    codes = vocabulary.symbol_name_codes(frame, names)
+    got, want = vocabulary.name_index(names, codes), _plain_name_index(names, codes)
+    assert got.text == want.text
+    for field in ("starts", "files", "offsets"):
+        assert np.array_equal(getattr(got, field), getattr(want, field)), field
+        assert getattr(got, field).dtype == getattr(want, field).dtype, field
+
+
+@pytest.mark.parametrize("wanted", [[], ["b"], ["zz", "a", "c"], [f"n{i}" for i in range(12)] + ["a", "q"]])
+def test_a_few_names_are_found_by_a_scan_where_a_hash_would_find_them(wanted):
+    from cra.dataflows.retrieval.carried_words import _positions
+
+    names = np.array(["a", "b", "c", *(f"n{i}" for i in range(0, 20, 2))], dtype=object)
+    wanted = np.array(wanted, dtype=object)
+    assert list(_positions(names, wanted)) == list(pd.Index(names).get_indexer(wanted))
+
+
 def test_best_per_pair_is_a_sorted_groupby_max():
     keys, items, scores = np.array([3, 1, 3, 1, 3]), np.array([0, 1, 0, 1, 1]), np.array([0.3, 0.5, 1.0, 0.2, 0.4])
     got = vocabulary.best_per_pair(keys, items, scores, 2)

@@ -152,16 +152,20 @@ def carried_name_terms(
     each previous name code, -1 where gone; fresh: codes of the names it lacked): a name's terms are its own, so only
     new names are split and stemmed (one function added to Django: 1 of 27,000)."""
     codes = new_code[previous_terms["code"].to_numpy(np.int64)]
-    carried = pd.DataFrame(
-        {"code": codes[codes >= 0], "term": previous_terms["term"].to_numpy(dtype=object)[codes >= 0]}
-    )
+    kept = np.flatnonzero(codes >= 0)
     built = symbol_name_terms(names.iloc[fresh].reset_index(drop=True))
-    built = built.assign(code=fresh[built["code"].to_numpy(np.int64)])
-    terms = pd.concat([carried, built], ignore_index=True)  # a name's rows come whole from one side, sorted by term
-    order = np.argsort(terms["code"].to_numpy(np.int64), kind="stable")
-    return pd.DataFrame(
-        {"code": terms["code"].to_numpy(np.int64)[order], "term": terms["term"].to_numpy(dtype=object)[order]}
-    )
+    codes = np.concatenate([codes[kept], fresh[built["code"].to_numpy(np.int64)]]).astype(np.int64)
+    order = np.argsort(codes, kind="stable")  # a name's rows come whole from one side, sorted by term
+    # the terms stay Arrow strings (taken, joined, ordered): no Python string per row (Django's 70,000: 20 -> 4 ms)
+    terms = pa.concat_arrays([_large_strings(previous_terms["term"]).take(kept), _large_strings(built["term"])])
+    return pd.DataFrame({"code": codes[order], "term": pd.array(terms.take(order), dtype="str")})
+
+
+def _large_strings(values: pd.Series) -> pa.Array:
+    """A string column (objects or Arrow-backed) as one large_string Arrow array."""
+    array = pa.array(values.array if isinstance(values.dtype, pd.StringDtype) else values, from_pandas=True)
+    array = array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
+    return array.cast(pa.large_string())
 
 
 _NOT_NORM = re.compile(r"[^a-z0-9.]")
@@ -250,16 +254,28 @@ class NameIndex:
 
 def name_index(names: pd.DataFrame, codes: pd.DataFrame) -> NameIndex:
     """The `NameIndex` of `symbol_names` and `symbol_name_codes`."""
-    lower = names["lower"].astype(object).tolist()
-    lengths = np.fromiter(map(len, lower), dtype=np.int64, count=len(lower)) + len(_NAME_SEPARATOR)
-    pairs = codes.loc[codes["name_code"] >= 0, ["name_code", "file_id"]].drop_duplicates()
-    pairs = pairs.sort_values(["name_code", "file_id"], kind="stable")
-    offsets = np.searchsorted(pairs["name_code"].to_numpy(), np.arange(len(names) + 1))
+    lower = _large_strings(names["lower"])  # (Arrow: the text is its joined bytes, no Python string per name)
+    lengths = pc.utf8_length(lower).to_numpy(zero_copy_only=False).astype(np.int64) + len(_NAME_SEPARATOR)
+    empty, separator = pa.scalar("", pa.large_string()), pa.scalar(_NAME_SEPARATOR, pa.large_string())
+    joined = pc.binary_join_element_wise(lower, empty, separator)  # each name followed by the separator
+    offsets, data = joined.buffers()[1:3]
+    bounds = np.frombuffer(offsets, dtype=np.int64)[[joined.offset, joined.offset + len(joined)]] if len(joined) else []
+    text = memoryview(data)[bounds[0] : bounds[1]].tobytes().decode() if len(joined) else ""
+    mine = codes["name_code"].to_numpy(np.int64) >= 0
+    name_codes, files = codes["name_code"].to_numpy(np.int64)[mine], codes["file_id"].to_numpy()[mine]
+    span = int(files.max()) + 1 if len(files) else 1
+    if len(files) and files.min() < 0:  # (no file id is negative; if one were, pairs sorted the general way)
+        pairs = pd.DataFrame({"name_code": name_codes, "file_id": files}).drop_duplicates()
+        pairs = pairs.sort_values(["name_code", "file_id"], kind="stable")
+        name_codes, files = pairs["name_code"].to_numpy(), pairs["file_id"].to_numpy()
+    else:  # the distinct (name code, file) pairs in order, as one integer key each
+        keys = np.unique(name_codes * span + files.astype(np.int64))
+        name_codes, files = keys // span, (keys % span).astype(files.dtype)
     return NameIndex(
-        text="".join(f"{n}{_NAME_SEPARATOR}" for n in lower),
+        text=text,
         starts=np.cumsum(lengths) - lengths,
-        files=pairs["file_id"].to_numpy(),
-        offsets=offsets,
+        files=files,
+        offsets=np.searchsorted(name_codes, np.arange(len(names) + 1)),
     )
 
 

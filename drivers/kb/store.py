@@ -518,17 +518,16 @@ def write_kb(
     builds = [lambda name=name: lexicon_job(name) for name in LEXICONS if tables.get(name) is not None]
     jobs_reading.update(name for name in LEXICONS if tables.get(name) is not None)
     writes = [lambda name=name: table_job(name) for name in TABLES]
-    words = []
+    words, digests = [], {}
     if tables.get("files") is not None and tables.get("symbols") is not None:
-        digests = word_input_digests(tables["files"], tables["symbols"])
-        metadata = {**metadata, "word_inputs": digests}
         previous_version = live_version(kb_dir) if reuse_live else None
-        words = [
-            lambda: (
-                write_word_tables(staging, tables["files"], tables["symbols"], previous_version, digests),
-                done("files", "symbols"),
-            )
-        ]
+
+        def words_job() -> None:  # (the inputs' digests too: hashing names and paths is no work for the main thread)
+            digests.update(word_input_digests(tables["files"], tables["symbols"]))
+            write_word_tables(staging, tables["files"], tables["symbols"], previous_version, digests)
+            done("files", "symbols")
+
+        words = [words_job]
         jobs_reading.update(["files", "symbols"])
     # one thread writes the tables; the lexicons and word tables are built with arrays of their own the size of their
     # table: on a large KB one after another in a second thread (two at once took OpenJDK's write 0.6 GB higher), on
@@ -539,6 +538,7 @@ def write_kb(
     try:
         with ThreadPoolExecutor(max_workers=len(groups)) as pool:
             list(pool.map(lambda group: [job() for job in group], groups))
+        metadata = {**metadata, **({"word_inputs": digests} if words else {})}
         metadata = {**metadata, "schema_version": SCHEMA_VERSION, INVENTORY_KEY: inventory(staging)}
         (staging / _METADATA).write_text(json.dumps(metadata, indent=2, default=str))
         version = kb_dir / f"v-{time.strftime('%Y%m%dT%H%M%S')}-{staging.name[5:]}"
