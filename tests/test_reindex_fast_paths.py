@@ -357,3 +357,18 @@ def test_conform_built_at_once_is_the_frame_set_column_by_column(seed):
         for column in got.columns:
             if got[column].dtype == object:
                 assert [repr(v) for v in got[column]] == [repr(v) for v in want[column]], column
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_edge_keys_found_by_binary_search_are_those_isin_finds(seed):
+    """`_keys_in` (binary search over keys in order, as a KB's edges are) is np.isin, in order or not, with
+    repeated keys, and empty on either side."""
+    from cra.dataflows.index.edges import _keys_in
+
+    rng = np.random.default_rng(seed)
+    for n, m in ((0, 4), (4, 0), (50, 40), (3000, 2500)):
+        keys = np.sort(rng.integers(0, 3 * n + 2, n)).astype(np.int64)
+        among = np.sort(rng.integers(0, 3 * m + 2, m)).astype(np.int64)
+        for candidates in (among, rng.permutation(among)):
+            assert np.array_equal(_keys_in(keys, candidates), np.isin(keys, candidates))
+            assert np.array_equal(_keys_in(candidates, keys), np.isin(candidates, keys))
