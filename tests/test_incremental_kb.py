@@ -18,6 +18,7 @@ from cra.dataflows.index.frames import MIN_SYMBOL_BLOCK
 from cra.dataflows.lexical import ARRAYS, Bm25Index
 from cra.drivers.cli.main import main
 from cra.drivers.index.indexer import index_repository
+from cra.drivers.kb.mapped import mapped_table, table_pieces, version_table
 from cra.drivers.kb.store import live_version, read_tables
 from tests.fixture_repo import make_repo
 from tests.kb_compare import compare_kbs
@@ -236,6 +237,16 @@ def test_a_function_added_to_one_file_moves_no_other_files_symbol_ids(tmp_path):
     linked = {f.name for f in live_version(kb).iterdir() if inodes.get(f.name) == f.stat().st_ino}
     assert {"comments.arrow", "references.parquet", "symbol_edges.parquet"} <= linked  # keyed by symbol ids
     assert "symbols.parquet" not in linked
+    # the symbol terms in pieces: the live segment linked, a new one with the edited file's symbols' rows only
+    pieces = table_pieces(live_version(kb), "symbol_terms")
+    assert pieces is not None
+    segments = {name: (live_version(kb) / name).stat().st_ino for name, *_ in pieces}
+    new_segments = [name for name, inode in segments.items() if inode not in inodes.values()]
+    assert inodes["symbol_terms.arrow"] in segments.values() and len(new_segments) == 1
+    target_ids = {i for key, i in _symbol_ids(kb).items() if key[0] == target}
+    terms = version_table(live_version(kb), "symbol_terms").to_pandas()
+    rows = mapped_table(live_version(kb) / new_segments[0]).num_rows
+    assert rows == int(terms["symbol_id"].isin(target_ids).sum()) < len(terms) / 2
     assert len(after) == len(before) + 1 and [k for k in after if k not in before][0][0] == target
     others = {key: i for key, i in before.items() if key[0] != target}
     assert len(others) >= 5 and {key: after[key] for key in others} == others

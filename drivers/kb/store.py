@@ -3,8 +3,9 @@
 Layout of a KB directory (default `<repo>/.cra/`):
     CURRENT            name of the live version directory (replaced atomically, last)
     v-<stamp>/         one file per table of `cra.dataflows.index.schema` (Parquet; the `_MAPPED` ones Arrow IPC,
-                       the file-keyed ones of which, contents and PIECED, may be kept in pieces instead:
-                       `<table>.pieces.json` naming row ranges of `<table>.seg-*.arrow` segments), plus
+                       the file-keyed ones of which, contents and PIECED, and the symbol-keyed SYMBOL_PIECED may be
+                       kept in pieces instead: `<table>.pieces.json` naming row ranges of `<table>.seg-*.arrow`
+                       segments), plus
                        metadata.json, plus the finished BM25 arrays of each term table (`<terms>.bm25.arrow`,
                        see LEXICONS): derived data, so a KB without them (or of another lexicon format) is still
                        read, by rebuilding; likewise the per-KB word tables (`words.<name>*.arrow`, see
@@ -313,6 +314,7 @@ def _same_contents(tables: dict[str, pd.DataFrame], previous: dict[str, pd.DataF
 # concept terms 128 MB): while every file keeps its id, a new version keeps them as pieces, the live version's
 # segments for the files that did not change (hard-linked) and one new segment with the changed files' rows
 PIECED = ("comments", "file_terms", "concept_terms")
+SYMBOL_PIECED = ("symbol_terms",)  # kept in pieces over the changed files' spans of symbol ids (ids in blocks per file)
 
 
 @dataclass(frozen=True)
@@ -340,26 +342,65 @@ def _changed_file_ids(tables: dict[str, pd.DataFrame], previous: dict[str, pd.Da
     return ids[changed]
 
 
+def _piece_key(name: str) -> str:
+    """The column a pieced table is ordered and split by."""
+    return "symbol_id" if name in SYMBOL_PIECED else "file_id"
+
+
+def _symbol_spans(tables: dict[str, pd.DataFrame], previous: dict[str, pd.DataFrame], changed: np.ndarray):
+    """Per changed file that has symbols before or now, the span [first, last] of its symbol ids in either version,
+    ascending: the rows of a symbol-keyed table that a one-file edit can change. Symbol ids come in per-file blocks in
+    path order (`cra.dataflows.index.frames.block_symbol_ids`), so no other file's id falls in a span; whether the
+    other files kept their ids is checked row by row in `_pieces`. None when the symbols are not in file order."""
+    spans = []
+    for symbols in (previous.get("symbols"), tables.get("symbols")):
+        if symbols is None:
+            return None
+        files, ids = symbols["file_id"].to_numpy(np.int64), symbols["symbol_id"].to_numpy(np.int64)
+        if (np.diff(files) < 0).any() or (np.diff(ids) <= 0).any():
+            return None
+        lo, hi = np.searchsorted(files, changed), np.searchsorted(files, changed, side="right")
+        has = hi > lo
+        ids = np.r_[ids, 0]  # (a sentinel: where a file has no symbol, its bounds point past the end)
+        spans.append((has, np.where(has, ids[lo], 0), np.where(has, ids[hi - 1], 0)))
+    (had, old_lo, old_hi), (has, new_lo, new_hi) = spans
+    some = had | has
+    big = np.iinfo(np.int64).max
+    lo = np.minimum(np.where(had, old_lo, big), np.where(has, new_lo, big))[some]
+    hi = np.maximum(np.where(had, old_hi, -1), np.where(has, new_hi, -1))[some]
+    return np.c_[lo, hi]
+
+
 def _pieces(
-    name: str, frame: pd.DataFrame | None, before: pd.DataFrame | None, changed: np.ndarray, live: Path
+    name: str,
+    frame: pd.DataFrame | None,
+    before: pd.DataFrame | None,
+    spans: np.ndarray,
+    live: Path,
+    key: str = "file_id",
 ) -> Pieces | None:
-    """The pieces that give `frame` from the live version's table `before` (both ordered by file_id, each file's rows
-    together): the rows of unchanged files kept as the live segments hold them, the changed files' rows in one new
-    segment. None when they do not pair up or would be too many. Work per changed file, not per row (OpenJDK's 13M
-    file-term rows): their ranges are found by binary search. The kept rows' symbol ids, the one thing a re-index
-    may renumber in them (a file outgrowing its block of ids), are checked to be the live ones."""
+    """The pieces that give `frame` from the live version's table `before` (both ordered by `key`, the rows of each
+    span of keys together): the rows outside the spans kept as the live segments hold them, those inside (the
+    changed files' rows: `spans` [first, last] of their file ids, or of their symbol ids) in one new segment. None
+    when they do not pair up or would be too many. Work per changed file, not per row (OpenJDK's 13M file-term
+    rows): their ranges are found by binary search. The kept rows' symbol ids, the one thing a re-index may renumber
+    in them (a file outgrowing its block of ids), are checked to be the live ones."""
     if frame is None or before is None or not len(before):
         return None
-    old_ids, new_ids = before["file_id"].to_numpy(np.int32), frame["file_id"].to_numpy(np.int32)
-    changed = np.asarray(changed, dtype=np.int32)
-    old_bounds = np.c_[np.searchsorted(old_ids, changed), np.searchsorted(old_ids, changed, side="right")].ravel()
-    new_bounds = np.c_[np.searchsorted(new_ids, changed), np.searchsorted(new_ids, changed, side="right")].ravel()
+    old_ids, new_ids = np.asarray(before[key].to_numpy()), np.asarray(frame[key].to_numpy())
+    spans = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
+    first, last = spans[:, 0], spans[:, 1]
+    old_bounds = np.c_[np.searchsorted(old_ids, first), np.searchsorted(old_ids, last, side="right")].ravel()
+    new_bounds = np.c_[np.searchsorted(new_ids, first), np.searchsorted(new_ids, last, side="right")].ravel()
     old_kept = np.diff(np.r_[0, old_bounds, len(old_ids)])[::2]  # rows kept before, between and after the changed
     if not np.array_equal(old_kept, np.diff(np.r_[0, new_bounds, len(new_ids)])[::2]):
         return None
     kept_old = [(int(lo), int(hi)) for lo, hi in zip(np.r_[0, old_bounds[1::2]], np.r_[old_bounds[::2], len(old_ids)])]
     kept_new = [(int(lo), int(hi)) for lo, hi in zip(np.r_[0, new_bounds[1::2]], np.r_[new_bounds[::2], len(new_ids)])]
-    if "symbol_id" in frame.columns and not all(
+    if key == "symbol_id":  # (the key itself: kept rows keep their ids exactly)
+        if not all(np.array_equal(new_ids[n[0] : n[1]], old_ids[o[0] : o[1]]) for o, n in zip(kept_old, kept_new)):
+            return None
+    elif "symbol_id" in frame.columns and not all(
         np.array_equal(
             *(_float_ids(f["symbol_id"], lo, hi) for f, (lo, hi) in ((frame, n), (before, o))), equal_nan=True
         )
@@ -380,7 +421,7 @@ def _pieces(
             file, start, _ = old_pieces[p]
             first_row, end_row = int(max(lo, starts[p]) - starts[p]), int(min(hi, starts[p + 1]) - starts[p])
             pieces.append((file, start + first_row, start + end_row))
-        if k < len(changed) and new_bounds[2 * k + 1] > new_bounds[2 * k]:
+        if k < len(spans) and new_bounds[2 * k + 1] > new_bounds[2 * k]:
             count = int(new_bounds[2 * k + 1] - new_bounds[2 * k])
             pieces.append((segment, in_segment, in_segment + count))
             in_segment += count
@@ -463,10 +504,13 @@ def write_kb(
     staging = Path(tempfile.mkdtemp(dir=kb_dir, prefix=".tmp-"))
     live = live_version(kb_dir) if previous else None
     changed = _changed_file_ids(tables, previous) if live is not None else None
+    spans = {name: np.c_[changed, changed] for name in PIECED} if changed is not None else {}
+    if changed is not None and (symbol_spans := _symbol_spans(tables, previous, changed)) is not None:
+        spans.update({name: symbol_spans for name in SYMBOL_PIECED})
     plans = {
         name: plan
-        for name in (PIECED if changed is not None else ())
-        if (plan := _pieces(name, tables.get(name), previous.get(name), changed, live)) is not None
+        for name, keys in spans.items()
+        if (plan := _pieces(name, tables.get(name), previous.get(name), keys, live, _piece_key(name))) is not None
     }
     same = {name for name, plan in plans.items() if not plan.pieces}  # (no row changed)
     same |= {
