@@ -103,7 +103,7 @@ def test_a_random_sequence_of_edits_re_indexed_answers_as_a_fresh_index(tmp_path
         index_repository(repo, fresh, history=0)
         assert _answers(repo, kb, capsys) == _answers(repo, fresh, capsys), f"step {step}: {did}"
         compared, differences = compare_kbs(kb, fresh, ignore=RUN_STATS)
-        assert "symbols.parquet" in compared and differences == [], f"step {step}: {did}"
+        assert "symbols.arrow" in compared and differences == [], f"step {step}: {did}"
 
 
 def _terms(docs: dict[int, dict[str, int]]) -> pd.DataFrame:
@@ -236,7 +236,7 @@ def test_a_function_added_to_one_file_moves_no_other_files_symbol_ids(tmp_path):
     after = _symbol_ids(kb)
     linked = {f.name for f in live_version(kb).iterdir() if inodes.get(f.name) == f.stat().st_ino}
     assert {"comments.arrow", "references.parquet", "symbol_edges.parquet"} <= linked  # keyed by symbol ids
-    assert "symbols.parquet" not in linked
+    assert "symbols.arrow" not in linked
     # the symbol terms in pieces: the live segment linked, a new one with the edited file's symbols' rows only
     pieces = table_pieces(live_version(kb), "symbol_terms")
     assert pieces is not None
@@ -253,7 +253,7 @@ def test_a_function_added_to_one_file_moves_no_other_files_symbol_ids(tmp_path):
     fresh = tmp_path / "fresh"
     index_repository(repo, fresh, history=0)
     compared, differences = compare_kbs(kb, fresh, ignore=RUN_STATS)
-    assert "symbols.parquet" in compared and differences == []
+    assert "symbols.arrow" in compared and differences == []
 
 
 def test_a_file_outgrowing_its_block_of_ids_re_indexes_as_a_fresh_index(tmp_path, capsys):
@@ -277,7 +277,7 @@ def test_a_file_outgrowing_its_block_of_ids_re_indexes_as_a_fresh_index(tmp_path
             index_repository(repo, fresh, history=0)
             assert _answers(repo, kb, capsys) == _answers(repo, fresh, capsys), f"step {step}"
             compared, differences = compare_kbs(kb, fresh, ignore=RUN_STATS)
-            assert "symbols.parquet" in compared and differences == [], f"step {step}"
+            assert "symbols.arrow" in compared and differences == [], f"step {step}"
     assert moved  # (the file did outgrow its block)
 
 

@@ -63,7 +63,7 @@ def test_dask_cluster_index_equals_a_local_one(cluster, tmp_path, capsys):
     assert f"on 2 Dask workers at {cluster.scheduler_address}" in out, out
     assert sum(_executed(cluster.scheduler_address).values()) - before >= 2  # the batches ran on the cluster
     compared, differences = compare_kbs(local_kb, dask_kb, ignore=RUN_FIELDS)
-    assert {"files.parquet", "symbols.parquet", "edges.parquet", "file_terms.bm25.arrow"} <= set(compared)
+    assert {"files.parquet", "symbols.arrow", "edges.parquet", "file_terms.bm25.arrow"} <= set(compared)
     assert differences == []
     for task in TASKS:
         local, remote = (_retrieved(capsys, repo, kb, task) for kb in (local_kb, dask_kb))

@@ -44,8 +44,8 @@ def _empty(path: Path) -> None:
 
 DAMAGES = {  # what is done to which file of the live version
     "truncated files.parquet": ("files.parquet", _truncate),
-    "random bytes in symbols.parquet": ("symbols.parquet", _random_bytes),
-    "random bytes inside symbols.parquet": ("symbols.parquet", _random_bytes_inside),
+    "random bytes in edges.parquet": ("edges.parquet", _random_bytes),
+    "random bytes inside edges.parquet": ("edges.parquet", _random_bytes_inside),
     "truncated contents.arrow": ("contents.arrow", _truncate),
     "empty file_terms.bm25.arrow": ("file_terms.bm25.arrow", _empty),
     "empty symbol_terms.bm25.arrow": ("symbol_terms.bm25.arrow", _empty),
@@ -119,7 +119,7 @@ def test_a_rebuild_links_nothing_from_the_damaged_version(repo, tmp_path):
 
 
 @pytest.mark.parametrize(
-    "damage", ["truncated files.parquet", "random bytes inside symbols.parquet", "empty symbol_terms.bm25.arrow"]
+    "damage", ["truncated files.parquet", "random bytes inside edges.parquet", "empty symbol_terms.bm25.arrow"]
 )
 def test_serve_rebuilds_a_damaged_kb_once_and_answers(repo, tmp_path, damage):
     pytest.importorskip("mcp")

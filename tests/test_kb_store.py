@@ -64,7 +64,7 @@ def test_a_rewrite_links_unchanged_tables_and_lets_go_of_the_previous_ones(tmp_p
     def inode(name):
         return (kb / (kb / "CURRENT").read_text().strip() / name).stat().st_ino
 
-    files_before, symbols_before = inode("files.parquet"), inode("symbols.parquet")
+    files_before, symbols_before = inode("files.parquet"), inode("symbols.arrow")
     previous = read_tables(kb, TABLES)
     tables = {
         "files": _files(["a.py", "b.py"]),
@@ -74,7 +74,7 @@ def test_a_rewrite_links_unchanged_tables_and_lets_go_of_the_previous_ones(tmp_p
     write_kb(kb, tables, {}, previous)
     assert previous == {}
     assert tables == {}  # each table let go of once written and once what is built from it (word tables) is
-    assert inode("symbols.parquet") == symbols_before and inode("files.parquet") != files_before
+    assert inode("symbols.arrow") == symbols_before and inode("files.parquet") != files_before
     assert list(read_tables(kb, ["files"])["files"]["path"]) == ["a.py", "b.py"]
 
 

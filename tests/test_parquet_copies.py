@@ -53,7 +53,7 @@ def assert_same_tables(tables: dict, kb_dir) -> None:
 
 def test_later_loads_map_the_copies_and_read_the_same_tables(indexed, monkeypatch):
     parquet = sorted(p.stem for p in live_version(indexed).glob("*.parquet") if p.stem in REQUEST_TABLES)
-    assert "symbols" in parquet and "files" in parquet
+    assert "edges" in parquet and "files" in parquet
     expected = answer(loaded_anew(indexed))
     copies = sorted(p.name.removesuffix(SUFFIX) for p in live_version(indexed).glob(f"*{SUFFIX}"))
     assert copies == parquet  # made by the first load
@@ -67,7 +67,7 @@ def test_later_loads_map_the_copies_and_read_the_same_tables(indexed, monkeypatc
 def test_stale_or_damaged_copies_are_not_used(indexed):
     expected = answer(loaded_anew(indexed))
     version = live_version(indexed)
-    (version / f"symbols{SUFFIX}").write_bytes(b"not arrow")
+    (version / f"edges{SUFFIX}").write_bytes(b"not arrow")
     files = version / "files.parquet"
     stat = files.stat()
     copy_before = (version / f"files{SUFFIX}").stat().st_mtime_ns
@@ -94,7 +94,7 @@ def test_a_reindex_carries_the_copies_of_the_tables_it_carries(indexed):
     index_repository(indexed.parent, history=20)
     after = live_version(indexed)
     carried = [name for name, (parquet, _) in inodes.items() if (after / f"{name}.parquet").stat().st_ino == parquet]
-    assert "symbols" in carried and "files" not in carried  # (a comment: symbols as they were, the file's row not)
+    assert "edges" in carried and "files" not in carried  # (a comment: edges as they were, the file's row not)
     for name in carried:
         assert (after / f"{name}{SUFFIX}").stat().st_ino == inodes[name][1]
     assert current_copy(after, "files") is not None  # (written with the new files table)
@@ -109,14 +109,14 @@ def test_a_reindex_reads_the_previous_tables_from_their_current_copies_and_write
 ):
     """A re-index reads the previous version's Parquet tables from their mapped copies (no decoding), never from a
     damaged or stale copy; it copies those that have none (references: no load copies it) and writes the copy of
-    each table it writes (files, symbols), so the next re-index decodes nothing; either way its KB is a fresh one."""
+    each table it writes (files), so the next re-index decodes nothing; either way its KB is a fresh one."""
     loaded_anew(indexed)  # (the copies of this version)
     version = live_version(indexed)
     if copy == "damaged":
-        (version / f"symbols{SUFFIX}").write_bytes(b"not arrow")
+        (version / f"edges{SUFFIX}").write_bytes(b"not arrow")
     elif copy == "stale":  # (a Parquet file other than the one copied)
-        symbols = version / "symbols.parquet"
-        os.utime(symbols, ns=(symbols.stat().st_atime_ns, symbols.stat().st_mtime_ns + 1_000_000_000))
+        edges = version / "edges.parquet"
+        os.utime(edges, ns=(edges.stat().st_atime_ns, edges.stat().st_mtime_ns + 1_000_000_000))
     assert not (version / f"references{SUFFIX}").exists()
     decode, decoded = pq.ParquetFile, []
     monkeypatch.setattr(
@@ -127,12 +127,12 @@ def test_a_reindex_reads_the_previous_tables_from_their_current_copies_and_write
         decoded.clear()
         source.write_text(source.read_text() + f"\ndef added_{n}(value):\n    return value\n")
         index_repository(indexed.parent, history=20)
-        assert ("symbols.parquet" in decoded) == (n == 0 and copy != "current")
+        assert ("edges.parquet" in decoded) == (n == 0 and copy != "current")
         assert "files.parquet" not in decoded and ("references.parquet" in decoded) == (n == 0)
-        assert {"files", "symbols", "references"} <= copies_of(live_version(indexed))
+        assert {"files", "edges", "references"} <= copies_of(live_version(indexed))
     assert_same_tables(loaded_anew(indexed).tables, indexed)  # (the copies the re-index wrote, read back equal)
     monkeypatch.undo()
     fresh = tmp_path / "fresh"
     index_repository(indexed.parent, kb_dir=fresh, history=20)
     compared, differences = compare_kbs(indexed, fresh, ignore=RUN_STATS)
-    assert "symbols.parquet" in compared and not differences
+    assert "edges.parquet" in compared and not differences

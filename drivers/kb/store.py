@@ -82,8 +82,9 @@ _LEXICON_FORMAT = {b"cra_bm25_format": b"3", b"k1": repr(lexical.K1).encode(), b
 # tables kept as uncompressed Arrow IPC, memory-mapped when read: every file's text and every comment, of which a
 # request reads those of the few files it packs (decoding them from Parquet took 3.4 s and 0.55 s on OpenJDK), and
 # the term tables the lexicons are built from, which a re-index reads whole (Django's symbol terms: Parquet read
-# 85 ms, written 128 ms; mapped 6 and 34 ms, 18 MB instead of 3)
-_MAPPED = frozenset({"contents", "comments", *LEXICONS, "concept_terms"})
+# 85 ms, written 128 ms; mapped 6 and 34 ms, 18 MB instead of 3), and the symbols, which every load and re-index
+# reads whole and a re-index writes in pieces (OpenJDK's 745k rows: Parquet and its mapped copy took 1-2 s to write)
+_MAPPED = frozenset({"contents", "comments", *LEXICONS, "concept_terms", "symbols"})
 _ROW_GROUP = 1 << 20  # rows of a Parquet table converted and written at once (pyarrow's default row group size)
 
 
@@ -122,9 +123,9 @@ def _read_table(version: Path, name: str, arrow_lists: bool = False, copies: boo
     list columns (file concepts, decorators) stay Arrow-backed instead of becoming a Python list per row, which
     took a cold request 0.5 s at 100k files; a request does not read them, only word tables built anew do.
     copies: a Parquet table is read from its mapped copy (`cra.drivers.kb.parquet_copies`), made if missing."""
-    if name in _MAPPED and has_table(version, name):
-        return version_table(version, name).to_pandas(types_mapper=pd.ArrowDtype if name in TEXT_TABLES else None)
     lists = (lambda t: pd.ArrowDtype(t) if pa.types.is_list(t) else None) if arrow_lists else None
+    if name in _MAPPED and has_table(version, name):
+        return version_table(version, name).to_pandas(types_mapper=pd.ArrowDtype if name in TEXT_TABLES else lists)
     if copies:
         return parquet_table(version, name).to_pandas(types_mapper=lists)
     return (
@@ -314,7 +315,7 @@ def _same_contents(tables: dict[str, pd.DataFrame], previous: dict[str, pd.DataF
 # concept terms 128 MB): while every file keeps its id, a new version keeps them as pieces, the live version's
 # segments for the files that did not change (hard-linked) and one new segment with the changed files' rows
 PIECED = ("comments", "file_terms", "concept_terms")
-SYMBOL_PIECED = ("symbol_terms",)  # kept in pieces over the changed files' spans of symbol ids (ids in blocks per file)
+SYMBOL_PIECED = ("symbols", "symbol_terms")  # in pieces over the changed files' spans of symbol ids (blocks per file)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from cra.dataflows import text as text_module
 from cra.dataflows.retrieval import carried_words, vocabulary
 from cra.dataflows.retrieval import word_tables as word_table_nodes
 from cra.drivers.common.conventions import load_conventions
-from cra.drivers.kb.mapped import mapped_table, write_table
+from cra.drivers.kb.mapped import has_table, mapped_table, version_table, write_table
 from cra.drivers.kb.parquet_copies import parquet_table
 
 METADATA = "metadata.json"  # of a KB version: `word_inputs` holds the digests of the tables written with it
@@ -228,7 +228,12 @@ def _carried_inputs(previous: Path | None, wanted: tuple[str, ...], stamp: bytes
             stem: _read_frame(_word_file(previous, stem), stamp) if _word_file(previous, stem).is_file() else None
             for stem in stems
         }
-        symbols = parquet_table(previous, "symbols", make_copy=False).select(_PREVIOUS_SYMBOLS).to_pandas()
+        symbols = (
+            version_table(previous, "symbols")
+            if has_table(previous, "symbols")
+            else parquet_table(previous, "symbols", make_copy=False)  # (a version of symbols in Parquet)
+        )
+        symbols = symbols.select(_PREVIOUS_SYMBOLS).to_pandas()
     except (OSError, ValueError, KeyError, pa.ArrowException):
         return {}
     if any(frame is None for frame in frames.values()):
