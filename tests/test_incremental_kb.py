@@ -235,7 +235,7 @@ def test_a_function_added_to_one_file_moves_no_other_files_symbol_ids(tmp_path):
     index_repository(repo, kb, history=0)
     after = _symbol_ids(kb)
     linked = {f.name for f in live_version(kb).iterdir() if inodes.get(f.name) == f.stat().st_ino}
-    assert {"comments.arrow", "references.parquet", "symbol_edges.parquet"} <= linked  # keyed by symbol ids
+    assert {"comments.arrow", "references.arrow", "symbol_edges.parquet"} <= linked  # keyed by symbol ids
     assert "symbols.arrow" not in linked
     # the symbol terms in pieces: the live segment linked, a new one with the edited file's symbols' rows only
     pieces = table_pieces(live_version(kb), "symbol_terms")
@@ -254,6 +254,39 @@ def test_a_function_added_to_one_file_moves_no_other_files_symbol_ids(tmp_path):
     index_repository(repo, fresh, history=0)
     compared, differences = compare_kbs(kb, fresh, ignore=RUN_STATS)
     assert "symbols.arrow" in compared and differences == []
+
+
+def test_a_function_with_calls_added_writes_the_files_references_and_symbols_as_new_pieces(tmp_path, capsys):
+    """Issue 58: a function that calls others, added to one file, writes that file's references, symbols and symbol
+    terms as one new segment each; the live segments are linked. The KB and its answers are a fresh index's."""
+    repo = make_repo(tmp_path / "repo", git=False)
+    kb = tmp_path / "kb"
+    index_repository(repo, kb, history=0)
+    target = min(path for path, *_ in _symbol_ids(kb))
+    inodes = {f.name: f.stat().st_ino for f in live_version(kb).iterdir()}
+    source = repo / target
+    source.write_text(source.read_text() + "\n\ndef ledger_total(rows):\n    return sum(sorted(rows)) + len(rows)\n")
+    index_repository(repo, kb, history=0)
+    version = live_version(kb)
+    files = read_tables(kb, ["files"])["files"]
+    target_id = int(files.loc[files["path"] == target, "file_id"].iloc[0])
+    symbols = version_table(version, "symbols").to_pandas()
+    target_symbols = set(symbols.loc[symbols["file_id"] == target_id, "symbol_id"])
+    expected = {
+        "references": int((version_table(version, "references").to_pandas()["file_id"] == target_id).sum()),
+        "symbols": len(target_symbols),
+        "symbol_terms": int(version_table(version, "symbol_terms").to_pandas()["symbol_id"].isin(target_symbols).sum()),
+    }
+    for name, rows in expected.items():
+        pieces = table_pieces(version, name)
+        assert pieces is not None, name
+        new = {segment for segment, *_ in pieces if (version / segment).stat().st_ino not in inodes.values()}
+        assert len(new) == 1 and mapped_table(version / new.pop()).num_rows == rows > 0, name
+    fresh = tmp_path / "fresh"
+    index_repository(repo, fresh, history=0)
+    assert _answers(repo, kb, capsys) == _answers(repo, fresh, capsys)
+    compared, differences = compare_kbs(kb, fresh, ignore=RUN_STATS)
+    assert {"references.arrow", "symbols.arrow", "symbol_terms.arrow"} <= set(compared) and differences == []
 
 
 def test_a_file_outgrowing_its_block_of_ids_re_indexes_as_a_fresh_index(tmp_path, capsys):

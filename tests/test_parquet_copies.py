@@ -108,7 +108,7 @@ def test_a_reindex_reads_the_previous_tables_from_their_current_copies_and_write
     indexed, tmp_path, monkeypatch, copy
 ):
     """A re-index reads the previous version's Parquet tables from their mapped copies (no decoding), never from a
-    damaged or stale copy; it copies those that have none (references: no load copies it) and writes the copy of
+    damaged or stale copy; it copies those that have none (imports: no load copies it) and writes the copy of
     each table it writes (files), so the next re-index decodes nothing; either way its KB is a fresh one."""
     loaded_anew(indexed)  # (the copies of this version)
     version = live_version(indexed)
@@ -117,7 +117,7 @@ def test_a_reindex_reads_the_previous_tables_from_their_current_copies_and_write
     elif copy == "stale":  # (a Parquet file other than the one copied)
         edges = version / "edges.parquet"
         os.utime(edges, ns=(edges.stat().st_atime_ns, edges.stat().st_mtime_ns + 1_000_000_000))
-    assert not (version / f"references{SUFFIX}").exists()
+    assert not (version / f"imports{SUFFIX}").exists()
     decode, decoded = pq.ParquetFile, []
     monkeypatch.setattr(
         pq, "ParquetFile", lambda path, *a, **k: decoded.append(os.path.basename(path)) or decode(path, *a, **k)
@@ -128,8 +128,8 @@ def test_a_reindex_reads_the_previous_tables_from_their_current_copies_and_write
         source.write_text(source.read_text() + f"\ndef added_{n}(value):\n    return value\n")
         index_repository(indexed.parent, history=20)
         assert ("edges.parquet" in decoded) == (n == 0 and copy != "current")
-        assert "files.parquet" not in decoded and ("references.parquet" in decoded) == (n == 0)
-        assert {"files", "edges", "references"} <= copies_of(live_version(indexed))
+        assert "files.parquet" not in decoded and ("imports.parquet" in decoded) == (n == 0)
+        assert {"files", "edges", "imports"} <= copies_of(live_version(indexed))
     assert_same_tables(loaded_anew(indexed).tables, indexed)  # (the copies the re-index wrote, read back equal)
     monkeypatch.undo()
     fresh = tmp_path / "fresh"

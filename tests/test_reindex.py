@@ -159,7 +159,7 @@ def test_a_previous_table_found_unreadable_during_the_scan_does_not_leave_the_un
     _age(repo)
     kb = tmp_path / "kb"
     index_repository(repo, kb)
-    table = live_version(kb) / "references.parquet"
+    table = live_version(kb) / "imports.parquet"
     damaged = bytearray(table.read_bytes())
     damaged[8:40] = b"\x07" * 32  # (a page header just after the magic bytes)
     table.unlink()  # (a hard link to the version before: write a new file)

@@ -83,8 +83,9 @@ _LEXICON_FORMAT = {b"cra_bm25_format": b"3", b"k1": repr(lexical.K1).encode(), b
 # request reads those of the few files it packs (decoding them from Parquet took 3.4 s and 0.55 s on OpenJDK), and
 # the term tables the lexicons are built from, which a re-index reads whole (Django's symbol terms: Parquet read
 # 85 ms, written 128 ms; mapped 6 and 34 ms, 18 MB instead of 3), and the symbols, which every load and re-index
-# reads whole and a re-index writes in pieces (OpenJDK's 745k rows: Parquet and its mapped copy took 1-2 s to write)
-_MAPPED = frozenset({"contents", "comments", *LEXICONS, "concept_terms", "symbols"})
+# reads whole and a re-index writes in pieces (OpenJDK's 745k rows: Parquet and its mapped copy took 1-2 s to write),
+# and the references, likewise (2.9M rows)
+_MAPPED = frozenset({"contents", "comments", *LEXICONS, "concept_terms", "symbols", "references"})
 _ROW_GROUP = 1 << 20  # rows of a Parquet table converted and written at once (pyarrow's default row group size)
 
 
@@ -314,7 +315,7 @@ def _same_contents(tables: dict[str, pd.DataFrame], previous: dict[str, pd.DataF
 # file-keyed mapped tables a one-file change used to rewrite whole (OpenJDK: comments 154 MB, file terms 242 MB,
 # concept terms 128 MB): while every file keeps its id, a new version keeps them as pieces, the live version's
 # segments for the files that did not change (hard-linked) and one new segment with the changed files' rows
-PIECED = ("comments", "file_terms", "concept_terms")
+PIECED = ("comments", "file_terms", "concept_terms", "references")
 SYMBOL_PIECED = ("symbols", "symbol_terms")  # in pieces over the changed files' spans of symbol ids (blocks per file)
 
 
