@@ -372,3 +372,29 @@ def test_edge_keys_found_by_binary_search_are_those_isin_finds(seed):
         for candidates in (among, rng.permutation(among)):
             assert np.array_equal(_keys_in(keys, candidates), np.isin(keys, candidates))
             assert np.array_equal(_keys_in(candidates, keys), np.isin(candidates, keys))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_files_naming_filtered_by_text_are_those_the_split_names_give(seed, monkeypatch):
+    """`edges.files_naming` (symbol_edge_files: which files refer to a name added or removed) filters the references
+    by text before splitting them: the same files, in the same order, as splitting every name."""
+    rng = np.random.default_rng(seed)
+    words = ["get", "getValue", "size", "Map", "HashMap", "entry", "x", "std", "io"]
+
+    def name():
+        if rng.random() < 0.05:
+            return None
+        separator = "::" if rng.random() < 0.3 else "."
+        return separator.join(rng.choice(words, size=int(rng.integers(1, 4))))
+
+    n = int(rng.integers(0, 400))
+    refs = pd.DataFrame({"file_id": rng.integers(0, 30, n).astype("int32"), "name": [name() for _ in range(n)]})
+    refs.index = rng.permutation(n) + 1000  # (labels of a slice of the whole table)
+    if seed % 2:
+        refs["name"] = refs["name"].astype("string[pyarrow]")
+    names = set(rng.choice(words + ["Value", "ge", "absent"], size=int(rng.integers(1, 5))))
+    parts = refs["name"].astype(object).str.replace("::", ".", regex=False).str.split(".").explode()
+    expected = refs.loc[parts.index[parts.isin(names).to_numpy()].unique(), "file_id"].astype("int64")
+    pd.testing.assert_series_equal(edges.files_naming(refs, names), expected)
+    monkeypatch.setattr(edges, "NAMES_FILTERED", 0)  # (the plain path, every name split)
+    pd.testing.assert_series_equal(edges.files_naming(refs, names), expected)

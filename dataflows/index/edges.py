@@ -356,10 +356,27 @@ def symbol_edge_files(
     renamed = set(matched_symbols.loc[matched_symbols[["old_id", "symbol_id"]].isna().any(axis=1), "name"].dropna())
     maybe = pd.Index(bound["file_id"]).union(files[keys.isin(changed_packages).to_numpy()]).difference(changed)
     if renamed and len(maybe):
-        refs = kb_references.loc[kb_references["file_id"].isin(maybe), ["file_id", "name"]]
-        parts = refs["name"].astype(object).str.replace("::", ".", regex=False).str.split(".").explode()
-        dirty.append(refs.loc[parts.index[parts.isin(renamed).to_numpy()].unique(), "file_id"].astype("int64"))
+        dirty.append(
+            files_naming(kb_references.loc[kb_references["file_id"].isin(maybe), ["file_id", "name"]], renamed)
+        )
     return files.intersection(pd.Index(pd.concat(dirty).unique()))
+
+
+NAMES_FILTERED = 64  # up to this many names, the references are first filtered by text (one Arrow pass per name)
+
+
+def files_naming(refs: pd.DataFrame, names: set[str]) -> pd.Series:
+    """The file_id of each reference (file_id, name) whose name, split at "." and "::", has one of `names` as a part.
+    A part is in its name's text, so only the rows whose text holds one of the names are split: a function added to
+    OpenJDK's java.util named in 0.3M references of its package's files, split in Python, took 0.5-1 s."""
+    if len(names) <= NAMES_FILTERED and len(refs):
+        text = pa.array(refs["name"], type=pa.string(), from_pandas=True)
+        holds = np.zeros(len(refs), dtype=bool)
+        for name in names:
+            holds |= pc.fill_null(pc.match_substring(text, str(name)), False).to_numpy(zero_copy_only=False)
+        refs = refs[holds]
+    parts = refs["name"].astype(object).str.replace("::", ".", regex=False).str.split(".").explode()
+    return refs.loc[parts.index[parts.isin(names).to_numpy()].unique(), "file_id"].astype("int64")
 
 
 def _same_references(

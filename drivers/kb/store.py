@@ -387,8 +387,8 @@ def _pieces(
     when they do not pair up or would be too many. Work per changed file, not per row (OpenJDK's 13M file-term
     rows): their ranges are found by binary search. The kept rows' symbol ids, the one thing a re-index may renumber
     in them (a file outgrowing its block of ids), are checked to be the live ones."""
-    if frame is None or before is None or not len(before):
-        return None
+    if frame is None or before is None or not len(before) or not has_table(live, name):
+        return None  # (nothing to keep, or the live version holds the table in another form: written whole)
     old_ids, new_ids = np.asarray(before[key].to_numpy()), np.asarray(frame[key].to_numpy())
     spans = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
     first, last = spans[:, 0], spans[:, 1]
