@@ -391,6 +391,9 @@ def _pieces(
         return None  # (nothing to keep, or the live version holds the table in another form: written whole)
     old_ids, new_ids = np.asarray(before[key].to_numpy()), np.asarray(frame[key].to_numpy())
     spans = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
+    if old_ids.dtype.kind in "iu" and new_ids.dtype == old_ids.dtype and len(spans):
+        info = np.iinfo(old_ids.dtype)  # (searched in the ids' own type: OpenJDK's 20M int32 ids are not cast to int64)
+        spans = np.clip(spans, info.min, info.max).astype(old_ids.dtype)
     first, last = spans[:, 0], spans[:, 1]
     old_bounds = np.c_[np.searchsorted(old_ids, first), np.searchsorted(old_ids, last, side="right")].ravel()
     new_bounds = np.c_[np.searchsorted(new_ids, first), np.searchsorted(new_ids, last, side="right")].ravel()
@@ -431,7 +434,9 @@ def _pieces(
         return None
     old_rows = np.concatenate([np.arange(lo, hi) for lo, hi in zip(old_bounds[::2], old_bounds[1::2])] or [[]])
     if len(rows) == len(old_rows) and _same_table(
-        name, frame.iloc[rows].reset_index(drop=True), before.iloc[old_rows.astype(np.int64)].reset_index(drop=True)
+        name,
+        _rows_taken(frame, rows).reset_index(drop=True),
+        _rows_taken(before, old_rows.astype(np.int64)).reset_index(drop=True),
     ):  # the changed files' rows are as they were (a function added without comments): the table is the live one's
         return Pieces([], "", rows[:0])
     return Pieces(merged_pieces(pieces), segment, rows)
@@ -445,7 +450,7 @@ def _float_ids(ids: pd.Series, lo: int, hi: int) -> np.ndarray:
 def _write_pieced(staging: Path, live: Path, name: str, frame: pd.DataFrame, plan: Pieces) -> None:
     """Write a table as the pieces of `plan`: the live segments linked, the new one written, then the pieces file."""
     if len(plan.rows):
-        write_mapped(frame.iloc[plan.rows], name, staging / plan.segment)
+        write_mapped(_rows_taken(frame, plan.rows), name, staging / plan.segment)
     write_pieces(staging / f"{name}{PIECES_SUFFIX}", linked_segments(live, staging, name, plan.pieces, plan.segment))
 
 
