@@ -21,6 +21,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cra.dataflows.distinct import distinct
+
 K1 = 0.9  # Lucene defaults as in the eval README's baseline
 B = 0.4
 _CHUNK = 1 << 20  # postings whose doc lengths are summed at once (float64 temporaries of 8 MB, not of 20M postings)
@@ -234,7 +236,7 @@ class Bm25Index:
         if (np.diff(new_ids[kept]) <= 0).any():
             raise ValueError("kept docs must keep their order")
         added_ids = added[doc_col].to_numpy()
-        doc_ids = np.sort(np.concatenate([new_ids[kept], np.unique(added_ids)]))  # (np.union1d hashes all of them)
+        doc_ids = np.sort(np.concatenate([new_ids[kept], distinct(added_ids)]))
         if (np.diff(doc_ids) <= 0).any():
             raise ValueError("an added doc is also kept")
         doc_ids = doc_ids.astype(np.asarray(self.doc_ids).dtype)

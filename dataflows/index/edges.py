@@ -18,6 +18,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cra.dataflows.distinct import distinct
 from cra.dataflows.index import languages
 from cra.dataflows.index.conventions import manifest_names, subject_rules, test_subjects
 from cra.dataflows.index.frames import coded_strings, conform, ids_in, in_set, new_symbol_ids, spliced, true_runs
@@ -519,7 +520,7 @@ def _reference_runs(kb_references: pd.DataFrame, files: pd.Index) -> list[pd.Ind
     if counts.empty:
         return []
     run = (counts.cumsum().to_numpy() - 1) // REFERENCE_RUN
-    return [counts.index[run == r] for r in np.unique(run)]
+    return [counts.index[run == r] for r in distinct(run)]
 
 
 def _carried_symbol_edges(

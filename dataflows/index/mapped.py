@@ -8,6 +8,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from cra.dataflows.distinct import distinct
+
 
 def taken(column: pa.Array | pa.ChunkedArray, rows: np.ndarray) -> pa.Array:
     """column.take(rows), without first concatenating a chunked column's chunks, as Arrow's take on a ChunkedArray
@@ -20,7 +22,7 @@ def taken(column: pa.Array | pa.ChunkedArray, rows: np.ndarray) -> pa.Array:
     by_chunk = np.argsort(chunk_of, kind="stable")
     parts = [
         column.chunk(int(c)).take(pa.array(rows[by_chunk][chunk_of[by_chunk] == c] - bounds[c]))
-        for c in np.unique(chunk_of)
+        for c in distinct(chunk_of)
     ]
     grouped = pa.concat_arrays(parts) if parts else pa.array([], type=column.type)
     return grouped.take(pa.array(np.argsort(by_chunk, kind="stable")))  # back in the order asked for

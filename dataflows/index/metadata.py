@@ -7,6 +7,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cra.dataflows.distinct import distinct, distinct_union
 from cra.dataflows.index.frames import (
     conform,
     doc_count,
@@ -32,7 +33,7 @@ def kb_concept_terms(
     previous = previous_table(previous_kb, "concept_terms")
     reused = indexed_files["reused"].fillna(False).astype(bool).to_numpy()
     before = previous_table(previous_kb, "files")["file_id"]
-    replaced = np.union1d(  # files whose rows go: changed, new or gone
+    replaced = distinct_union(  # files whose rows go: changed, new or gone
         indexed_files.loc[~reused, "file_id"].to_numpy(dtype=np.int64),
         before[~ids_in(before, indexed_files.loc[reused, "file_id"])].to_numpy(dtype=np.int64),
     )
@@ -65,7 +66,7 @@ def _file_row_spans(file_ids: np.ndarray, files) -> tuple[np.ndarray, np.ndarray
 def _rows_of_files(frame: pd.DataFrame, files) -> np.ndarray:
     """Positions of the rows of these files in a frame with a file_id column, in row order: by `_file_row_spans`
     when they are few and the column is in order, else by a mask."""
-    files = np.unique(np.asarray(files, dtype=np.int64))
+    files = distinct(np.asarray(files, dtype=np.int64))
     column = frame["file_id"].to_numpy()
     spans = _file_row_spans(column, files) if len(files) <= SEARCH_MAX_FILES else None
     if spans is None:
@@ -81,7 +82,7 @@ def _spliced(previous: pd.DataFrame, replaced: np.ndarray, counted: pd.DataFrame
     if not len(previous) or len(replaced) > SPLICE_MAX_FILES:
         return None
     new_ids = counted["file_id"].to_numpy()
-    if not np.isin(np.unique(new_ids), replaced).all():
+    if not np.isin(distinct(new_ids), replaced).all():
         return None
     spans = _file_row_spans(previous["file_id"].to_numpy(), replaced)
     if spans is None or (new_ids[1:] < new_ids[:-1]).any() or (spans[1] - spans[0]).sum() == len(previous):

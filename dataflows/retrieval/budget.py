@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 from hamilton.function_modifiers import config
 
+from cra.dataflows.distinct import distinct
 from cra.dataflows.retrieval.import_graph import ImportGraph
 from cra.dataflows.retrieval.markdown import (
     assertion_bullet,
@@ -207,7 +208,7 @@ def section_room(
     front took the room of primary bodies."""
     items = budget_item_columns
     correction = unbudgeted_tokens - _estimate(items, file_overhead, _Cuts.none(len(items["file"])).state)
-    primary_files = np.unique(items["file"].astype(np.int64)[items["section"].astype(object) == "primary"])
+    primary_files = distinct(items["file"].astype(np.int64)[items["section"].astype(object) == "primary"])
     return max(0, int(code_budget) - correction - int(file_overhead[primary_files].sum()))
 
 
@@ -398,7 +399,7 @@ def _tokens(items: dict[str, np.ndarray], state: np.ndarray) -> np.ndarray:
 
 def _estimate(items: dict[str, np.ndarray], overhead: np.ndarray, state: np.ndarray) -> int:
     """The package size the items and the overhead of their files add up to (the real rendering differs a little)."""
-    live = np.unique(items["file"].astype(np.int64)[state != EVICTED])
+    live = distinct(items["file"].astype(np.int64)[state != EVICTED])
     return int(_tokens(items, state).sum() + overhead[live].sum())
 
 

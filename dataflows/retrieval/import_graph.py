@@ -16,6 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from cra.dataflows.distinct import distinct
+
 MASK_SHARE = 8  # a walk touching more than 1/MASK_SHARE of the edges looks them up by a table over every edge
 
 
@@ -63,7 +65,7 @@ class ImportGraph:
 
     def _known(self, files) -> np.ndarray:
         """The distinct ids of files within the range of file ids the edges have (int64, ascending)."""
-        ids = np.unique(np.asarray(files, dtype=np.int64))
+        ids = distinct(np.asarray(files, dtype=np.int64))
         return ids[(ids >= 0) & (ids < len(self.offsets) - 1)]
 
     def _table(self, ids: np.ndarray) -> np.ndarray:

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 from hamilton.function_modifiers import config
 
+from cra.dataflows.distinct import distinct
 from cra.dataflows.index.mapped import values_at
 from cra.dataflows.lexical import Bm25Index
 from cra.dataflows.retrieval import vocabulary
@@ -250,7 +251,7 @@ def live_test_files(
 ) -> np.ndarray:
     """file_ids of the scoped test files with a primary (a test matching the task): no other test file contributes."""
     s = scoped_symbols
-    return np.unique(s.file_id[_mask(s, kb_symbol_table, primary_symbols) & s.is_test])
+    return distinct(s.file_id[_mask(s, kb_symbol_table, primary_symbols) & s.is_test])
 
 
 def supporting_symbols(
@@ -505,7 +506,7 @@ def _primary_reasons(
     # a unit test inside a source file (Rust) is shown when the task names it or a trace goes through it, not for
     # sharing its words: the tests of a module all repeat the module's vocabulary
     take = (weight >= MATCH_WEIGHT) & (strong | is_test_fn) & eligible & ~table.is_test_code[s.rows]
-    words = _matched_words(table, np.unique(code[take]), term_weight)
+    words = _matched_words(table, distinct(code[take]), term_weight)
     reason[take] = ["name matches " + words[c] for c in code[take]]
 
     for frame_path, func in task_query.trace_frames:

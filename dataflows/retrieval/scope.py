@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from cra.dataflows.distinct import distinct_difference
 from cra.dataflows.retrieval.hints import path_matches
 from cra.dataflows.retrieval.import_graph import ImportGraph
 from cra.dataflows.retrieval.models import TaskQuery
@@ -47,7 +48,7 @@ def _dependency_neighbours(seeds: pd.Index, kb_import_graph: ImportGraph, kb_fil
     seed_ids = seeds.to_numpy()
     neighbours = np.concatenate([g.dst[g.rows_from(seed_ids)], g.src[g.rows_into(seed_ids)]])
     tests = kb_files["file_id"].to_numpy()[kb_files["is_test"].fillna(False).astype(bool).to_numpy()]
-    return pd.Index(np.setdiff1d(neighbours, tests))
+    return pd.Index(distinct_difference(neighbours, tests))
 
 
 def _cochange_partners(seeds: pd.Index, kb_cochange: pd.DataFrame) -> pd.Index:

@@ -32,6 +32,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from cra.dataflows.distinct import distinct
 from cra.dataflows.index.mapped import file_texts
 from cra.dataflows.lexical import Bm25Index
 from cra.dataflows.retrieval import vocabulary
@@ -249,7 +250,7 @@ def _range_max(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray
     full = size > 0
     k = np.zeros(len(lo), dtype=np.int64)
     k[full] = np.floor(np.log2(size[full])).astype(np.int64)
-    for level in np.unique(k[full]):
+    for level in distinct(k[full]):
         at = np.flatnonzero(full & (k == level))
         table, width = levels[level], 2**level
         out[at] = np.maximum(table[lo[at]], table[hi[at] - width])
@@ -347,7 +348,7 @@ def _message(
     out = np.zeros(len(c))
     if not messages or not len(c):
         return out
-    files = np.unique(s.file_id[c])
+    files = distinct(s.file_id[c])
     lowered = [m.lower() for m in messages]
     for file_id, text in file_texts(kb_contents, files).items():
         low = text.lower()

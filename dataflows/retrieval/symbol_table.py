@@ -13,6 +13,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cra.dataflows.distinct import distinct
 from cra.dataflows.index.conventions import test_attribute_pattern
 
 
@@ -89,7 +90,7 @@ class SymbolTable:
         if file_ids.dtype.kind not in "iu" or self.file_id.dtype.kind not in "iu":
             return np.flatnonzero(np.isin(self.file_id, file_ids))
         order, keys = self._by_file
-        wanted = np.unique(file_ids)
+        wanted = distinct(file_ids)
         rows = spans(np.searchsorted(keys, wanted, side="left"), np.searchsorted(keys, wanted, side="right"))
         return rows if order is None else np.sort(order[rows])
 
@@ -214,7 +215,7 @@ def rows_with(ids, wanted) -> np.ndarray:
     not a pass hashing every row."""
     ids, wanted = np.asarray(ids), np.asarray(wanted)
     if ids.dtype.kind in "iu" and wanted.dtype.kind in "iu" and bool((ids[1:] > ids[:-1]).all()):
-        at = id_rows(ids, np.unique(wanted))
+        at = id_rows(ids, distinct(wanted))
         return at[at >= 0]
     return np.flatnonzero(np.isin(ids, wanted))
 

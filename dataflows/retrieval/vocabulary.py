@@ -16,6 +16,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cra.dataflows.distinct import distinct
 from cra.dataflows.text import CAMEL_WORDS, STOP_WORDS, split_identifier, stem, stem_words
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -269,7 +270,7 @@ def name_index(names: pd.DataFrame, codes: pd.DataFrame) -> NameIndex:
         pairs = pairs.sort_values(["name_code", "file_id"], kind="stable")
         name_codes, files = pairs["name_code"].to_numpy(), pairs["file_id"].to_numpy()
     else:  # the distinct (name code, file) pairs in order, as one integer key each
-        keys = np.unique(name_codes * span + files.astype(np.int64))
+        keys = distinct(name_codes * span + files.astype(np.int64))
         name_codes, files = keys // span, (keys % span).astype(files.dtype)
     return NameIndex(
         text=text,
@@ -284,7 +285,7 @@ def names_containing(index: NameIndex, part: str) -> np.ndarray:
     if not part or _NAME_SEPARATOR in part:
         raise ValueError(f"cannot search names for {part!r}")
     found = [m.start() for m in re.finditer(re.escape(part), index.text)]
-    return np.unique(np.searchsorted(index.starts, np.array(found, dtype=np.int64), "right") - 1)
+    return distinct(np.searchsorted(index.starts, np.array(found, dtype=np.int64), "right") - 1)
 
 
 def carriers_of(index: NameIndex, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -12,6 +12,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cra.dataflows.distinct import distinct_union
+
 _CACHED = "_symbol_search_columns"  # the KB instance's own attribute: dropped with the KB when a re-index replaces it
 N_TIERS = (
     6  # exact name, qualified name, name prefix, name substring, qualified substring, every word in qualified+path
@@ -56,9 +58,8 @@ def matching_symbols(kb, query: str, file_ids: pd.Series | None = None) -> pd.Da
     every_word = _rows_containing(haystack, None, first)
     for word in others:
         every_word = _rows_containing(haystack, every_word, word)
-    candidates = np.union1d(
-        np.union1d(_rows_containing(name, None, q), every_word),
-        _rows_containing(haystack, None, q) if others else every_word,
+    candidates = distinct_union(
+        _rows_containing(name, None, q), every_word, _rows_containing(haystack, None, q) if others else every_word
     )
     if file_ids is not None:
         candidates = candidates[np.isin(symbols["file_id"].to_numpy()[candidates], np.asarray(file_ids))]
