@@ -30,3 +30,14 @@ def distinct_difference(values, other) -> np.ndarray:
     """np.setdiff1d(values, other): the distinct values not in other, sorted."""
     kept = distinct(np.asarray(values).ravel())
     return kept[~np.isin(kept, np.asarray(other).ravel())]
+
+
+def isin(values, ids) -> np.ndarray:
+    """np.isin(values, ids); for integers of a wide range (where NumPy neither takes its lookup table nor sorts
+    without hashing `ids`) by binary search over the sorted distinct ids."""
+    values, ids = np.asarray(values), np.asarray(ids)
+    if values.dtype.kind not in "iu" or ids.dtype.kind != values.dtype.kind or not len(values) or not len(ids):
+        return np.isin(values, ids)
+    keys = distinct(ids.ravel())
+    at = np.minimum(np.searchsorted(keys, values), len(keys) - 1)
+    return keys[at] == values

@@ -16,7 +16,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cra.dataflows.distinct import distinct
+from cra.dataflows.distinct import distinct, isin
 from cra.dataflows.text import CAMEL_WORDS, STOP_WORDS, split_identifier, stem, stem_words
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -306,7 +306,7 @@ def member_mask(values: np.ndarray, ids) -> np.ndarray:
         return np.zeros(len(values), dtype=bool)
     top = int(max(values.max(), ids.max()))
     if min(values.min(), ids.min()) < 0 or top > 4 * len(values) + 1_000_000:
-        return np.isin(values, ids)
+        return isin(values, ids)
     table = np.zeros(top + 1, dtype=bool)
     table[ids] = True
     return table[values]
