@@ -141,7 +141,7 @@ def _resolved_imports(resolver: languages.ImportResolver, imports: pd.DataFrame)
     for i, (lang, path, module, package, target, names, level) in enumerate(
         zip(*(imports[c].to_numpy(dtype=object) for c in columns))  # plain objects: iterating arrow strings is slow
     ):
-        names = () if names is None else tuple(str(n) for n in names)
+        names = () if names is None or not len(names) else tuple(map(str, names))
         target, level = target or "", int(level or 0)
         key = resolver.question(lang, path, module, package, target, names, level)
         at = asked.get(key)
