@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from cra.dataflows.index import metadata
+from cra.dataflows.lexical import Bm25Index
 
 POOL = [f"w{i:02}" for i in range(40)]
 
@@ -40,7 +41,9 @@ def _scored(concept: pd.DataFrame, full: pd.DataFrame, files: list[int]) -> pd.S
 
 @pytest.mark.parametrize("seed", range(40))
 @pytest.mark.parametrize("edit", ["add", "delete"])
-def test_concepts_after_a_file_is_added_or_deleted_are_those_of_scoring_every_file(seed, edit):
+@pytest.mark.parametrize("lexicon", [False, True])
+def test_concepts_after_a_file_is_added_or_deleted_are_those_of_scoring_every_file(seed, edit, lexicon):
+    """lexicon: the document frequencies come from the previous file lexicon plus the change, not counted."""
     rng = np.random.default_rng(seed)
     before_files = list(range(int(rng.integers(3, 25))))
     fallback = {f for f in before_files if rng.random() < 0.2}
@@ -60,7 +63,8 @@ def test_concepts_after_a_file_is_added_or_deleted_are_those_of_scoring_every_fi
         concept_after = concept[concept["file_id"] != gone].reset_index(drop=True)
         full_after = full[full["file_id"] != gone].reset_index(drop=True)
     indexed = pd.DataFrame({"file_id": files, "reused": reused})
-    got = metadata.file_concepts(concept_after, full_after, indexed, previous, {"file_terms": full})
+    previous_lexicon = Bm25Index.from_terms(full, "file_id") if lexicon else None
+    got = metadata.file_concepts(concept_after, full_after, indexed, previous, {"file_terms": full}, previous_lexicon)
     expected = _scored(concept_after, full_after, files)
     assert got.index.tolist() == expected.index.tolist()
     assert [list(c) for c in got] == [list(c) for c in expected]
