@@ -14,6 +14,7 @@ from cra.dataflows.index.frames import (
     kept_rows,
     ordered_by,
     rekeyed_runs,
+    sorted_rows,
     spliced,
     take_rows,
     true_runs,
@@ -157,3 +158,32 @@ def test_symbol_terms_of_a_touched_file_go_back_between_the_kept_ones():
     got = lexical_terms.kb_symbol_terms(parsed, keys, {"symbol_terms": previous})
     assert got["term"].tolist() == ["a", "b", "new", "c"] and got["symbol_id"].tolist() == [0, 0, 8, 16]
     assert got["tf"].tolist() == [1, 1, 2, 1] and got["symbol_id"].dtype == np.int32
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_sorted_rows_equal_the_stable_sort_values_of_a_renumbered_table(seed):
+    """A table in order whose ids are renumbered (a file added or deleted: one file's rows move, the others shift),
+    or shuffled, with repeated keys, text keys (edge kinds) and nullable ids: the same rows in the same order."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 80))
+    ids = np.sort(rng.integers(0, 20, size=n))
+    if rng.random() < 0.5:  # one id's rows renumbered into the middle, as canonical_ids moves a new file's
+        ids = np.where(ids == ids.max(initial=0), int(rng.integers(0, 20)), ids + (ids > 10))
+    if rng.random() < 0.3:
+        ids = rng.permutation(ids)
+    kinds = rng.choice(["call", "base", "annotation", "b\u00e9"], size=n)
+    frame = pd.DataFrame(
+        {
+            "file_id": ids.astype(np.int32),
+            "line": rng.integers(0, 4, size=n).astype(np.int64),
+            "kind": pd.array(kinds, dtype="str"),
+            "parent_id": pd.array(rng.integers(0, 5, size=n), dtype="Int64"),
+            "text": pd.array([f"row {i}" for i in range(n)], dtype="str"),
+        },
+        index=rng.permutation(n),
+    )
+    if n and rng.random() < 0.3:
+        frame.loc[frame.index[0], "parent_id"] = pd.NA  # (nulls: left to sort_values)
+    for columns in (["file_id"], ["file_id", "line"], ["file_id", "kind"], ["kind", "line"], ["parent_id", "line"]):
+        expected = frame.sort_values(columns, kind="stable", ignore_index=True)
+        pd.testing.assert_frame_equal(sorted_rows(frame, columns), expected)

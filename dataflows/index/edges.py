@@ -118,16 +118,7 @@ def import_bindings(
         kb_imports = kb_imports[~ids_in(kb_imports["file_id"], reused)]
     resolver = languages.ImportResolver(indexed_files, {**(package_roots or {}), "go_modules": go_modules}, kb_symbols)
     info = indexed_files.set_index("file_id")[["language", "path", "module", "package"]]
-    imports = kb_imports.join(info, on="file_id", how="inner")
-    rows = []
-    columns = ["file_id", "language", "path", "module", "package", "target", "names", "level"]
-    for fid, lang, path, module, package, target, names, level in zip(
-        *(imports[c].to_numpy(dtype=object) for c in columns)  # plain objects: iterating arrow strings is slow
-    ):
-        names = [] if names is None else [str(n) for n in names]
-        for dst, local, member in resolver.resolve(lang, path, module, package, target or "", names, int(level or 0)):
-            rows.append((int(fid), int(dst), local, member))
-    resolved = pd.DataFrame(rows, columns=BINDING_COLUMNS)
+    resolved = _resolved_imports(resolver, kb_imports.join(info, on="file_id", how="inner"))
     if carried is None or not carried.any():
         return resolved
     resolved = resolved.iloc[np.argsort(resolved["file_id"].to_numpy(np.int64), kind="stable")]
@@ -138,6 +129,38 @@ def import_bindings(
         if merged is not None:
             return merged
     return _spliced_bindings(previous[carried], resolved)
+
+
+def _resolved_imports(resolver: languages.ImportResolver, imports: pd.DataFrame) -> pd.DataFrame:
+    """The bindings of these import rows (with their files' language, path, module and package), row by row in
+    order: each distinct question (`ImportResolver.question`) resolved once and its answer given to every row that
+    asks it, the rows' bindings laid out by numpy (OpenJDK: 285,000 imports, 2.2M bindings made a tuple each, 3 s)."""
+    columns = ["language", "path", "module", "package", "target", "names", "level"]
+    asked: dict[tuple, int] = {}
+    answers: list[list] = []
+    row_answer = np.empty(len(imports), dtype=np.int64)
+    for i, (lang, path, module, package, target, names, level) in enumerate(
+        zip(*(imports[c].to_numpy(dtype=object) for c in columns))  # plain objects: iterating arrow strings is slow
+    ):
+        names = () if names is None or not len(names) else tuple(map(str, names))
+        target, level = target or "", int(level or 0)
+        key = resolver.question(lang, path, module, package, target, names, level)
+        at = asked.get(key)
+        if at is None:
+            at = asked[key] = len(answers)
+            answers.append(resolver.resolve(lang, path, module, package, target, list(names), level))
+        row_answer[i] = at
+    sizes = np.array([len(a) for a in answers], dtype=np.int64)
+    counts = sizes[row_answer] if len(answers) else np.zeros(len(imports), dtype=np.int64)
+    if not counts.sum():
+        return pd.DataFrame([], columns=BINDING_COLUMNS)
+    flat = [binding for answer in answers for binding in answer]
+    dst = np.fromiter((b[0] for b in flat), dtype=np.int64, count=len(flat))
+    local, member = (np.array([b[k] for b in flat], dtype=object) for k in (1, 2))
+    starts = np.repeat((np.cumsum(sizes) - sizes)[row_answer], counts)
+    at = starts + np.arange(len(starts)) - np.repeat(np.cumsum(counts) - counts, counts)
+    file_ids = np.repeat(imports["file_id"].to_numpy(np.int64), counts)
+    return pd.DataFrame({"file_id": file_ids, "dst_file_id": dst[at], "local": local[at], "member": member[at]})
 
 
 def _spliced_bindings(carried: pd.DataFrame, resolved: pd.DataFrame) -> pd.DataFrame:

@@ -96,6 +96,7 @@ class ImportResolver:
     def __init__(self, files: pd.DataFrame, roots: dict, symbols: pd.DataFrame | None = None):
         self.repo = RepositoryFiles(files, roots, symbols, PATH_LANGUAGES, NAMESPACE_LANGUAGES)
         self._resolvers: dict[str, object] = {}
+        self._askers: dict[str, object] = {}
 
     def resolve(
         self, lang: str, path: str, module: str, package: str, target: str, names: list[str], level: int
@@ -108,3 +109,25 @@ class ImportResolver:
         if resolver is None:
             resolver = self._resolvers[language_module.__name__] = language_module.Resolver(self.repo)
         return resolver.resolve(path, module, package, target, names, level)
+
+    def question(
+        self, lang: str, path: str, module: str, package: str, target: str, names: tuple[str, ...], level: int
+    ) -> tuple:
+        """What an import row asks its language's resolver, as a key: rows with one key get the same bindings (from
+        the inputs that language's `Resolver.question` names, else from all of them), so each distinct question is
+        resolved once (Java's `import java.util.List;` in thousands of files)."""
+        asker = self._askers.get(lang)
+        if asker is None:
+            asker = self._askers[lang] = _asker(lang)
+        return asker(path, module, package, target, names, level)
+
+
+def _asker(lang: str):
+    """The function that keys a row of this language's imports for `ImportResolver.question`."""
+    language_module = MODULE_OF.get(lang)
+    if language_module is None:
+        return lambda *row: (None,)
+    name, ask = language_module.__name__, getattr(language_module.Resolver, "question", None)
+    if ask is None:
+        return lambda *row: (name, row)
+    return lambda *row: (name, ask(*row))

@@ -28,5 +28,10 @@ class Resolver:
     def __init__(self, repo: RepositoryFiles):
         self.repo = repo
 
+    @staticmethod
+    def question(path: str, module: str, package: str, target: str, names: tuple[str, ...], level: int) -> tuple:
+        """What `resolve` reads of an import row: its target and names."""
+        return target, names
+
     def resolve(self, path: str, module: str, package: str, target: str, names: list[str], level: int):
         return namespaces.namespaced(self.repo, target, names)

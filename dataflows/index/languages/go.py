@@ -54,6 +54,11 @@ class Resolver:
             if not path.endswith("_test.go"):
                 self.go_dirs[package].append(fid)
 
+    @staticmethod
+    def question(path: str, module: str, package: str, target: str, names: tuple[str, ...], level: int) -> tuple:
+        """What `resolve` reads of an import row: its target and names (the module prefixes are the repository's)."""
+        return target, names
+
     def resolve(self, path: str, module: str, package: str, target: str, names: list[str], level: int):
         for prefix, directory in self.go_modules.items():
             if target == prefix or target.startswith(prefix + "/"):

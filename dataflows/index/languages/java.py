@@ -42,6 +42,11 @@ class Resolver:
             self.java_modules.setdefault(module, fid)
             self.java_packages[module.rpartition(".")[0]].append(fid)
 
+    @staticmethod
+    def question(path: str, module: str, package: str, target: str, names: tuple[str, ...], level: int) -> tuple:
+        """What `resolve` reads of an import row: its target and names."""
+        return target, names
+
     def resolve(self, path: str, module: str, package: str, target: str, names: list[str], level: int):
         if target.endswith("*") or "*" in names:
             return [(dst, None, None) for dst in self.java_packages.get(target.rstrip(".*"), [])]

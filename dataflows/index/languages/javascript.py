@@ -145,6 +145,11 @@ class Resolver:
                             return dst
         return None
 
+    @staticmethod
+    def question(path: str, module: str, package: str, target: str, names: tuple[str, ...], level: int) -> tuple:
+        """What `resolve` reads of an import row: its target, names and, for a relative target, the importer's directory (its package)."""
+        return package if target.startswith(".") else None, target, names
+
     def resolve(self, path: str, module: str, package: str, target: str, names: list[str], level: int):
         dst = (
             self._js_file(posixpath.normpath(posixpath.join(package, target)))

@@ -3,6 +3,8 @@ a namespaced class (see `namespaces`)."""
 
 from __future__ import annotations
 
+import posixpath
+
 from cra.dataflows.index.languages import namespaces, paths
 from cra.dataflows.index.languages.common import RepositoryFiles
 from cra.dataflows.index.parsers.ts_php import php_spec
@@ -26,6 +28,13 @@ class Resolver:
 
     def __init__(self, repo: RepositoryFiles):
         self.repo = repo
+
+    @staticmethod
+    def question(path: str, module: str, package: str, target: str, names: tuple[str, ...], level: int) -> tuple:
+        """What `resolve` reads of an import row: a path import: the importer's directory, the target and the level; a `use`: the target and names."""
+        return (
+            (posixpath.dirname(path), target, level) if level or target.endswith((".php", ".inc")) else (target, names)
+        )
 
     def resolve(self, path: str, module: str, package: str, target: str, names: list[str], level: int):
         if level or target.endswith((".php", ".inc")):

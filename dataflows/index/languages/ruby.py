@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import posixpath
+
 from cra.dataflows.index.languages import paths
 from cra.dataflows.index.languages.common import RepositoryFiles
 from cra.dataflows.index.parsers.ts_ruby import ruby_spec
@@ -25,6 +27,11 @@ class Resolver:
 
     def __init__(self, repo: RepositoryFiles):
         self.repo = repo
+
+    @staticmethod
+    def question(path: str, module: str, package: str, target: str, names: tuple[str, ...], level: int) -> tuple:
+        """What `resolve` reads of an import row: the importer's directory, the target and the level."""
+        return posixpath.dirname(path), target, level
 
     def resolve(self, path: str, module: str, package: str, target: str, names: list[str], level: int):
         return paths.file_path(self.repo, path, target, level, (".rb",))
