@@ -72,6 +72,28 @@ class StatCache:
         }
 
 
+@dataclass(frozen=True)
+class ChangeHint:
+    """What a caller that watches the tree knows (`cra serve --watch`): `walk` is the tree's walk as
+    `cra.drivers.index.sources.source_paths` would return it, and since the scan that wrote the stat cache of KB
+    version `version` only the `changed` paths (relative) may have changed; None: any may have."""
+
+    walk: object  # a `cra.drivers.index.sources.SourcePaths` (not imported: this module stays light)
+    version: str | None = None
+    changed: frozenset[str] | None = None
+
+    def stats(self, root: Path, cache: StatCache | None) -> dict[str, tuple[int, int, int] | None] | None:
+        """(size, mtime_ns, inode) of every walked file as `file_stats` takes them, the unchanged ones from the
+        cache instead of a stat each; None when the hint does not hold for this cache (another version is live)."""
+        if cache is None or self.changed is None or cache.version != self.version:
+            return None
+        entries = cache.entries
+        unknown = [rel for rel in self.walk.paths if rel in self.changed or rel not in entries]
+        stats = {rel: (entry[0], entry[1], entry[2]) for rel, entry in entries.items() if rel in self.walk.paths}
+        stats.update(file_stats(root, unknown))
+        return stats
+
+
 def file_stats(root: Path, paths: Iterable[str]) -> dict[str, tuple[int, int, int] | None]:
     """(size, mtime_ns, inode) of each file (a path relative to root), None when it cannot be stat'ed: one stat a
     file, taken once per run for both the fast exit and the scan."""

@@ -233,9 +233,10 @@ class Workspace:
             self._refresh(repo)
             yield Answer(repo, repo.kb, None)
 
-    def changed(self, repo: Repository, paths: set[str]) -> None:
-        """The watcher saw these paths of a watched repository change: its background thread re-indexes them."""
-        repo.watch.changed(paths)
+    def changed(self, repo: Repository, paths: set[str], rewalk: bool = False) -> None:
+        """The watcher saw these paths of a watched repository change: its background thread re-indexes them
+        (rewalk: walking the tree, see `WatchState.changed`)."""
+        repo.watch.changed(paths, rewalk)
         with self._lock:
             thread = self._threads.get(repo.root)
             if thread is None or not thread.is_alive():
@@ -268,10 +269,12 @@ class Workspace:
                     continue
                 taken, started = state.sequence, time.time()
                 state.taken, state.running_since = taken, started
+                # every change not in the served KB (those of a run that failed too); None: the run walks the tree
+                changed, state.rewalk = (None if state.rewalk else sorted(state.pending)), False
             try:
                 if delay := background_delay():
                     time.sleep(delay)
-                repo.last_index = self.worker.index(repo.root, repo.kb_dir, self.history)
+                repo.last_index = self.worker.index(repo.root, repo.kb_dir, self.history, changed)
                 version = live_version(repo.kb_dir)
                 with _LOAD_LOCK:
                     kb = load_kb(repo.kb_dir)
@@ -281,6 +284,7 @@ class Workspace:
                 log.warning("background re-index of %s failed: %s", repo.root, why)
                 with state.lock:
                     state.error, state.running_since = why, None
+                    state.rewalk = state.rewalk or changed is None
                 continue
             with state.lock:
                 repo.kb, repo.loaded_version = kb, version
