@@ -189,6 +189,7 @@ def _index_locked(
             lambda: fingerprint.index_fingerprint(repo, walk, history, max_file_bytes),
             stats,
             scanned_ns,
+            hint.changed or () if hint is not None else (),
         )
         if unchanged is not None:
             return {**unchanged, "seconds": round(time.perf_counter() - started, 3)}
@@ -222,7 +223,8 @@ def _index_locked(
 
     _stage(on_progress, "reading the tree")
     if stats is not None:
-        stats.update(stat_cache.file_stats(repo, [rel for rel in walk.paths if rel not in stats]))
+        if len(stats) < len(walk.paths):  # (a hint's stats hold every walked path: no pass over them)
+            stats.update(stat_cache.file_stats(repo, [rel for rel in walk.paths if rel not in stats]))
     known, unreadable = None, None
     try:
         known = _known_files(cache, previous, skipped, stats)

@@ -182,13 +182,15 @@ def unchanged_stats(
     fingerprint: Callable[[], str],
     stats: dict[str, tuple[int, int, int] | None] | None = None,
     scanned_ns: int | None = None,
+    first: Iterable[str] = (),
 ) -> dict | None:
     """The live KB's run statistics when re-indexing the tree (its files: relative path -> path, as walked) would
     rebuild exactly that KB (same paths, same contents, same fingerprint), else None. cache: `read_cache(kb_dir)`;
     fingerprint: what the run's fingerprint is now (asked for only once the paths match: it runs git). Files whose
     stat changed or is racy are hashed; when all of them kept their content the cache is refreshed with their new
     stats (the KB itself is never written here). stats: the files' stats taken after scanned_ns so far (path ->
-    `file_stats` value), where the ones taken here are added (default: none kept)."""
+    `file_stats` value), where the ones taken here are added (default: none kept). first: paths looked at before the
+    others (a watcher's changed paths: an edit ends the check without a pass over every file)."""
     started = time.perf_counter()
     scanned_ns = time.time_ns() if stats is None or scanned_ns is None else scanned_ns
     if cache is None:
@@ -198,7 +200,8 @@ def unchanged_stats(
     if fingerprint() != cache.fingerprint:
         return None
     entries, rechecked = dict(cache.entries), False
-    for rel, path in paths.items():
+    for rel in [*(rel for rel in first if rel in paths), *paths] if first else paths:
+        path = paths[rel]
         if stats is None:
             stat = file_stat(path)
         else:
