@@ -269,7 +269,7 @@ def name_index(names: pd.DataFrame, codes: pd.DataFrame) -> NameIndex:
         pairs = pairs.sort_values(["name_code", "file_id"], kind="stable")
         name_codes, files = pairs["name_code"].to_numpy(), pairs["file_id"].to_numpy()
     else:  # the distinct (name code, file) pairs in order, as one integer key each
-        keys = np.unique(name_codes * span + files.astype(np.int64))
+        keys = _sorted_distinct(name_codes * span + files.astype(np.int64))
         name_codes, files = keys // span, (keys % span).astype(files.dtype)
     return NameIndex(
         text=text,
@@ -277,6 +277,13 @@ def name_index(names: pd.DataFrame, codes: pd.DataFrame) -> NameIndex:
         files=files,
         offsets=np.searchsorted(name_codes, np.arange(len(names) + 1)),
     )
+
+
+def _sorted_distinct(values: np.ndarray) -> np.ndarray:
+    """np.unique of an integer array by a sort: numpy 2.4's np.unique hashes, 14x slower on OpenJDK's 745k keys
+    (0.55 s against 0.04 s, on every re-index that writes the word tables)."""
+    ordered = np.sort(values)
+    return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))] if len(ordered) else ordered
 
 
 def names_containing(index: NameIndex, part: str) -> np.ndarray:
