@@ -5,6 +5,7 @@ one a fresh `cra index` of the tree writes."""
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -131,3 +132,36 @@ def test_the_change_filter_says_which_dropped_changes_move_the_walks_count(tmp_p
     repo = make_repo(tmp_path / "demo", git=False)
     (repo / path).write_text("")
     assert ChangeFilter(repo, repo / ".cra").verdict(str(repo / path)) == verdict
+
+
+def test_a_search_sees_a_reindexed_kb_before_it_is_prepared_and_other_tools_wait_for_it(tmp_path, monkeypatch):
+    from cra.drivers.serve import tools, workspace
+
+    repo = make_repo(tmp_path / "demo", git=False)
+    ws = workspace.Workspace([repo], kb_dir=tmp_path / "kb", history=0, watched=True)
+    real_prepared, done = workspace.prepared, []
+
+    def slow_prepared(kb):  # (the background's preparing, made slow; a request's own call waits on the same lock)
+        if threading.current_thread().name.startswith("cra-reindex"):
+            with vars(kb).setdefault("_prepare_lock", threading.Lock()):
+                time.sleep(3.0)
+        real_prepared(kb)
+        done.append(kb)
+        return kb
+
+    try:
+        assert tools.search_symbols(ws, "vat_rate")["symbols"] == []  # (KB built, loaded and prepared)
+        monkeypatch.setattr(workspace, "prepared", slow_prepared)
+        (repo / "app" / "tax.py").write_text("def vat_rate(country):\n    return 0.2\n")
+        ws.changed(ws.repository(), {"app/tax.py"})
+        deadline = time.monotonic() + 60
+        while not tools.search_symbols(ws, "vat_rate")["symbols"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        served = ws.repository().kb
+        assert tools.search_symbols(ws, "vat_rate")["symbols"][0]["path"] == "app/tax.py"
+        assert served not in done  # found while the background was still preparing that KB
+        tools.get_context(ws, "apply a discount rate to an invoice total")
+        assert served in done and "_request_overrides" in vars(served)  # it waited for the KB to be prepared
+    finally:
+        ws.stop.set()
+        ws.worker.close()
