@@ -3,9 +3,12 @@
 A watcher thread (watchfiles: inotify / FSEvents / ReadDirectoryChanges, so an idle tree costs nothing and a change
 is seen within ~50 ms) keeps the changes the index would read: files that .gitignore, the noise rules and the KB's
 own folder leave out are dropped, as are git's internals other than its refs (a commit moves the history the KB
-holds). Each served repository has one re-index thread: it takes every change seen so far, has the same incremental
-`index_repository` a `cra index` runs done in a warm child process (`cra.drivers.serve.index_worker`), loads the new version and builds what a request needs of it (lexicons, word
-tables), and only then hands it to requests. Edits that arrive meanwhile are taken by the next run, so a burst of
+holds); an ignored path added or removed where the walk counts it asks the next run to walk the tree. Each served
+repository has one re-index thread: it takes every change seen so far, has the same incremental `index_repository`
+a `cra index` runs done in a warm child process (`cra.drivers.serve.index_worker`) with the changed paths as a hint
+(`cra.drivers.serve.tree_walk`: no walk, a stat of those paths only), loads the new version, hands it to requests,
+and then builds what the other requests need of it (lexicons, word tables; `Workspace.answering` waits for that
+unless a request reads the tables only). Edits that arrive meanwhile are taken by the next run, so a burst of
 edits costs one or two runs, not one per file. Until a run is handed over, a request answers from the KB it already
 has and says how stale that is (`WatchState.status`); a run that fails leaves that KB in place and the next request
 says why.
