@@ -6,9 +6,9 @@ own folder leave out are dropped, as are git's internals other than its refs (a 
 holds); an ignored path added or removed where the walk counts it asks the next run to walk the tree. Each served
 repository has one re-index thread: it takes every change seen so far, has the same incremental `index_repository`
 a `cra index` runs done in a warm child process (`cra.drivers.serve.index_worker`) with the changed paths as a hint
-(`cra.drivers.serve.tree_walk`: no walk, a stat of those paths only), loads the new version, hands it to requests,
-and then builds what the other requests need of it (lexicons, word tables; `Workspace.answering` waits for that
-unless a request reads the tables only). Edits that arrive meanwhile are taken by the next run, so a burst of
+(`cra.drivers.serve.tree_walk`: no walk, a stat of those paths only), loads the new version (from then on a search of
+symbols reads its tables: `WatchState.loaded`), builds what the other requests need of it (lexicons, word tables),
+and only then hands it to them. Edits that arrive meanwhile are taken by the next run, so a burst of
 edits costs one or two runs, not one per file. Until a run is handed over, a request answers from the KB it already
 has and says how stale that is (`WatchState.status`); a run that fails leaves that KB in place and the next request
 says why.
@@ -53,6 +53,7 @@ class WatchState:
     error: str | None = None  # why the last run failed (cleared by a run that succeeds)
     runs: int = 0  # background runs finished (for tests and logs)
     rewalk: bool = False  # a change the paths do not tell (an ignored path added or removed): the next run walks
+    loaded: tuple | None = None  # (KB, version, sequence taken, started) of the run preparing it: searches read it
 
     def changed(self, paths: set[str], rewalk: bool = False) -> None:
         """The watcher saw these (relevant) paths change: remember them and wake the re-index thread. rewalk: it saw
@@ -73,37 +74,40 @@ class WatchState:
         """Wall time of the oldest change not in the served KB."""
         return min((seen for _, seen in self.pending.values()), default=None)
 
-    def status(self, now: float | None = None) -> dict | None:
+    def status(self, now: float | None = None, since: tuple[int, float] | None = None) -> dict | None:
         """Call with lock held. How far the served KB is behind the tree, for a request's answer; None when it is
-        not behind (no change seen since it was indexed, and the last run did not fail)."""
-        if not self.pending and self.error is None:
+        not behind (no change seen since it was indexed, and the last run did not fail). since: (sequence taken,
+        wall time started) of the run whose KB answers instead (`loaded`): only the changes after it are missing."""
+        pending, error, running, kb_of = self.pending, self.error, self.running_since, self.kb_of
+        if since is not None:
+            pending = {p: seen for p, seen in pending.items() if seen[0] > since[0]}
+            error, running, kb_of = None, None, since[1]
+        if not pending and error is None:
             return None
         now = time.time() if now is None else now
-        n, first_change = len(self.pending), self.first_change
+        n, first_change = len(pending), min((seen for _, seen in pending.values()), default=None)
         files = f"{n} changed file{'s' if n != 1 else ''}"
-        since = f" since {_clock(first_change)}" if first_change else ""
-        age = now - self.kb_of if self.kb_of else None
-        answered = "answered from the KB" + (
-            f" of {_clock(self.kb_of)} ({_seconds(age)} old)" if age is not None else ""
-        )
-        if self.error is not None:
+        since_text = f" since {_clock(first_change)}" if first_change else ""
+        age = now - kb_of if kb_of else None
+        answered = "answered from the KB" + (f" of {_clock(kb_of)} ({_seconds(age)} old)" if age is not None else "")
+        if error is not None:
             state = "failed"
             note = (
-                f"index: the background re-index failed ({self.error}); {answered}"
-                + (f", without {files}{since}" if n else "")
+                f"index: the background re-index failed ({error}); {answered}"
+                + (f", without {files}{since_text}" if n else "")
                 + ". It is tried again on the next edit; the index tool re-indexes now."
             )
-        elif self.running_since is not None:
-            state, note = "re-indexing", f"index: re-indexing {files}{since}; {answered}"
+        elif running is not None:
+            state, note = "re-indexing", f"index: re-indexing {files}{since_text}; {answered}"
         else:
-            state, note = "pending", f"index: {files}{since} not re-indexed yet; {answered}"
+            state, note = "pending", f"index: {files}{since_text} not re-indexed yet; {answered}"
         return {
             "state": state,
             "changed_files": n,
             "changed_since": _iso(first_change),
-            "kb_of": _iso(self.kb_of),
+            "kb_of": _iso(kb_of),
             "kb_age_s": round(age, 3) if age is not None else None,
-            "error": self.error,
+            "error": error,
             "note": note,
         }
 

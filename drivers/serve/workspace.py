@@ -217,19 +217,23 @@ class Workspace:
     @contextmanager
     def answering(self, name: str | None = None, tables_only: bool = False) -> Iterator[Answer]:
         """As `fresh`, with the note of how stale the KB is. A watched repository that has a KB is not walked
-        nor re-indexed here: its background thread does that, and the request answers from the last good KB, once
-        it is `prepared` unless the request reads its tables only (tables_only: a search of symbols)."""
+        nor re-indexed here: its background thread does that, and the request answers from the last good KB; one
+        that reads the KB's tables only (tables_only: a search of symbols) from the KB a run has loaded and is
+        still preparing (lexicons, word tables), when there is one."""
         repo = self.repository(name)
         with repo.lock:
             if repo.watched and repo.kb is not None:
                 with repo.watch.lock:
                     idle = repo.watch.running_since is None and not repo.watch.pending
                     kb, status = repo.kb, repo.watch.status()
+                    loaded = repo.watch.loaded if tables_only else None
+                    if loaded is not None:
+                        kb, status = loaded[0], repo.watch.status(since=loaded[2:])
                 current = live_version(repo.kb_dir) if idle else None
                 if current is not None and current != repo.loaded_version:  # indexed by someone else meanwhile
                     self._load(repo)
                     kb = repo.kb
-                yield Answer(repo, kb if tables_only else prepared(kb), status)
+                yield Answer(repo, kb, status)
                 return
             self._refresh(repo)
             yield Answer(repo, repo.kb, None)
@@ -279,24 +283,21 @@ class Workspace:
                 version = live_version(repo.kb_dir)
                 with _LOAD_LOCK:
                     kb = load_kb(repo.kb_dir)
+                with state.lock:  # a search of symbols reads its tables from now on (OpenJDK: 0.5-1 s sooner)
+                    state.loaded = (kb, version, taken, started)
+                prepared(kb)  # (the other requests answer from the last prepared KB meanwhile)
             except Exception as exc:  # kept for the next request; the server goes on
                 why = str(exc) if isinstance(exc, CraError) else f"{type(exc).__name__}: {exc}"
                 log.warning("background re-index of %s failed: %s", repo.root, why)
                 with state.lock:
-                    state.error, state.running_since = why, None
+                    state.error, state.running_since, state.loaded = why, None, None
                     state.rewalk = state.rewalk or changed is None
                 continue
             with state.lock:
                 repo.kb, repo.loaded_version = kb, version
-                state.kb_of, state.running_since, state.error = started, None, None
+                state.kb_of, state.running_since, state.error, state.loaded = started, None, None, None
                 state.pending = {p: seen for p, seen in state.pending.items() if seen[0] > taken}
                 state.runs += 1
-            # after the hand-over: a search of symbols answers from the tables meanwhile (OpenJDK: 0.5 s sooner), a
-            # request that needs the rest waits for this (`answering`); the next run starts once it is done
-            try:
-                prepared(kb)
-            except Exception as exc:  # (a request that needs it tries again, and reports or repairs the damage)
-                log.warning("preparing the re-indexed KB of %s failed: %s", repo.root, exc)
 
     def refresh(self, name: str | None = None) -> None:
         """Bring one repository's KB up to date (what a watcher calls in the background)."""
@@ -381,8 +382,7 @@ def prepared(kb: KnowledgeBase) -> KnowledgeBase:
     it answers without waiting, and after a re-index has removed its version's files from disk."""
     from cra.drivers.retrieval.retriever import request_overrides
 
-    with vars(kb).setdefault("_prepare_lock", threading.Lock()):  # (one builder: a request waits for the other)
-        kb.contents, kb.file_lexicon, kb.symbol_lexicon, kb.commit_lexicon, request_overrides(kb)  # noqa: B018
+    kb.contents, kb.file_lexicon, kb.symbol_lexicon, kb.commit_lexicon, request_overrides(kb)  # noqa: B018
     return kb
 
 
