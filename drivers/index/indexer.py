@@ -91,6 +91,7 @@ def index_repository(
     on_wait=None,
     rebuild: bool = False,
     engine=None,
+    hint: stat_cache.ChangeHint | None = None,
 ) -> dict:
     """Index (or incrementally re-index) a repository into its KB; returns the run's statistics.
 
@@ -100,7 +101,9 @@ def index_repository(
     One index run per KB at a time: a second run waits for the first (on_wait() is called once if it has to),
     then re-indexes incrementally from what the first wrote.
 
-    engine: a Dask or Ray cluster for the parse (`cra.drivers.index.engines.Engine`; default: this machine)."""
+    engine: a Dask or Ray cluster for the parse (`cra.drivers.index.engines.Engine`; default: this machine).
+    hint: what a watcher knows of the tree (`cra.drivers.kb.stat_cache.ChangeHint`, `cra serve --watch`): its walk is
+    used instead of walking, and only its changed paths are stat'ed while the stat cache it names is live."""
     _check_not_starting_a_worker()
     repo = _check_repo(Path(repo))
     kb_dir = Path(kb_dir) if kb_dir else default_kb_dir(repo)
@@ -108,7 +111,7 @@ def index_repository(
     with exclusive_lock(index_lock_path(kb_dir), on_wait=on_wait), _collector_paused():
         try:
             return _index_locked(
-                repo, kb_dir, history, max_file_bytes, on_progress, history_from, workers, rebuild, engine
+                repo, kb_dir, history, max_file_bytes, on_progress, history_from, workers, rebuild, engine, hint
             )
         finally:
             tokens.release()
@@ -155,10 +158,11 @@ def _index_locked(
     workers,
     rebuild: bool = False,
     engine=None,
+    hint: stat_cache.ChangeHint | None = None,
 ) -> dict:
     started = time.perf_counter()  # the whole run: reading the previous KB, indexing, writing the new one
     _stage(on_progress, "looking for changes")
-    walk = sources.source_paths(repo)
+    walk = hint.walk if hint is not None and history_from is None else sources.source_paths(repo)
     damage = None if rebuild else kb_check.live_damage(kb_dir)
     notes = []
     if rebuild:
@@ -174,6 +178,8 @@ def _index_locked(
     # one stat a file for the fast exit and the scan both: those the fast exit took (up to the first change), the
     # rest once the previous tables are being read (without a cache the scan reads every file: none needed)
     stats: dict | None = {} if cache is not None else None
+    if stats is not None and hint is not None and history_from is None:
+        stats.update(hint.stats(repo, cache) or {})  # (what the watcher vouches for: a stat of the changed paths only)
     if history_from is None and reuse:
         unchanged = stat_cache.unchanged_stats(
             kb_dir,
@@ -183,6 +189,7 @@ def _index_locked(
             lambda: fingerprint.index_fingerprint(repo, walk, history, max_file_bytes),
             stats,
             scanned_ns,
+            hint.changed or () if hint is not None else (),
         )
         if unchanged is not None:
             return {**unchanged, "seconds": round(time.perf_counter() - started, 3)}
@@ -216,7 +223,8 @@ def _index_locked(
 
     _stage(on_progress, "reading the tree")
     if stats is not None:
-        stats.update(stat_cache.file_stats(repo, [rel for rel in walk.paths if rel not in stats]))
+        if len(stats) < len(walk.paths):  # (a hint's stats hold every walked path: no pass over them)
+            stats.update(stat_cache.file_stats(repo, [rel for rel in walk.paths if rel not in stats]))
     known, unreadable = None, None
     try:
         known = _known_files(cache, previous, skipped, stats)

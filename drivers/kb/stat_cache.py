@@ -72,6 +72,28 @@ class StatCache:
         }
 
 
+@dataclass(frozen=True)
+class ChangeHint:
+    """What a caller that watches the tree knows (`cra serve --watch`): `walk` is the tree's walk as
+    `cra.drivers.index.sources.source_paths` would return it, and since the scan that wrote the stat cache of KB
+    version `version` only the `changed` paths (relative) may have changed; None: any may have."""
+
+    walk: object  # a `cra.drivers.index.sources.SourcePaths` (not imported: this module stays light)
+    version: str | None = None
+    changed: frozenset[str] | None = None
+
+    def stats(self, root: Path, cache: StatCache | None) -> dict[str, tuple[int, int, int] | None] | None:
+        """(size, mtime_ns, inode) of every walked file as `file_stats` takes them, the unchanged ones from the
+        cache instead of a stat each; None when the hint does not hold for this cache (another version is live)."""
+        if cache is None or self.changed is None or cache.version != self.version:
+            return None
+        entries = cache.entries
+        unknown = [rel for rel in self.walk.paths if rel in self.changed or rel not in entries]
+        stats = {rel: (entry[0], entry[1], entry[2]) for rel, entry in entries.items() if rel in self.walk.paths}
+        stats.update(file_stats(root, unknown))
+        return stats
+
+
 def file_stats(root: Path, paths: Iterable[str]) -> dict[str, tuple[int, int, int] | None]:
     """(size, mtime_ns, inode) of each file (a path relative to root), None when it cannot be stat'ed: one stat a
     file, taken once per run for both the fast exit and the scan."""
@@ -160,13 +182,15 @@ def unchanged_stats(
     fingerprint: Callable[[], str],
     stats: dict[str, tuple[int, int, int] | None] | None = None,
     scanned_ns: int | None = None,
+    first: Iterable[str] = (),
 ) -> dict | None:
     """The live KB's run statistics when re-indexing the tree (its files: relative path -> path, as walked) would
     rebuild exactly that KB (same paths, same contents, same fingerprint), else None. cache: `read_cache(kb_dir)`;
     fingerprint: what the run's fingerprint is now (asked for only once the paths match: it runs git). Files whose
     stat changed or is racy are hashed; when all of them kept their content the cache is refreshed with their new
     stats (the KB itself is never written here). stats: the files' stats taken after scanned_ns so far (path ->
-    `file_stats` value), where the ones taken here are added (default: none kept)."""
+    `file_stats` value), where the ones taken here are added (default: none kept). first: paths looked at before the
+    others (a watcher's changed paths: an edit ends the check without a pass over every file)."""
     started = time.perf_counter()
     scanned_ns = time.time_ns() if stats is None or scanned_ns is None else scanned_ns
     if cache is None:
@@ -176,7 +200,8 @@ def unchanged_stats(
     if fingerprint() != cache.fingerprint:
         return None
     entries, rechecked = dict(cache.entries), False
-    for rel, path in paths.items():
+    for rel in [*(rel for rel in first if rel in paths), *paths] if first else paths:
+        path = paths[rel]
         if stats is None:
             stat = file_stat(path)
         else:

@@ -7,8 +7,10 @@ process; see docs/research-log.md). In its own process it runs beside them; it a
 memory out of the server's heap, and a crash of a parser ends the worker, not the server (the next run starts a new
 one). It loads the tokenizer once, instead of in a helper forked by every run.
 
-Protocol: one JSON line per job on the child's stdin (`repo`, `kb_dir`, `history`), one JSON line per answer on the
-stdout it was given (`stats`, or `error`); anything else the child prints goes to stderr.
+Protocol: one JSON line per job on the child's stdin (`repo`, `kb_dir`, `history`, `changed`: the paths the watcher
+saw change since the last job, or null when it cannot tell), one JSON line per answer on the stdout it was given
+(`stats`, or `error`); anything else the child prints goes to stderr. The child keeps the walk of its last run per
+repository and follows the changed paths instead of walking again (`cra.drivers.serve.tree_walk`).
 """
 
 from __future__ import annotations
@@ -48,12 +50,14 @@ class IndexWorker:
             )
         return self._child
 
-    def index(self, repo: Path, kb_dir: Path, history: int) -> dict:
-        """The statistics of an incremental re-index of repo into kb_dir; a CraError saying why it failed."""
+    def index(self, repo: Path, kb_dir: Path, history: int, changed: list[str] | None = None) -> dict:
+        """The statistics of an incremental re-index of repo into kb_dir; a CraError saying why it failed. changed:
+        every path (relative) that changed since the last job on this repository; None: unknown (the tree is walked)."""
+        job = {"repo": str(repo), "kb_dir": str(kb_dir), "history": history, "changed": changed}
         with self._lock:
             child = self._started()
             try:
-                child.stdin.write(json.dumps({"repo": str(repo), "kb_dir": str(kb_dir), "history": history}) + "\n")
+                child.stdin.write(json.dumps(job) + "\n")
                 child.stdin.flush()
                 line = child.stdout.readline()
             except OSError:
@@ -83,14 +87,22 @@ def main() -> None:
     from cra.drivers.common import tokens
     from cra.drivers.index import dag  # noqa: F401  (loaded now: the first job does not wait for the imports)
     from cra.drivers.index.indexer import index_repository
+    from cra.drivers.serve.tree_walk import change_hint, git_index_stat, remembered
 
     tokens.encoding()  # loaded once here, not in a helper process forked by every run (`tokens.preload`)
 
+    memories = {}  # (repo, kb_dir) -> the walk of the last run that succeeded there (`tree_walk.WalkMemory`)
     for line in sys.stdin:
         job = json.loads(line)
+        key = (job["repo"], job["kb_dir"])
+        root, kb_dir = Path(job["repo"]), Path(job["kb_dir"])
         try:
-            stats = index_repository(Path(job["repo"]), Path(job["kb_dir"]), history=job["history"])
-            answer = {"stats": stats}
+            memory = memories.pop(key, None)  # (kept again only when this run succeeds)
+            git_index = git_index_stat(root)
+            hint = change_hint(root, kb_dir, memory, job.get("changed"), git_index)
+            stats = index_repository(root, kb_dir, history=job["history"], hint=hint)
+            memories[key] = remembered(root, kb_dir, hint, git_index, memory)
+            answer = {"stats": {**stats, "walked": hint.changed is None}}
         except CraError as exc:
             answer = {"error": str(exc)}
         except Exception as exc:  # a bug: its traceback on stderr, the server reports it and goes on

@@ -233,7 +233,7 @@ def search_symbols(
         raise CraError("The query is empty. Pass a symbol name or part of one, e.g. `validate_login`.")
     if limit < 1:
         raise CraError(f"limit must be at least 1 (got {limit}).")
-    with ws.answering(repo) as answer:
+    with ws.answering(repo, tables_only=True) as answer:
         served, kb = answer.repo, answer.kb
         files = scoped_files(kb, scope)
     found = matching_symbols(kb, query, files["file_id"] if len(files) < len(kb.files) else None)

@@ -3,9 +3,12 @@
 A watcher thread (watchfiles: inotify / FSEvents / ReadDirectoryChanges, so an idle tree costs nothing and a change
 is seen within ~50 ms) keeps the changes the index would read: files that .gitignore, the noise rules and the KB's
 own folder leave out are dropped, as are git's internals other than its refs (a commit moves the history the KB
-holds). Each served repository has one re-index thread: it takes every change seen so far, has the same incremental
-`index_repository` a `cra index` runs done in a warm child process (`cra.drivers.serve.index_worker`), loads the new version and builds what a request needs of it (lexicons, word
-tables), and only then hands it to requests. Edits that arrive meanwhile are taken by the next run, so a burst of
+holds); an ignored path added or removed where the walk counts it asks the next run to walk the tree. Each served
+repository has one re-index thread: it takes every change seen so far, has the same incremental `index_repository`
+a `cra index` runs done in a warm child process (`cra.drivers.serve.index_worker`) with the changed paths as a hint
+(`cra.drivers.serve.tree_walk`: no walk, a stat of those paths only), loads the new version (from then on a search of
+symbols reads its tables: `WatchState.loaded`), builds what the other requests need of it (lexicons, word tables),
+and only then hands it to them. Edits that arrive meanwhile are taken by the next run, so a burst of
 edits costs one or two runs, not one per file. Until a run is handed over, a request answers from the KB it already
 has and says how stale that is (`WatchState.status`); a run that fails leaves that KB in place and the next request
 says why.
@@ -49,11 +52,17 @@ class WatchState:
     kb_of: float | None = None  # wall time of the tree the served KB was indexed from
     error: str | None = None  # why the last run failed (cleared by a run that succeeds)
     runs: int = 0  # background runs finished (for tests and logs)
+    rewalk: bool = False  # a change the paths do not tell (an ignored path added or removed): the next run walks
+    loaded: tuple | None = None  # (KB, version, sequence taken, started) of the run preparing it: searches read it
 
-    def changed(self, paths: set[str]) -> None:
-        """The watcher saw these (relevant) paths change: remember them and wake the re-index thread."""
+    def changed(self, paths: set[str], rewalk: bool = False) -> None:
+        """The watcher saw these (relevant) paths change: remember them and wake the re-index thread. rewalk: it saw
+        something else change too that the walk counts (the next run walks the tree instead of trusting the paths)."""
         now = time.time()
         with self.lock:
+            self.rewalk = self.rewalk or rewalk
+            if not paths:  # (nothing the index reads: no run for this alone)
+                return
             for path in paths:
                 self.sequence += 1
                 old = self.pending.get(path)  # (a change already waiting and not taken by a run: still the oldest)
@@ -65,37 +74,40 @@ class WatchState:
         """Wall time of the oldest change not in the served KB."""
         return min((seen for _, seen in self.pending.values()), default=None)
 
-    def status(self, now: float | None = None) -> dict | None:
+    def status(self, now: float | None = None, since: tuple[int, float] | None = None) -> dict | None:
         """Call with lock held. How far the served KB is behind the tree, for a request's answer; None when it is
-        not behind (no change seen since it was indexed, and the last run did not fail)."""
-        if not self.pending and self.error is None:
+        not behind (no change seen since it was indexed, and the last run did not fail). since: (sequence taken,
+        wall time started) of the run whose KB answers instead (`loaded`): only the changes after it are missing."""
+        pending, error, running, kb_of = self.pending, self.error, self.running_since, self.kb_of
+        if since is not None:
+            pending = {p: seen for p, seen in pending.items() if seen[0] > since[0]}
+            error, running, kb_of = None, None, since[1]
+        if not pending and error is None:
             return None
         now = time.time() if now is None else now
-        n, first_change = len(self.pending), self.first_change
+        n, first_change = len(pending), min((seen for _, seen in pending.values()), default=None)
         files = f"{n} changed file{'s' if n != 1 else ''}"
-        since = f" since {_clock(first_change)}" if first_change else ""
-        age = now - self.kb_of if self.kb_of else None
-        answered = "answered from the KB" + (
-            f" of {_clock(self.kb_of)} ({_seconds(age)} old)" if age is not None else ""
-        )
-        if self.error is not None:
+        since_text = f" since {_clock(first_change)}" if first_change else ""
+        age = now - kb_of if kb_of else None
+        answered = "answered from the KB" + (f" of {_clock(kb_of)} ({_seconds(age)} old)" if age is not None else "")
+        if error is not None:
             state = "failed"
             note = (
-                f"index: the background re-index failed ({self.error}); {answered}"
-                + (f", without {files}{since}" if n else "")
+                f"index: the background re-index failed ({error}); {answered}"
+                + (f", without {files}{since_text}" if n else "")
                 + ". It is tried again on the next edit; the index tool re-indexes now."
             )
-        elif self.running_since is not None:
-            state, note = "re-indexing", f"index: re-indexing {files}{since}; {answered}"
+        elif running is not None:
+            state, note = "re-indexing", f"index: re-indexing {files}{since_text}; {answered}"
         else:
-            state, note = "pending", f"index: {files}{since} not re-indexed yet; {answered}"
+            state, note = "pending", f"index: {files}{since_text} not re-indexed yet; {answered}"
         return {
             "state": state,
             "changed_files": n,
             "changed_since": _iso(first_change),
-            "kb_of": _iso(self.kb_of),
+            "kb_of": _iso(kb_of),
             "kb_age_s": round(age, 3) if age is not None else None,
-            "error": self.error,
+            "error": error,
             "note": note,
         }
 
@@ -123,23 +135,42 @@ class ChangeFilter:
         self._rules: dict[str, IgnoreRules | None] = {}
 
     def relevant(self, path: str) -> bool:
+        return self.verdict(path) == "read"
+
+    def verdict(self, path: str) -> str:
+        """ "read": a path the index reads (or may: a deleted one that was); "counted": one it leaves out where its
+        walk counts it among the ignored (adding or removing it changes that count), or .git/info/exclude; "": one
+        it never gets to (outside, the KB, git's internals, under a directory left out)."""
         try:
             rel = Path(path).relative_to(self.root).as_posix()
         except ValueError:
-            return False
+            return ""
         if rel in ("", "."):
-            return False
+            return ""
         if Path(path).is_relative_to(self.kb_dir):
-            return False
+            return ""
         parts = rel.split("/")
         if parts[0] == ".git":
-            return (len(parts) == 2 and parts[1] in _GIT_REFS) or (
+            if rel == ".git/info/exclude":
+                self._rules.clear()
+                return "counted"
+            ref = (len(parts) == 2 and parts[1] in _GIT_REFS) or (
                 len(parts) > 2 and parts[1] == "refs" and not parts[-1].endswith(".lock")
             )
+            return "read" if ref else ""
         if parts[-1] == ".gitignore":
             self._rules.clear()
         if rel in self.indexed():
-            return True
+            return "read"
+        kinds = [os.path.isdir(path)] if os.path.lexists(path) else [False, True]  # (a deleted path: either kind)
+        kept = [self.walked(rel, d) for d in kinds]
+        return "read" if any(kept) else "counted" if False in kept else ""
+
+    def walked(self, rel: str, is_dir: bool) -> bool | None:
+        """Would the walk keep this path (relative, of this kind): True; leave it out as ignored or noise where it
+        lies (it counts among the walk's ignored): False; None when a directory above it is left out (the walk never
+        gets there). Git's tracked files and .cra.toml's patterns are not considered."""
+        parts = rel.split("/")
         stack = [r for r in (self._rules_of(".git/info/exclude", ""),) if r is not None]
         for depth, name in enumerate(parts[:-1]):
             directory = "/".join(parts[:depth])
@@ -147,13 +178,11 @@ class ChangeFilter:
             stack += [own] if own is not None else []
             sub = "/".join(parts[: depth + 1])
             if _is_noise(name, True) or name == ".cra" or is_ignored(os.fsencode(sub), True, stack):
-                return False
+                return None
         directory = "/".join(parts[:-1])
         own = self._rules_of(f"{directory}/.gitignore" if directory else ".gitignore", directory)
         stack += [own] if own is not None else []
-        name, encoded = parts[-1], os.fsencode(rel)
-        kinds = [os.path.isdir(path)] if os.path.lexists(path) else [False, True]  # (a deleted path: either kind)
-        return any(not _is_noise(name, d) and not is_ignored(encoded, d, stack) for d in kinds)
+        return not _is_noise(parts[-1], is_dir) and not is_ignored(os.fsencode(rel), is_dir, stack)
 
     def _rules_of(self, rel: str, base: str) -> IgnoreRules | None:
         if rel not in self._rules:
@@ -177,8 +206,13 @@ def watch(ws, stop: threading.Event) -> None:
     repos = [r for r in ws.repos.values() if r.watched]
     filters = {r.root: ChangeFilter(r.root, r.kb_dir, lambda r=r: ws.indexed_paths(r)) for r in repos}
 
+    rewalk: set[Path] = set()  # roots where a path the walk counts among its ignored was added or removed
+
     def interesting(change, path: str) -> bool:
-        return any(f.relevant(path) for f in filters.values())
+        verdicts = {root: f.verdict(path) for root, f in filters.items()}
+        if change != watchfiles.Change.modified:
+            rewalk.update(root for root, verdict in verdicts.items() if verdict == "counted")
+        return "read" in verdicts.values()
 
     try:
         ws.worker.start()  # (warm before the first edit)
@@ -193,7 +227,10 @@ def watch(ws, stop: threading.Event) -> None:
             for repo in repos:
                 paths = {p for _, p in changes if Path(p).is_relative_to(repo.root)}
                 if paths:
-                    ws.changed(repo, {Path(p).relative_to(repo.root).as_posix() for p in paths})
+                    ws.changed(repo, {Path(p).relative_to(repo.root).as_posix() for p in paths}, repo.root in rewalk)
+                elif repo.root in rewalk:
+                    repo.watch.changed(set(), rewalk=True)
+            rewalk.clear()
     except Exception as exc:  # the requests walk the tree again instead
         log.warning("watching files failed (%s); requests check the tree for changes themselves", exc)
         for repo in repos:

@@ -215,15 +215,20 @@ class Workspace:
             yield answer.repo, answer.kb
 
     @contextmanager
-    def answering(self, name: str | None = None) -> Iterator[Answer]:
+    def answering(self, name: str | None = None, tables_only: bool = False) -> Iterator[Answer]:
         """As `fresh`, with the note of how stale the KB is. A watched repository that has a KB is not walked
-        nor re-indexed here: its background thread does that, and the request answers from the last good KB."""
+        nor re-indexed here: its background thread does that, and the request answers from the last good KB; one
+        that reads the KB's tables only (tables_only: a search of symbols) from the KB a run has loaded and is
+        still preparing (lexicons, word tables), when there is one."""
         repo = self.repository(name)
         with repo.lock:
             if repo.watched and repo.kb is not None:
                 with repo.watch.lock:
                     idle = repo.watch.running_since is None and not repo.watch.pending
                     kb, status = repo.kb, repo.watch.status()
+                    loaded = repo.watch.loaded if tables_only else None
+                    if loaded is not None:
+                        kb, status = loaded[0], repo.watch.status(since=loaded[2:])
                 current = live_version(repo.kb_dir) if idle else None
                 if current is not None and current != repo.loaded_version:  # indexed by someone else meanwhile
                     self._load(repo)
@@ -233,9 +238,10 @@ class Workspace:
             self._refresh(repo)
             yield Answer(repo, repo.kb, None)
 
-    def changed(self, repo: Repository, paths: set[str]) -> None:
-        """The watcher saw these paths of a watched repository change: its background thread re-indexes them."""
-        repo.watch.changed(paths)
+    def changed(self, repo: Repository, paths: set[str], rewalk: bool = False) -> None:
+        """The watcher saw these paths of a watched repository change: its background thread re-indexes them
+        (rewalk: walking the tree, see `WatchState.changed`)."""
+        repo.watch.changed(paths, rewalk)
         with self._lock:
             thread = self._threads.get(repo.root)
             if thread is None or not thread.is_alive():
@@ -268,23 +274,28 @@ class Workspace:
                     continue
                 taken, started = state.sequence, time.time()
                 state.taken, state.running_since = taken, started
+                # every change not in the served KB (those of a run that failed too); None: the run walks the tree
+                changed, state.rewalk = (None if state.rewalk else sorted(state.pending)), False
             try:
                 if delay := background_delay():
                     time.sleep(delay)
-                repo.last_index = self.worker.index(repo.root, repo.kb_dir, self.history)
+                repo.last_index = self.worker.index(repo.root, repo.kb_dir, self.history, changed)
                 version = live_version(repo.kb_dir)
                 with _LOAD_LOCK:
                     kb = load_kb(repo.kb_dir)
-                prepared(kb)
+                with state.lock:  # a search of symbols reads its tables from now on (OpenJDK: 0.5-1 s sooner)
+                    state.loaded = (kb, version, taken, started)
+                prepared(kb)  # (the other requests answer from the last prepared KB meanwhile)
             except Exception as exc:  # kept for the next request; the server goes on
                 why = str(exc) if isinstance(exc, CraError) else f"{type(exc).__name__}: {exc}"
                 log.warning("background re-index of %s failed: %s", repo.root, why)
                 with state.lock:
-                    state.error, state.running_since = why, None
+                    state.error, state.running_since, state.loaded = why, None, None
+                    state.rewalk = state.rewalk or changed is None
                 continue
             with state.lock:
                 repo.kb, repo.loaded_version = kb, version
-                state.kb_of, state.running_since, state.error = started, None, None
+                state.kb_of, state.running_since, state.error, state.loaded = started, None, None, None
                 state.pending = {p: seen for p, seen in state.pending.items() if seen[0] > taken}
                 state.runs += 1
 
