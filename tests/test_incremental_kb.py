@@ -23,7 +23,7 @@ from cra.drivers.kb.store import live_version, read_tables
 from tests.fixture_repo import make_repo
 from tests.kb_compare import compare_kbs
 
-RUN_STATS = {"n_parsed", "n_reused", "workers", "notes"}  # what a run did, not what its KB holds
+RUN_STATS = {"n_parsed", "n_reused", "workers", "notes", "carried"}  # what a run did, not what its KB holds
 TASKS = (
     "validate_ldap rejects an empty username: LoginRequest needs a check",
     "invoice ledger totals round the payment the wrong way",
@@ -55,7 +55,8 @@ def _module(rng: random.Random, others: list[str]) -> str:
 def _edit(repo: Path, rng: random.Random) -> str:
     """One random change to the tree; what it did (for the assertion message)."""
     modules = sorted(p.relative_to(repo).as_posix() for p in (repo / "app").rglob("*.py") if p.name != "__init__.py")
-    kind = rng.choice(["add", "edit", "append", "comment", "delete", "rename"] if modules else ["add"])
+    kinds = ["add", "edit", "append", "comment", "shift", "body", "delete", "rename"]
+    kind = rng.choice(kinds if modules else ["add"])
     if kind == "add":
         name = f"app/{rng.choice(['billing', 'auth', 'extra'])}/{rng.choice(WORDS)}_{rng.randrange(100)}.py"
         (repo / name).parent.mkdir(parents=True, exist_ok=True)
@@ -69,6 +70,13 @@ def _edit(repo: Path, rng: random.Random) -> str:
         path.write_text(path.read_text() + f"\n\ndef {a}_{b}_new(x):\n    return {a!r}\n")
     elif kind == "comment":  # text only: no symbol changes
         path.write_text(path.read_text() + f"\n# {rng.choice(WORDS)} {rng.choice(WORDS)}\n")
+    elif kind == "shift":  # a line on top: every symbol moves, none changes (the edges are carried over)
+        path.write_text(f"# {rng.choice(WORDS)}\n" + path.read_text())
+    elif kind == "body":  # an expression changed: a symbol's terms change, its lines and references do not
+        text = path.read_text()
+        path.write_text(
+            text.replace("return ", f"return {rng.randrange(9)} or ", 1) if "return " in text else text + "\n"
+        )
     elif kind == "delete":
         path.unlink()
     else:
@@ -364,3 +372,79 @@ def test_one_file_edits_write_the_file_keyed_tables_in_pieces_that_read_as_a_fre
         compared, differences = compare_kbs(kb, fresh, ignore=RUN_STATS)
         assert {"comments.arrow", "file_terms.arrow"} <= set(compared) and differences == [], f"step {step}"
     assert seen_pieces and seen_whole_again
+
+
+ALL_CARRIED = {
+    "symbols",
+    "imports",
+    "references",
+    "symbol_terms",
+    "import_bindings",
+    "edges",
+    "symbol_edges",
+    "symbol_ids",
+}
+
+
+@pytest.mark.parametrize(
+    "edit, carried",
+    [
+        (lambda text: text + "\n# a comment\n", ALL_CARRIED),
+        (lambda text: "# on top\n" + text, ALL_CARRIED - {"symbols", "imports"}),  # (lines move, names do not)
+        (
+            lambda text: text.replace('token="ldap"', 'token="ldap directory"'),
+            ALL_CARRIED - {"symbols", "symbol_terms"},
+        ),
+        (
+            lambda text: text.replace('!= ""', '!= str("")'),
+            ALL_CARRIED - {"symbols", "symbol_terms", "references", "symbol_edges"},
+        ),
+        (
+            lambda text: "import app.utils\n" + text,
+            {"references", "symbol_terms", "symbol_ids"},
+        ),  # (imports resolve again)
+        (lambda text: text + "\ndef added():\n    return 1\n", set()),
+    ],
+    ids=["comment", "line-on-top", "expression", "call", "import", "function"],
+)
+def test_an_edit_carries_over_the_tables_it_leaves_as_they_were_and_indexes_as_a_fresh_index(tmp_path, edit, carried):
+    repo = make_repo(tmp_path / "repo", git=False)
+    kb = tmp_path / "kb"
+    index_repository(repo, kb, history=0)
+    path = repo / "app/auth/ldap.py"
+    path.write_text(edit(path.read_text()))
+    stats = index_repository(repo, kb, history=0)
+    assert set(stats["carried"]) == carried and stats["n_parsed"] == 1
+    fresh = tmp_path / "fresh"
+    index_repository(repo, fresh, history=0)
+    compared, differences = compare_kbs(kb, fresh, ignore=RUN_STATS)
+    assert "symbol_edges.parquet" in compared and differences == []
+
+
+def test_the_symbol_keys_of_a_run_that_keeps_every_symbol_id_are_those_the_dataflow_computes(tmp_path, monkeypatch):
+    from hamilton.lifecycle import api as lifecycle
+
+    from cra.dataflows.index import unchanged
+    from cra.drivers.index.dag import index_frames
+    from cra.drivers.index.indexer import READ_ORDER
+    from cra.drivers.kb.store import PreviousTables
+
+    class Kept(lifecycle.NodeExecutionHook):
+        def run_before_node_execution(self, **kwargs) -> None:
+            pass
+
+        def run_after_node_execution(self, *, node_name: str, result, **kwargs) -> None:
+            kept[node_name] = result
+
+    repo = make_repo(tmp_path / "repo", git=False)
+    kb = tmp_path / "kb"
+    index_repository(repo, kb, history=0)
+    path = repo / "app/auth/ldap.py"
+    path.write_text("# on top\n" + path.read_text())
+    previous = dict(PreviousTables(kb, READ_ORDER).items())
+    kept: dict = {}
+    monkeypatch.setattr(unchanged, "carried_nodes", lambda *args: {})  # (computed, not carried)
+    index_frames(repo, previous_kb=previous, history=0, adapters=(Kept(),))
+    assert "symbol_ids" in kept["unchanged_tables"]
+    expected = kept["symbol_keys"].reset_index(drop=True)
+    pd.testing.assert_frame_equal(unchanged.kept_symbol_keys(previous["symbols"], kept["indexed_files"]), expected)

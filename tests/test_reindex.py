@@ -16,7 +16,7 @@ from cra.drivers.kb.store import live_version
 from tests.fixture_repo import commit_git, make_repo
 from tests.kb_compare import compare_kbs
 
-RUN_STATS = {"n_parsed", "n_reused", "workers", "notes"}  # what the run did, not what the KB holds
+RUN_STATS = {"n_parsed", "n_reused", "workers", "notes", "carried"}  # what the run did, not what the KB holds
 
 
 def _assert_same_as_fresh(repo: Path, kb: Path, fresh: Path) -> None:
@@ -522,7 +522,7 @@ def test_contents_are_linked_when_no_file_changed_and_written_when_one_did(tmp_p
     assert before in {(version / file).stat().st_ino for file, _, _ in pieces}
     fresh = tmp_path / "fresh"
     index_repository(repo, fresh)
-    assert compare_kbs(repo / ".cra", fresh, ignore={"n_parsed", "n_reused", "workers", "notes"})[1] == []
+    assert compare_kbs(repo / ".cra", fresh, ignore={"n_parsed", "n_reused", "workers", "notes", "carried"})[1] == []
 
 
 def test_a_reindex_keeps_the_texts_of_unchanged_files_where_they_are(tmp_path, monkeypatch):

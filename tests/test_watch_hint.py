@@ -18,7 +18,7 @@ from cra.drivers.serve.tree_walk import change_hint, git_index_stat, remembered,
 from tests.fixture_repo import make_repo
 from tests.kb_compare import compare_kbs
 
-WHAT_A_RUN_DID = {"n_parsed", "n_reused", "workers", "notes", "n_resumed"}
+WHAT_A_RUN_DID = {"n_parsed", "n_reused", "workers", "notes", "n_resumed", "carried"}
 
 
 def same_as_fresh(repo: Path, kb: Path, tmp_path: Path) -> list[str]:

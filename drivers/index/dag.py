@@ -26,6 +26,7 @@ import pandas as pd
 from hamilton import driver
 from hamilton.execution import executors
 from hamilton.lifecycle import api as lifecycle
+from hamilton.node import NodeType
 
 from cra.dataflows.index import (
     commit_terms,
@@ -37,6 +38,7 @@ from cra.dataflows.index import (
     lexical_terms,
     metadata,
     parsing,
+    unchanged,
 )
 from cra.dataflows.index.frames import canonical_ids
 from cra.dataflows.index.parsers import language_of
@@ -52,7 +54,18 @@ from cra.drivers.index.sources import SourceScan, scan_sources
 from cra.drivers.kb.mapped import ContentsFile
 from cra.drivers.kb.resume import PickledBatches, checkpoint_in
 
-INDEX_MODULES = (discovery, parsing, edges, history, metadata, lexical_terms, commit_terms, health, companions)
+INDEX_MODULES = (
+    discovery,
+    parsing,
+    edges,
+    history,
+    metadata,
+    lexical_terms,
+    commit_terms,
+    health,
+    companions,
+    unchanged,
+)
 KB_OUTPUTS = [f"kb_{name}" for name in TABLES]
 PARALLEL_MIN_FILES = 2 * parsing.BATCH_FILES  # below this, process start-up and pickling cost more than they save
 _POLL_SECONDS = 0.02
@@ -310,6 +323,38 @@ def _checkpoint(resume_dir: Path) -> PickledBatches:
     return checkpoint_in(resume_dir, f"{code_digest()[:16]}-{'cl100k' if tokens_are_exact() else 'estimate'}")
 
 
+def _carrying(run: driver.Driver, final: list[str], inputs: dict) -> dict:
+    """run.execute(final) in two steps: up to the parse and `unchanged.unchanged_tables` first, then the rest with
+    what the first computed and the previous KB's tables that this run leaves as they were given as overrides, so
+    that Hamilton does not build them (nor what only they read: the import resolution, the symbol edge merges)."""
+    settled = _nodes_before(run, "unchanged_tables", inputs)
+    first = run.execute([*settled, "unchanged_tables"], inputs=inputs)
+    carried = first["unchanged_tables"]
+    overrides = {name: first[name] for name in settled}
+    previous = inputs["previous_kb"], inputs["previous_import_context"], first["indexed_files"]
+    overrides.update(unchanged.carried_nodes(carried, *previous))
+    results = run.execute(final, inputs=inputs, overrides=overrides)
+    results["carried_tables"] = carried
+    return results
+
+
+def _nodes_before(run: driver.Driver, target: str, inputs: dict) -> list[str]:
+    """The computed nodes target depends on, but those inside a parallel block (a batch's own: not results of the
+    run), so a first execution returns every one of them to a second."""
+    upstream, _ = run.graph.get_upstream_nodes([target], runtime_inputs=inputs)
+    by_name = {n.name: n for n in upstream}
+    inside: dict[str, bool] = {}
+
+    def in_block(n) -> bool:  # (downstream of an expander, not through its collector)
+        if n.name not in inside:
+            inside[n.name] = n.node_role != NodeType.COLLECT and (
+                n.node_role == NodeType.EXPAND or any(in_block(d) for d in n.dependencies if d.name in by_name)
+            )
+        return inside[n.name]
+
+    return sorted(n.name for n in upstream if not n.user_defined and n.name != target and not in_block(n))
+
+
 def index_frames(
     root: Path,
     previous_kb: dict[str, pd.DataFrame] | None = None,
@@ -396,9 +441,9 @@ def index_frames(
                 hooks = (*adapters, _InterruptCheck(), BytesRelease(scan.frame))
                 spill_dir = Path(contents.directory) if many else None  # (removed with the contents written there)
                 run = index_driver(workers, on_progress, hooks, large=many, spill_dir=spill_dir, cluster=cluster)
-                results = run.execute(
-                    [*KB_OUTPUTS, "index_stats", "index_warnings", "parser_warnings", "resumed_files"], inputs=inputs
-                )
+                final = [*KB_OUTPUTS, "index_stats", "index_warnings", "parser_warnings", "resumed_files"]
+                carry = bool(previous_kb) and workers == 1 and not on_cluster and not many
+                results = _carrying(run, final, inputs) if carry else run.execute(final, inputs=inputs)
         tables = canonical_ids({name: results[f"kb_{name}"] for name in TABLES})
         if tables["contents"] is not results["kb_contents"]:  # renumbered: the written file follows the new order
             contents.rewrite(tables["contents"])
@@ -422,6 +467,7 @@ def index_frames(
         "warnings": results["index_warnings"],
         "parser_warnings": results["parser_warnings"],
         "n_resumed": int(results["resumed_files"]),
+        "carried": sorted(results.get("carried_tables", ())),  # (tables left as they were: `unchanged_tables`)
         "workers": cluster.workers if cluster is not None else workers,
         "seconds": round(time.perf_counter() - started, 3),
     }

@@ -513,21 +513,32 @@ def write_kb(
     staging = Path(tempfile.mkdtemp(dir=kb_dir, prefix=".tmp-"))
     live = live_version(kb_dir) if previous else None
     changed = _changed_file_ids(tables, previous) if live is not None else None
-    spans = {name: np.c_[changed, changed] for name in PIECED} if changed is not None else {}
-    if changed is not None and (symbol_spans := _symbol_spans(tables, previous, changed)) is not None:
-        spans.update({name: symbol_spans for name in SYMBOL_PIECED})
+    # the live version's own frames, carried over by the index run (`cra.dataflows.index.unchanged`): linked
+    carried = {
+        name
+        for name in TABLES
+        if live is not None and tables.get(name) is not None and tables[name] is previous.get(name)
+    }
+    spans = {name: np.c_[changed, changed] for name in PIECED if name not in carried} if changed is not None else {}
+    if (
+        changed is not None
+        and not carried.issuperset(SYMBOL_PIECED)
+        and (symbol_spans := _symbol_spans(tables, previous, changed)) is not None
+    ):
+        spans.update({name: symbol_spans for name in SYMBOL_PIECED if name not in carried})
     plans = {
         name: plan
         for name, keys in spans.items()
         if (plan := _pieces(name, tables.get(name), previous.get(name), keys, live, _piece_key(name))) is not None
     }
-    same = {name for name, plan in plans.items() if not plan.pieces}  # (no row changed)
+    same = carried | {name for name, plan in plans.items() if not plan.pieces}  # (no row changed)
     same |= {
         name
         for name in TABLES
         if live is not None
         and name != "contents"
         and name not in plans
+        and name not in carried
         and _same_table(name, tables.get(name), previous.get(name))
     }
     if live is not None and _same_contents(tables, previous):

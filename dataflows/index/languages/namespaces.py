@@ -18,6 +18,8 @@ def namespaced_names(
     if symbols is None or symbols.empty:
         return {}, {}
     ns_files = files.loc[files["language"].isin(languages), "file_id"]
+    if ns_files.empty:  # (no mask over every symbol: OpenJDK's 745,000, 0.17 s)
+        return {}, {}
     top = symbols[symbols["parent_id"].isna() & symbols["file_id"].isin(ns_files)]
     qualified = top["qualified_name"].astype(object).to_numpy()
     file_ids = top["file_id"].astype("int64").to_numpy()
