@@ -403,7 +403,7 @@ ALL_CARRIED = {
             lambda text: "import app.utils\n" + text,
             {"references", "symbol_terms", "symbol_ids"},
         ),  # (imports resolve again)
-        (lambda text: text + "\ndef added():\n    return 1\n", set()),
+        (lambda text: text + "\ndef added():\n    return 1\n", {"imports", "import_bindings", "edges"}),
     ],
     ids=["comment", "line-on-top", "expression", "call", "import", "function"],
 )
@@ -448,3 +448,26 @@ def test_the_symbol_keys_of_a_run_that_keeps_every_symbol_id_are_those_the_dataf
     assert "symbol_ids" in kept["unchanged_tables"]
     expected = kept["symbol_keys"].reset_index(drop=True)
     pd.testing.assert_frame_equal(unchanged.kept_symbol_keys(previous["symbols"], kept["indexed_files"]), expected)
+
+
+def test_a_class_added_in_csharp_resolves_the_imports_again_that_name_it(tmp_path):
+    """C# `using` names namespaced classes: a class added to a file changes what another, unchanged, file's import
+    binds, so no import binding is carried over (in Python the same edit carries them, see above)."""
+    repo = tmp_path / "repo"
+    (repo / "Models").mkdir(parents=True)
+    user = repo / "Models" / "User.cs"
+    user.write_text("namespace App.Models\n{\n    public class User { public string Name; }\n}\n")
+    (repo / "Program.cs").write_text(
+        "using App.Models.Admin;\n\nnamespace App\n{\n    public class Program { Admin admin; }\n}\n"
+    )
+    kb = tmp_path / "kb"
+    index_repository(repo, kb, history=0)
+    user.write_text(user.read_text().replace("}\n}", "}\n    public class Admin { }\n}"))
+    stats = index_repository(repo, kb, history=0)
+    assert not {"import_bindings", "edges", "symbol_edges"} & set(stats["carried"])
+    fresh = tmp_path / "fresh"
+    index_repository(repo, fresh, history=0)
+    compared, differences = compare_kbs(kb, fresh, ignore=RUN_STATS)
+    assert "edges.parquet" in compared and differences == []
+    edges = read_tables(kb, ["edges"])["edges"]
+    assert len(edges) == 1  # Program.cs -> Models/User.cs, through the class added

@@ -15,6 +15,7 @@ import pandas as pd
 
 from cra.dataflows.index.edges import import_context
 from cra.dataflows.index.frames import ids_in
+from cra.dataflows.index.languages import NAMESPACE_LANGUAGES
 
 # the nodes the driver overrides (`cra.drivers.index.dag`) for each table this run leaves as it was: its KB table's
 # node, for import bindings also what resolving them again would give; "symbol_ids": every symbol keeps its id
@@ -50,8 +51,8 @@ def unchanged_tables(
     """The KB tables this run would build exactly as the previous KB holds them. None unless the same files are
     indexed under the same ids with the same facts; then each table whose rows of the changed files are the same
     (symbol ids follow: a file keeps its block while its symbols keep their number), and the resolved imports and
-    edges where every input to their resolution is the same (symbols by name, kind and nesting; import statements
-    but for their lines; the same import context, `edges.import_context`)."""
+    edges where every input to their resolution is the same (import statements but for their lines, the import
+    context, `edges.import_context`, and, in C# and PHP, the symbols by name, kind and nesting)."""
     if (
         not previous_kb
         or any(name not in previous_kb for name in _NEEDED)
@@ -59,50 +60,70 @@ def unchanged_tables(
     ):
         return frozenset()
     changed = np.sort(indexed_files.loc[~indexed_files["reused"].to_numpy(dtype=bool), "file_id"].to_numpy(np.int64))
-    before = previous_kb["symbols"]
-    old_symbols = _rows_of(before, "file_id", changed)
-    first = _first_ids(old_symbols, changed)
-    if first is None or _symbol_counts(new_symbol_rows, changed) != _symbol_counts(old_symbols, changed):
-        return frozenset()
-    new_symbols = _ordered(new_symbol_rows, "file_id", "local")
-    old_symbols = _local(
-        _local(old_symbols, changed, first, "symbol_id", "local"), changed, first, "parent_id", "parent_local"
-    )
-    identity = ["file_id", "local", *_IDENTITY, "parent_local"]
-    if _cells(new_symbols, identity) != _cells(old_symbols, identity):
-        return frozenset()
-    out = {"symbol_ids"}
-    if _cells(new_symbols, _DETAIL + _TOKENS) == _cells(old_symbols, _DETAIL + _TOKENS):
-        out.add("symbols")
+    out = set()
     new_imports = _ordered(parsed_imports, "file_id", "line")
     old_imports = _rows_of(previous_kb["imports"], "file_id", changed)
     statements = ["file_id", "target", "names", "level"]
     same_statements = _cells(new_imports, statements) == _cells(old_imports, statements)
     if same_statements and _cells(new_imports, ["line"]) == _cells(old_imports, ["line"]):
         out.add("imports")
+    before = previous_kb["symbols"]
+    out |= _same_symbol_tables(previous_kb, changed, new_symbol_rows, parsed_references, parsed_symbol_terms)
+    # imports resolve against symbols only in the languages that import namespaced names (C#, PHP)
+    namespaced = indexed_files.loc[indexed_files["file_id"].isin(changed), "language"].isin(NAMESPACE_LANGUAGES).any()
+    if (
+        same_statements
+        and ("symbol_ids" in out or not namespaced)
+        and previous_import_context == import_context(indexed_files, go_modules, package_roots, before)
+    ):
+        out |= {"import_bindings", "edges"}
+        if "references" in out:
+            out.add("symbol_edges")
+    return frozenset(out)
+
+
+def _same_symbol_tables(
+    previous_kb: dict[str, pd.DataFrame],
+    changed: np.ndarray,
+    new_symbol_rows: pd.DataFrame,
+    parsed_references: pd.DataFrame,
+    parsed_symbol_terms: pd.DataFrame,
+) -> set[str]:
+    """Of the symbol-keyed tables, those whose rows of the changed files are the same, with "symbol_ids" when every
+    symbol keeps its id, name, kind and nesting (nothing of them otherwise)."""
+    old_symbols = _rows_of(previous_kb["symbols"], "file_id", changed)
+    first = _first_ids(old_symbols, changed)
     counts = _symbol_counts(new_symbol_rows, changed)
+    if first is None or counts != _symbol_counts(old_symbols, changed):
+        return set()
+    new_symbols = _ordered(new_symbol_rows, "file_id", "local")
+    old_symbols = _local(
+        _local(old_symbols, changed, first, "symbol_id", "local"), changed, first, "parent_id", "parent_local"
+    )
+    identity = ["file_id", "local", *_IDENTITY, "parent_local"]
+    if _cells(new_symbols, identity) != _cells(old_symbols, identity):
+        return set()
+    out = {"symbol_ids"}
+    if _cells(new_symbols, _DETAIL + _TOKENS) == _cells(old_symbols, _DETAIL + _TOKENS):
+        out.add("symbols")
     references = _known_locals(parsed_references, changed, counts)
     old_references = _rows_of(previous_kb["references"], "file_id", changed)
     old_references = _local(old_references, changed, first, "symbol_id", "local")
-    if len(references) == len(old_references) and _cells(
-        _ordered(references, "file_id", "local"), ["file_id", "local", "name", "kind"]
-    ) == _cells(old_references, ["file_id", "local", "name", "kind"]):
+    columns = ["file_id", "local", "name", "kind"]
+    if len(references) == len(old_references) and _cells(_ordered(references, "file_id", "local"), columns) == _cells(
+        old_references, columns
+    ):
         out.add("references")
     terms = _known_locals(parsed_symbol_terms, changed, counts)
     has = np.asarray(counts) > 0
     spans = np.c_[first, first + counts][has]
     old_terms = _rows_in_spans(previous_kb["symbol_terms"], "symbol_id", spans)
     at = np.searchsorted(spans[:, 0], old_terms["symbol_id"].to_numpy(np.int64), "right") - 1
-    old_terms = old_terms.assign(file_id=changed[has][at])
-    if _cells(_ordered(terms, "file_id", "local"), ["file_id", "local", "term", "tf"]) == _cells(
-        _local(old_terms, changed, first, "symbol_id", "local"), ["file_id", "local", "term", "tf"]
-    ):
+    old_terms = _local(old_terms.assign(file_id=changed[has][at]), changed, first, "symbol_id", "local")
+    columns = ["file_id", "local", "term", "tf"]
+    if _cells(_ordered(terms, "file_id", "local"), columns) == _cells(old_terms, columns):
         out.add("symbol_terms")
-    if same_statements and previous_import_context == import_context(indexed_files, go_modules, package_roots, before):
-        out |= {"import_bindings", "edges"}
-        if "references" in out:
-            out.add("symbol_edges")
-    return frozenset(out)
+    return out
 
 
 def carried_nodes(
