@@ -73,12 +73,17 @@ def test_a_request_during_a_reindex_answers_from_the_last_kb_and_says_how_stale_
         assert "index" not in symbols(call, "apply_discount")[0]  # nothing changed: no note
         (repo / "app" / "billing" / "discount.py").write_text("def apply_discount(total, rate):\n    return total\n")
 
+        edited = time.monotonic()
         data, seconds = until(lambda: symbols(call, "apply_discount"), lambda a: "index" in a[0], timeout=DELAY)
         assert seconds < 2.0  # answered now, not after the re-index
-        assert data["symbols"] == [] and data["index"]["state"] == "re-indexing"  # the last good KB: no edit yet
-        assert data["index"]["changed_files"] == 1 and data["index"]["kb_age_s"] >= 0
-        assert data["index"]["note"].startswith("index: re-indexing 1 changed file since ")
+        assert data["index"]["state"] == "re-indexing" and data["index"]["changed_files"] == 1
+        assert data["index"]["kb_age_s"] >= 0 and data["index"]["note"].startswith("index: re-indexing 1 changed file")
         assert "answered from the KB of " in data["index"]["note"]
+        # the new function is found at once: read from the file itself, before the re-index has it
+        assert [(s["name"], s["path"], s["start_line"]) for s in data["symbols"]] == [
+            ("apply_discount", "app/billing/discount.py", 1)
+        ]
+        assert time.monotonic() - edited < DELAY and "read from the files" in data["index"]["note"]
 
         started = time.monotonic()
         result, seconds = call("get_context", task=TASK)
@@ -87,10 +92,10 @@ def test_a_request_during_a_reindex_answers_from_the_last_kb_and_says_how_stale_
         doc = json.loads(call("get_context", task=TASK, format="json")[0].content[0].text)
         assert doc["index"]["changed_files"] == 1 and "app/billing/discount.py" not in [f["path"] for f in doc["files"]]
 
-        data, _ = until(lambda: symbols(call, "apply_discount"), lambda a: a[0]["symbols"])
+        data, _ = until(lambda: symbols(call, "apply_discount"), lambda a: "index" not in a[0])
         assert [s["path"] for s in data["symbols"]] == ["app/billing/discount.py"] and "index" not in data
         assert time.monotonic() - started < DELAY + 15
-        result, _ = call("get_context", task=TASK)
+        result, _ = until(lambda: call("get_context", task=TASK), lambda a: "index" not in a[0].structured_content)
         assert "index" not in result.structured_content and not result.content[0].text.startswith("> index")
 
 
@@ -182,3 +187,35 @@ def test_the_index_worker_indexes_like_cra_index_and_comes_back_after_it_died(tm
             worker.index(repo, tmp_path / "file", 0)
     finally:
         worker.close()
+
+
+def test_a_search_during_a_reindex_reads_the_changed_files_symbols_from_the_files(tmp_path):
+    """An edited file's symbols as they are now, a deleted file's gone, the others' from the KB; a scope applies to
+    them too; once the re-index is in, the KB answers alone."""
+    repo = make_repo(tmp_path / "demo", git=False)
+    with watching(tmp_path, repo) as call:
+        before = symbols(call, "validate")[0]["symbols"]
+        assert {"app/auth/handler.py", "app/auth/ldap.py"} <= {s["path"] for s in before}
+        ldap = repo / "app" / "auth" / "ldap.py"
+        ldap.write_text("\n\n" + ldap.read_text().replace("def validate_ldap(", "def validate_directory("))
+        (repo / "app" / "auth" / "handler.py").unlink()
+        (repo / "app" / "auth" / "sso.py").write_text("def validate_sso(ticket):\n    return bool(ticket)\n")
+
+        data, _ = until(
+            lambda: symbols(call, "validate"), lambda a: "sso" in str(a[0]["symbols"]) and "index" in a[0], DELAY
+        )
+        found = {(s["name"], s["path"]) for s in data["symbols"]}
+        assert ("validate_sso", "app/auth/sso.py") in found and ("validate_directory", "app/auth/ldap.py") in found
+        assert (
+            not {p for _, p in found} & {"app/auth/handler.py"} and ("validate_ldap", "app/auth/ldap.py") not in found
+        )
+        assert data["index"]["state"] == "re-indexing"
+        moved = next(s for s in data["symbols"] if s["name"] == "validate_directory")
+        assert moved["start_line"] == next(s for s in before if s["path"] == "app/auth/ldap.py")["start_line"] + 2
+        scoped = call("search_symbols", query="validate", scope=["app/auth/sso.py"])[0].structured_content
+        assert [s["path"] for s in scoped["symbols"]] == ["app/auth/sso.py"]  # (a file the KB does not have yet)
+        scoped = call("search_symbols", query="validate", scope=["app/auth"])[0].structured_content
+        assert {s["path"] for s in scoped["symbols"]} == {"app/auth/sso.py", "app/auth/ldap.py"}
+
+        data, _ = until(lambda: symbols(call, "validate"), lambda a: "index" not in a[0])
+        assert {(s["name"], s["path"]) for s in data["symbols"]} == found  # the re-indexed KB: the same answer

@@ -154,7 +154,9 @@ def test_a_search_reads_a_reindexed_kb_while_it_is_prepared_and_other_tools_answ
         (repo / "app" / "tax.py").write_text("def vat_rate(country):\n    return 0.2\n")
         ws.changed(ws.repository(), {"app/tax.py"})
         deadline = time.monotonic() + 60
-        while not (found := tools.search_symbols(ws, "vat_rate"))["symbols"] and time.monotonic() < deadline:
+        found = tools.search_symbols(ws, "vat_rate")  # (at once: read from the file, `cra.drivers.serve.edited`)
+        assert found["symbols"][0]["path"] == "app/tax.py" and "read from the files" in found["index"]["note"]
+        while "index" in (found := tools.search_symbols(ws, "vat_rate")) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert found["symbols"][0]["path"] == "app/tax.py" and "index" not in found  # all it answers from is in
         assert ws.repository().watch.loaded is not None  # ... while the run still prepares that KB

@@ -195,6 +195,12 @@ def _parse_batch(files: pd.DataFrame, count_tokens: Callable, count_line_tokens:
     )
 
 
+def parsed_symbols(files: pd.DataFrame, count_tokens: Callable, count_line_tokens: Callable) -> pd.DataFrame:
+    """The symbols of a few files (file_id, path, language, text) as this index's parse makes them (SYMBOL_COLUMNS),
+    for what reads changed files before they are indexed (`cra serve --watch`'s search of symbols)."""
+    return _parse_batch(files, count_tokens, count_line_tokens).symbols
+
+
 def _int32(terms: pd.DataFrame) -> pd.DataFrame:
     """A term frame with its integer columns as int32, the KB's type, and its terms dictionary-encoded (a code per row,
     each distinct term once): OpenJDK's 40M term rows are held until the KB is written, as strings 565 MB more."""

@@ -11,6 +11,7 @@ import pandas as pd
 
 from cra.drivers.common.errors import CraError
 from cra.drivers.retrieval.pinned import default_project
+from cra.drivers.serve.edited import with_edited
 from cra.drivers.serve.symbol_search import matching_symbols
 from cra.drivers.serve.workspace import Workspace
 
@@ -235,8 +236,18 @@ def search_symbols(
         raise CraError(f"limit must be at least 1 (got {limit}).")
     with ws.answering(repo, tables_only=True) as answer:
         served, kb = answer.repo, answer.kb
-        files = scoped_files(kb, scope)
+        try:
+            files = scoped_files(kb, scope)
+        except CraError:  # (a scope of files the KB has not indexed yet is one of the changed files')
+            edited = pd.Series(sorted(answer.edited.paths) if answer.edited is not None else [], dtype=object)
+            if not _in_scope(edited, scope).any():
+                raise
+            files = kb.files.iloc[:0]
     found = matching_symbols(kb, query, files["file_id"] if len(files) < len(kb.files) else None)
+    status = answer.status
+    if answer.edited is not None:  # the changed files' own symbols instead of the KB's (`cra.drivers.serve.edited`)
+        found = with_edited(found, answer.edited, query, lambda paths: _in_scope(paths, scope))
+        status = {**status, "note": f"{status['note']}; the changed files' symbols are read from the files"}
     rows = found.head(limit)
     columns = ["name", "qualified_name", "kind", "path", "start_line", "end_line", "signature"]
     return {
@@ -248,8 +259,16 @@ def search_symbols(
             {c: (None if pd.isna(v) else v.item() if hasattr(v, "item") else v) for c, v in zip(columns, r)}
             for r in rows[columns].itertuples(index=False)
         ],
-        **({"index": answer.status} if answer.status else {}),
+        **({"index": status} if status else {}),
     }
+
+
+def _in_scope(paths: pd.Series, scope: list[str] | str | None):
+    """Which of these paths lie in a path scope (all without one)."""
+    from cra.dataflows.path_globs import matching
+    from cra.drivers.retrieval.retriever import checked_path_scope
+
+    return matching(paths, checked_path_scope(scope))
 
 
 def memories(

@@ -54,6 +54,7 @@ class WatchState:
     runs: int = 0  # background runs finished (for tests and logs)
     rewalk: bool = False  # a change the paths do not tell (an ignored path added or removed): the next run walks
     loaded: tuple | None = None  # (KB, version, sequence taken, started) of the run preparing it: searches read it
+    edited: object | None = None  # the pending files' symbols as on disk (`cra.drivers.serve.edited.EditedFiles`)
 
     def changed(self, paths: set[str], rewalk: bool = False) -> None:
         """The watcher saw these (relevant) paths change: remember them and wake the re-index thread. rewalk: it saw

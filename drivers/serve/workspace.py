@@ -32,6 +32,7 @@ from cra.drivers.common.output import write_text_atomic
 from cra.drivers.index.indexer import index_repository
 from cra.drivers.index.sources import source_paths
 from cra.drivers.kb.store import KnowledgeBase, default_kb_dir, load_kb
+from cra.drivers.serve.edited import EditedFiles, edited_files
 from cra.drivers.serve.index_worker import IndexWorker
 from cra.drivers.serve.watch import WatchState, background_delay, log
 
@@ -106,6 +107,7 @@ class Answer:
     repo: Repository
     kb: KnowledgeBase
     status: dict | None
+    edited: EditedFiles | None = None  # the symbols of the changed files not in kb, read from them (watched only)
 
 
 def _resolve_dir(path: Path, what: str) -> Path:
@@ -225,7 +227,7 @@ class Workspace:
             if repo.watched and repo.kb is not None:
                 with repo.watch.lock:
                     idle = repo.watch.running_since is None and not repo.watch.pending
-                    kb, status = repo.kb, repo.watch.status()
+                    kb, status, edited = repo.kb, repo.watch.status(), repo.watch.edited
                     loaded = repo.watch.loaded if tables_only else None
                     if loaded is not None:
                         kb, status = loaded[0], repo.watch.status(since=loaded[2:])
@@ -233,7 +235,7 @@ class Workspace:
                 if current is not None and current != repo.loaded_version:  # indexed by someone else meanwhile
                     self._load(repo)
                     kb = repo.kb
-                yield Answer(repo, kb, status)
+                yield Answer(repo, kb, status, edited if status is not None else None)
                 return
             self._refresh(repo)
             yield Answer(repo, repo.kb, None)
@@ -242,6 +244,7 @@ class Workspace:
         """The watcher saw these paths of a watched repository change: its background thread re-indexes them
         (rewalk: walking the tree, see `WatchState.changed`)."""
         repo.watch.changed(paths, rewalk)
+        self._read_edits(repo)
         with self._lock:
             thread = self._threads.get(repo.root)
             if thread is None or not thread.is_alive():
@@ -250,6 +253,21 @@ class Workspace:
                 )
                 self._threads[repo.root] = thread
                 thread.start()
+
+    def _read_edits(self, repo: Repository) -> None:
+        """Parse the files the served KB lacks, for searches meanwhile (`cra.drivers.serve.edited`); in the watcher's
+        thread, so a search after an edit finds the edit without waiting for the re-index."""
+        state = repo.watch
+        with state.lock:
+            sequence, paths = state.sequence, sorted(state.pending)
+        try:
+            edited = edited_files(repo.root, paths) if paths else None
+        except Exception as exc:  # (a parser's bug: searches answer from the KB alone, as before)
+            log.warning("reading the changed files of %s failed: %s", repo.root, exc)
+            edited = None
+        with state.lock:
+            if state.sequence == sequence:  # (else a later change reads them again)
+                state.edited = edited
 
     def indexed_paths(self, repo: Repository) -> frozenset[str]:
         """The file paths of the KB a repository's requests answer from (computed once per KB)."""
@@ -297,6 +315,7 @@ class Workspace:
                 repo.kb, repo.loaded_version = kb, version
                 state.kb_of, state.running_since, state.error, state.loaded = started, None, None, None
                 state.pending = {p: seen for p, seen in state.pending.items() if seen[0] > taken}
+                state.edited = state.edited if state.pending else None  # (what is still pending was read on its change)
                 state.runs += 1
 
     def refresh(self, name: str | None = None) -> None:
