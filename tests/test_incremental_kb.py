@@ -471,3 +471,15 @@ def test_a_class_added_in_csharp_resolves_the_imports_again_that_name_it(tmp_pat
     assert "edges.parquet" in compared and differences == []
     edges = read_tables(kb, ["edges"])["edges"]
     assert len(edges) == 1  # Program.cs -> Models/User.cs, through the class added
+
+
+def test_cra_index_names_the_tables_an_edit_left_as_they_were(tmp_path, capsys):
+    repo = make_repo(tmp_path / "repo", git=False)
+    kb = tmp_path / "kb"
+    assert main(["index", str(repo), "--kb", str(kb), "--history", "0"]) == 0
+    assert "not rebuilt" not in capsys.readouterr().out  # (a first index builds everything)
+    path = repo / "app/auth/ldap.py"
+    path.write_text(path.read_text() + "\n# a comment\n")
+    assert main(["index", str(repo), "--kb", str(kb), "--history", "0"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if "not rebuilt" in x)
+    assert line.strip().startswith("not rebuilt, the edit left them as they were: ") and "symbol edges" in line

@@ -128,6 +128,9 @@ def index_summary(stats: dict) -> str:
         f"  skipped: {', '.join(skip_parts) if skip_parts else 'nothing'}; {stats.get('n_ignored', 0)} ignored "
         "(.gitignore rules, caches, vendored installs)",
     ]
+    carried = [name.replace("_", " ") for name in stats.get("carried", []) if name != "symbol_ids"]
+    if carried:  # (`cra.dataflows.index.unchanged`)
+        lines.append(f"  not rebuilt, the edit left them as they were: {', '.join(carried)}")
     if stats.get("n_config_excluded"):
         examples = ", ".join(stats.get("config_excluded_examples", []))
         lines.append(f"  left out by .cra.toml (include/exclude): {stats['n_config_excluded']} files, e.g. {examples}")
