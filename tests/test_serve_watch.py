@@ -74,7 +74,11 @@ def test_a_request_during_a_reindex_answers_from_the_last_kb_and_says_how_stale_
         (repo / "app" / "billing" / "discount.py").write_text("def apply_discount(total, rate):\n    return total\n")
 
         edited = time.monotonic()
-        data, seconds = until(lambda: symbols(call, "apply_discount"), lambda a: "index" in a[0], timeout=DELAY)
+        data, seconds = until(
+            lambda: symbols(call, "apply_discount"),
+            lambda a: a[0].get("index", {}).get("state") == "re-indexing",  # (not "pending": the run has started)
+            timeout=DELAY,
+        )
         assert seconds < 2.0  # answered now, not after the re-index
         assert data["index"]["state"] == "re-indexing" and data["index"]["changed_files"] == 1
         assert data["index"]["kb_age_s"] >= 0 and data["index"]["note"].startswith("index: re-indexing 1 changed file")
@@ -202,7 +206,9 @@ def test_a_search_during_a_reindex_reads_the_changed_files_symbols_from_the_file
         (repo / "app" / "auth" / "sso.py").write_text("def validate_sso(ticket):\n    return bool(ticket)\n")
 
         data, _ = until(
-            lambda: symbols(call, "validate"), lambda a: "sso" in str(a[0]["symbols"]) and "index" in a[0], DELAY
+            lambda: symbols(call, "validate"),
+            lambda a: "sso" in str(a[0]["symbols"]) and a[0].get("index", {}).get("state") == "re-indexing",
+            DELAY,
         )
         found = {(s["name"], s["path"]) for s in data["symbols"]}
         assert ("validate_sso", "app/auth/sso.py") in found and ("validate_directory", "app/auth/ldap.py") in found
