@@ -134,10 +134,7 @@ def carried_nodes(
 ) -> dict[str, object]:
     """The value of each node that `CARRIED_NODES` names for these carried tables: the previous KB's table, the
     previous import context, and the symbol keys of a run in which every symbol keeps its id."""
-    values = {}
-    for table in carried:
-        for name in CARRIED_NODES[table]:
-            values[name] = previous_kb.get(table)
+    values = {name: previous_kb[table] for table in carried if table in previous_kb for name in CARRIED_NODES[table]}
     if "import_bindings" in carried:
         values["import_context"] = previous_import_context
     if "symbol_ids" in carried:
@@ -244,6 +241,7 @@ def _cells(frame: pd.DataFrame, columns: list[str]) -> list[tuple]:
 
 
 def _plain(values: np.ndarray) -> list:
+    """One column's values as `_cells` compares them."""
     out = []
     for v in values.tolist():
         if v is None or v is pd.NA or (isinstance(v, float) and v != v):
