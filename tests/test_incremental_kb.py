@@ -431,7 +431,7 @@ def test_the_symbol_keys_of_a_run_that_keeps_every_symbol_id_are_those_the_dataf
 
     class Kept(lifecycle.NodeExecutionHook):
         def run_before_node_execution(self, **kwargs) -> None:
-            pass
+            """Nothing to do before a node (the hook interface requires the method)."""
 
         def run_after_node_execution(self, *, node_name: str, result, **kwargs) -> None:
             kept[node_name] = result

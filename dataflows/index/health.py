@@ -34,29 +34,24 @@ def unread_sources(kb_files: pd.DataFrame, kb_symbols: pd.DataFrame, kb_imports:
         & kb_files["parse_error"].isna().to_numpy()
         & (kb_files["n_lines"].to_numpy(np.int64) >= UNREAD_LINES)
     ]
-    ids = files["file_id"].to_numpy(np.int64)
-    owner = kb_symbols["file_id"].to_numpy(np.int64)
+    ids = np.sort(files["file_id"].to_numpy(np.int64))
     mine = np.flatnonzero(ids_in(kb_symbols["file_id"], ids))
-    starts, ends = (kb_symbols[c].to_numpy(np.int64)[mine] for c in ("start_line", "end_line"))
-    symbol_ids = kb_symbols["symbol_id"].to_numpy(np.int64)[mine]
-    parents = kb_symbols["parent_id"].astype("float64").to_numpy()[mine]
-    order = np.argsort(symbol_ids, kind="stable")
-    has = ~np.isnan(parents)
-    at = np.searchsorted(symbol_ids[order], parents[has].astype(np.int64))
-    at = np.minimum(at, max(len(order) - 1, 0))
-    found = symbol_ids[order][at] == parents[has].astype(np.int64) if len(order) else np.zeros(0, dtype=bool)
-    inside = np.zeros(len(mine), dtype=bool)
-    parent_rows = order[at[found]]
-    inside[np.flatnonzero(has)[found]] = (starts[has][found] >= starts[parent_rows]) & (
-        ends[has][found] <= ends[parent_rows]
+    owner, symbol_ids, starts, ends = (
+        kb_symbols[c].to_numpy(np.int64)[mine] for c in ("file_id", "symbol_id", "start_line", "end_line")
     )
+    parents = kb_symbols["parent_id"].astype("float64").to_numpy()[mine]
+    child = np.flatnonzero(~np.isnan(parents))  # (a parent is in its child's file: among these rows)
+    order = np.argsort(symbol_ids, kind="stable")
+    at = order[np.minimum(np.searchsorted(symbol_ids[order], parents[child]), len(order) - 1)] if len(child) else child
+    child, at = child[symbol_ids[at] == parents[child]], at[symbol_ids[at] == parents[child]]
+    inside = np.zeros(len(mine), dtype=bool)
+    inside[child] = (starts[child] >= starts[at]) & (ends[child] <= ends[at])
     # symbols not within their parent's lines: top level, Go methods, JS prototype methods
-    position = np.searchsorted(np.sort(ids), owner[mine][~inside])
-    covered = np.bincount(position, weights=(ends - starts + 1)[~inside], minlength=len(ids)).astype(np.float64)
+    covered = np.bincount(np.searchsorted(ids, owner[~inside]), (ends - starts + 1)[~inside], minlength=len(ids))
     imports = kb_imports.iloc[np.flatnonzero(ids_in(kb_imports["file_id"], ids))][["file_id", "line"]]
     imports = imports.drop_duplicates()  # a module root of `mod`s and re-exports is read
-    covered += np.bincount(np.searchsorted(np.sort(ids), imports["file_id"].to_numpy(np.int64)), minlength=len(ids))
-    covered = covered[np.searchsorted(np.sort(ids), ids)]
+    covered += np.bincount(np.searchsorted(ids, imports["file_id"].to_numpy(np.int64)), minlength=len(ids))
+    covered = pd.Series(covered, index=ids).reindex(files["file_id"].to_numpy()).to_numpy()
     return files.loc[covered < UNREAD_SHARE * files["n_lines"].to_numpy(), "path"].astype(object).reset_index(drop=True)
 
 

@@ -66,5 +66,4 @@ def with_edited(found: pd.DataFrame, edited: EditedFiles, query: str, in_scope) 
     mine = matching_symbols(edited, query)
     mine = mine[in_scope(mine["path"])] if len(mine) else mine
     kept = found[~found["path"].isin(edited.paths).to_numpy(dtype=bool)]
-    frames = [f for f in (kept, mine) if len(f)]
-    return pd.concat(frames).sort_values(SEARCH_ORDER, kind="stable") if len(frames) > 1 else (frames or [kept])[0]
+    return pd.concat([kept, mine]).sort_values(SEARCH_ORDER, kind="stable") if len(mine) else kept
