@@ -132,8 +132,101 @@ def spliced(
     return out
 
 
+class Scoring:
+    """What a BM25 index answers a query with, from its `doc_ids`, `doc_len`, `k1`, `b` and the postings of each
+    term (`postings_of`): shared by the index as built (`Bm25Index`) and one with an edit's docs layered over it
+    (`cra.dataflows.lexicon_layers.LayeredIndex`), so both score a doc with the same floats."""
+
+    @cached_property
+    def avg_len(self) -> float:
+        """The docs' mean length, what BM25 normalises a doc's length by (an exact sum of integers, divided once:
+        the same figure however the lengths are laid out)."""
+        return (self.doc_len.mean() if len(self.doc_len) else 0.0) or 1.0
+
+    def idf(self, df: np.ndarray) -> np.ndarray:
+        """Each document frequency's inverse document frequency (BM25's, never negative)."""
+        return np.log(1.0 + (len(self.doc_ids) - df + 0.5) / (df + 0.5))
+
+    def posting_weights(self, docs: np.ndarray, tf: np.ndarray, idf: float) -> np.ndarray:
+        """The BM25 weights (idf * saturated tf) of one term's postings (doc positions, term counts), computed when a
+        query asks for that term (O(df)), so an index patched after an edit re-weights nothing. Each step of the
+        formula in this order, so a score is the same float however many postings were weighted at once."""
+        k1, b = self.k1, self.b
+        counts = tf.astype(np.float64)
+        # weight = idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * doc_len / avg_len))
+        norm = self.doc_len[docs]
+        norm *= b
+        norm /= self.avg_len
+        norm += 1.0 - b
+        norm *= k1
+        norm += counts
+        weight = np.full(len(docs), idf)
+        weight *= counts
+        weight *= k1 + 1.0
+        weight /= norm
+        return weight
+
+    def totals(self, query_terms: Iterable[str]) -> np.ndarray:
+        """BM25 score of every doc for the query terms (repeated terms count, sub-linearly), in doc_ids order."""
+        total = np.zeros(len(self.doc_ids))
+        found = [(p, count) for term, count in Counter(query_terms).items() if (p := self.postings_of(term))]
+        idfs = self.idf(np.array([len(docs) for (docs, _), _ in found], dtype=np.int64))
+        for ((docs, tf), count), idf in zip(found, idfs):
+            np.add.at(total, docs, self.posting_weights(docs, tf, idf) * (1.0 + np.log(count)))
+        return total
+
+    def scores(self, query_terms: Iterable[str]) -> pd.Series:
+        """`totals` indexed by doc id."""
+        return pd.Series(self.totals(query_terms), index=self.doc_ids)
+
+    def scores_at(self, query_terms: Iterable[str], ids: np.ndarray) -> np.ndarray:
+        """`scores(...).reindex(ids).fillna(0)` by binary search over the sorted doc ids: no hash table over every
+        doc (745k symbols on OpenJDK: 12 ms a request) for the few dozen a caller asks about."""
+        total = self.totals(query_terms)
+        doc_ids, ids = np.asarray(self.doc_ids), np.asarray(ids)
+        if not len(doc_ids):
+            return np.zeros(len(ids))
+        at = np.minimum(np.searchsorted(doc_ids, ids), len(doc_ids) - 1)
+        return np.where(doc_ids[at] == ids, total[at], 0.0)
+
+    def document_frequency(self, term: str) -> int:
+        """How many docs contain the term (0 when unknown): lets callers drop terms that match everything."""
+        found = self.postings_of(term)
+        return 0 if found is None else len(found[0])
+
+
+def vocabulary_with(vocab: pa.Array, words: pa.Array) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+    """A sorted vocabulary with these sorted distinct words put in at their places where it lacks them: (the new
+    vocabulary, each old term's code in it, each word's code in it)."""
+    at = sorted_positions(vocab, words)
+    known = at < len(vocab)
+    if known.any():
+        found = pc.equal(vocab.take(pa.array(at[known])), words.filter(pa.array(known)))
+        known[known] = found.to_numpy(zero_copy_only=False)
+    fresh_at = at[~known]  # insertion points (old codes) of the new terms, ascending with them
+    old_code = np.arange(len(vocab)) + np.searchsorted(fresh_at, np.arange(len(vocab)), side="right")  # -> new
+    word_code = np.empty(len(words), dtype=np.int64)
+    word_code[known] = old_code[at[known]]
+    word_code[~known] = fresh_at + np.arange(len(fresh_at))
+    fresh, bounds = words.filter(pa.array(~known)), np.r_[0, fresh_at, len(vocab)]
+    new_vocab = pa.concat_arrays(
+        [vocab.slice(bounds[0], bounds[1])]
+        + [
+            piece
+            for k in range(len(fresh_at))
+            for piece in (fresh.slice(k, 1), vocab.slice(bounds[k + 1], bounds[k + 2] - bounds[k + 1]))
+        ]
+    )
+    return new_vocab, old_code, word_code
+
+
+def vocab_array(vocab: np.ndarray | ArrowVocabulary) -> pa.Array:
+    """A vocabulary as an Arrow string array (its own, when it is one)."""
+    return vocab.array if isinstance(vocab, ArrowVocabulary) else pa.array(np.asarray(vocab, dtype=object), pa.string())
+
+
 @dataclass(frozen=True, eq=False)
-class Bm25Index:
+class Bm25Index(Scoring):
     vocab: (
         np.ndarray | ArrowVocabulary
     )  # distinct terms, sorted (object array or Arrow strings): found by binary search
@@ -190,34 +283,38 @@ class Bm25Index:
             b,
         )
 
-    @cached_property
-    def avg_len(self) -> float:
-        """The docs' mean length, what BM25 normalises a doc's length by (an exact sum of integers, divided once:
-        the same figure however the lengths are laid out)."""
-        return (self.doc_len.mean() if len(self.doc_len) else 0.0) or 1.0
+    @property
+    def n_postings(self) -> int:
+        """How many (term, doc) postings the index holds: as many as its term table has rows."""
+        return int(self.starts[-1]) if len(self.starts) else 0
 
-    def idf(self, df: np.ndarray) -> np.ndarray:
-        """Each document frequency's inverse document frequency (BM25's, never negative)."""
-        return np.log(1.0 + (len(self.doc_ids) - df + 0.5) / (df + 0.5))
+    def postings_of(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """The doc positions and term counts of a term's postings (views), None when the vocabulary lacks it."""
+        span = self._span(term)
+        return None if span is None else (self.postings_doc[span[0] : span[1]], self.postings_tf[span[0] : span[1]])
 
-    def weights(self, start: int, end: int, idf: float) -> np.ndarray:
-        """The BM25 weights (idf * saturated tf) of the postings [start, end) of one term, computed when a query asks
-        for that term (O(df)), so an index patched after an edit re-weights nothing. Each step of the formula in
-        this order, so a score is the same float however many postings were weighted at once."""
-        k1, b = self.k1, self.b
-        counts = self.postings_tf[start:end].astype(np.float64)
-        # weight = idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * doc_len / avg_len))
-        norm = self.doc_len[self.postings_doc[start:end]]
-        norm *= b
-        norm /= self.avg_len
-        norm += 1.0 - b
-        norm *= k1
-        norm += counts
-        weight = np.full(end - start, idf)
-        weight *= counts
-        weight *= k1 + 1.0
-        weight /= norm
-        return weight
+    def term_counts(self) -> tuple[pa.Array, np.ndarray]:
+        """The sorted vocabulary and each term's document frequency."""
+        return vocab_array(self.vocab), np.diff(np.asarray(self.starts, dtype=np.int64))
+
+    def codes_of(self, terms: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+        """(each term's code, whether the vocabulary has it), all terms a halving step at a time."""
+        vocab = vocab_array(self.vocab)
+        terms = terms.cast(vocab.type)
+        at = sorted_positions(vocab, terms)
+        found = at < len(vocab)
+        found[found] = pc.equal(vocab.take(pa.array(at[found])), terms.filter(pa.array(found))).to_numpy(
+            zero_copy_only=False
+        )
+        return at, found
+
+    def counts_of(self, terms: pa.Array) -> np.ndarray:
+        """The document frequency of each of these terms (0 for those the vocabulary lacks)."""
+        at, found = self.codes_of(terms)
+        starts = np.asarray(self.starts, dtype=np.int64)
+        counts = np.zeros(len(terms), dtype=np.int64)
+        counts[found] = starts[at[found] + 1] - starts[at[found]]
+        return counts
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The compact persisted form: name -> array, names as in ARRAYS."""
@@ -244,37 +341,15 @@ class Bm25Index:
         position = np.full(len(new_ids), -1, dtype=np.int64)  # old doc position -> new doc position
         position[kept] = np.searchsorted(doc_ids, new_ids[kept])
         # the vocabulary: the added rows' terms not known yet go in at their sorted places
-        vocab = (
-            self.vocab.array
-            if isinstance(self.vocab, ArrowVocabulary)
-            else pa.array(np.asarray(self.vocab, dtype=object), pa.string())
-        )
+        vocab = vocab_array(self.vocab)
         codes, terms = sorted_term_codes(added["term"]) if len(added) else (np.array([], np.int32), None)
         words = terms.array.cast(vocab.type) if terms is not None else pa.array([], vocab.type)
-        at = sorted_positions(vocab, words)
-        known = at < len(vocab)
-        if known.any():
-            found = pc.equal(vocab.take(pa.array(at[known])), words.filter(pa.array(known)))
-            known[known] = found.to_numpy(zero_copy_only=False)
-        fresh_at = at[~known]  # insertion points (old codes) of the new terms, ascending with them
-        old_code = np.arange(len(vocab)) + np.searchsorted(fresh_at, np.arange(len(vocab)), side="right")  # -> new
-        added_code = np.empty(len(words), dtype=np.int64)
-        added_code[known] = old_code[at[known]]
-        added_code[~known] = fresh_at + np.arange(len(fresh_at))
-        fresh, bounds = words.filter(pa.array(~known)), np.r_[0, fresh_at, len(vocab)]
-        new_vocab = pa.concat_arrays(
-            [vocab.slice(bounds[0], bounds[1])]
-            + [
-                piece
-                for k in range(len(fresh_at))
-                for piece in (fresh.slice(k, 1), vocab.slice(bounds[k + 1], bounds[k + 2] - bounds[k + 1]))
-            ]
-        )
+        new_vocab, old_code, added_code = vocabulary_with(vocab, words)
         # postings: the dropped docs' found in one pass; the kept ones stay in (term, doc) order under both numberings
         starts = np.asarray(self.starts, dtype=np.int64)
         old_doc, old_tf = np.asarray(self.postings_doc), np.asarray(self.postings_tf)
         drops = np.flatnonzero((~kept)[old_doc]) if not kept.all() else np.array([], dtype=np.int64)
-        df = np.zeros(len(vocab) + len(fresh_at), dtype=np.int64)
+        df = np.zeros(len(new_vocab), dtype=np.int64)
         df[old_code] = np.diff(starts) - np.bincount(np.searchsorted(starts, drops, "right") - 1, minlength=len(vocab))
         # the added postings by (term, doc), each put before the first posting of a kept doc that comes after it
         add_term = added_code[codes]
@@ -313,32 +388,3 @@ class Bm25Index:
         if i >= len(self.vocab) or self.vocab[i] != term:
             return None
         return int(self.starts[i]), int(self.starts[i + 1])
-
-    def totals(self, query_terms: Iterable[str]) -> np.ndarray:
-        """BM25 score of every doc for the query terms (repeated terms count, sub-linearly), in doc_ids order."""
-        total = np.zeros(len(self.doc_ids))
-        found = [(span, count) for term, count in Counter(query_terms).items() if (span := self._span(term))]
-        idfs = self.idf(np.array([end - start for (start, end), _ in found], dtype=np.int64))
-        for ((start, end), count), idf in zip(found, idfs):
-            weight = self.weights(start, end, idf)
-            np.add.at(total, self.postings_doc[start:end], weight * (1.0 + np.log(count)))
-        return total
-
-    def scores(self, query_terms: Iterable[str]) -> pd.Series:
-        """`totals` indexed by doc id."""
-        return pd.Series(self.totals(query_terms), index=self.doc_ids)
-
-    def scores_at(self, query_terms: Iterable[str], ids: np.ndarray) -> np.ndarray:
-        """`scores(...).reindex(ids).fillna(0)` by binary search over the sorted doc ids: no hash table over every
-        doc (745k symbols on OpenJDK: 12 ms a request) for the few dozen a caller asks about."""
-        total = self.totals(query_terms)
-        doc_ids, ids = np.asarray(self.doc_ids), np.asarray(ids)
-        if not len(doc_ids):
-            return np.zeros(len(ids))
-        at = np.minimum(np.searchsorted(doc_ids, ids), len(doc_ids) - 1)
-        return np.where(doc_ids[at] == ids, total[at], 0.0)
-
-    def document_frequency(self, term: str) -> int:
-        """How many docs contain the term (0 when unknown): lets callers drop terms that match everything."""
-        span = self._span(term)
-        return 0 if span is None else span[1] - span[0]

@@ -19,7 +19,8 @@ from cra.dataflows.index.frames import (
 )
 from cra.dataflows.index.schema import arrow_schema
 from cra.dataflows.index.storage import BATCH_ROWS, CarriedRows, ContentsStore
-from cra.dataflows.lexical import ArrowVocabulary, Bm25Index, sorted_term_codes
+from cra.dataflows.lexical import ArrowVocabulary, sorted_term_codes
+from cra.dataflows.lexicon_layers import Lexicon
 
 MAX_CONCEPTS = 10
 
@@ -104,7 +105,7 @@ def file_concepts(
     indexed_files: pd.DataFrame,
     previous_files: pd.DataFrame,
     previous_kb: dict[str, pd.DataFrame] | None,
-    previous_file_lexicon: Bm25Index | None = None,
+    previous_file_lexicon: Lexicon | None = None,
 ) -> pd.Series:
     """Up to 10 most distinctive terms per file_id: tf over the file's identifiers, docstrings and comments
     (kb_concept_terms; files without any: their full-text terms) times idf from the whole KB's document frequencies
@@ -262,44 +263,31 @@ def _frequency_changes(
     return delta[delta != 0]
 
 
-def _lexicon_of(lexicon: Bm25Index | None, terms: pd.DataFrame) -> bool:
+def _lexicon_of(lexicon: Lexicon | None, terms: pd.DataFrame) -> bool:
     """Whether lexicon is (as far as its sizes tell) the one of these term rows: as many docs and postings."""
     return (
-        lexicon is not None
-        and len(lexicon.starts) > 0
-        and int(lexicon.starts[-1]) == len(terms)
-        and len(lexicon.doc_ids) == doc_count(terms["file_id"])
+        lexicon is not None and lexicon.n_postings == len(terms) and len(lexicon.doc_ids) == doc_count(terms["file_id"])
     )
 
 
 def _updated_frequencies(
-    lexicon: Bm25Index, changed: pd.Series, among: pa.Array, kb_file_terms: pd.DataFrame
+    lexicon: Lexicon, changed: pd.Series, among: pa.Array, kb_file_terms: pd.DataFrame
 ) -> tuple[int, pa.Array, np.ndarray]:
     """`_document_frequencies(kb_file_terms, among)` from the previous lexicon: each term's postings there (its
     previous document frequency) plus its change (`_changed_document_frequencies`), 0 for terms in neither."""
-    vocab = lexicon.vocab.array if hasattr(lexicon.vocab, "array") else pa.array(lexicon.vocab, type=pa.string())
-    terms = among.cast(vocab.type)
-    at = _sorted_positions(vocab, terms)
-    found = at < len(vocab)
-    found[found] = pc.equal(vocab.take(pa.array(at[found])), terms.filter(pa.array(found))).to_numpy(
-        zero_copy_only=False
-    )
-    starts = np.asarray(lexicon.starts, dtype=np.int64)
-    counts = np.zeros(len(terms), dtype=np.int64)
-    counts[found] = starts[at[found] + 1] - starts[at[found]]
+    counts = lexicon.counts_of(among)
     if len(changed):
         counts += changed.reindex(among.to_pylist(), fill_value=0).to_numpy(dtype=np.int64)
     return doc_count(kb_file_terms["file_id"]), among, counts
 
 
 def _lexicon_frequencies(
-    lexicon: Bm25Index, changed: pd.Series, kb_file_terms: pd.DataFrame
+    lexicon: Lexicon, changed: pd.Series, kb_file_terms: pd.DataFrame
 ) -> tuple[int, pa.Array, np.ndarray]:
     """`_document_frequencies(kb_file_terms)` of every term from the previous lexicon (a term's postings there are its
     previous document frequency) plus the change (`_frequency_changes`; a new term appended), without counting the
     rows (OpenJDK's 13M file-term rows: 0.7 s). A term gone keeps a count of 0: no row looks it up."""
-    vocab = lexicon.vocab.array if hasattr(lexicon.vocab, "array") else pa.array(lexicon.vocab, type=pa.string())
-    counts = np.diff(np.asarray(lexicon.starts, dtype=np.int64))
+    vocab, counts = lexicon.term_counts()
     if len(changed):
         terms = pa.array(changed.index.astype(object).tolist(), type=vocab.type)
         delta = changed.to_numpy(dtype=np.int64)

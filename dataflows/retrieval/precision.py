@@ -28,7 +28,7 @@ from hamilton.function_modifiers import config
 
 from cra.dataflows.distinct import distinct
 from cra.dataflows.index.mapped import values_at
-from cra.dataflows.lexical import Bm25Index
+from cra.dataflows.lexicon_layers import Lexicon
 from cra.dataflows.retrieval import vocabulary
 from cra.dataflows.retrieval.markdown import shown_text
 from cra.dataflows.retrieval.models import TIER_ORDER, FileContext, ScopedSymbols, SymbolContext, TaskQuery
@@ -73,7 +73,7 @@ _ASSERTION = re.compile(
 )
 
 
-def precision_terms(task_query: TaskQuery, symbol_lexicon: Bm25Index) -> pd.Series:
+def precision_terms(task_query: TaskQuery, symbol_lexicon: Lexicon) -> pd.Series:
     """Task keyword/hint term -> match weight: 1 when distinctive in the KB, 0.5 when many symbols share it."""
     words = sorted(
         {w for text in (*task_query.keywords, *task_query.symbol_hints) for w in vocabulary.name_words(text)}

@@ -11,7 +11,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from cra.dataflows.lexical import Bm25Index
+from cra.dataflows.lexicon_layers import Lexicon
 from cra.dataflows.retrieval import vocabulary
 from cra.dataflows.retrieval.hints import path_matches
 from cra.dataflows.retrieval.import_graph import ImportGraph, import_graph
@@ -430,7 +430,7 @@ def structural_centrality(kb_files: pd.DataFrame, kb_edges: pd.DataFrame) -> pd.
     return _over_files(kb_files, _normalised(in_degree[in_degree > 0]))
 
 
-def lexical_query_terms(task_query: TaskQuery, file_lexicon: Bm25Index) -> list[str]:
+def lexical_query_terms(task_query: TaskQuery, file_lexicon: Lexicon) -> list[str]:
     """BM25 query terms: keywords, hint terms repeated (identifiers weigh more), terms in most files dropped."""
     hint_terms = terms(" ".join(task_query.symbol_hints + task_query.file_hints))
     query = list(task_query.keywords) + hint_terms * 2
@@ -438,14 +438,14 @@ def lexical_query_terms(task_query: TaskQuery, file_lexicon: Bm25Index) -> list[
     return [t for t in query if file_lexicon.document_frequency(t) <= COMMON_TERM_SHARE * n_docs]
 
 
-def lexical_match(kb_files: pd.DataFrame, lexical_query_terms: list[str], file_lexicon: Bm25Index) -> pd.Series:
+def lexical_match(kb_files: pd.DataFrame, lexical_query_terms: list[str], file_lexicon: Lexicon) -> pd.Series:
     """0-1 per file: BM25 of the task terms against its contents, divided by the best file's score (signal 9)."""
     if kb_files.empty or not lexical_query_terms or len(file_lexicon.doc_ids) == 0:
         return _zeros(kb_files)
     return _over_files(kb_files, _normalised(file_lexicon.scores(lexical_query_terms)))
 
 
-def title_query_terms(task_query: TaskQuery, file_lexicon: Bm25Index) -> list[str]:
+def title_query_terms(task_query: TaskQuery, file_lexicon: Lexicon) -> list[str]:
     """BM25 query terms of the task's first line (markdown heading marks dropped), terms in most files dropped.
 
     An issue's title names the broken behaviour in a few words; in the body those words are outnumbered by
@@ -457,7 +457,7 @@ def title_query_terms(task_query: TaskQuery, file_lexicon: Bm25Index) -> list[st
     return [t for t in terms(title) if file_lexicon.document_frequency(t) <= COMMON_TERM_SHARE * n_docs]
 
 
-def title_match(kb_files: pd.DataFrame, title_query_terms: list[str], file_lexicon: Bm25Index) -> pd.Series:
+def title_match(kb_files: pd.DataFrame, title_query_terms: list[str], file_lexicon: Lexicon) -> pd.Series:
     """0-1 per file: BM25 of the task title's terms against its contents, divided by the best file's score."""
     if kb_files.empty or not title_query_terms or len(file_lexicon.doc_ids) == 0:
         return _zeros(kb_files)
@@ -471,7 +471,7 @@ def kb_symbol_files(kb_symbols: pd.DataFrame) -> pd.Series:
 
 
 def symbol_lexical_match(
-    kb_files: pd.DataFrame, kb_symbol_files: pd.Series, lexical_query_terms: list[str], symbol_lexicon: Bm25Index
+    kb_files: pd.DataFrame, kb_symbol_files: pd.Series, lexical_query_terms: list[str], symbol_lexicon: Lexicon
 ) -> pd.Series:
     """0-1 per file: BM25 of its best-matching function/class chunk, so one relevant function in a long file counts."""
     if kb_files.empty or kb_symbol_files.empty or not lexical_query_terms or len(symbol_lexicon.doc_ids) == 0:
@@ -494,7 +494,7 @@ def history_match(
     kb_commits: pd.DataFrame,
     kb_commit_files: pd.DataFrame,
     lexical_query_terms: list[str],
-    commit_lexicon: Bm25Index,
+    commit_lexicon: Lexicon,
 ) -> pd.Series:
     """0-1 per file: past commits whose messages resemble the task, their BM25 spread to the files they changed.
 

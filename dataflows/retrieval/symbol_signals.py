@@ -34,7 +34,7 @@ import pandas as pd
 
 from cra.dataflows.distinct import distinct
 from cra.dataflows.index.mapped import file_texts
-from cra.dataflows.lexical import Bm25Index
+from cra.dataflows.lexicon_layers import Lexicon
 from cra.dataflows.retrieval import vocabulary
 from cra.dataflows.retrieval.hints import path_matches
 from cra.dataflows.retrieval.models import ScopedSymbols, TaskQuery
@@ -140,7 +140,7 @@ def symbol_signal_matrix(
     task_query: TaskQuery,
     lexical_query_terms: list[str],
     title_query_terms: list[str],
-    symbol_lexicon: Bm25Index,
+    symbol_lexicon: Lexicon,
     precision_terms: pd.Series,
     symbol_task_frames: pd.DataFrame,
     task_messages: list[str],
@@ -271,7 +271,7 @@ def symbol_weights(symbol_weight_profile: dict | None) -> dict[str, float]:
 # --- the signals ---------------------------------------------------------------------------------------------------
 
 
-def _lexical(s: ScopedSymbols, c: np.ndarray, query_terms: list[str], lexicon: Bm25Index) -> np.ndarray:
+def _lexical(s: ScopedSymbols, c: np.ndarray, query_terms: list[str], lexicon: Lexicon) -> np.ndarray:
     """BM25 of the query terms over each candidate's chunk, divided by the best candidate's."""
     if not len(c) or not query_terms or len(lexicon.doc_ids) == 0:
         return np.zeros(len(c))

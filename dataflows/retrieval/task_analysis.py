@@ -14,7 +14,7 @@ from collections import Counter
 import pandas as pd
 from hamilton.function_modifiers import config
 
-from cra.dataflows.lexical import Bm25Index
+from cra.dataflows.lexicon_layers import Lexicon
 from cra.dataflows.retrieval.hints import path_matches
 from cra.dataflows.retrieval.membership import in_set
 from cra.dataflows.retrieval.models import TaskQuery
@@ -239,7 +239,7 @@ def error_patterns(analysed_text: str) -> list[str]:
     return _error_patterns(analysed_text)
 
 
-def task_keywords(analysed_text: str, symbol_hints: list[str], file_lexicon: Bm25Index) -> list[str]:
+def task_keywords(analysed_text: str, symbol_hints: list[str], file_lexicon: Lexicon) -> list[str]:
     """The task's keywords (strongest first) that some indexed file contains: a long issue's reproduction strings
     and log noise (`bbb`, `nbbbbbb`) would otherwise take places a word of the report needs."""
     known = (lambda t: file_lexicon.document_frequency(t) > 0) if len(file_lexicon.doc_ids) else (lambda t: True)

@@ -7,7 +7,8 @@ Layout of a KB directory (default `<repo>/.cra/`):
                        kept in pieces instead: `<table>.pieces.json` naming row ranges of `<table>.seg-*.arrow`
                        segments), plus
                        metadata.json, plus the finished BM25 arrays of each term table (`<terms>.bm25.arrow`,
-                       see LEXICONS): derived data, so a KB without them (or of another lexicon format) is still
+                       see LEXICONS; after a small edit, with the changed docs' beside it in
+                       `<terms>.bm25.delta.arrow`, `cra.dataflows.lexicon_layers`): derived data, so a KB without them (or of another lexicon format) is still
                        read, by rebuilding; likewise the per-KB word tables (`words.<name>*.arrow`, see
                        `cra.drivers.kb.word_cache`), reused only when written by the same `vocabulary` / `text` code
     scan-cache.json    what the last index saw of each file (`cra.drivers.kb.stat_cache`), naming the version it belongs to
@@ -39,6 +40,7 @@ import pyarrow.parquet as pq
 from cra.dataflows import lexical
 from cra.dataflows.index.schema import REQUEST_TABLES, SCHEMA_VERSION, TABLES, arrow_schema
 from cra.dataflows.lexical import Bm25Index
+from cra.dataflows.lexicon_layers import LayeredIndex, Lexicon
 from cra.dataflows.retrieval import vocabulary
 from cra.drivers.common.errors import CraError
 from cra.drivers.kb.check import INVENTORY_KEY, KbDamaged, clear_damage, inventory, mark_damaged, version_damage
@@ -78,6 +80,7 @@ LEXICONS = {"file_terms": "file_id", "symbol_terms": "symbol_id", "commit_terms"
 BUILDS_APART_ROWS = 4_000_000  # term rows up to which the word tables are built beside the lexicons (see write_kb)
 _LEXICON_SUFFIX = ".bm25.arrow"  # Arrow IPC, uncompressed: memory-mapped, a request reads only its terms' postings
 _LEXICON_FORMAT = {b"cra_bm25_format": b"3", b"k1": repr(lexical.K1).encode(), b"b": repr(lexical.B).encode()}
+_DELTA_SUFFIX = ".bm25.delta.arrow"  # a layered lexicon's delta and its base docs' ids (beside `<terms>.bm25.arrow`)
 
 # tables kept as uncompressed Arrow IPC, memory-mapped when read: every file's text and every comment, of which a
 # request reads those of the few files it packs (decoding them from Parquet took 3.4 s and 0.55 s on OpenJDK), and
@@ -134,10 +137,8 @@ def _read_table(version: Path, name: str, arrow_lists: bool = False, copies: boo
     )  # (not pq.read_table: its dataset layer cost 46 ms)
 
 
-def _write_lexicon(staging: Path, terms: str, frame: pd.DataFrame, index: Bm25Index | None = None) -> None:
-    """The finished BM25 arrays of one term table (index: as patched, else built from the frame) as a one-row Arrow
-    IPC table of list columns."""
-    index = index if index is not None else Bm25Index.from_terms(frame, LEXICONS[terms])
+def _lexicon_columns(index: Bm25Index) -> dict[str, pa.Array]:
+    """An index's arrays as one-row list columns (a lexicon file's layout)."""
     columns = {}
     for name, values in index.arrays().items():
         if isinstance(values, lexical.ArrowVocabulary):
@@ -147,27 +148,66 @@ def _write_lexicon(staging: Path, terms: str, frame: pd.DataFrame, index: Bm25In
                 pa.array(values, type=pa.string()) if values.dtype == object and name == "vocab" else pa.array(values)
             )
         columns[name] = pa.ListArray.from_arrays(pa.array([0, len(flat)], type=pa.int32()), flat)
-    write_table(pa.table(columns).replace_schema_metadata(_LEXICON_FORMAT), staging / f"{terms}{_LEXICON_SUFFIX}")
+    return columns
 
 
-def _read_lexicon(version: Path, terms: str) -> Bm25Index | None:
-    """The persisted BM25 index of a term table, memory-mapped (arrays are views of the file: a request pages in
-    the postings of its own terms only); None when absent or of another format (then rebuild)."""
-    path = version / f"{terms}{_LEXICON_SUFFIX}"
-    if not path.is_file():
-        return None
+def _write_lexicon(
+    staging: Path, terms: str, frame: pd.DataFrame, index: Lexicon | None = None, live: Path | None = None
+) -> None:
+    """The finished BM25 arrays of one term table (index: as patched, else built from the frame) as a one-row Arrow
+    IPC table of list columns; a layered index as the live version's base file, linked, and its delta beside it
+    (folded and written whole when the base cannot be linked)."""
+    if isinstance(index, LayeredIndex):
+        if _linked(staging, live, f"{terms}{_LEXICON_SUFFIX}"):
+            columns = _lexicon_columns(index.delta)
+            columns["base_ids"] = pa.ListArray.from_arrays(
+                pa.array([0, len(index.base_ids)], type=pa.int32()), pa.array(index.base_ids, type=pa.int64())
+            )
+            write_table(pa.table(columns).replace_schema_metadata(_LEXICON_FORMAT), staging / f"{terms}{_DELTA_SUFFIX}")
+            return
+        index = index.merged(LEXICONS[terms])
+    index = index if index is not None else Bm25Index.from_terms(frame, LEXICONS[terms])
+    write_table(
+        pa.table(_lexicon_columns(index)).replace_schema_metadata(_LEXICON_FORMAT),
+        staging / f"{terms}{_LEXICON_SUFFIX}",
+    )
+
+
+def _lexicon_arrays(path: Path, extra: tuple[str, ...] = ()) -> dict[str, pa.Array] | None:
+    """The arrays of a lexicon file (memory-mapped), None when it is of another format."""
     table = mapped_table(path)
     if (table.schema.metadata or {}) != _LEXICON_FORMAT or table.num_rows != 1:
         return None
-    names = lexical.ARRAYS
+    names = (*lexical.ARRAYS, *extra)
     if not all(name in table.column_names for name in names):
         return None
-    values = {name: table.column(name).chunk(0).values for name in names}
-    vocab = lexical.ArrowVocabulary(values.pop("vocab"))
-    return Bm25Index(vocab, *(values[name].to_numpy(zero_copy_only=False) for name in names[1:]))
+    return {name: table.column(name).chunk(0).values for name in names}
 
 
-def previous_lexicon(kb_dir: Path, terms: str = "file_terms") -> Bm25Index | None:
+def _index_of(values: dict[str, pa.Array]) -> Bm25Index:
+    vocab = lexical.ArrowVocabulary(values["vocab"])
+    return Bm25Index(vocab, *(values[name].to_numpy(zero_copy_only=False) for name in lexical.ARRAYS[1:]))
+
+
+def _read_lexicon(version: Path, terms: str) -> Lexicon | None:
+    """The persisted BM25 index of a term table, memory-mapped (arrays are views of the file: a request pages in
+    the postings of its own terms only), layered when a delta lies beside it; None when absent or of another format
+    (then rebuild)."""
+    path = version / f"{terms}{_LEXICON_SUFFIX}"
+    if not path.is_file():
+        return None
+    values = _lexicon_arrays(path)
+    if values is None:
+        return None
+    if not (version / f"{terms}{_DELTA_SUFFIX}").is_file():
+        return _index_of(values)
+    delta = _lexicon_arrays(version / f"{terms}{_DELTA_SUFFIX}", ("base_ids",))
+    if delta is None or len(delta["base_ids"]) != len(values["doc_ids"]):
+        return None
+    return LayeredIndex(_index_of(values), delta["base_ids"].to_numpy(zero_copy_only=False), _index_of(delta))
+
+
+def previous_lexicon(kb_dir: Path, terms: str = "file_terms") -> Lexicon | None:
     """The live version's persisted lexicon of a term table (memory-mapped), for a re-index to read the previous
     document frequencies from; None when there is none or it cannot be read (the caller counts them itself)."""
     try:
@@ -178,6 +218,10 @@ def previous_lexicon(kb_dir: Path, terms: str = "file_terms") -> Bm25Index | Non
 
 
 PATCH_MAX_SHARE = 0.25  # a lexicon is patched when the rows of its changed docs are at most this share of its table
+# and layered (`cra.dataflows.lexicon_layers`: its file linked, the docs not carried from it written beside it) while
+# those docs' rows are at most this share: a one-file edit writes a few kB instead of the whole lexicon (OpenJDK's
+# file terms: 127 MB); beyond it the layers are folded into one lexicon again
+LAYER_MAX_SHARE = 0.05
 
 
 def _kept_docs(tables: dict[str, pd.DataFrame], previous: dict[str, pd.DataFrame]) -> dict[str, np.ndarray]:
@@ -243,26 +287,34 @@ def _rows_taken(frame: pd.DataFrame, rows: np.ndarray, max_runs: int = 10_000) -
     return pd.concat([frame.iloc[a:b] for a, b in zip(firsts, lasts)])
 
 
-def _patched_lexicon(live: Path | None, terms: str, frame: pd.DataFrame, kept: np.ndarray | None) -> Bm25Index | None:
-    """The live version's lexicon of a term table patched to this frame of its rows (`Bm25Index.patched`): None
-    when there is nothing to patch from, or more changed than PATCH_MAX_SHARE (then it is built from the rows)."""
+def _patched_lexicon(live: Path | None, terms: str, frame: pd.DataFrame, kept: np.ndarray | None) -> Lexicon | None:
+    """The live version's lexicon of a term table brought to this frame of its rows: its base with the docs not
+    carried from it layered over it (up to LAYER_MAX_SHARE of the rows), or patched into one (`Bm25Index.patched`,
+    up to PATCH_MAX_SHARE); None when there is nothing to patch from, or more changed (then it is built)."""
     if live is None or kept is None or frame is None or not len(frame):
         return None
     before = _read_lexicon(live, terms)
     if before is None:
         return None
+    base = before.base if isinstance(before, LayeredIndex) else before
     doc = LEXICONS[terms]
-    old_docs = np.asarray(before.doc_ids, dtype=np.int64)
-    new_ids, inside = np.full(len(old_docs), -1, dtype=np.int64), old_docs < len(kept)
+    old_docs = np.asarray(before.base_ids if isinstance(before, LayeredIndex) else base.doc_ids, dtype=np.int64)
+    new_ids, inside = np.full(len(old_docs), -1, dtype=np.int64), (old_docs >= 0) & (old_docs < len(kept))
     new_ids[inside] = kept[old_docs[inside]]
     rows = _rows_of_other_docs(frame[doc].to_numpy(), np.sort(new_ids[new_ids >= 0]))
     if len(rows) > PATCH_MAX_SHARE * len(frame):
         return None
     try:
-        index = before.patched(new_ids, _rows_taken(frame, rows), doc)
+        added = _rows_taken(frame, rows)
+        if len(rows) <= LAYER_MAX_SHARE * len(frame):
+            if (np.diff(new_ids[new_ids >= 0]) <= 0).any():
+                raise ValueError("kept docs must keep their order")
+            index = LayeredIndex(base, new_ids, Bm25Index.from_terms(added, doc))
+        else:
+            index = base.patched(new_ids, added, doc)
     except (ValueError, IndexError, OSError, pa.ArrowException):  # kept docs out of order, an unreadable page: built
         return None
-    if index is None or len(index.postings_doc) != len(frame) or index.postings_tf.sum() != frame["tf"].sum():
+    if index.n_postings != len(frame) or index.doc_len.sum() != frame["tf"].sum():
         return None  # not the rows of this table (cannot happen when the kept docs' terms are as before): built
     return index
 
@@ -480,6 +532,16 @@ def _linked(staging: Path, live: Path | None, filename: str) -> bool:
     return True
 
 
+def _linked_lexicon(staging: Path, live: Path | None, terms: str) -> bool:
+    """Hard-link the live version's lexicon of a term table, its delta too when it has one; False if impossible."""
+    linked = _linked(staging, live, f"{terms}{_LEXICON_SUFFIX}")
+    if linked and live is not None and (live / f"{terms}{_DELTA_SUFFIX}").is_file():
+        if not _linked(staging, live, f"{terms}{_DELTA_SUFFIX}"):
+            (staging / f"{terms}{_LEXICON_SUFFIX}").unlink()
+            return False
+    return linked
+
+
 def write_kb(
     kb_dir: Path,
     tables: dict[str, pd.DataFrame],
@@ -574,9 +636,9 @@ def write_kb(
         done(name)
 
     def lexicon_job(name: str) -> None:
-        if not (name in same and _linked(staging, live, f"{name}{_LEXICON_SUFFIX}")):
+        if not (name in same and _linked_lexicon(staging, live, name)):
             patched = _patched_lexicon(live, name, tables[name], kept_docs.get(name))
-            _write_lexicon(staging, name, tables[name], patched)
+            _write_lexicon(staging, name, tables[name], patched, live)
         done(name)
 
     builds = [lambda name=name: lexicon_job(name) for name in LEXICONS if tables.get(name) is not None]
@@ -748,7 +810,7 @@ class KnowledgeBase:
     def contents(self) -> pd.DataFrame:
         return read_tables(self.kb_dir, ["contents"])["contents"]
 
-    def lexicon(self, terms: str) -> Bm25Index:
+    def lexicon(self, terms: str) -> Lexicon:
         """The BM25 index of a term table: persisted arrays when the KB has them, else built from the terms."""
         version = live_version(self.kb_dir)
         try:
@@ -758,15 +820,15 @@ class KnowledgeBase:
         return found if found is not None else Bm25Index.from_terms(_read_terms(self.kb_dir, terms), LEXICONS[terms])
 
     @cached_property
-    def file_lexicon(self) -> Bm25Index:
+    def file_lexicon(self) -> Lexicon:
         return self.lexicon("file_terms")
 
     @cached_property
-    def commit_lexicon(self) -> Bm25Index:
+    def commit_lexicon(self) -> Lexicon:
         return self.lexicon("commit_terms")
 
     @cached_property
-    def symbol_lexicon(self) -> Bm25Index:
+    def symbol_lexicon(self) -> Lexicon:
         return self.lexicon("symbol_terms")
 
     @cached_property
