@@ -264,6 +264,30 @@ def test_a_function_added_to_one_file_moves_no_other_files_symbol_ids(tmp_path):
     assert "symbols.arrow" in compared and differences == []
 
 
+def test_a_first_function_in_a_file_without_symbols_moves_no_other_files_symbol_ids(tmp_path):
+    """Every indexed file holds a block of ids, one without symbols too: its first function (an empty
+    `__init__.py` given a helper) leaves every other symbol's id as it was, so the symbol-keyed tables are written
+    in pieces; a fresh index agrees."""
+    repo = make_repo(tmp_path / "repo", git=False)
+    init = repo / "app/auth/__init__.py"
+    init.write_text("")
+    kb = tmp_path / "kb"
+    index_repository(repo, kb, history=0)
+    before = _symbol_ids(kb)
+    assert not [key for key in before if key[0] == "app/auth/__init__.py"]
+    init.write_text("def ledger_key(name):\n    return name.lower()\n")
+    index_repository(repo, kb, history=0)
+    after = _symbol_ids(kb)
+    assert [key for key in after if key not in before] == [("app/auth/__init__.py", "ledger_key", "function", 1)]
+    assert {key: after[key] for key in before} == before
+    for name in ("symbols", "symbol_terms"):
+        assert table_pieces(live_version(kb), name) is not None, name
+    fresh = tmp_path / "fresh"
+    index_repository(repo, fresh, history=0)
+    compared, differences = compare_kbs(kb, fresh, ignore=RUN_STATS)
+    assert "symbols.arrow" in compared and differences == []
+
+
 def test_a_function_with_calls_added_writes_the_files_references_and_symbols_as_new_pieces(tmp_path, capsys):
     """Issue 58: a function that calls others, added to one file, writes that file's references, symbols and symbol
     terms as one new segment each; the live segments are linked. The KB and its answers are a fresh index's."""

@@ -63,6 +63,7 @@ def test_spliced_references_are_the_rekeyed_sort_of_the_kept_and_parsed_ones(see
         pd.DataFrame(
             {"file_id": keys.loc[keys["local"] >= 0, "file_id"], "local": keys.loc[keys["local"] >= 0, "local"]}
         ),
+        pd.DataFrame({"file_id": np.arange(files)}),
     )
     n_new = int(rng.integers(0, 12))
     parsed_files = list(parsed_locals)

@@ -180,29 +180,30 @@ def new_symbol_id_array(old_ids: pd.Series, symbol_keys: pd.DataFrame) -> np.nda
     return found
 
 
-MIN_SYMBOL_BLOCK = 8  # ids a file with symbols holds at least
+MIN_SYMBOL_BLOCK = 8  # ids every indexed file holds at least
 
 
 def symbol_block_sizes(counts: np.ndarray) -> np.ndarray:
-    """Ids reserved for each file's symbols given how many it has: none for none, else the next power of two (at
-    least MIN_SYMBOL_BLOCK). A file keeps its block while it grows within it, so a function added to one file moves
-    no other file's symbol ids (only a file outgrowing its block, or a file added or gone, moves the later ones)."""
+    """Ids reserved for each file's symbols given how many it has: the next power of two, at least MIN_SYMBOL_BLOCK,
+    a file without symbols included. A file keeps its block while it grows within it, so a function added to one file
+    (its first one too: an empty `__init__.py`, a Java file of comments) moves no other file's symbol ids (only a
+    file outgrowing its block, or a file added or gone, moves the later ones)."""
     counts = np.asarray(counts, dtype=np.int64)
     powers = np.left_shift(1, np.ceil(np.log2(np.maximum(counts, 1))).astype(np.int64))
-    return np.where(counts > 0, np.maximum(powers, MIN_SYMBOL_BLOCK), 0)
+    return np.maximum(powers, MIN_SYMBOL_BLOCK)
 
 
-def block_symbol_ids(files: np.ndarray) -> np.ndarray:
-    """The symbol_id of each symbol, given the file of each in (file, position) order: files in that order take
-    consecutive blocks (`symbol_block_sizes`), a file's symbols the first ids of its block in order. A function of
-    the files' order and symbol counts only, so a fresh index and an incremental one number alike."""
-    files = np.asarray(files, dtype=np.int64)
+def block_symbol_ids(files: np.ndarray, among: np.ndarray) -> np.ndarray:
+    """The symbol_id of each symbol, given the file of each in (file, position) order: the files of `among` (every
+    indexed file's id, ascending: the files' order) take consecutive blocks (`symbol_block_sizes`), a file's symbols
+    the first ids of its block in order. A function of the files' order and symbol counts only, so a fresh index
+    and an incremental one number alike."""
+    files, among = np.asarray(files, dtype=np.int64), np.asarray(among, dtype=np.int64)
     if not len(files):
         return np.zeros(0, dtype=np.int64)
-    first = np.r_[0, np.flatnonzero(files[1:] != files[:-1]) + 1]
-    counts = np.diff(np.r_[first, len(files)])
+    counts = np.searchsorted(files, among, side="right") - np.searchsorted(files, among)
     starts = np.r_[0, np.cumsum(symbol_block_sizes(counts))[:-1]]
-    return np.repeat(starts - first, counts) + np.arange(len(files), dtype=np.int64)
+    return starts[np.searchsorted(among, files)] + np.arange(len(files)) - np.searchsorted(files, files)
 
 
 # the id columns of each KB table, and the columns whose order a table is kept in (as a fresh index writes it)
@@ -269,7 +270,9 @@ def canonical_ids(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     symbol_ids = symbols["symbol_id"].to_numpy(dtype=np.int64)
     order = np.lexsort((symbol_ids, file_lookup[symbols["file_id"].to_numpy(dtype=np.int64)]))
     symbol_lookup = np.full(int(symbol_ids.max()) + 1 if len(symbol_ids) else 0, -1, dtype=np.int64)
-    symbol_lookup[symbol_ids[order]] = block_symbol_ids(file_lookup[symbols["file_id"].to_numpy(dtype=np.int64)][order])
+    symbol_lookup[symbol_ids[order]] = block_symbol_ids(
+        file_lookup[symbols["file_id"].to_numpy(dtype=np.int64)][order], np.arange(len(ids))
+    )
     out = dict(tables)
     for name, frame in tables.items():
         columns = {c: file_lookup for c in _FILE_ID_COLUMNS.get(name, [])} | {

@@ -331,9 +331,12 @@ def reused_symbol_rows(indexed_files: pd.DataFrame, previous_kb: dict[str, pd.Da
     return kept_rows(previous, ids_in(previous["file_id"], indexed_files.loc[indexed_files["reused"], "file_id"]))
 
 
-def symbol_keys(reused_symbol_rows: pd.DataFrame, new_symbol_rows: pd.DataFrame) -> pd.DataFrame:
-    """New symbol_id for every symbol, ordered by file then position, in per-file blocks (`block_symbol_ids`: ids
-    do not shift when another file gains or loses a symbol); old_id for reused, local for new."""
+def symbol_keys(
+    reused_symbol_rows: pd.DataFrame, new_symbol_rows: pd.DataFrame, indexed_files: pd.DataFrame
+) -> pd.DataFrame:
+    """New symbol_id for every symbol, ordered by file then position, in per-file blocks of every indexed file
+    (`block_symbol_ids`: ids do not shift when another file gains or loses a symbol); old_id for reused, local for
+    new."""
     reused = pd.DataFrame(
         {
             "file_id": reused_symbol_rows["file_id"].astype("int64"),
@@ -351,7 +354,9 @@ def symbol_keys(reused_symbol_rows: pd.DataFrame, new_symbol_rows: pd.DataFrame)
         }
     )
     keys = ordered_by(pd.concat([reused, new], ignore_index=True), "file_id", "order")  # ((file_id, order) unique)
-    keys["symbol_id"] = block_symbol_ids(keys["file_id"].to_numpy(np.int64))
+    keys["symbol_id"] = block_symbol_ids(
+        keys["file_id"].to_numpy(np.int64), np.sort(indexed_files["file_id"].to_numpy(np.int64))
+    )
     return keys.drop(columns="order")
 
 
