@@ -507,3 +507,6 @@ def test_cra_index_names_the_tables_an_edit_left_as_they_were(tmp_path, capsys):
     assert main(["index", str(repo), "--kb", str(kb), "--history", "0"]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if "not rebuilt" in x)
     assert line.strip().startswith("not rebuilt, the edit left them as they were: ") and "symbol edges" in line
+    assert main(["index", str(repo), "--kb", str(kb), "--history", "0"]) == 0  # nothing changed: nothing to name
+    out = capsys.readouterr().out
+    assert "nothing changed since the last index" in out and "not rebuilt" not in out

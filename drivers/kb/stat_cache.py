@@ -223,7 +223,7 @@ def unchanged_stats(
         return None
     if rechecked:
         write_cache(kb_dir, StatCache(cache.version, cache.fingerprint, scanned_ns, entries, cache.code))
-    stats = dict(metadata.get("stats") or {})
+    stats = {k: v for k, v in (metadata.get("stats") or {}).items() if k != "carried"}  # (what that run kept: not this)
     note = "nothing changed since the last index: the knowledge base was left as it was"
     return {
         **stats,
