@@ -24,7 +24,7 @@ from cra.dataflows.retrieval.symbol_table import TakenStrings, id_rows
 from cra.drivers.common import tokens
 from cra.drivers.common.conventions import load_conventions
 from cra.drivers.index.indexer import index_repository
-from cra.drivers.kb import word_cache
+from cra.drivers.kb import store, word_cache
 from cra.drivers.kb.store import KnowledgeBase, live_version, read_metadata, read_tables
 from cra.drivers.kb.word_cache import word_tables
 from cra.drivers.retrieval.retriever import default_symbol_weights, retrieve
@@ -805,3 +805,28 @@ def test_persisted_word_tables_are_read_without_copying_their_integers(indexed):
     assert not codes["name_code"].array.to_numpy().flags.writeable  # (a copy would be writable)
     kb = fresh_kb(indexed)
     assert_same_word_table(codes, word_tables(kb.files, kb.tables["symbols"])["symbol_name_codes"])
+
+
+def test_a_reindex_that_carries_the_symbols_takes_their_column_digests_from_the_live_version(tmp_path, monkeypatch):
+    """A comment edit leaves the symbols as they were: the word tables' digests of their columns are the ones the
+    live version recorded, not hashed again, and equal what hashing them gives (a fresh index records the same)."""
+    repo = make_repo(tmp_path / "repo", git=False)
+    kb = tmp_path / "kb"
+    index_repository(repo, kb, history=0)
+    seen = []
+    digests = word_cache.word_column_digests
+    monkeypatch.setattr(
+        store,
+        "word_column_digests",
+        lambda files, symbols, known=None: seen.append(dict(known or {})) or digests(files, symbols, known),
+    )
+    ldap = repo / "app/auth/ldap.py"
+    ldap.write_text(ldap.read_text() + "\n# a comment\n")
+    index_repository(repo, kb, history=0)
+    known = seen[-1]
+    assert known and all(key.startswith("symbols.") for key in known)
+    recorded = json.loads((live_version(kb) / "metadata.json").read_text())["word_columns"]
+    fresh = tmp_path / "fresh"
+    index_repository(repo, fresh, history=0)
+    assert recorded == json.loads((live_version(fresh) / "metadata.json").read_text())["word_columns"]
+    assert {key: recorded[key] for key in known} == known

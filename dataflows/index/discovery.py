@@ -256,16 +256,25 @@ def file_facts(
         index=paths,
     )
     columns = list(facts.columns)
-    carried = previous_files.set_index("path")[columns].reindex(files.loc[files["reused"], "path"].to_numpy())
-    facts = pd.concat([f for f in (carried, facts) if len(f)] or [facts]).reindex(files["path"].to_numpy())
-    files = files.assign(**{c: facts[c].to_numpy() for c in columns})
+    all_paths = files["path"].to_numpy(dtype=object)
+    before = previous_files["path"].to_numpy(dtype=object)
+    same_paths = len(before) == len(all_paths) and bool((before == all_paths).all())
+    if same_paths:  # the files of the last index in its order (an edit): its facts, the read files' put in place
+        values = {c: previous_files[c].to_numpy(dtype=object, copy=True) for c in columns}
+        fresh_at = np.flatnonzero(~files["reused"].to_numpy(dtype=bool))
+        for c in columns:
+            values[c][fresh_at] = facts[c].to_numpy(dtype=object)
+    else:
+        carried = previous_files.set_index("path")[columns].reindex(files.loc[files["reused"], "path"].to_numpy())
+        facts = pd.concat([f for f in (carried, facts) if len(f)] or [facts]).reindex(all_paths)
+        values = {c: facts[c].to_numpy() for c in columns}
+    files = files.assign(**values)
     python = (files["language"] == "python").to_numpy(dtype=bool)
-    all_paths = np.array(files["path"].tolist(), dtype=object)
-    package_dirs = language_modules.python.package_dirs(all_paths)
-    if package_dirs == language_modules.python.package_dirs(
-        previous_files["path"].tolist()
-    ):  # reused files keep their modules
-        python = python & ~files["reused"].to_numpy(dtype=bool)
+    package_dirs = None if same_paths else language_modules.python.package_dirs(all_paths)
+    if same_paths or package_dirs == language_modules.python.package_dirs(before.tolist()):
+        python = python & ~files["reused"].to_numpy(dtype=bool)  # reused files keep their modules (same packages)
+    if python.any():
+        package_dirs = package_dirs if package_dirs is not None else language_modules.python.package_dirs(all_paths)
     modules = files["module"].to_numpy(dtype=object, copy=True)
     modules[python] = [language_modules.python.module_name(p, "", package_dirs) for p in all_paths[python]]
     return files.drop(columns="row").assign(module=modules).astype({"is_test": bool, "n_lines": "int64"})

@@ -64,7 +64,9 @@ from cra.drivers.kb.mapped import (
 from cra.drivers.kb.parquet_copies import SUFFIX as COPY_SUFFIX
 from cra.drivers.kb.parquet_copies import parquet_table, write_copy
 from cra.drivers.kb.word_cache import (
+    carried_column_digests,
     read_word_tables,
+    word_column_digests,
     word_input_digests,
     word_table_overrides,
     word_tables,
@@ -644,12 +646,14 @@ def write_kb(
     builds = [lambda name=name: lexicon_job(name) for name in LEXICONS if tables.get(name) is not None]
     jobs_reading.update(name for name in LEXICONS if tables.get(name) is not None)
     writes = [lambda name=name: table_job(name) for name in TABLES]
-    words, digests = [], {}
+    words, digests, columns = [], {}, {}
     if tables.get("files") is not None and tables.get("symbols") is not None:
         previous_version = live_version(kb_dir) if reuse_live else None
 
         def words_job() -> None:  # (the inputs' digests too: hashing names and paths is no work for the main thread)
-            digests.update(word_input_digests(tables["files"], tables["symbols"]))
+            known = carried_column_digests(previous_version, [n for n in ("files", "symbols") if n in carried])
+            columns.update(word_column_digests(tables["files"], tables["symbols"], known))
+            digests.update(word_input_digests(tables["files"], tables["symbols"], columns))
             write_word_tables(staging, tables["files"], tables["symbols"], previous_version, digests)
             done("files", "symbols")
 
@@ -664,7 +668,7 @@ def write_kb(
     try:
         with ThreadPoolExecutor(max_workers=len(groups)) as pool:
             list(pool.map(lambda group: [job() for job in group], groups))
-        metadata = {**metadata, **({"word_inputs": digests} if words else {})}
+        metadata = {**metadata, **({"word_inputs": digests, "word_columns": columns} if words else {})}
         metadata = {**metadata, "schema_version": SCHEMA_VERSION, INVENTORY_KEY: inventory(staging)}
         (staging / _METADATA).write_text(json.dumps(metadata, indent=2, default=str))
         version = kb_dir / f"v-{time.strftime('%Y%m%dT%H%M%S')}-{staging.name[5:]}"
