@@ -96,6 +96,28 @@ def test_cra_index_rebuilds_a_damaged_kb_that_retrieve_refused(repo, tmp_path, d
     assert again.returncode == 0 and "nothing changed" in again.stdout, again.stdout
 
 
+def test_a_damaged_lexicon_delta_is_found_and_rebuilt(repo, tmp_path, monkeypatch):
+    """A lexicon layered after an edit (`<terms>.bm25.delta.arrow` beside the linked base), emptied: refused with the
+    way out, rebuilt by `cra index`, answered."""
+    from cra.drivers.index.indexer import index_repository
+    from cra.drivers.kb import store
+
+    home = tmp_path / "home"
+    monkeypatch.setattr(store, "LAYER_MAX_SHARE", store.PATCH_MAX_SHARE)
+    handler = repo / "app/auth/handler.py"
+    handler.write_text(handler.read_text() + "\n# ledger note\n")
+    index_repository(repo, repo / ".cra", history=0)
+    delta = live(repo) / "file_terms.bm25.delta.arrow"
+    assert delta.is_file()
+    _empty(delta)
+    refused = cra("retrieve", TASK, "--repo", str(repo), home=home)
+    assert refused.returncode == 2 and "damaged" in refused.stderr and f"cra index {repo} --rebuild" in refused.stderr
+    index = cra("index", str(repo), home=home)
+    assert index.returncode == 0 and "rebuilt" in index.stdout, index.stdout
+    answered = cra("retrieve", TASK, "--repo", str(repo), home=home)
+    assert answered.returncode == 0 and "def validate_login" in answered.stdout, answered.stderr
+
+
 def test_rebuild_parses_every_file_of_an_intact_kb_again(repo, tmp_path):
     home = tmp_path / "home"
     before = live(repo).name
