@@ -8,9 +8,10 @@ Layout of a KB directory (default `<repo>/.cra/`):
                        segments), plus
                        metadata.json, plus the finished BM25 arrays of each term table (`<terms>.bm25.arrow`,
                        see LEXICONS; after a small edit, with the changed docs' beside it in
-                       `<terms>.bm25.delta.arrow`, `cra.dataflows.lexicon_layers`): derived data, so a KB without them (or of another lexicon format) is still
-                       read, by rebuilding; likewise the per-KB word tables (`words.<name>*.arrow`, see
-                       `cra.drivers.kb.word_cache`), reused only when written by the same `vocabulary` / `text` code
+                       `<terms>.bm25.delta.arrow`, `cra.dataflows.lexicon_layers`): derived data, so a KB without
+                       them (or of another lexicon format) is still read, by rebuilding; likewise the per-KB
+                       word tables (`words.<name>*.arrow`, see `cra.drivers.kb.word_cache`), reused only when
+                       written by the same `vocabulary` / `text` code
     scan-cache.json    what the last index saw of each file (`cra.drivers.kb.stat_cache`), naming the version it belongs to
 A run that dies before CURRENT is replaced leaves the previous version live and intact. A version's files are never
 modified once written, so a new version hard-links the files of tables that did not change from the live one, and
@@ -187,6 +188,7 @@ def _lexicon_arrays(path: Path, extra: tuple[str, ...] = ()) -> dict[str, pa.Arr
 
 
 def _index_of(values: dict[str, pa.Array]) -> Bm25Index:
+    """The index over a lexicon file's arrays (views of the mapped file, not copies)."""
     vocab = lexical.ArrowVocabulary(values["vocab"])
     return Bm25Index(vocab, *(values[name].to_numpy(zero_copy_only=False) for name in lexical.ARRAYS[1:]))
 
