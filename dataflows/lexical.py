@@ -195,14 +195,23 @@ class Scoring:
         return 0 if found is None else len(found[0])
 
 
+def term_codes(vocab: pa.Array, terms: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(each term's place in a sorted vocabulary, whether the vocabulary has it there), all terms a halving step at
+    a time (`sorted_positions`)."""
+    terms = terms.cast(vocab.type)
+    at = sorted_positions(vocab, terms)
+    found = at < len(vocab)
+    if found.any():
+        found[found] = pc.equal(vocab.take(pa.array(at[found])), terms.filter(pa.array(found))).to_numpy(
+            zero_copy_only=False
+        )
+    return at, found
+
+
 def vocabulary_with(vocab: pa.Array, words: pa.Array) -> tuple[pa.Array, np.ndarray, np.ndarray]:
     """A sorted vocabulary with these sorted distinct words put in at their places where it lacks them: (the new
     vocabulary, each old term's code in it, each word's code in it)."""
-    at = sorted_positions(vocab, words)
-    known = at < len(vocab)
-    if known.any():
-        found = pc.equal(vocab.take(pa.array(at[known])), words.filter(pa.array(known)))
-        known[known] = found.to_numpy(zero_copy_only=False)
+    at, known = term_codes(vocab, words)
     fresh_at = at[~known]  # insertion points (old codes) of the new terms, ascending with them
     old_code = np.arange(len(vocab)) + np.searchsorted(fresh_at, np.arange(len(vocab)), side="right")  # -> new
     word_code = np.empty(len(words), dtype=np.int64)
@@ -298,15 +307,8 @@ class Bm25Index(Scoring):
         return vocab_array(self.vocab), np.diff(np.asarray(self.starts, dtype=np.int64))
 
     def codes_of(self, terms: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-        """(each term's code, whether the vocabulary has it), all terms a halving step at a time."""
-        vocab = vocab_array(self.vocab)
-        terms = terms.cast(vocab.type)
-        at = sorted_positions(vocab, terms)
-        found = at < len(vocab)
-        found[found] = pc.equal(vocab.take(pa.array(at[found])), terms.filter(pa.array(found))).to_numpy(
-            zero_copy_only=False
-        )
-        return at, found
+        """(each term's code, whether the vocabulary has it): `term_codes` in this index's vocabulary."""
+        return term_codes(vocab_array(self.vocab), terms)
 
     def counts_of(self, terms: pa.Array) -> np.ndarray:
         """The document frequency of each of these terms (0 for those the vocabulary lacks)."""

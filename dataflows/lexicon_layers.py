@@ -104,8 +104,9 @@ class LayeredIndex(Scoring):
     def counts_of(self, terms: pa.Array) -> np.ndarray:
         """The document frequency of each of these terms (0 for those neither layer has)."""
         at, found = self.base.codes_of(terms)
-        counts = self.base.counts_of(terms)
-        counts[found] -= self._dropped_counts[at[found]]
+        starts, kept = np.asarray(self.base.starts, dtype=np.int64), at[found]
+        counts = np.zeros(len(terms), dtype=np.int64)
+        counts[found] = starts[kept + 1] - starts[kept] - self._dropped_counts[kept]
         return counts + self.delta.counts_of(terms)
 
     def delta_rows(self, doc_col: str) -> pd.DataFrame:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 
+from cra.dataflows import lexical
 from cra.dataflows.index import metadata
 from cra.dataflows.index.schema import arrow_schema
 from cra.drivers.common.tokens import count_tokens
@@ -160,5 +161,6 @@ def test_sorted_positions_are_those_of_bisect_in_code_point_order():
     alphabet = "abz_09éß中𝔸"
     words = sorted({"".join(rng.choices(alphabet, k=rng.randint(1, 6))) for _ in range(3000)})
     probes = [*rng.sample(words, 200), *("".join(rng.choices(alphabet, k=rng.randint(0, 7))) for _ in range(300))]
-    got = metadata._sorted_positions(pa.array(words, type=pa.string()), pa.array(probes, type=pa.string()))
-    assert list(got) == [bisect.bisect_left(words, p) for p in probes]
+    at, found = lexical.term_codes(pa.array(words, type=pa.string()), pa.array(probes, type=pa.string()))
+    assert list(at) == [bisect.bisect_left(words, p) for p in probes]
+    assert list(found) == [p in set(words) for p in probes]
