@@ -410,35 +410,63 @@ ALL_CARRIED = {
 }
 
 
+VIEWS = {"symbols", "imports", "references", "symbol_terms", "import_bindings", "edges", "symbol_edges"}
+
+
 @pytest.mark.parametrize(
-    "edit, carried",
+    "edit, carried, views",
     [
-        (lambda text: text + "\n# a comment\n", ALL_CARRIED),
-        (lambda text: "# on top\n" + text, ALL_CARRIED - {"symbols", "imports"}),  # (lines move, names do not)
+        (lambda text: text + "\n# a comment\n", ALL_CARRIED, VIEWS),
+        (
+            lambda text: "# on top\n" + text,
+            ALL_CARRIED - {"symbols", "imports"},  # (lines move, names do not)
+            VIEWS - {"symbols", "imports"},
+        ),
         (
             lambda text: text.replace('token="ldap"', 'token="ldap directory"'),
             ALL_CARRIED - {"symbols", "symbol_terms"},
+            VIEWS - {"symbols", "symbol_terms"},
         ),
         (
             lambda text: text.replace('!= ""', '!= str("")'),
             ALL_CARRIED - {"symbols", "symbol_terms", "references", "symbol_edges"},
+            {"import_bindings"},  # (the imports and edges are read by the symbol edges' nodes, which run)
         ),
         (
             lambda text: "import app.utils\n" + text,
-            {"references", "symbol_terms", "symbol_ids"},
-        ),  # (imports resolve again)
-        (lambda text: text + "\ndef added():\n    return 1\n", {"imports", "import_bindings", "edges"}),
+            {"references", "symbol_terms", "symbol_ids"},  # (imports resolve again)
+            {"symbol_terms"},
+        ),
+        (
+            lambda text: text + "\ndef added():\n    return 1\n",
+            {"imports", "import_bindings", "edges"},
+            {"import_bindings"},
+        ),
     ],
     ids=["comment", "line-on-top", "expression", "call", "import", "function"],
 )
-def test_an_edit_carries_over_the_tables_it_leaves_as_they_were_and_indexes_as_a_fresh_index(tmp_path, edit, carried):
+def test_an_edit_carries_over_the_tables_it_leaves_as_they_were_and_indexes_as_a_fresh_index(
+    tmp_path, monkeypatch, edit, carried, views
+):
+    """What an edit leaves as it was is carried over, the tables that nothing built anew reads as views of the live
+    version's files (Arrow-backed columns, never copied into pandas'), and the KB is the one a fresh index builds."""
+    from cra.drivers.kb import store
+
     repo = make_repo(tmp_path / "repo", git=False)
     kb = tmp_path / "kb"
     index_repository(repo, kb, history=0)
     path = repo / "app/auth/ldap.py"
     path.write_text(edit(path.read_text()))
+    written, write_kb = {}, store.write_kb
+
+    def spied(kb_dir, tables, *args, **kwargs):
+        written.update({name: frame.dtypes.tolist() for name, frame in tables.items()})
+        return write_kb(kb_dir, tables, *args, **kwargs)
+
+    monkeypatch.setattr(store, "write_kb", spied)
     stats = index_repository(repo, kb, history=0)
     assert set(stats["carried"]) == carried and stats["n_parsed"] == 1
+    assert {name for name in VIEWS if all(isinstance(t, pd.ArrowDtype) for t in written[name])} == views
     fresh = tmp_path / "fresh"
     index_repository(repo, fresh, history=0)
     compared, differences = compare_kbs(kb, fresh, ignore=RUN_STATS)

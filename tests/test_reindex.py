@@ -305,7 +305,7 @@ def test_the_previous_tables_are_read_while_the_tree_is_scanned(tmp_path, monkey
     read_table, scan_sources = kb_store._read_table, sources.scan_sources
 
     def read_once_scanning(version, name, *args, **kwargs):
-        if name == "symbol_edges":
+        if name == "comments":
             waited.append(scanning.wait(5))
         return read_table(version, name, *args, **kwargs)
 

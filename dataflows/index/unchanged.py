@@ -29,6 +29,19 @@ CARRIED_NODES = {
     "symbol_edges": ("kb_symbol_edges",),
     "symbol_ids": ("symbol_keys",),
 }
+# the tables a run may read as views of the live version's mapped files (Arrow-backed columns, no copy) and leave so
+# when it carries them over, each with the tables built from it, which must then be carried too: their nodes would
+# read the view (the nodes that do run on a carried table, `health.unread_sources` and `index_stats`, read its
+# integer columns, the same from a view)
+VIEWABLE = {
+    "symbols": ("import_bindings", "symbol_edges"),
+    "imports": ("import_bindings", "symbol_edges"),
+    "references": ("symbol_edges",),
+    "edges": ("symbol_edges",),
+    "symbol_terms": (),
+    "import_bindings": (),
+    "symbol_edges": (),
+}
 _NEEDED = ("files", "symbols", "imports", "references", "symbol_terms", "import_bindings", "edges", "symbol_edges")
 _FACTS = ["path", "language", "module", "package", "is_test"]  # what resolving imports and test edges reads of a file
 _IDENTITY = ["name", "qualified_name", "kind"]  # (with the file, position and parent) what references resolve against
@@ -124,6 +137,11 @@ def _same_symbol_tables(
     if _cells(_ordered(terms, "file_id", "local"), columns) == _cells(old_terms, columns):
         out.add("symbol_terms")
     return out
+
+
+def viewed_tables(carried: frozenset[str]) -> frozenset[str]:
+    """Of the carried tables, those a run may leave as views (`VIEWABLE`)."""
+    return frozenset(name for name, built in VIEWABLE.items() if name in carried and carried.issuperset(built))
 
 
 def carried_nodes(

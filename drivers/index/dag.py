@@ -326,10 +326,22 @@ def _checkpoint(resume_dir: Path) -> PickledBatches:
 def _carrying(run: driver.Driver, final: list[str], inputs: dict) -> dict:
     """run.execute(final) in two steps: up to the parse and `unchanged.unchanged_tables` first, then the rest with
     what the first computed and the previous KB's tables that this run leaves as they were given as overrides, so
-    that Hamilton does not build them (nor what only they read: the import resolution, the symbol edge merges)."""
+    that Hamilton does not build them (nor what only they read: the import resolution, the symbol edge merges).
+    Where the previous KB can give them (`cra.drivers.kb.store.PreviousTables`), the first step reads the tables it
+    may carry as views of their files, and the second the ones it does not leave as views
+    (`unchanged.viewed_tables`) as frames."""
+    previous_kb = inputs["previous_kb"]
+    viewing = hasattr(previous_kb, "views")
+    if viewing:
+        inputs = {**inputs, "previous_kb": previous_kb.views()}
     settled = _nodes_before(run, "unchanged_tables", inputs)
     first = run.execute([*settled, "unchanged_tables"], inputs=inputs)
     carried = first["unchanged_tables"]
+    if viewing:
+        inputs = {
+            **inputs,
+            "previous_kb": previous_kb.converted(previous_kb.deferred - unchanged.viewed_tables(carried)),
+        }
     overrides = {name: first[name] for name in settled}
     previous = inputs["previous_kb"], inputs["previous_import_context"], first["indexed_files"]
     overrides.update(unchanged.carried_nodes(carried, *previous))
@@ -382,6 +394,8 @@ def index_frames(
     history_from: (git_dir, rev) to read history from another git directory (a tree extracted at rev).
     adapters: extra Hamilton lifecycle hooks (e.g. `cra.drivers.bench.timing.NodeTimer`).
     scan: the tree as already read by `scan_sources` (default: read it here); its bytes go once decoded (data None).
+    previous_kb: the previous KB's tables; a `cra.drivers.kb.store.PreviousTables` leaves the tables this run carries
+    over (`_carrying`) as views of their files.
     previous_skipped: what the previous run left out, by reason (its index_stats["skipped"]), for files the scan did
     not read again; previous_import_context: its index_stats["import_context"] (then its import bindings are reused).
     contents_dir: an empty directory where the contents table is written, as the KB stores it, before the parse
@@ -443,6 +457,8 @@ def index_frames(
                 run = index_driver(workers, on_progress, hooks, large=many, spill_dir=spill_dir, cluster=cluster)
                 final = [*KB_OUTPUTS, "index_stats", "index_warnings", "parser_warnings", "resumed_files"]
                 carry = bool(previous_kb) and workers == 1 and not on_cluster and not many
+                if not carry and hasattr(previous_kb, "converted"):  # (`PreviousTables`: every table read now)
+                    inputs["previous_kb"] = previous_kb.converted(previous_kb.deferred)
                 results = _carrying(run, final, inputs) if carry else run.execute(final, inputs=inputs)
         tables = canonical_ids({name: results[f"kb_{name}"] for name in TABLES})
         if tables["contents"] is not results["kb_contents"]:  # renumbered: the written file follows the new order

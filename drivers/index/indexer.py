@@ -194,6 +194,7 @@ def _index_locked(
         if unchanged is not None:
             return {**unchanged, "seconds": round(time.perf_counter() - started, 3)}
     tokens.preload()  # cl100k loads in a helper process while this one imports and reads the previous KB
+    from cra.dataflows.index.unchanged import VIEWABLE
     from cra.drivers.kb.resume import RESUME_DIR, drop_checkpoints  # (pandas: not loaded for an unchanged tree)
     from cra.drivers.kb.store import PreviousTables, live_version, previous_lexicon, read_metadata, write_kb
 
@@ -207,7 +208,8 @@ def _index_locked(
                     "indexed into the same --kb?)"
                 )  # (held while every file is parsed again: 3.5x the memory)
             elif previous_metadata.get("index_code") == fingerprint.code_digest():
-                previous = PreviousTables(kb_dir, READ_ORDER)  # (read in threads while the tree is scanned)
+                # (read in threads while the tree is scanned; those a small edit may carry over: only mapped)
+                previous = PreviousTables(kb_dir, READ_ORDER, deferred=VIEWABLE)
                 lexicon = previous_lexicon(kb_dir)  # (its document frequencies: see metadata.file_concepts)
                 # nothing re-counted: every count is the previous KB's (tiktoken is then not loaded at all)
                 previous_exact = previous_metadata.get("tokenizer") == "cl100k_base"
@@ -234,7 +236,7 @@ def _index_locked(
     scan = sources.scan_sources(repo, max_file_bytes=max_file_bytes, known=known, walk=walk)
     try:
         if unreadable is None and previous is not None:  # every table read before the dataflow runs, as a plain dict
-            previous = dict(previous.items())  # (the reads started above: a table the version cannot give fails here)
+            previous.settled()  # (the reads started above: a table the version cannot give fails here)
     except CraError as exc:
         unreadable = exc
     if unreadable is not None:

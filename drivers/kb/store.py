@@ -745,22 +745,43 @@ _MAPPED_STRINGS = {pa.string(): pd.ArrowDtype(pa.string())}
 class PreviousTables(dict):
     """The live version's tables by name, read in background threads from the moment it is made: a re-index makes it
     before it imports the dataflow and scans the tree, so the reading overlaps both instead of coming before them.
-    A table asked for (`[]`, `get`, `items`) waits for its own read only."""
+    A table asked for (`[]`, `get`, `items`) waits for its own read only.
 
-    def __init__(self, kb_dir: Path, names, arrow_lists: bool = False, threads: int = 4) -> None:
+    deferred: tables only mapped at first (their files opened, nothing decoded), so that a re-index which carries
+    them over (`cra.dataflows.index.unchanged`) never holds them as pandas columns: `views` gives them as frames of
+    Arrow-backed columns over the mapped files (OpenJDK's symbols, references, symbol terms, imports and edges took
+    a one-file re-index 0.55 GB of heap); `[]`, or `converted`, reads them as the others are read."""
+
+    def __init__(self, kb_dir: Path, names, arrow_lists: bool = False, threads: int = 4, deferred=()) -> None:
         read_metadata(kb_dir)
         names = list(names)
         super().__init__(dict.fromkeys(names))
         kb_dir, version = Path(kb_dir), live_version(Path(kb_dir))
+        self.deferred = frozenset(deferred) & set(names)
+        self._mapped: dict[str, pa.Table] = {}  # a deferred table's mapped Arrow table, once read
 
-        def read(name: str) -> pd.DataFrame:
+        def mapped(name: str) -> pa.Table:
+            return version_table(version, name) if has_table(version, name) else parquet_table(version, name)
+
+        def read(name: str) -> pd.DataFrame | pa.Table:
             try:
+                if name in self.deferred:
+                    return mapped(name)
                 if name in _TERM_TABLES and has_table(version, name):
                     return version_table(version, name).to_pandas(types_mapper=_MAPPED_STRINGS.get)
                 return _read_table(version, name, arrow_lists, copies=True)  # (mapped; copied for the next run)
             except (OSError, pa.ArrowException) as exc:
                 raise mark_damaged(kb_dir, f"{table_file(name)}: {exc}") from None
 
+        def converted(name: str, table: pa.Table) -> pd.DataFrame:  # (as `read` converts the others)
+            lists = (lambda t: pd.ArrowDtype(t) if pa.types.is_list(t) else None) if arrow_lists else None
+            mapper = pd.ArrowDtype if name in _MAPPED and name in TEXT_TABLES else lists
+            try:
+                return table.to_pandas(types_mapper=_MAPPED_STRINGS.get if name in _TERM_TABLES else mapper)
+            except (OSError, pa.ArrowException) as exc:
+                raise mark_damaged(kb_dir, f"{table_file(name)}: {exc}") from None
+
+        self._converted = converted
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="previous-kb")
         for name in names:  # (in the order given: the tables the dataflow needs first, first)
             dict.__setitem__(self, name, self._pool.submit(read, name))
@@ -771,6 +792,9 @@ class PreviousTables(dict):
         if isinstance(value, Future):
             value = value.result()
             dict.__setitem__(self, name, value)
+        if isinstance(value, pa.Table):  # (deferred, not converted yet)
+            value = self._converted(name, value)
+            dict.__setitem__(self, name, value)
         return value
 
     def get(self, name, default=None):
@@ -778,6 +802,36 @@ class PreviousTables(dict):
 
     def items(self):
         return [(name, self[name]) for name in self]
+
+    def settled(self) -> None:
+        """Wait for every read, so that a table the version cannot give fails here (the deferred ones: mapped)."""
+        for name in self:
+            value = dict.__getitem__(self, name)
+            if isinstance(value, Future):
+                value = value.result()
+                dict.__setitem__(self, name, value)
+            if isinstance(value, pa.Table):
+                self._mapped[name] = value
+
+    def views(self) -> dict[str, pd.DataFrame]:
+        """Every table, the deferred ones not converted yet as frames of Arrow-backed columns over their mapped files
+        (zero-copy: no heap, and only the pages a node reads are loaded); these frames are the tables from now on."""
+        self.settled()
+        for name in self.deferred:
+            if isinstance(value := dict.__getitem__(self, name), pa.Table):
+                dict.__setitem__(self, name, value.to_pandas(types_mapper=pd.ArrowDtype))
+        return dict(self.items())
+
+    def converted(self, names) -> dict[str, pd.DataFrame]:
+        """Every table, with these deferred ones read as the others are (a view given before is replaced: only the
+        tables a run carries over stay views), converted in threads (Arrow's conversion releases the GIL)."""
+        self.settled()
+        todo = [name for name in names if name in self._mapped]
+        for name in todo:
+            dict.__setitem__(self, name, self._mapped.pop(name))
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            list(pool.map(self.__getitem__, todo))
+        return dict(self.items())
 
 
 def _read_terms(kb_dir: Path, name: str) -> pd.DataFrame:
