@@ -253,3 +253,24 @@ def test_a_reindex_reads_the_previous_term_tables_without_copying_their_terms(tm
     for name in names:
         assert read[name]["term"].astype(object).tolist() == terms
         assert read[name]["tf"].tolist() == [1] * len(terms)
+
+
+def test_deferred_previous_tables_are_views_until_converted_and_cleared_where_handed_out(tmp_path):
+    """A deferred table is only mapped: `views` gives it as Arrow-backed columns over the file (no heap), `converted`
+    as the others are read, with the same values; `clear` (what `write_kb` does once it has compared them) empties the
+    dicts handed to the dataflow too, so they do not hold the previous tables through the write."""
+    from cra.drivers.kb.store import PreviousTables
+
+    terms = pd.DataFrame({"symbol_id": [0, 0, 1], "term": ["alpha", "beta", "alpha"], "tf": [1, 2, 1]})
+    kb = tmp_path / "kb"
+    write_kb(kb, {"files": _files(["a.py", "b.py"]), "symbol_terms": terms}, {"repo_root": "x"})
+    previous = PreviousTables(kb, ["files", "symbol_terms"], deferred={"symbol_terms"})
+    viewed = previous.views()
+    assert all(isinstance(t, pd.ArrowDtype) for t in viewed["symbol_terms"].dtypes)
+    assert not any(isinstance(t, pd.ArrowDtype) for t in viewed["files"][["file_id"]].dtypes)
+    converted = previous.converted({"symbol_terms"})
+    assert not isinstance(converted["symbol_terms"]["symbol_id"].dtype, pd.ArrowDtype)
+    assert converted["symbol_terms"]["term"].astype(object).tolist() == viewed["symbol_terms"]["term"].tolist()
+    assert converted["symbol_terms"]["tf"].tolist() == [1, 2, 1]
+    previous.clear()
+    assert viewed == {} and converted == {} and len(previous) == 0

@@ -208,8 +208,11 @@ def _index_locked(
                     "indexed into the same --kb?)"
                 )  # (held while every file is parsed again: 3.5x the memory)
             elif previous_metadata.get("index_code") == fingerprint.code_digest():
-                # (read in threads while the tree is scanned; those a small edit may carry over: only mapped)
-                previous = PreviousTables(kb_dir, READ_ORDER, deferred=VIEWABLE)
+                # read in threads while the tree is scanned; where the tree has the same paths, those an edit may
+                # carry over only mapped (a file added or removed moves every id: nothing is carried, and tables
+                # read late took OpenJDK's re-index 0.6 GB higher than tables read now)
+                same_paths = cache is not None and cache.entries.keys() == walk.paths.keys()
+                previous = PreviousTables(kb_dir, READ_ORDER, deferred=VIEWABLE if same_paths else ())
                 lexicon = previous_lexicon(kb_dir)  # (its document frequencies: see metadata.file_concepts)
                 # nothing re-counted: every count is the previous KB's (tiktoken is then not loaded at all)
                 previous_exact = previous_metadata.get("tokenizer") == "cl100k_base"
