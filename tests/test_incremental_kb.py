@@ -411,6 +411,7 @@ ALL_CARRIED = {
 
 
 VIEWS = {"symbols", "imports", "references", "symbol_terms", "import_bindings", "edges", "symbol_edges"}
+SPLICED = {"file_terms", "concept_terms"}  # (file-keyed: spliced from views whatever the edit)
 
 
 @pytest.mark.parametrize(
@@ -466,11 +467,40 @@ def test_an_edit_carries_over_the_tables_it_leaves_as_they_were_and_indexes_as_a
     monkeypatch.setattr(store, "write_kb", spied)
     stats = index_repository(repo, kb, history=0)
     assert set(stats["carried"]) == carried and stats["n_parsed"] == 1
-    assert {name for name in VIEWS if all(isinstance(t, pd.ArrowDtype) for t in written[name])} == views
+    viewed = {
+        name for name in written if name in VIEWS | SPLICED if all(isinstance(t, pd.ArrowDtype) for t in written[name])
+    }
+    assert viewed == views | SPLICED
     fresh = tmp_path / "fresh"
     index_repository(repo, fresh, history=0)
     compared, differences = compare_kbs(kb, fresh, ignore=RUN_STATS)
     assert "symbol_edges.parquet" in compared and differences == []
+
+
+def test_an_edit_of_more_files_than_are_spliced_reads_the_term_views_whole_and_indexes_as_a_fresh_index(tmp_path):
+    """Past SPLICE_MAX_FILES changed files, every other one, the file-keyed term tables are not spliced from the
+    previous rows' views (too many runs) but masked and concatenated (`frames.numpy_ints` first): the KB is still the
+    one a fresh index builds."""
+    from cra.dataflows.index.metadata import SPLICE_MAX_FILES
+
+    repo = tmp_path / "repo"
+    n = 2 * (SPLICE_MAX_FILES + 20)
+    for i in range(n):
+        path = repo / f"pkg{i % 7}" / f"mod{i}.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f'"""Module {i}: ledger part {i}."""\n\n\ndef part_{i}(value):\n    return value + {i}\n')
+    kb = tmp_path / "kb"
+    index_repository(repo, kb, history=0)
+    for i in range(0, n, 2):
+        path = repo / f"pkg{i % 7}" / f"mod{i}.py"
+        path.write_text(path.read_text() + f"# reviewed ledger entry {i * 7}\n")
+    stats = index_repository(repo, kb, history=0, workers=1)
+    assert stats["n_parsed"] == n // 2
+    fresh = tmp_path / "fresh"
+    index_repository(repo, fresh, history=0)
+    compared, differences = compare_kbs(kb, fresh, ignore=RUN_STATS)
+    assert "file_terms.arrow" in compared or any(name.startswith("file_terms") for name in compared)
+    assert differences == []
 
 
 def test_the_symbol_keys_of_a_run_that_keeps_every_symbol_id_are_those_the_dataflow_computes(tmp_path, monkeypatch):

@@ -25,7 +25,8 @@ def conform(frame: pd.DataFrame, table: str, arrow_nulls: bool = False) -> pd.Da
         if name in ("int32", "int64"):
             nullable = (table, column) in NULLABLE_INTS
             target = name.capitalize() if nullable else name
-            values = values if values.dtype == target else values.astype(target)
+            view = isinstance(values.dtype, pd.ArrowDtype) and str(values.dtype.pyarrow_dtype) == name and not nullable
+            values = values if values.dtype == target or view else values.astype(target)  # (a view's ints: shared)
         elif name == "bool":
             values = values if values.dtype == bool else values.astype(bool)
         elif (
@@ -36,6 +37,17 @@ def conform(frame: pd.DataFrame, table: str, arrow_nulls: bool = False) -> pd.Da
             values = _python_strings(values)
         columns[column] = values
     return pd.DataFrame(columns, index=index, copy=False)  # (built at once: a column set at a time cost 0.4 ms each)
+
+
+def numpy_ints(frame: pd.DataFrame) -> pd.DataFrame:
+    """frame with its Arrow-backed integer columns without nulls as numpy arrays, as a table is read whole (a view of
+    a mapped table, `cra.drivers.kb.store.PreviousTables.views`, before a pass that masks or sorts its rows)."""
+    ints = {
+        c: t.pyarrow_dtype.to_pandas_dtype()
+        for c, t in frame.dtypes.items()
+        if isinstance(t, pd.ArrowDtype) and pa.types.is_integer(t.pyarrow_dtype) and not frame[c].hasnans
+    }
+    return frame.astype(ints) if ints else frame
 
 
 def _python_strings(values: pd.Series) -> pd.Series:

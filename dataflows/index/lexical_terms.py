@@ -16,6 +16,7 @@ from cra.dataflows.index.frames import (
     ids_in,
     kept_rows,
     new_symbol_id_array,
+    numpy_ints,
     ordered_by,
     previous_table,
     rekeyed_runs,
@@ -56,9 +57,9 @@ def kb_file_terms(
     new = ordered_by(new, "file_id")  # no copy when in order already
     previous = previous_table(previous_kb, "file_terms")
     keep = ids_in(previous["file_id"], indexed_files.loc[indexed_files["reused"], "file_id"])
-    merged = spliced(previous, *true_runs(keep), new, "file_id", typed_as_previous=("term",))
+    merged = spliced(previous, *true_runs(keep), new, "file_id", typed_as_previous=("file_id", "term", "tf"))
     if merged is None:  # (too many runs, or rows out of order)
-        merged = _merged(kept_rows(previous, keep), new, "file_id")
+        merged = _merged(kept_rows(numpy_ints(previous), keep), new, "file_id")
     return conform(merged, "file_terms")
 
 

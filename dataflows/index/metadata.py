@@ -13,6 +13,7 @@ from cra.dataflows.index.frames import (
     doc_count,
     ids_in,
     kept_rows,
+    numpy_ints,
     ordered_by,
     previous_table,
     take_rows,
@@ -41,6 +42,7 @@ def kb_concept_terms(
     spliced = _spliced(previous, replaced, counted) if previous_kb and "files" in previous_kb else None
     if spliced is not None:  # (a few files changed: their rows replaced in place, no mask or sort over every row)
         return conform(spliced, "concept_terms")
+    previous = numpy_ints(previous)
     carried = kept_rows(previous, ids_in(previous["file_id"], indexed_files.loc[reused, "file_id"]))
     frames = [
         f for f in (carried, counted.astype({"term": carried["term"].dtype}) if len(carried) else counted) if len(f)
@@ -88,7 +90,7 @@ def _spliced(previous: pd.DataFrame, replaced: np.ndarray, counted: pd.DataFrame
     spans = _file_row_spans(previous["file_id"].to_numpy(), replaced)
     if spans is None or (new_ids[1:] < new_ids[:-1]).any() or (spans[1] - spans[0]).sum() == len(previous):
         return None
-    counted = counted.astype({"term": previous["term"].dtype})
+    counted = counted.astype({c: previous[c].dtype for c in ("file_id", "term", "tf")})  # (a view's: Arrow-backed)
     new_spans = _file_row_spans(new_ids, replaced)
     pieces, done = [], 0
     for start, end, new_start, new_end in zip(*spans, *new_spans):

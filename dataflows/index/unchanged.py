@@ -139,9 +139,16 @@ def _same_symbol_tables(
     return out
 
 
+# the file-keyed term tables, whose nodes splice the previous rows as they come (`frames.spliced`): views whatever
+# the run carries (OpenJDK's 13M file-term and 7M concept-term rows, their integer columns not copied twice)
+SPLICED_VIEWS = frozenset({"file_terms", "concept_terms"})
+DEFERRED = frozenset({*VIEWABLE, *SPLICED_VIEWS})  # what a re-index may read as views (`PreviousTables.deferred`)
+
+
 def viewed_tables(carried: frozenset[str]) -> frozenset[str]:
-    """Of the carried tables, those a run may leave as views (`VIEWABLE`)."""
-    return frozenset(name for name, built in VIEWABLE.items() if name in carried and carried.issuperset(built))
+    """The tables a run that carries these may leave as views: `SPLICED_VIEWS`, and the carried ones whose
+    dependents are carried too (`VIEWABLE`)."""
+    return SPLICED_VIEWS | {name for name, built in VIEWABLE.items() if name in carried and carried.issuperset(built)}
 
 
 def carried_nodes(

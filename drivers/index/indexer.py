@@ -194,7 +194,7 @@ def _index_locked(
         if unchanged is not None:
             return {**unchanged, "seconds": round(time.perf_counter() - started, 3)}
     tokens.preload()  # cl100k loads in a helper process while this one imports and reads the previous KB
-    from cra.dataflows.index.unchanged import VIEWABLE
+    from cra.dataflows.index.unchanged import DEFERRED
     from cra.drivers.kb.resume import RESUME_DIR, drop_checkpoints  # (pandas: not loaded for an unchanged tree)
     from cra.drivers.kb.store import PreviousTables, live_version, previous_lexicon, read_metadata, write_kb
 
@@ -212,7 +212,7 @@ def _index_locked(
                 # carry over only mapped (a file added or removed moves every id: nothing is carried, and tables
                 # read late took OpenJDK's re-index 0.6 GB higher than tables read now)
                 same_paths = cache is not None and cache.entries.keys() == walk.paths.keys()
-                previous = PreviousTables(kb_dir, READ_ORDER, deferred=VIEWABLE if same_paths else ())
+                previous = PreviousTables(kb_dir, READ_ORDER, deferred=DEFERRED if same_paths else ())
                 lexicon = previous_lexicon(kb_dir)  # (its document frequencies: see metadata.file_concepts)
                 # nothing re-counted: every count is the previous KB's (tiktoken is then not loaded at all)
                 previous_exact = previous_metadata.get("tokenizer") == "cl100k_base"
