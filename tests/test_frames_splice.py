@@ -187,3 +187,53 @@ def test_sorted_rows_equal_the_stable_sort_values_of_a_renumbered_table(seed):
     for columns in (["file_id"], ["file_id", "line"], ["file_id", "kind"], ["kind", "line"], ["parent_id", "line"]):
         expected = frame.sort_values(columns, kind="stable", ignore_index=True)
         pd.testing.assert_frame_equal(sorted_rows(frame, columns), expected)
+
+
+def _chunked_view(frame: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
+    """frame as a re-index reads a mapped table it splices: every column Arrow-backed, in chunks of random lengths."""
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    cuts = np.sort(rng.choice(np.arange(1, max(len(frame), 2)), size=min(6, max(len(frame) - 1, 0)), replace=False))
+    bounds = np.r_[0, cuts, len(frame)]
+    chunks = [table.slice(int(a), int(b - a)) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+    return pa.concat_tables(chunks).to_pandas(types_mapper=pd.ArrowDtype)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_searches_over_a_views_chunks_are_those_over_its_copy_and_copy_nothing(seed):
+    from cra.dataflows.index.frames import doc_count
+    from cra.dataflows.index.mapped import ascending, int_chunks, ints_at, sorted_search
+
+    rng = np.random.default_rng(seed)
+    frame = _previous_terms(rng, 200)
+    view = _chunked_view(frame, rng)
+    chunks = int_chunks(view["doc"])
+    whole = frame["doc"].to_numpy()
+    assert len(chunks) > 1 and not any(c.flags.writeable for c in chunks)  # (Arrow's own buffers: not copies)
+    assert ascending(chunks) and not ascending([whole[::-1]])
+    keys = rng.integers(-5, 210, size=40)
+    for side in ("left", "right"):
+        assert np.array_equal(sorted_search(chunks, keys, side), np.searchsorted(whole, keys, side))
+    rows = rng.integers(0, len(whole), size=30)
+    assert np.array_equal(ints_at(chunks, rows), whole[rows])
+    assert doc_count(view["doc"]) == frame["doc"].nunique()
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_new_rows_spliced_into_a_views_chunks_are_those_spliced_into_its_copy(seed):
+    rng = np.random.default_rng(seed)
+    previous = _previous_terms(rng, 200)
+    view = _chunked_view(previous, rng)
+    keep = rng.random(len(previous)) < 0.9
+    docs = np.unique(previous["doc"].to_numpy()[~keep])
+    new = pd.DataFrame(
+        {"doc": np.repeat(docs, 2).astype(np.int32), "term": ["fresh"] * (2 * len(docs)), "tf": np.int32(1)}
+    )
+    new = new.astype({"term": previous["term"].dtype})
+    expected = spliced(previous, *true_runs(keep), new, "doc", typed_as_previous=("term",))
+    got = spliced(view, *true_runs(keep), new, "doc", typed_as_previous=("doc", "term", "tf"))
+    assert (expected is None) == (got is None)
+    if expected is not None:
+        assert all(isinstance(t, pd.ArrowDtype) for t in got.dtypes)  # (the kept rows stay the view's)
+        assert got["doc"].tolist() == expected["doc"].tolist()
+        assert got["term"].astype(object).tolist() == expected["term"].astype(object).tolist()
+        assert got["tf"].tolist() == expected["tf"].tolist()

@@ -9,6 +9,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cra.dataflows.index.mapped import ascending, int_chunks, ints_at, sorted_search
 from cra.dataflows.index.schema import TABLES
 
 NULLABLE_INTS = {("symbols", "parent_id"), ("comments", "symbol_id"), ("files", "last_commit_time")}
@@ -88,9 +89,11 @@ def ids_in(values: pd.Series, ids) -> np.ndarray:
 
 def doc_count(docs: pd.Series) -> int:
     """values.nunique() of a doc id column, by run boundaries when it is in order (a KB's term tables are)."""
-    values = docs.to_numpy()
-    if values.dtype.kind in "iu" and len(values) and (values[1:] >= values[:-1]).all():
-        return int(np.count_nonzero(values[1:] != values[:-1])) + 1
+    chunks = int_chunks(docs)
+    if chunks is not None and ascending(chunks):
+        starts = sum(int(np.count_nonzero(c[1:] != c[:-1])) for c in chunks)
+        joins = sum(int(a[-1] != b[0]) for a, b in zip(chunks, chunks[1:]))
+        return starts + joins + 1 if len(docs) else 0
     return int(docs.nunique())
 
 
@@ -425,14 +428,6 @@ def kept_rows(frame: pd.DataFrame, mask) -> pd.DataFrame:
     return _sliced(frame, starts, ends)
 
 
-def _as_type(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """Integer values as dtype where they fit (a binary search of an int32 column for int64 values converts the whole
-    column first), else as they are."""
-    info = np.iinfo(dtype)
-    fits = not len(values) or (info.min <= values.min() and values.max() <= info.max)
-    return values.astype(dtype) if fits else values
-
-
 def spliced(
     previous: pd.DataFrame,
     starts: np.ndarray,
@@ -451,12 +446,13 @@ def spliced(
     typed_as_previous: columns of the new rows given the previous rows' type when both sides have rows."""
     starts, ends = np.asarray(starts, dtype=np.int64), np.asarray(ends, dtype=np.int64)
     shifts = np.zeros(len(starts), dtype=np.int64) if shifts is None else np.asarray(shifts, dtype=np.int64)
-    column, added = previous[doc].to_numpy(), new[doc].to_numpy()
-    if column.dtype.kind not in "iu" or added.dtype.kind not in "iu" or len(starts) >= MAX_SLICES:
+    column, added = int_chunks(previous[doc]), new[doc].to_numpy()
+    if column is None or added.dtype.kind not in "iu" or len(starts) >= MAX_SLICES:
         return None
-    if (column[1:] < column[:-1]).any() or (added[1:] < added[:-1]).any():
+    if not ascending(column) or (added[1:] < added[:-1]).any():
         return None
-    first, last = column[starts].astype(np.int64) + shifts, column[ends - 1].astype(np.int64) + shifts
+    first = ints_at(column, starts).astype(np.int64) + shifts
+    last = ints_at(column, ends - 1).astype(np.int64) + shifts
     if (first[1:] < last[:-1]).any():
         return None
     if not (ends - starts).sum():  # (as a sort of the new rows alone: they are in order)
@@ -469,10 +465,9 @@ def spliced(
     groups = np.r_[0, np.flatnonzero(np.diff(run)) + 1] if len(added) else np.zeros(0, np.int64)
     for a, b in zip(groups, np.r_[groups[1:], len(added)]):
         r = run[a]
-        if r >= 0:
-            within[a:b] = np.searchsorted(
-                column[starts[r] : ends[r]], _as_type(added[a:b] - shifts[r], column.dtype), side="right"
-            )
+        if r >= 0:  # (in an ascending column: the position among all rows, within the run's bounds)
+            found = sorted_search(column, added[a:b] - shifts[r], side="right")
+            within[a:b] = np.clip(found, starts[r], ends[r]) - starts[r]
     breaks = np.r_[0, np.flatnonzero((np.diff(run) != 0) | (np.diff(within) != 0)) + 1] if len(added) else []
     if len(breaks) + len(starts) >= MAX_SLICES:
         return None
@@ -483,7 +478,7 @@ def spliced(
         if b > a:
             piece = previous.iloc[a:b]
             if shifts[r]:
-                piece = piece.assign(**{doc: (piece[doc].to_numpy() + shifts[r]).astype(column.dtype)})
+                piece = piece.assign(**{doc: (piece[doc].to_numpy() + shifts[r]).astype(column[0].dtype)})
             pieces.append(piece)
 
     group = 0

@@ -18,6 +18,7 @@ from cra.dataflows.index.frames import (
     previous_table,
     take_rows,
 )
+from cra.dataflows.index.mapped import ascending, int_chunks, sorted_search
 from cra.dataflows.index.schema import arrow_schema
 from cra.dataflows.index.storage import BATCH_ROWS, CarriedRows, ContentsStore
 from cra.dataflows.lexical import ArrowVocabulary, sorted_term_codes, term_codes
@@ -55,23 +56,22 @@ SPLICE_MAX_FILES = 256  # files a re-index may replace the rows of by slices of 
 SEARCH_MAX_FILES = 4096  # files whose rows are found by binary search (beyond: a mask over every row)
 
 
-def _file_row_spans(file_ids: np.ndarray, files) -> tuple[np.ndarray, np.ndarray] | None:
+def _file_row_spans(file_ids: pd.Series, files) -> tuple[np.ndarray, np.ndarray] | None:
     """(first row, end row) of each of `files` (sorted, distinct) in a file_id column in order, by binary search: the
-    rows of a few files out of OpenJDK's 13M without a pass over them; None when the column is not in order."""
-    if len(file_ids) and (file_ids[1:] < file_ids[:-1]).any():
+    rows of a few files out of OpenJDK's 13M without a pass over them, nor a copy of a view's column (`int_chunks`);
+    None when the column is not in order."""
+    chunks = int_chunks(file_ids)
+    if chunks is None or not ascending(chunks):
         return None
     files = np.asarray(files, dtype=np.int64)
-    if file_ids.dtype.kind in "iu" and len(files) and np.iinfo(file_ids.dtype).max >= files.max():
-        files = files.astype(file_ids.dtype)  # (keys of another type: numpy would convert the whole column)
-    return np.searchsorted(file_ids, files, side="left"), np.searchsorted(file_ids, files, side="right")
+    return sorted_search(chunks, files, side="left"), sorted_search(chunks, files, side="right")
 
 
 def _rows_of_files(frame: pd.DataFrame, files) -> np.ndarray:
     """Positions of the rows of these files in a frame with a file_id column, in row order: by `_file_row_spans`
     when they are few and the column is in order, else by a mask."""
     files = distinct(np.asarray(files, dtype=np.int64))
-    column = frame["file_id"].to_numpy()
-    spans = _file_row_spans(column, files) if len(files) <= SEARCH_MAX_FILES else None
+    spans = _file_row_spans(frame["file_id"], files) if len(files) <= SEARCH_MAX_FILES else None
     if spans is None:
         return np.flatnonzero(ids_in(frame["file_id"], files))
     starts, ends = spans
@@ -87,11 +87,11 @@ def _spliced(previous: pd.DataFrame, replaced: np.ndarray, counted: pd.DataFrame
     new_ids = counted["file_id"].to_numpy()
     if not np.isin(distinct(new_ids), replaced).all():
         return None
-    spans = _file_row_spans(previous["file_id"].to_numpy(), replaced)
+    spans = _file_row_spans(previous["file_id"], replaced)
     if spans is None or (new_ids[1:] < new_ids[:-1]).any() or (spans[1] - spans[0]).sum() == len(previous):
         return None
+    new_spans = _file_row_spans(counted["file_id"], replaced)
     counted = counted.astype({c: previous[c].dtype for c in ("file_id", "term", "tf")})  # (a view's: Arrow-backed)
-    new_spans = _file_row_spans(new_ids, replaced)
     pieces, done = [], 0
     for start, end, new_start, new_end in zip(*spans, *new_spans):
         pieces += [previous.iloc[done:start], counted.iloc[new_start:new_end]]
@@ -211,11 +211,13 @@ def _concept_tf(kb_concept_terms: pd.DataFrame, kb_file_terms: pd.DataFrame, fil
 
 
 def _distinct_ids(ids: pd.Series) -> pd.Index:
-    """The distinct values of an id column in order of first appearance (by run boundaries when in order)."""
-    values = ids.to_numpy()
-    if values.dtype.kind in "iu" and len(values) and (values[1:] >= values[:-1]).all():
-        return pd.Index(values[np.r_[True, values[1:] != values[:-1]]])
-    return pd.Index(pd.unique(values))
+    """The distinct values of an id column in order of first appearance (by run boundaries when in order, chunk by
+    chunk: `int_chunks`)."""
+    chunks = int_chunks(ids)
+    if chunks is not None and len(ids) and ascending(chunks):
+        firsts = [c[np.r_[True, c[1:] != c[:-1]]] for c in chunks]
+        return pd.Index(distinct(np.concatenate(firsts)) if len(firsts) > 1 else firsts[0])
+    return pd.Index(pd.unique(ids.to_numpy()))
 
 
 def _files_holding(terms: pd.Index, kb_concept_terms: pd.DataFrame, kb_file_terms: pd.DataFrame) -> pd.Index:

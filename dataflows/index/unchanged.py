@@ -16,6 +16,7 @@ import pandas as pd
 from cra.dataflows.index.edges import import_context
 from cra.dataflows.index.frames import ids_in
 from cra.dataflows.index.languages import NAMESPACE_LANGUAGES
+from cra.dataflows.index.mapped import int_chunks, sorted_search
 
 # the nodes the driver overrides (`cra.drivers.index.dag`) for each table this run leaves as it was: its KB table's
 # node, for import bindings also what resolving them again would give; "symbol_ids": every symbol keeps its id
@@ -205,9 +206,10 @@ def _rows_of(frame: pd.DataFrame, column: str, ids: np.ndarray) -> pd.DataFrame:
 def _rows_in_spans(frame: pd.DataFrame, column: str, spans: np.ndarray) -> pd.DataFrame:
     """The rows whose sorted column's value lies in one of the [start, end) spans, taken as slices (a take from a
     mapped table walks its chunks, and a search with wider values casts the whole column: 20M symbol-term ids)."""
-    values = frame[column].to_numpy()
-    spans = spans.astype(values.dtype) if values.dtype.kind in "iu" else spans
-    starts, ends = np.searchsorted(values, spans[:, 0]), np.searchsorted(values, spans[:, 1])
+    values = int_chunks(frame[column])
+    if values is None:  # (not integers)
+        values = [frame[column].to_numpy()]
+    starts, ends = sorted_search(values, spans[:, 0]), sorted_search(values, spans[:, 1])
     pieces = [frame.iloc[s:e] for s, e in zip(starts.tolist(), ends.tolist()) if e > s]
     return pd.concat(pieces) if len(pieces) > 1 else pieces[0] if pieces else frame.iloc[:0]
 

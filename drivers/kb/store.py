@@ -39,6 +39,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cra.dataflows import lexical
+from cra.dataflows.index.mapped import int_chunks, sorted_search
 from cra.dataflows.index.schema import REQUEST_TABLES, SCHEMA_VERSION, TABLES, arrow_schema
 from cra.dataflows.lexical import Bm25Index
 from cra.dataflows.lexicon_layers import LayeredIndex, Lexicon
@@ -447,20 +448,21 @@ def _pieces(
     in them (a file outgrowing its block of ids), are checked to be the live ones."""
     if frame is None or before is None or not len(before) or not has_table(live, name):
         return None  # (nothing to keep, or the live version holds the table in another form: written whole)
-    old_ids, new_ids = np.asarray(before[key].to_numpy()), np.asarray(frame[key].to_numpy())
-    spans = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
-    if old_ids.dtype.kind in "iu" and new_ids.dtype == old_ids.dtype:
-        info = np.iinfo(old_ids.dtype)  # (searched in the ids' own type: OpenJDK's 20M int32 ids are not cast to int64)
-        spans = np.clip(spans, info.min, info.max).astype(old_ids.dtype)
-    first, last = spans[:, 0], spans[:, 1]
-    old_bounds = np.c_[np.searchsorted(old_ids, first), np.searchsorted(old_ids, last, side="right")].ravel()
-    new_bounds = np.c_[np.searchsorted(new_ids, first), np.searchsorted(new_ids, last, side="right")].ravel()
-    old_kept = np.diff(np.r_[0, old_bounds, len(old_ids)])[::2]  # rows kept before, between and after the changed
-    if not np.array_equal(old_kept, np.diff(np.r_[0, new_bounds, len(new_ids)])[::2]):
+    old_chunks, new_chunks = int_chunks(before[key]), int_chunks(frame[key])  # (a view's: not copied)
+    if old_chunks is None or new_chunks is None:
         return None
-    kept_old = [(int(lo), int(hi)) for lo, hi in zip(np.r_[0, old_bounds[1::2]], np.r_[old_bounds[::2], len(old_ids)])]
-    kept_new = [(int(lo), int(hi)) for lo, hi in zip(np.r_[0, new_bounds[1::2]], np.r_[new_bounds[::2], len(new_ids)])]
+    spans = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
+    first, last = spans[:, 0], spans[:, 1]
+    old_bounds = np.c_[sorted_search(old_chunks, first), sorted_search(old_chunks, last, side="right")].ravel()
+    new_bounds = np.c_[sorted_search(new_chunks, first), sorted_search(new_chunks, last, side="right")].ravel()
+    n_old, n_new = len(before), len(frame)
+    old_kept = np.diff(np.r_[0, old_bounds, n_old])[::2]  # rows kept before, between and after the changed
+    if not np.array_equal(old_kept, np.diff(np.r_[0, new_bounds, n_new])[::2]):
+        return None
+    kept_old = [(int(lo), int(hi)) for lo, hi in zip(np.r_[0, old_bounds[1::2]], np.r_[old_bounds[::2], n_old])]
+    kept_new = [(int(lo), int(hi)) for lo, hi in zip(np.r_[0, new_bounds[1::2]], np.r_[new_bounds[::2], n_new])]
     if key == "symbol_id":  # (the key itself: kept rows keep their ids exactly)
+        old_ids, new_ids = (np.concatenate([*c, np.zeros(0, np.int64)]) for c in (old_chunks, new_chunks))
         if not all(np.array_equal(new_ids[n[0] : n[1]], old_ids[o[0] : o[1]]) for o, n in zip(kept_old, kept_new)):
             return None
     elif "symbol_id" in frame.columns and not all(
