@@ -368,7 +368,8 @@ def _same_contents(tables: dict[str, pd.DataFrame], previous: dict[str, pd.DataF
         return False
     if len(files) != len(before) or len(contents) != len(contents_before):
         return False
-    return all(files[c].astype(str).tolist() == before[c].astype(str).tolist() for c in ("file_id", "hash"))
+    same_ids = np.array_equal(files["file_id"].to_numpy(np.int64), before["file_id"].to_numpy(np.int64))
+    return same_ids and bool((files["hash"].to_numpy(dtype=object) == before["hash"].to_numpy(dtype=object)).all())
 
 
 # file-keyed mapped tables a one-file change used to rewrite whole (OpenJDK: comments 154 MB, file terms 242 MB,
