@@ -621,7 +621,7 @@ def test_a_reindex_parses_the_stat_cache_once(tmp_path, monkeypatch):
     parsed, original = [], json.loads
 
     def loads(text, *args, **kwargs):
-        if '"entries"' in text:
+        if '"paths"' in text:
             parsed.append(1)
         return original(text, *args, **kwargs)
 
@@ -640,3 +640,28 @@ def test_the_previous_kb_is_read_whole_in_the_read_order():
     from cra.drivers.index.indexer import READ_ORDER
 
     assert sorted(READ_ORDER) == sorted(TABLES)
+
+
+def test_the_stat_cache_round_trips_in_columns_and_a_cache_it_cannot_use_is_ignored(tmp_path):
+    """The stat cache is written as columns and read back as the same entries (a path that is not ASCII, an
+    oversized file's missing hash); one whose columns do not pair up, or of the older layout, is not used: the run
+    reads every file again and reuses what it indexed by content."""
+    import json
+
+    from cra.drivers.kb import stat_cache
+
+    repo = make_repo(tmp_path / "repo")
+    _age(repo)
+    kb = tmp_path / "kb"
+    index_repository(repo, kb)
+    cache = stat_cache.read_cache(kb)
+    entries = {**cache.entries, "données/été.py": (12, 34, 56, None)}
+    stat_cache.write_cache(kb, stat_cache.StatCache(cache.version, cache.fingerprint, 1, entries, cache.code))
+    assert stat_cache.read_cache(kb).entries == entries
+    data = json.loads((kb / CACHE_FILE).read_text())
+    for broken in ({**data, "hashes": data["hashes"][:-1]}, {**data, "format": 2, "entries": {}}):
+        (kb / CACHE_FILE).write_text(json.dumps(broken))
+        assert stat_cache.read_cache(kb) is None
+        stats = index_repository(repo, kb)
+        assert stats["n_parsed"] == 0 and stats["n_reused"] > 0
+        assert stat_cache.read_cache(kb) is not None  # (written again, in columns)
