@@ -43,6 +43,10 @@ VIEWABLE = {
     "import_bindings": (),
     "symbol_edges": (),
 }
+# the file-keyed term tables, whose nodes splice the previous rows as they come (`frames.spliced`): views whatever
+# the run carries (OpenJDK's 13M file-term and 7M concept-term rows, their integer columns not copied twice)
+SPLICED_VIEWS = frozenset({"file_terms", "concept_terms"})
+DEFERRED = frozenset({*VIEWABLE, *SPLICED_VIEWS})  # what a re-index may read as views (`PreviousTables.deferred`)
 _NEEDED = ("files", "symbols", "imports", "references", "symbol_terms", "import_bindings", "edges", "symbol_edges")
 _FACTS = ["path", "language", "module", "package", "is_test"]  # what resolving imports and test edges reads of a file
 _IDENTITY = ["name", "qualified_name", "kind"]  # (with the file, position and parent) what references resolve against
@@ -138,12 +142,6 @@ def _same_symbol_tables(
     if _cells(_ordered(terms, "file_id", "local"), columns) == _cells(old_terms, columns):
         out.add("symbol_terms")
     return out
-
-
-# the file-keyed term tables, whose nodes splice the previous rows as they come (`frames.spliced`): views whatever
-# the run carries (OpenJDK's 13M file-term and 7M concept-term rows, their integer columns not copied twice)
-SPLICED_VIEWS = frozenset({"file_terms", "concept_terms"})
-DEFERRED = frozenset({*VIEWABLE, *SPLICED_VIEWS})  # what a re-index may read as views (`PreviousTables.deferred`)
 
 
 def viewed_tables(carried: frozenset[str]) -> frozenset[str]:

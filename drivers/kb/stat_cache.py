@@ -1,10 +1,10 @@
 """What the last index saw of each file, so a re-index reads only what changed and an unchanged tree costs a walk.
 
 `<kb>/scan-cache.json` holds every scanned path's (size, mtime_ns, inode, sha1), in columns, as of the scan that
-wrote the live KB version it names, plus a fingerprint of everything else a run depends on (`cra.drivers.index.fingerprint`: options,
-git HEAD and tracked files, the walk's ignore count, the index code and convention tables). A file whose stat still
-matches is not read or hashed again; a tree whose paths, stats and fingerprint all match is not re-indexed at all
-(`unchanged_stats`).
+wrote the live KB version it names, plus a fingerprint of everything else a run depends on
+(`cra.drivers.index.fingerprint`: options, git HEAD and tracked files, the walk's ignore count, the index code and
+convention tables). A file whose stat still matches is not read or hashed again; a tree whose paths, stats and
+fingerprint all match is not re-indexed at all (`unchanged_stats`).
 
 Racily clean files (as git calls them): a file modified within RACY_NS before the scan that recorded it could be
 edited again within the same mtime tick without its stat changing, so its stat alone is never trusted: it is read

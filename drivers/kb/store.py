@@ -751,9 +751,10 @@ class PreviousTables(dict):
     A table asked for (`[]`, `get`, `items`) waits for its own read only.
 
     deferred: tables only mapped at first (their files opened, nothing decoded), so that a re-index which carries
-    them over (`cra.dataflows.index.unchanged`) never holds them as pandas columns: `views` gives them as frames of
-    Arrow-backed columns over the mapped files (OpenJDK's symbols, references, symbol terms, imports and edges took
-    a one-file re-index 0.55 GB of heap); `[]`, or `converted`, reads them as the others are read."""
+    them over, or splices a few files' rows into them (`cra.dataflows.index.unchanged.DEFERRED`), never holds them as
+    pandas columns: `views` gives them as frames of Arrow-backed columns over the mapped files (OpenJDK's symbols,
+    references, symbol, file and concept terms, imports and edges took a one-file re-index 0.75 GB of heap); `[]`,
+    or `converted`, reads them as the others are read."""
 
     def __init__(self, kb_dir: Path, names, arrow_lists: bool = False, threads: int = 4, deferred=()) -> None:
         read_metadata(kb_dir)
