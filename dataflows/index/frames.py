@@ -40,6 +40,14 @@ def conform(frame: pd.DataFrame, table: str, arrow_nulls: bool = False) -> pd.Da
     return pd.DataFrame(columns, index=index, copy=False)  # (built at once: a column set at a time cost 0.4 ms each)
 
 
+def positions_in(values: pd.Series, among: pd.Series) -> np.ndarray:
+    """pd.Index(among).get_indexer(values) for distinct strings (paths), by Arrow's hash lookup: -1 where absent.
+    pandas' took 1.1 s over OpenJDK's 59,581 paths once a re-index had renumbered its files (their column stacked
+    from slices), Arrow's 10 ms whatever the columns are made of."""
+    found = pc.index_in(pa.array(values, from_pandas=True), value_set=pa.array(among, from_pandas=True))
+    return found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+
+
 def numpy_ints(frame: pd.DataFrame) -> pd.DataFrame:
     """frame with its Arrow-backed integer columns without nulls as numpy arrays, as a table is read whole (a view of
     a mapped table, `cra.drivers.kb.store.PreviousTables.views`, before a pass that masks or sorts its rows)."""

@@ -15,6 +15,7 @@ from cra.dataflows.index.frames import (
     kept_rows,
     numpy_ints,
     ordered_by,
+    positions_in,
     previous_table,
     take_rows,
 )
@@ -460,7 +461,7 @@ def written_contents(
     the driver lets go of the tree's texts once their facts are taken (OpenJDK's were held through the parse)."""
     ids = indexed_files["file_id"].to_numpy(dtype=np.int64)
     reused = indexed_files["reused"].to_numpy(dtype=bool)
-    decoded_row = pd.Index(decoded_files["path"]).get_indexer(indexed_files["path"])
+    decoded_row = positions_in(indexed_files["path"], decoded_files["path"])
     decoded = pa.array(decoded_files["text"])
     previous = previous_kb["contents"] if reused.any() else None
     previous_row = pd.Index(previous["file_id"]).get_indexer(ids) if previous is not None else None

@@ -39,6 +39,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cra.dataflows import lexical
+from cra.dataflows.index.frames import positions_in
 from cra.dataflows.index.mapped import int_chunks, sorted_search
 from cra.dataflows.index.schema import REQUEST_TABLES, SCHEMA_VERSION, TABLES, arrow_schema
 from cra.dataflows.lexical import Bm25Index
@@ -236,7 +237,7 @@ def _kept_docs(tables: dict[str, pd.DataFrame], previous: dict[str, pd.DataFrame
     tables to map are missing or the kept symbols do not pair up."""
     try:
         before, now = previous["files"], tables["files"]
-        at = pd.Index(now["path"]).get_indexer(before["path"])
+        at = positions_in(before["path"], now["path"])
         same = at >= 0
         same[same] = before["hash"].to_numpy(dtype=object)[same] == now["hash"].to_numpy(dtype=object)[at[same]]
         old_files = before["file_id"].to_numpy(np.int64)
