@@ -237,3 +237,16 @@ def test_new_rows_spliced_into_a_views_chunks_are_those_spliced_into_its_copy(se
         assert got["doc"].tolist() == expected["doc"].tolist()
         assert got["term"].astype(object).tolist() == expected["term"].astype(object).tolist()
         assert got["tf"].tolist() == expected["tf"].tolist()
+
+
+@pytest.mark.parametrize("dtype", ["str", object, "arrow"])
+def test_positions_of_paths_among_others_are_pandas_indexers_whatever_the_column_is_made_of(dtype):
+    from cra.dataflows.index.frames import positions_in
+
+    rng = np.random.default_rng(3)
+    among = pd.Series([f"src/pkg{i % 7}/mod{i}.py" for i in range(500)], dtype="str")
+    values = pd.Series(list(among.sample(300, random_state=1)) + ["gone.py", "src/new.py"], dtype="str")
+    view = _chunked_view(pd.DataFrame({"path": among}), rng)["path"] if dtype == "arrow" else among.astype(dtype)
+    expected = pd.Index(among).get_indexer(values)
+    assert positions_in(values.astype(object), view).tolist() == expected.tolist()
+    assert positions_in(values, view)[-2:].tolist() == [-1, -1]
