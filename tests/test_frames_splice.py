@@ -250,3 +250,5 @@ def test_positions_of_paths_among_others_are_pandas_indexers_whatever_the_column
     expected = pd.Index(among).get_indexer(values)
     assert positions_in(values.astype(object), view).tolist() == expected.tolist()
     assert positions_in(values, view)[-2:].tolist() == [-1, -1]
+    nothing = pd.Series([], dtype=object)
+    assert positions_in(values, nothing).tolist() == [-1] * len(values) and positions_in(nothing, view).tolist() == []

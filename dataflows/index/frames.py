@@ -44,7 +44,8 @@ def positions_in(values: pd.Series, among: pd.Series) -> np.ndarray:
     """pd.Index(among).get_indexer(values) for distinct strings (paths), by Arrow's hash lookup: -1 where absent.
     pandas' took 1.1 s over OpenJDK's 59,581 paths once a re-index had renumbered its files (their column stacked
     from slices), Arrow's 10 ms whatever the columns are made of."""
-    found = pc.index_in(pa.array(values, from_pandas=True), value_set=pa.array(among, from_pandas=True))
+    strings = [pa.array(side, type=pa.large_string(), from_pandas=True) for side in (values, among)]
+    found = pc.index_in(strings[0], value_set=strings[1])
     return found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
 
 
@@ -268,7 +269,10 @@ _ROW_ORDER = {
 
 
 def _renumbered(values: pd.Series, lookup: np.ndarray) -> pd.Series:
-    """Ids mapped through lookup (old id -> new id), nulls kept."""
+    """Ids mapped through lookup (old id -> new id), nulls kept (a column without any: no mask, 0.9 s of the
+    renumbering after a file is added to OpenJDK)."""
+    if not values.hasnans:
+        return pd.Series(lookup[values.to_numpy(dtype=np.int64)], index=values.index, dtype=values.dtype)
     present = values.notna().to_numpy()
     out = np.zeros(len(values), dtype=np.int64)
     out[present] = lookup[values[present].to_numpy(dtype=np.int64)]
