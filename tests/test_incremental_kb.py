@@ -481,7 +481,7 @@ def test_an_edit_of_more_files_than_are_spliced_reads_the_term_views_whole_and_i
     """Past SPLICE_MAX_FILES changed files, every other one, the file-keyed term tables are not spliced from the
     previous rows' views (too many runs) but masked and concatenated (`frames.numpy_ints` first): the KB is still the
     one a fresh index builds."""
-    from cra.dataflows.index.metadata import SPLICE_MAX_FILES
+    from cra.dataflows.index.file_rows import SPLICE_MAX_FILES
 
     repo = tmp_path / "repo"
     n = 2 * (SPLICE_MAX_FILES + 20)

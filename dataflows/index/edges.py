@@ -79,14 +79,19 @@ def import_context(
     """A digest of everything an import resolves against (every file's path, language, module and package, the Go
     modules, the JS/TS and Rust package roots, the C# / PHP namespaced names by file path): while it stays the same,
     an unchanged file's imports resolve as they did, to the same files (kept in index_stats, so the next run can tell)."""
-    columns = ["path", "language", "module", "package"]
-    files = indexed_files[columns].astype(object).sort_values("path")
-    paths = dict(zip(indexed_files["file_id"].tolist(), indexed_files["path"].tolist()))
-    namespaces = [
-        {name: sorted(paths[f] for f in ids) for name, ids in table.items()}  # (file ids: in no one order)
-        for table in languages.namespaced_names(indexed_files, kb_symbols)
-    ]
-    digest = hashlib.sha1(json.dumps([files[c].tolist() for c in columns], default=str).encode())
+    files = indexed_files if indexed_files["path"].is_monotonic_increasing else indexed_files.sort_values("path")
+    namespaces = languages.namespaced_names(indexed_files, kb_symbols)
+    if any(namespaces):
+        paths = dict(zip(indexed_files["file_id"].tolist(), indexed_files["path"].tolist()))
+        namespaces = [
+            {name: sorted(paths[f] for f in ids) for name, ids in table.items()}  # (file ids: in no one order)
+            for table in namespaces
+        ]
+    digest = hashlib.sha1()
+    for column in ("path", "language", "module", "package"):  # a column's values joined (missing: a control byte)
+        values = files[column].tolist()
+        digest.update("\0".join(v if isinstance(v, str) else "\1" for v in values).encode("utf-8", "surrogatepass"))
+        digest.update(b"\2")
     digest.update(json.dumps([go_modules, package_roots, namespaces], sort_keys=True, default=str).encode())
     return digest.hexdigest()
 

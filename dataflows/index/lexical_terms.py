@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from cra.dataflows.index.file_rows import replaced_files, spliced_files
 from cra.dataflows.index.frames import (
     MAX_SLICES,
     conform,
@@ -21,7 +22,6 @@ from cra.dataflows.index.frames import (
     previous_table,
     rekeyed_runs,
     spliced,
-    true_runs,
 )
 from cra.dataflows.index.parsing import symbol_ids_of_locals
 
@@ -56,9 +56,11 @@ def kb_file_terms(
     new = parsed_file_terms  # each file's terms come sorted from the parse: ordering the files orders the rows
     new = ordered_by(new, "file_id")  # no copy when in order already
     previous = previous_table(previous_kb, "file_terms")
-    keep = ids_in(previous["file_id"], indexed_files.loc[indexed_files["reused"], "file_id"])
-    merged = spliced(previous, *true_runs(keep), new, "file_id", typed_as_previous=("file_id", "term", "tf"))
-    if merged is None:  # (too many runs, or rows out of order)
+    merged = None
+    if previous_kb and "files" in previous_kb:  # (a few files changed: their rows found by binary search, replaced)
+        merged = spliced_files(previous, replaced_files(indexed_files, previous_kb["files"]), new)
+    if merged is None:  # (too many files, or rows out of order)
+        keep = ids_in(previous["file_id"], indexed_files.loc[indexed_files["reused"], "file_id"])
         merged = _merged(kept_rows(numpy_ints(previous), keep), new, "file_id")
     return conform(merged, "file_terms")
 

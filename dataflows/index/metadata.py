@@ -7,7 +7,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cra.dataflows.distinct import distinct, distinct_union
+from cra.dataflows.distinct import distinct
+from cra.dataflows.index.file_rows import replaced_files, rows_of_files, spliced_files
 from cra.dataflows.index.frames import (
     conform,
     doc_count,
@@ -19,7 +20,7 @@ from cra.dataflows.index.frames import (
     previous_table,
     take_rows,
 )
-from cra.dataflows.index.mapped import ascending, int_chunks, sorted_search
+from cra.dataflows.index.mapped import ascending, int_chunks
 from cra.dataflows.index.schema import arrow_schema
 from cra.dataflows.index.storage import BATCH_ROWS, CarriedRows, ContentsStore
 from cra.dataflows.lexical import ArrowVocabulary, sorted_term_codes, term_codes
@@ -36,12 +37,9 @@ def kb_concept_terms(
     counted = parsed_concept_terms
     previous = previous_table(previous_kb, "concept_terms")
     reused = indexed_files["reused"].fillna(False).astype(bool).to_numpy()
-    before = previous_table(previous_kb, "files")["file_id"]
-    replaced = distinct_union(  # files whose rows go: changed, new or gone
-        indexed_files.loc[~reused, "file_id"].to_numpy(dtype=np.int64),
-        before[~ids_in(before, indexed_files.loc[reused, "file_id"])].to_numpy(dtype=np.int64),
-    )
-    spliced = _spliced(previous, replaced, counted) if previous_kb and "files" in previous_kb else None
+    spliced = None
+    if previous_kb and "files" in previous_kb:
+        spliced = spliced_files(previous, replaced_files(indexed_files, previous_kb["files"]), counted)
     if spliced is not None:  # (a few files changed: their rows replaced in place, no mask or sort over every row)
         return conform(spliced, "concept_terms")
     previous = numpy_ints(previous)
@@ -51,55 +49,6 @@ def kb_concept_terms(
     ]
     terms = pd.concat(frames, ignore_index=True) if frames else counted
     return conform(ordered_by(terms, "file_id"), "concept_terms")
-
-
-SPLICE_MAX_FILES = 256  # files a re-index may replace the rows of by slices of the previous table (beyond: mask + sort)
-SEARCH_MAX_FILES = 4096  # files whose rows are found by binary search (beyond: a mask over every row)
-
-
-def _file_row_spans(file_ids: pd.Series, files) -> tuple[np.ndarray, np.ndarray] | None:
-    """(first row, end row) of each of `files` (sorted, distinct) in a file_id column in order, by binary search: the
-    rows of a few files out of OpenJDK's 13M without a pass over them, nor a copy of a view's column (`int_chunks`);
-    None when the column is not in order."""
-    chunks = int_chunks(file_ids)
-    if chunks is None or not ascending(chunks):
-        return None
-    files = np.asarray(files, dtype=np.int64)
-    return sorted_search(chunks, files, side="left"), sorted_search(chunks, files, side="right")
-
-
-def _rows_of_files(frame: pd.DataFrame, files) -> np.ndarray:
-    """Positions of the rows of these files in a frame with a file_id column, in row order: by `_file_row_spans`
-    when they are few and the column is in order, else by a mask."""
-    files = distinct(np.asarray(files, dtype=np.int64))
-    spans = _file_row_spans(frame["file_id"], files) if len(files) <= SEARCH_MAX_FILES else None
-    if spans is None:
-        return np.flatnonzero(ids_in(frame["file_id"], files))
-    starts, ends = spans
-    return np.concatenate([np.arange(a, b) for a, b in zip(starts, ends)] + [np.zeros(0, dtype=np.int64)])
-
-
-def _spliced(previous: pd.DataFrame, replaced: np.ndarray, counted: pd.DataFrame) -> pd.DataFrame | None:
-    """previous (in file_id order) with the rows of the `replaced` files (sorted, distinct) dropped and `counted` (rows
-    of some of them, in file_id order) put in their place, as slices: what mask + concat + stable sort give, when few
-    files changed and some previous rows stay; None otherwise (or when either side is out of order)."""
-    if not len(previous) or len(replaced) > SPLICE_MAX_FILES:
-        return None
-    new_ids = counted["file_id"].to_numpy()
-    if not np.isin(distinct(new_ids), replaced).all():
-        return None
-    spans = _file_row_spans(previous["file_id"], replaced)
-    if spans is None or (new_ids[1:] < new_ids[:-1]).any() or (spans[1] - spans[0]).sum() == len(previous):
-        return None
-    new_spans = _file_row_spans(counted["file_id"], replaced)
-    counted = counted.astype({c: previous[c].dtype for c in ("file_id", "term", "tf")})  # (a view's: Arrow-backed)
-    pieces, done = [], 0
-    for start, end, new_start, new_end in zip(*spans, *new_spans):
-        pieces += [previous.iloc[done:start], counted.iloc[new_start:new_end]]
-        done = max(done, end)
-    pieces.append(previous.iloc[done:])
-    pieces = [piece for piece in pieces if len(piece)]
-    return pd.concat(pieces, ignore_index=True) if pieces else previous.iloc[:0]
 
 
 def file_concepts(
@@ -199,14 +148,14 @@ def _concept_tf(kb_concept_terms: pd.DataFrame, kb_file_terms: pd.DataFrame, fil
     """(file_id, term, tf) rows the concepts of `files` are scored on, in two frames over disjoint files (a file's
     concepts depend on its rows alone, so they are scored apart instead of stacked into a copy): their concept terms;
     for files without any, their full-text terms. Rows are shared, not copied, where every file's are taken; a few
-    files' rows are found by binary search (`_rows_of_files`)."""
+    files' rows are found by binary search (`rows_of_files`)."""
     with_concepts = _distinct_ids(kb_concept_terms["file_id"])
     fallback_files = files.difference(with_concepts)
     frames = [
         kb_concept_terms
         if with_concepts.isin(files).all()
-        else take_rows(kb_concept_terms, _rows_of_files(kb_concept_terms, files)),
-        take_rows(kb_file_terms, _rows_of_files(kb_file_terms, fallback_files)) if len(fallback_files) else None,
+        else take_rows(kb_concept_terms, rows_of_files(kb_concept_terms, files)),
+        take_rows(kb_file_terms, rows_of_files(kb_file_terms, fallback_files)) if len(fallback_files) else None,
     ]
     return [f[["file_id", "term", "tf"]] for f in frames if f is not None and len(f)]
 
@@ -248,7 +197,7 @@ def _changed_document_frequencies(
 ) -> pd.Series | None:
     """How the document frequency of each term whose frequency moved differs from the previous KB's (new minus old,
     by term; previous_ids: its files), or None when the number of documents did. Counted over the rows of the few
-    files not reused (and of the previous files gone or changed) alone, found by `_rows_of_files`."""
+    files not reused (and of the previous files gone or changed) alone, found by `rows_of_files`."""
     if doc_count(kb_file_terms["file_id"]) != doc_count(previous_terms["file_id"]):
         return None
     return _frequency_changes(kb_file_terms, indexed_files, previous_ids, previous_terms)
@@ -262,8 +211,8 @@ def _frequency_changes(
     reused = indexed_files["reused"].fillna(False).astype(bool).to_numpy()
     parsed = indexed_files.loc[~reused, "file_id"]
     before = previous_ids[~ids_in(previous_ids, indexed_files.loc[reused, "file_id"])]
-    new = take_rows(kb_file_terms, _rows_of_files(kb_file_terms, parsed))["term"].astype(object).value_counts()
-    old = take_rows(previous_terms, _rows_of_files(previous_terms, before))["term"].astype(object).value_counts()
+    new = take_rows(kb_file_terms, rows_of_files(kb_file_terms, parsed))["term"].astype(object).value_counts()
+    old = take_rows(previous_terms, rows_of_files(previous_terms, before))["term"].astype(object).value_counts()
     delta = new.sub(old, fill_value=0)
     return delta[delta != 0]
 
