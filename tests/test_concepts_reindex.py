@@ -16,6 +16,7 @@ from cra.dataflows.index import metadata
 from cra.dataflows.index.schema import arrow_schema
 from cra.drivers.common.tokens import count_tokens
 from cra.drivers.index.indexer import index_frames, index_repository
+from cra.drivers.kb.store import pandas_readable
 from tests.kb_compare import compare_kbs
 
 N_FILES = 12
@@ -42,7 +43,8 @@ def _repo(tmp_path: Path) -> Path:
 def _loaded(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     """The tables as a KB load returns them (an Arrow round trip: lists become arrays)."""
     return {
-        n: pa.Table.from_pandas(f, schema=arrow_schema(n), preserve_index=False).to_pandas() for n, f in tables.items()
+        n: pandas_readable(pa.Table.from_pandas(f, schema=arrow_schema(n), preserve_index=False)).to_pandas()
+        for n, f in tables.items()
     }
 
 

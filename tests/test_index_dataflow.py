@@ -23,6 +23,7 @@ from cra.drivers.common.tokens import count_line_tokens, count_tokens
 from cra.drivers.index.git_history import git_log
 from cra.drivers.index.indexer import index_frames
 from cra.drivers.index.sources import scan_sources
+from cra.drivers.kb.store import pandas_readable
 
 HAS_TREESITTER = importlib.util.find_spec("cra.dataflows.index.parsers.treesitter") is not None
 needs_treesitter = pytest.mark.skipif(not HAS_TREESITTER, reason="tree-sitter parsers not in the checkout yet")
@@ -311,7 +312,8 @@ def test_code_term_counts_match_the_shared_tokenizer():
 def _through_parquet_types(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     """The tables as a KB load returns them (arrow round trip: lists become arrays, ints nullable-aware)."""
     return {
-        n: pa.Table.from_pandas(f, schema=arrow_schema(n), preserve_index=False).to_pandas() for n, f in tables.items()
+        n: pandas_readable(pa.Table.from_pandas(f, schema=arrow_schema(n), preserve_index=False)).to_pandas()
+        for n, f in tables.items()
     }
 
 

@@ -27,6 +27,7 @@ from cra.dataflows.lexical import ArrowVocabulary, sorted_term_codes, term_codes
 from cra.dataflows.lexicon_layers import Lexicon
 
 MAX_CONCEPTS = 10
+CONCEPT_LISTS = pa.list_(pa.string())  # a files table's concepts: Arrow lists throughout (read, carried, written)
 
 
 def kb_concept_terms(
@@ -76,12 +77,7 @@ def file_concepts(
         if reused.any()
         else pd.Series(dtype=object)
     )
-    carried = carried[carried.notna()]
-    carried = pd.Series(  # (lists, as scored ones are: tolist is 3x faster than list() over an array's items)
-        [c.tolist() if isinstance(c, np.ndarray) else list(c) for c in carried.to_numpy()],
-        index=carried.index,
-        dtype=object,
-    )
+    carried = concept_lists(carried[carried.notna()])
     previous_terms = previous_table(previous_kb, "file_terms")
     changed = _changed_document_frequencies(kb_file_terms, indexed_files, previous_files["file_id"], previous_terms)
     if changed is None:  # the number of files changed: every idf moved, the order of nearly tied terms with it
@@ -97,7 +93,7 @@ def file_concepts(
         frequencies = _frequencies_among(frequencies, _distinct_terms(rest)) if rest else frequencies
         scored = [_scored_concepts(tf, frequencies) for tf in rest]
         parts = [part for part in (carried, *scored) if len(part)]
-        return pd.concat(parts).sort_index() if len(parts) > 1 else parts[0] if parts else pd.Series(dtype=object)
+        return _concepts_of(parts)
     if len(changed):
         stale = _files_citing(changed.index[changed > 0], carried)
         fallen = changed.index[changed < 0]
@@ -113,8 +109,29 @@ def file_concepts(
     else:
         frequencies = _document_frequencies(kb_file_terms, _distinct_terms(rows) if few else None)
     scored = [_scored_concepts(tf, frequencies) for tf in rows]
-    parts = [part for part in (carried, *scored) if len(part)]
-    return pd.concat(parts).sort_index() if len(parts) > 1 else parts[0] if parts else pd.Series(dtype=object)
+    return _concepts_of([part for part in (carried, *scored) if len(part)])
+
+
+def concept_lists(concepts: pd.Series) -> pd.Series:
+    """A concepts column as Arrow lists of strings, whatever it was read as (Arrow lists; Python lists or arrays): the
+    files table is written, digested and searched for terms without a Python list per file (OpenJDK: 59,581)."""
+    if isinstance(concepts.dtype, pd.ArrowDtype) and concepts.dtype.pyarrow_dtype == CONCEPT_LISTS:
+        return concepts
+    lists = pa.array(concepts.to_numpy(dtype=object), type=CONCEPT_LISTS, from_pandas=True)
+    return pd.Series(pd.arrays.ArrowExtensionArray(lists), index=concepts.index, copy=False)
+
+
+def _list_array(concepts: pd.Series) -> pa.Array:
+    """The Arrow array of a concepts column (`concept_lists`), in one chunk."""
+    lists = pa.array(concept_lists(concepts))  # (a ChunkedArray, as Arrow-backed columns give)
+    return lists.combine_chunks() if isinstance(lists, pa.ChunkedArray) else lists
+
+
+def _concepts_of(parts: list[pd.Series]) -> pd.Series:
+    """Carried and scored concepts (file_id -> Arrow list), in file_id order."""
+    if not parts:
+        return concept_lists(pd.Series(dtype=object))
+    return pd.concat(parts).sort_index() if len(parts) > 1 else parts[0]
 
 
 def _frequencies_among(
@@ -135,13 +152,12 @@ def _rows_of_others(frames: list[pd.DataFrame], files: pd.Index) -> list[pd.Data
 
 def _files_citing(terms: pd.Index, concepts: pd.Series) -> pd.Index:
     """The file_ids (index of `concepts`, lists of terms per file) whose concepts include one of these terms."""
-    wanted = set(terms)
-    if not wanted:
+    if not len(terms) or not len(concepts):
         return pd.Index([], dtype="int64")
-    return pd.Index(
-        [file for file, terms_ in zip(concepts.index, concepts.to_numpy()) if not wanted.isdisjoint(terms_)],
-        dtype="int64",
-    )
+    lists = _list_array(concepts)
+    cited = pc.is_in(pc.list_flatten(lists), value_set=pa.array(list(terms), type=pa.string()))
+    rows = pc.list_parent_indices(lists).to_numpy()[cited.to_numpy(zero_copy_only=False)]
+    return pd.Index(concepts.index.to_numpy()[distinct(rows)], dtype="int64")
 
 
 def _concept_tf(kb_concept_terms: pd.DataFrame, kb_file_terms: pd.DataFrame, files: pd.Index) -> list[pd.DataFrame]:
@@ -312,10 +328,10 @@ def _still_on_top(concepts: pd.Series, tf: pd.DataFrame, frequencies: tuple[int,
     files = concepts.index.intersection(pd.Index(ids[np.r_[True, ids[1:] != ids[:-1]]] if len(ids) else []))
     if not len(files) or (ids[1:] < ids[:-1]).any():
         return pd.Index([], dtype="int64")
-    lists = concepts.reindex(files).to_numpy()
-    sizes = np.array([len(c) for c in lists], dtype=np.int64)
+    lists = _list_array(concepts.reindex(files))
+    sizes = pc.list_value_length(lists).to_numpy(zero_copy_only=False).astype(np.int64)
     score, codes, vocabulary = _row_scores(tf, frequencies)
-    terms = pa.array([t for c in lists for t in c], type=pa.large_string()).cast(vocabulary.array.type)
+    terms = pc.list_flatten(lists).cast(vocabulary.array.type)
     listed_code = pc.fill_null(pc.index_in(terms, value_set=vocabulary.array), -1).to_numpy(zero_copy_only=False)
     listed_file = np.repeat(files.to_numpy(np.int64), sizes)
     listed_key = (listed_file << 32) | np.maximum(listed_code, 0)
@@ -362,12 +378,13 @@ def _scored_concepts(tf: pd.DataFrame, frequencies: tuple[int, pa.Array, np.ndar
     rank -= np.repeat(starts.astype(np.int32), np.diff(np.r_[starts, len(ids)]))
     top = rank < MAX_CONCEPTS
     del rank
-    ids, top_terms = (
-        ids[top].astype(np.int64),
-        np.array(vocabulary.array.take(pa.array(codes[top])).to_pylist(), dtype=object),
-    )
+    ids, top_terms = ids[top].astype(np.int64), pa.chunked_array([vocabulary.array.take(pa.array(codes[top]))])
+    if not len(ids):
+        return concept_lists(pd.Series(dtype=object))
     starts = np.flatnonzero(np.diff(ids)) + 1
-    return pd.Series([list(chunk) for chunk in np.split(top_terms, starts)], index=ids[np.r_[0, starts]], dtype=object)
+    offsets = pa.array(np.r_[0, starts, len(ids)].astype(np.int32))
+    lists = pa.ListArray.from_arrays(offsets, top_terms.combine_chunks().cast(pa.string()))
+    return pd.Series(pd.arrays.ArrowExtensionArray(lists), index=ids[np.r_[0, starts]], copy=False)
 
 
 def kb_files(
@@ -391,7 +408,7 @@ def kb_files(
         domain=np.where(keep, previous_domain, indexed_files["domain"].to_numpy(dtype=object)),
         tokens=file_tokens.reindex(ids).to_numpy(),
         parse_error=file_parse_errors.reindex(ids).to_numpy(),
-        concepts=[list(c) if isinstance(c, list) else [] for c in concepts],
+        concepts=pd.arrays.ArrowExtensionArray(pc.fill_null(_list_array(concepts), pa.scalar([], CONCEPT_LISTS))),
         last_commit_time=history["last_commit_time"].astype("Int64").to_numpy(),
         commit_count=history["commit_count"].fillna(0).astype("int32").to_numpy(),
     )

@@ -212,7 +212,9 @@ def _index_locked(
                 # carry over only mapped (a file added or removed moves every id: nothing is carried, and tables
                 # read late took OpenJDK's re-index 0.6 GB higher than tables read now)
                 same_paths = cache is not None and cache.entries.keys() == walk.paths.keys()
-                previous = PreviousTables(kb_dir, READ_ORDER, deferred=DEFERRED if same_paths else ())
+                previous = PreviousTables(
+                    kb_dir, READ_ORDER, arrow_lists={"files"}, deferred=DEFERRED if same_paths else ()
+                )
                 lexicon = previous_lexicon(kb_dir)  # (its document frequencies: see metadata.file_concepts)
                 # nothing re-counted: every count is the previous KB's (tiktoken is then not loaded at all)
                 previous_exact = previous_metadata.get("tokenizer") == "cl100k_base"

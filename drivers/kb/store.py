@@ -114,7 +114,11 @@ def _write_table(staging: Path, name: str, frame: pd.DataFrame | None, copy: boo
     frame, schema = frame[list(TABLES[name])], arrow_schema(name)
     coded = {c: "str" for c in frame.columns if isinstance(frame[c].dtype, pd.CategoricalDtype)}
     batches = (
-        pa.Table.from_pandas(frame.iloc[start : start + _ROW_GROUP].astype(coded), schema=schema, preserve_index=False)
+        pandas_readable(
+            pa.Table.from_pandas(
+                frame.iloc[start : start + _ROW_GROUP].astype(coded), schema=schema, preserve_index=False
+            )
+        )
         for start in range(0, max(len(frame), 1), _ROW_GROUP)
     )  # dictionary-encoded terms decoded a group at a time
     first, written = next(batches), []
@@ -124,6 +128,18 @@ def _write_table(staging: Path, name: str, frame: pd.DataFrame | None, copy: boo
             written += [batch] if copy else []
     if copy:
         write_copy(staging / table_file(name), pa.concat_tables(written))
+
+
+def pandas_readable(table: pa.Table) -> pa.Table:
+    """The table with pandas' metadata naming its Arrow-backed list columns (a files table's concepts) as the object
+    columns a reader without a types mapper makes of them: pyarrow cannot rebuild a `list<...>[pyarrow]` dtype."""
+    metadata = table.schema.pandas_metadata
+    if not metadata or not any("list<" in str(c.get("numpy_type")) for c in metadata.get("columns", [])):
+        return table
+    for column in metadata["columns"]:
+        if "list<" in str(column.get("numpy_type")):
+            column["numpy_type"] = "object"
+    return table.replace_schema_metadata({**table.schema.metadata, b"pandas": json.dumps(metadata).encode()})
 
 
 def _read_table(version: Path, name: str, arrow_lists: bool = False, copies: bool = False) -> pd.DataFrame:
@@ -755,9 +771,10 @@ class PreviousTables(dict):
     them over, or splices a few files' rows into them (`cra.dataflows.index.unchanged.DEFERRED`), never holds them as
     pandas columns: `views` gives them as frames of Arrow-backed columns over the mapped files (OpenJDK's symbols,
     references, symbol, file and concept terms, imports and edges took a one-file re-index 0.75 GB of heap); `[]`,
-    or `converted`, reads them as the others are read."""
+    or `converted`, reads them as the others are read. arrow_lists: the tables whose list columns stay Arrow-backed
+    (the files table's concepts: `cra.dataflows.index.metadata.concept_lists`)."""
 
-    def __init__(self, kb_dir: Path, names, arrow_lists: bool = False, threads: int = 4, deferred=()) -> None:
+    def __init__(self, kb_dir: Path, names, arrow_lists=(), threads: int = 4, deferred=()) -> None:
         read_metadata(kb_dir)
         names = list(names)
         super().__init__(dict.fromkeys(names))
@@ -775,12 +792,12 @@ class PreviousTables(dict):
                     return mapped(name)
                 if name in _TERM_TABLES and has_table(version, name):
                     return version_table(version, name).to_pandas(types_mapper=_MAPPED_STRINGS.get)
-                return _read_table(version, name, arrow_lists, copies=True)  # (mapped; copied for the next run)
+                return _read_table(version, name, name in arrow_lists, copies=True)  # (mapped; copied for the next run)
             except (OSError, pa.ArrowException) as exc:
                 raise mark_damaged(kb_dir, f"{table_file(name)}: {exc}") from None
 
         def converted(name: str, table: pa.Table) -> pd.DataFrame:  # (as `read` converts the others)
-            lists = (lambda t: pd.ArrowDtype(t) if pa.types.is_list(t) else None) if arrow_lists else None
+            lists = (lambda t: pd.ArrowDtype(t) if pa.types.is_list(t) else None) if name in arrow_lists else None
             mapper = pd.ArrowDtype if name in _MAPPED and name in TEXT_TABLES else lists
             try:
                 return table.to_pandas(types_mapper=_MAPPED_STRINGS.get if name in _TERM_TABLES else mapper)
