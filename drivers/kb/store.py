@@ -246,11 +246,16 @@ PATCH_MAX_SHARE = 0.25  # a lexicon is patched when the rows of its changed docs
 LAYER_MAX_SHARE = 0.05
 
 
-def _kept_docs(tables: dict[str, pd.DataFrame], previous: dict[str, pd.DataFrame]) -> dict[str, np.ndarray]:
-    """Per patchable term table, a lookup from the live version's doc id to the doc id it has now, -1 where the doc
-    is gone or was indexed again: files of the same path and content keep their terms (a file's terms are its path
-    and text), and so do their symbols (a symbol's terms are its own file's lines), in the same order. {} when the
-    tables to map are missing or the kept symbols do not pair up."""
+def _kept_docs(
+    tables: dict[str, pd.DataFrame], previous: dict[str, pd.DataFrame], wanted=("file_terms", "symbol_terms")
+) -> dict[str, np.ndarray]:
+    """Per patchable term table (of those `wanted`: the lexicons not linked as they are), a lookup from the live
+    version's doc id to the doc id it has now, -1 where the doc is gone or was indexed again: files of the same path
+    and content keep their terms (a file's terms are its path and text), and so do their symbols (a symbol's terms
+    are its own file's lines), in the same order. {} when the tables to map are missing or the kept symbols do not
+    pair up."""
+    if not set(wanted) & {"file_terms", "symbol_terms"}:
+        return {}
     try:
         before, now = previous["files"], tables["files"]
         at = positions_in(before["path"], now["path"])
@@ -260,6 +265,8 @@ def _kept_docs(tables: dict[str, pd.DataFrame], previous: dict[str, pd.DataFrame
         files = np.full(int(old_files.max(initial=-1)) + 1, -1, dtype=np.int64)
         files[old_files[same]] = now["file_id"].to_numpy(np.int64)[at[same]]
         out = {"file_terms": files}
+        if "symbol_terms" not in wanted:  # (its lexicon is linked: 745k symbols of OpenJDK not mapped for nothing)
+            return out
         symbols_before, symbols_now = previous["symbols"], tables["symbols"]
         old_ids, old_file = (symbols_before[c].to_numpy(np.int64) for c in ("symbol_id", "file_id"))
         new_ids, new_file = (symbols_now[c].to_numpy(np.int64) for c in ("symbol_id", "file_id"))
@@ -629,7 +636,7 @@ def write_kb(
     }
     if live is not None and _same_contents(tables, previous):
         same.add("contents")
-    kept_docs = _kept_docs(tables, previous) if live is not None else {}
+    kept_docs = _kept_docs(tables, previous, [n for n in LEXICONS if n not in same]) if live is not None else {}
     if previous:
         previous.clear()
 
