@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from cra.dataflows.index import languages as language_modules
 from cra.dataflows.index.conventions import is_non_source_path, is_test_path
-from cra.dataflows.index.frames import in_set
+from cra.dataflows.index.frames import in_set, positions_in
 from cra.dataflows.index.parsers import header_language, language_of
 from cra.dataflows.index.schema import TABLES
 
@@ -114,11 +114,13 @@ def decoded_files(
     facts come from the previous KB), so an incremental run decodes just what changed. A file the scan did not
     read (data None: unchanged since the last run, see `cra.drivers.index.sources.scan_sources`) and that the last run left
     out keeps the reason it was left out for (`skipped_as`, from previous_skipped: reason -> paths)."""
-    paths = source_files["path"].astype(str).tolist()
+    paths = source_files["path"].astype(str)
     hashes = _hashes(source_files)
     prev = previous_files[previous_files["file_id"].isin(previous_content_ids)]
-    known = dict(zip(prev["path"].tolist(), prev["hash"].tolist()))
-    reused = [known.get(p) == h for p, h in zip(paths, hashes)]
+    at = positions_in(paths, prev["path"])  # (by Arrow's hash: no dict of every previous path)
+    reused = at >= 0
+    reused[reused] = prev["hash"].to_numpy(dtype=object)[at[reused]] == np.asarray(hashes, dtype=object)[reused]
+    paths = paths.tolist()
     data = source_files["data"].tolist()
     reasons = {path: reason for reason in SKIP_REASONS for path in (previous_skipped or {}).get(reason, ())}
     return pd.DataFrame(
@@ -127,9 +129,11 @@ def decoded_files(
             "size": source_files["size"].astype("int64").to_numpy(),
             "hash": hashes,
             "language": [language_of(p) for p in paths],
-            "reused": np.array(reused, dtype=bool),
-            "text": _texts(data, [not r for r in reused]),
-            "skipped_as": [reasons.get(p) if d is None and not r else None for p, r, d in zip(paths, reused, data)],
+            "reused": reused,
+            "text": _texts(data, ~reused),
+            "skipped_as": [
+                reasons.get(p) if d is None and not r else None for p, r, d in zip(paths, reused.tolist(), data)
+            ],
         }
     ).astype({"path": "str", "hash": "str", "skipped_as": object})  # typed even when the tree has nothing to index
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections import defaultdict
 
 import numpy as np
@@ -38,8 +39,10 @@ def manifest_texts(
 ) -> pd.DataFrame:
     """(path, text) of every manifest the convention tables name (go.mod, package.json, tsconfig.json, Cargo.toml):
     decoded now, or, for an unchanged indexed one (not decoded again), its text in the previous KB."""
-    names = decoded_files["path"].str.rsplit("/", n=1).str[-1]
-    manifests = decoded_files[names.isin(manifest_names(language_conventions) | set(go.MANIFESTS))]
+    names = sorted(manifest_names(language_conventions) | set(go.MANIFESTS))
+    named = f"(^|/)({'|'.join(re.escape(name) for name in names)})$"  # (one pass of Arrow's regex over the paths)
+    paths = pa.array(decoded_files["path"], type=pa.large_string(), from_pandas=True)
+    manifests = decoded_files[pc.match_substring_regex(paths, named).to_numpy(zero_copy_only=False)]
     fresh = manifests.loc[manifests["text"].notna(), ["path", "text"]].astype({"text": object})
     reused = manifests.loc[manifests["reused"].astype(bool), "path"]
     if reused.empty or not previous_kb or "contents" not in previous_kb:
