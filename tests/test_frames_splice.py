@@ -219,6 +219,26 @@ def test_searches_over_a_views_chunks_are_those_over_its_copy_and_copy_nothing(s
 
 
 @pytest.mark.parametrize("seed", range(20))
+def test_stretches_of_two_views_compare_as_those_of_their_copies(seed):
+    """`same_ints` (whether the kept rows of a pieced table keep their ids) walks both columns' chunks: it answers as a
+    compare of the copies does, for equal stretches, shifted ones and ones with one value changed."""
+    from cra.dataflows.index.mapped import int_chunks, same_ints
+
+    rng = np.random.default_rng(seed)
+    frame = _previous_terms(rng, 200)
+    a, b = int_chunks(_chunked_view(frame, rng)["doc"]), int_chunks(_chunked_view(frame, rng)["doc"])
+    whole = frame["doc"].to_numpy()
+    changed = whole.copy()
+    changed[rng.integers(0, len(whole))] += 1
+    for _ in range(30):
+        lo, hi = np.sort(rng.integers(0, len(whole) + 1, size=2))
+        shift = int(rng.integers(-3, 4))
+        lo2, hi2 = max(lo + shift, 0), min(hi + shift, len(whole))
+        assert same_ints(a, lo, hi, b, lo2, hi2) == np.array_equal(whole[lo:hi], whole[lo2:hi2])
+        assert same_ints(a, lo, hi, [changed], lo, hi) == np.array_equal(whole[lo:hi], changed[lo:hi])
+
+
+@pytest.mark.parametrize("seed", range(20))
 def test_new_rows_spliced_into_a_views_chunks_are_those_spliced_into_its_copy(seed):
     rng = np.random.default_rng(seed)
     previous = _previous_terms(rng, 200)

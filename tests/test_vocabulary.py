@@ -220,3 +220,27 @@ def test_best_per_pair_is_a_sorted_groupby_max():
     got = vocabulary.best_per_pair(keys, items, scores, 2)
     want = pd.DataFrame({"k": keys, "i": items, "s": scores}).groupby(["k", "i"], as_index=False)["s"].max()
     assert [list(a) for a in got] == [list(want["k"]), list(want["i"]), list(want["s"])]
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("as_arrow", [False, True])
+def test_file_concepts_and_their_vocabulary_are_the_exploded_lower_cased_lists(seed, as_arrow):
+    """The concepts tables are those exploding, dropping nulls and lower-casing give (the pandas definition), whether
+    the files' concepts are Python lists or Arrow lists (a re-index's), ASCII (read by Arrow) or not, empty or null."""
+    import pyarrow as pa
+
+    rng = np.random.default_rng(seed)
+    words = ["Ledger", "SLUG", "cache", "Überweisung", "x", "Tax_Rate", "HTTPServer"][: 6 if seed % 2 else 7]
+    lists = [
+        None if rng.random() < 0.1 else [str(w) for w in rng.choice(words, size=rng.integers(0, 5))] for _ in range(40)
+    ]
+    files = pd.DataFrame({"file_id": np.arange(40, dtype=np.int32) * 3, "concepts": pd.Series(lists, dtype=object)})
+    if as_arrow:
+        typed = pa.array(lists, type=pa.list_(pa.string()))
+        files["concepts"] = pd.Series(pd.arrays.ArrowExtensionArray(typed))
+    exploded = files.set_index("file_id")["concepts"].explode().dropna().astype(str).str.lower()
+    expected = pd.DataFrame({"file_id": exploded.index, "concept": exploded.to_numpy()}).drop_duplicates()
+    got = vocabulary.file_concepts(files)
+    assert got["file_id"].tolist() == expected["file_id"].tolist() and got.index.tolist() == expected.index.tolist()
+    assert got["concept"].tolist() == expected["concept"].tolist() and got.dtypes.equals(expected.dtypes)
+    assert vocabulary.concept_vocabulary(files)["concept"].tolist() == list(exploded.unique())

@@ -40,7 +40,7 @@ import pyarrow.parquet as pq
 
 from cra.dataflows import lexical
 from cra.dataflows.index.frames import positions_in
-from cra.dataflows.index.mapped import int_chunks, sorted_search
+from cra.dataflows.index.mapped import int_chunks, same_ints, sorted_search
 from cra.dataflows.index.schema import REQUEST_TABLES, SCHEMA_VERSION, TABLES, arrow_schema
 from cra.dataflows.lexical import Bm25Index
 from cra.dataflows.lexicon_layers import LayeredIndex, Lexicon
@@ -487,8 +487,7 @@ def _pieces(
     kept_old = [(int(lo), int(hi)) for lo, hi in zip(np.r_[0, old_bounds[1::2]], np.r_[old_bounds[::2], n_old])]
     kept_new = [(int(lo), int(hi)) for lo, hi in zip(np.r_[0, new_bounds[1::2]], np.r_[new_bounds[::2], n_new])]
     if key == "symbol_id":  # (the key itself: kept rows keep their ids exactly)
-        old_ids, new_ids = (np.concatenate([*c, np.zeros(0, np.int64)]) for c in (old_chunks, new_chunks))
-        if not all(np.array_equal(new_ids[n[0] : n[1]], old_ids[o[0] : o[1]]) for o, n in zip(kept_old, kept_new)):
+        if not all(same_ints(new_chunks, *n, old_chunks, *o) for o, n in zip(kept_old, kept_new)):
             return None
     elif "symbol_id" in frame.columns and not all(
         np.array_equal(
