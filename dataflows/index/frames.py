@@ -490,7 +490,11 @@ def spliced(
         if b > a:
             piece = previous.iloc[a:b]
             if shifts[r]:
-                piece = piece.assign(**{doc: (piece[doc].to_numpy() + shifts[r]).astype(column[0].dtype)})
+                moved = (piece[doc].to_numpy() + shifts[r]).astype(column[0].dtype)
+                typed = previous[doc].dtype  # (a view's Arrow type kept: the pieces then stack as Arrow chunks)
+                piece = piece.assign(
+                    **{doc: pd.array(moved, dtype=typed) if isinstance(typed, pd.ArrowDtype) else moved}
+                )
             pieces.append(piece)
 
     group = 0

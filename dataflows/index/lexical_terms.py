@@ -82,9 +82,11 @@ def kb_symbol_terms(
     merged = None
     if runs is not None:
         starts, ends, shifts = runs
-        merged = spliced(previous, starts, ends, new, "symbol_id", shifts, typed_as_previous=("term",))
+        merged = spliced(previous, starts, ends, new, "symbol_id", shifts, typed_as_previous=("symbol_id", "term"))
     if merged is not None:
-        return conform(merged.astype({"symbol_id": np.int32}), "symbol_terms")
+        if str(merged["symbol_id"].dtype) not in ("int32", "int32[pyarrow]"):  # (a view's int32 ids kept as they are)
+            merged = merged.astype({"symbol_id": np.int32})
+        return conform(merged, "symbol_terms")
     ids = new_symbol_id_array(previous["symbol_id"], symbol_keys)
     kept = ids >= 0
     reused = kept_rows(previous, kept).assign(symbol_id=ids[kept].astype(np.int32))

@@ -216,20 +216,20 @@ def module_words(kb_files: pd.DataFrame) -> pd.DataFrame:
     return file_name_words(kb_files.set_index("file_id")["module"])
 
 
-def lowered_concepts(kb_files: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """(file ids, concepts): every file's concepts lower-cased, in file then list order, one row per concept (objects):
-    what exploding the lists, dropping nulls and lower-casing give, by Arrow over its lists when they are ASCII
-    (OpenJDK's 600,000 concepts: 0.25 s the pandas way)."""
+def lowered_concepts(kb_files: pd.DataFrame) -> tuple[np.ndarray, pa.Array]:
+    """(file ids, concepts): every file's concepts lower-cased, in file then list order, one row per concept: what
+    exploding the lists, dropping nulls and lower-casing give, by Arrow over its lists when they are ASCII (OpenJDK's
+    600,000 concepts: 0.25 s the pandas way)."""
     lists = pa.array(kb_files["concepts"], from_pandas=True) if len(kb_files) else None
     if lists is not None and pa.types.is_list(lists.type) and _strings(lists.type.value_type):
         lists = lists.combine_chunks() if isinstance(lists, pa.ChunkedArray) else lists
         flat, owner = pc.list_flatten(lists), pc.list_parent_indices(lists).to_numpy()
         if pc.all(pc.string_is_ascii(flat)).as_py() is not False:
-            kept = flat.is_valid().to_numpy(zero_copy_only=False)
-            values = pc.ascii_lower(flat).to_numpy(zero_copy_only=False)[kept]
-            return pd.Index(kb_files["file_id"]).to_numpy()[owner[kept]], values.astype(object)  # (ids: as set_index)
+            kept = flat.is_valid()
+            ids = pd.Index(kb_files["file_id"]).to_numpy()  # (typed as set_index types them)
+            return ids[owner[kept.to_numpy(zero_copy_only=False)]], pc.ascii_lower(flat.filter(kept))
     concepts = kb_files.set_index("file_id")["concepts"].explode().dropna().astype(str).str.lower()
-    return concepts.index.to_numpy(), concepts.to_numpy(dtype=object)
+    return concepts.index.to_numpy(), pa.array(concepts.to_numpy(dtype=object), type=pa.string())
 
 
 def _strings(value_type: pa.DataType) -> bool:
@@ -239,14 +239,14 @@ def _strings(value_type: pa.DataType) -> bool:
 def file_concepts(kb_files: pd.DataFrame) -> pd.DataFrame:
     """(file_id, concept) of every file's concepts, lower-cased, each pair once."""
     file_ids, concepts = lowered_concepts(kb_files)
-    return pd.DataFrame({"file_id": file_ids, "concept": concepts}).drop_duplicates()
+    return pd.DataFrame({"file_id": file_ids, "concept": concepts.to_numpy(zero_copy_only=False)}).drop_duplicates()
 
 
 def concept_vocabulary(kb_files: pd.DataFrame) -> pd.DataFrame:
     """Every distinct concept the KB knows (lower-cased) and its stem (alphabetic concepts only): (concept, stem)."""
     if "concepts" not in kb_files or kb_files.empty:
         return pd.DataFrame({"concept": pd.Series([], dtype=object), "stem": pd.Series([], dtype=object)})
-    vocab = pd.Series(pd.unique(lowered_concepts(kb_files)[1]), dtype=object)
+    vocab = pd.Series(pc.unique(lowered_concepts(kb_files)[1]).to_numpy(zero_copy_only=False), dtype=object)
     stems = vocab.to_numpy(dtype=object).copy()
     alpha = np.fromiter((c.isalpha() for c in stems), dtype=bool, count=len(stems))
     stems[alpha] = np.array(stem_words(stems[alpha].tolist()), dtype=object)  # (one call: Django's 7,000 in 8 ms)
