@@ -411,7 +411,7 @@ ALL_CARRIED = {
 
 
 VIEWS = {"symbols", "imports", "references", "symbol_terms", "import_bindings", "edges", "symbol_edges"}
-SPLICED = {"file_terms", "concept_terms"}  # (file-keyed: spliced from views whatever the edit)
+SPLICED = {"file_terms", "concept_terms", "symbol_terms"}  # (spliced from views whatever the edit)
 
 
 @pytest.mark.parametrize(

@@ -87,6 +87,7 @@ def kb_symbol_terms(
         if str(merged["symbol_id"].dtype) not in ("int32", "int32[pyarrow]"):  # (a view's int32 ids kept as they are)
             merged = merged.astype({"symbol_id": np.int32})
         return conform(merged, "symbol_terms")
+    previous = numpy_ints(previous)  # (a view's ints as arrays: masked and stacked below)
     ids = new_symbol_id_array(previous["symbol_id"], symbol_keys)
     kept = ids >= 0
     reused = kept_rows(previous, kept).assign(symbol_id=ids[kept].astype(np.int32))

@@ -43,9 +43,9 @@ VIEWABLE = {
     "import_bindings": (),
     "symbol_edges": (),
 }
-# the file-keyed term tables, whose nodes splice the previous rows as they come (`frames.spliced`): views whatever
-# the run carries (OpenJDK's 13M file-term and 7M concept-term rows, their integer columns not copied twice)
-SPLICED_VIEWS = frozenset({"file_terms", "concept_terms"})
+# the term tables, whose nodes splice the previous rows as they come (`frames.spliced`): views whatever the run
+# carries (OpenJDK's 13M file-term, 7M concept-term and 20M symbol-term rows, their integer columns not copied twice)
+SPLICED_VIEWS = frozenset({"file_terms", "concept_terms", "symbol_terms"})
 DEFERRED = frozenset({*VIEWABLE, *SPLICED_VIEWS})  # what a re-index may read as views (`PreviousTables.deferred`)
 _NEEDED = ("files", "symbols", "imports", "references", "symbol_terms", "import_bindings", "edges", "symbol_edges")
 _FACTS = ["path", "language", "module", "package", "is_test"]  # what resolving imports and test edges reads of a file
