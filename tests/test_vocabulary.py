@@ -244,3 +244,19 @@ def test_file_concepts_and_their_vocabulary_are_the_exploded_lower_cased_lists(s
     assert got["file_id"].tolist() == expected["file_id"].tolist() and got.index.tolist() == expected.index.tolist()
     assert got["concept"].tolist() == expected["concept"].tolist() and got.dtypes.equals(expected.dtypes)
     assert vocabulary.concept_vocabulary(files)["concept"].tolist() == list(exploded.unique())
+
+
+def test_a_concept_vocabulary_built_on_a_previous_one_stems_only_the_new_concepts(monkeypatch):
+    """Given the vocabulary a re-index had before, the concepts it holds keep its stems and only the others are
+    stemmed: the vocabulary equals the one built from scratch."""
+    files = pd.DataFrame(
+        {"file_id": [1, 2, 3], "concepts": [["Ledgers", "taxes", "http2"], ["Invoices", "taxes"], ["routing"]]}
+    )
+    before = vocabulary.concept_vocabulary(files.iloc[:2])
+    scratch = vocabulary.concept_vocabulary(files)
+    stemmed = []
+    real = vocabulary.stem_words
+    monkeypatch.setattr(vocabulary, "stem_words", lambda words: stemmed.extend(words) or real(words))
+    again = vocabulary.concept_vocabulary(files, before)
+    pd.testing.assert_frame_equal(again, scratch)
+    assert stemmed == ["routing"]

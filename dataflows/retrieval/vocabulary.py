@@ -242,13 +242,22 @@ def file_concepts(kb_files: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"file_id": file_ids, "concept": concepts.to_numpy(zero_copy_only=False)}).drop_duplicates()
 
 
-def concept_vocabulary(kb_files: pd.DataFrame) -> pd.DataFrame:
-    """Every distinct concept the KB knows (lower-cased) and its stem (alphabetic concepts only): (concept, stem)."""
+def concept_vocabulary(kb_files: pd.DataFrame, previous: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Every distinct concept the KB knows (lower-cased) and its stem (alphabetic concepts only): (concept, stem).
+    previous: a vocabulary built before (a re-index's), whose stems are taken for the concepts it holds (stemming
+    OpenJDK's 150,000 concepts again took 0.1 s of adding a function)."""
     if "concepts" not in kb_files or kb_files.empty:
         return pd.DataFrame({"concept": pd.Series([], dtype=object), "stem": pd.Series([], dtype=object)})
-    vocab = pd.Series(pc.unique(lowered_concepts(kb_files)[1]).to_numpy(zero_copy_only=False), dtype=object)
+    distinct_concepts = pc.unique(lowered_concepts(kb_files)[1])
+    vocab = pd.Series(distinct_concepts.to_numpy(zero_copy_only=False), dtype=object)
     stems = vocab.to_numpy(dtype=object).copy()
     alpha = np.fromiter((c.isalpha() for c in stems), dtype=bool, count=len(stems))
+    if previous is not None and len(previous):
+        known = pa.array(previous["concept"].to_numpy(dtype=object), type=distinct_concepts.type)
+        at = pc.fill_null(pc.index_in(distinct_concepts, value_set=known), -1).to_numpy(zero_copy_only=False)
+        carried = alpha & (at >= 0)
+        stems[carried] = previous["stem"].to_numpy(dtype=object)[at[carried]]
+        alpha &= at < 0
     stems[alpha] = np.array(stem_words(stems[alpha].tolist()), dtype=object)  # (one call: Django's 7,000 in 8 ms)
     return pd.DataFrame({"concept": vocab, "stem": pd.Series(stems, dtype=object)})
 

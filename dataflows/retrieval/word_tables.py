@@ -115,9 +115,12 @@ def kb_file_concepts(kb_files: pd.DataFrame) -> pd.DataFrame:
     return vocabulary.file_concepts(kb_files)
 
 
-def kb_concept_vocabulary(kb_files: pd.DataFrame) -> pd.DataFrame:
-    """The KB's (concept, stem) vocabulary: task analysis grounds the task's concepts in it."""
-    return vocabulary.concept_vocabulary(kb_files)
+def kb_concept_vocabulary(
+    kb_files: pd.DataFrame, previous_concept_vocabulary: pd.DataFrame | None = None
+) -> pd.DataFrame:
+    """The KB's (concept, stem) vocabulary: task analysis grounds the task's concepts in it (on a re-index, the
+    concepts the previous KB's vocabulary holds keep its stems)."""
+    return vocabulary.concept_vocabulary(kb_files, previous_concept_vocabulary)
 
 
 def kb_symbol_name_index(kb_symbol_names: pd.DataFrame, kb_symbol_name_codes: pd.DataFrame) -> NameIndex:

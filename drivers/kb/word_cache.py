@@ -250,11 +250,21 @@ _PREVIOUS_SYMBOLS = [
 
 
 def _carried_inputs(previous: Path | None, wanted: tuple[str, ...], stamp: bytes) -> dict:
-    """What the symbol tables built again carry rows over from (`cra.dataflows.retrieval.carried_words`): the
-    previous version's symbol word tables (written by this code) and the symbol columns they were built from; {} when
-    any is missing or unreadable (then they are built from scratch)."""
-    if previous is None or not any(table in wanted for table in (*_SYMBOL_TABLES, "symbol_name_index")):
+    """What the word tables built again carry over: for the symbol tables (`cra.dataflows.retrieval.carried_words`)
+    the previous version's symbol word tables (written by this code) and the symbol columns they were built from, for
+    the concept vocabulary the previous one (its stems); what is missing or unreadable is left out (built from
+    scratch)."""
+    if previous is None:
         return {}
+    out = {}
+    if "concept_vocabulary" in wanted and _word_file(previous, "concept_vocabulary").is_file():
+        try:
+            concepts = _read_frame(_word_file(previous, "concept_vocabulary"), stamp)
+        except (OSError, ValueError, KeyError, pa.ArrowException):
+            concepts = None
+        out.update({"previous_concept_vocabulary": concepts} if concepts is not None else {})
+    if not any(table in wanted for table in (*_SYMBOL_TABLES, "symbol_name_index")):
+        return out
     stems = [stem for name in _SYMBOL_TABLES for stem in _word_table_stems(name)]
     try:
         frames = {
@@ -268,9 +278,9 @@ def _carried_inputs(previous: Path | None, wanted: tuple[str, ...], stamp: bytes
         )
         symbols = symbols.select(_PREVIOUS_SYMBOLS).to_pandas()
     except (OSError, ValueError, KeyError, pa.ArrowException):
-        return {}
+        return out
     if any(frame is None for frame in frames.values()):
-        return {}
+        return out
     words = vocabulary.WordIndex(
         frames["symbol_name_words.rows"],
         frames["symbol_name_words.vocabulary"],
@@ -284,7 +294,7 @@ def _carried_inputs(previous: Path | None, wanted: tuple[str, ...], stamp: bytes
         terms=frames["symbol_name_terms"],
         words=words,
     )
-    return {"previous_symbol_words": carried}
+    return {**out, "previous_symbol_words": carried}
 
 
 def read_word_tables(version: Path) -> dict[str, object]:
