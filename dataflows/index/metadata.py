@@ -77,7 +77,7 @@ def file_concepts(
         if reused.any()
         else pd.Series(dtype=object)
     )
-    carried = concept_lists(carried[carried.notna()])
+    carried = _concept_lists(carried[carried.notna()])
     previous_terms = previous_table(previous_kb, "file_terms")
     changed = _changed_document_frequencies(kb_file_terms, indexed_files, previous_files["file_id"], previous_terms)
     if changed is None:  # the number of files changed: every idf moved, the order of nearly tied terms with it
@@ -112,7 +112,7 @@ def file_concepts(
     return _concepts_of([part for part in (carried, *scored) if len(part)])
 
 
-def concept_lists(concepts: pd.Series) -> pd.Series:
+def _concept_lists(concepts: pd.Series) -> pd.Series:
     """A concepts column as Arrow lists of strings, whatever it was read as (Arrow lists; Python lists or arrays): the
     files table is written, digested and searched for terms without a Python list per file (OpenJDK: 59,581)."""
     if isinstance(concepts.dtype, pd.ArrowDtype) and concepts.dtype.pyarrow_dtype == CONCEPT_LISTS:
@@ -122,15 +122,15 @@ def concept_lists(concepts: pd.Series) -> pd.Series:
 
 
 def _list_array(concepts: pd.Series) -> pa.Array:
-    """The Arrow array of a concepts column (`concept_lists`), in one chunk."""
-    lists = pa.array(concept_lists(concepts))  # (a ChunkedArray, as Arrow-backed columns give)
+    """The Arrow array of a concepts column (`_concept_lists`), in one chunk."""
+    lists = pa.array(_concept_lists(concepts))  # (a ChunkedArray, as Arrow-backed columns give)
     return lists.combine_chunks() if isinstance(lists, pa.ChunkedArray) else lists
 
 
 def _concepts_of(parts: list[pd.Series]) -> pd.Series:
     """Carried and scored concepts (file_id -> Arrow list), in file_id order."""
     if not parts:
-        return concept_lists(pd.Series(dtype=object))
+        return _concept_lists(pd.Series(dtype=object))
     return pd.concat(parts).sort_index() if len(parts) > 1 else parts[0]
 
 
@@ -380,7 +380,7 @@ def _scored_concepts(tf: pd.DataFrame, frequencies: tuple[int, pa.Array, np.ndar
     del rank
     ids, top_terms = ids[top].astype(np.int64), pa.chunked_array([vocabulary.array.take(pa.array(codes[top]))])
     if not len(ids):
-        return concept_lists(pd.Series(dtype=object))
+        return _concept_lists(pd.Series(dtype=object))
     starts = np.flatnonzero(np.diff(ids)) + 1
     offsets = pa.array(np.r_[0, starts, len(ids)].astype(np.int32))
     lists = pa.ListArray.from_arrays(offsets, top_terms.combine_chunks().cast(pa.string()))

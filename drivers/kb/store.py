@@ -782,7 +782,7 @@ class PreviousTables(dict):
     pandas columns: `views` gives them as frames of Arrow-backed columns over the mapped files (OpenJDK's symbols,
     references, symbol, file and concept terms, imports and edges took a one-file re-index 0.75 GB of heap); `[]`,
     or `converted`, reads them as the others are read. arrow_lists: the tables whose list columns stay Arrow-backed
-    (the files table's concepts: `cra.dataflows.index.metadata.concept_lists`)."""
+    (the files table's concepts: `cra.dataflows.index.metadata.file_concepts`)."""
 
     def __init__(self, kb_dir: Path, names, arrow_lists=(), threads: int = 4, deferred=()) -> None:
         read_metadata(kb_dir)
