@@ -413,6 +413,11 @@ def kb_symbols(
         if len(new_symbol_rows)
         else pd.Series(dtype="Int64"),
     )
+    if len(reused) and len(new):  # (the parsed rows put in place between slices of the reused ones, typed as those)
+        columns = list(reused.columns)
+        symbols = spliced(reused, [0], [len(reused)], new[columns], "symbol_id", typed_as_previous=tuple(columns))
+        if symbols is not None:
+            return conform(symbols, "symbols")
     frames = [f for f in (reused, new) if len(f)]
     symbols = pd.concat(frames, ignore_index=True) if frames else new
     return conform(ordered_by(symbols, "symbol_id"), "symbols")
