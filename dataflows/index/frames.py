@@ -183,6 +183,13 @@ def new_symbol_ids(old_ids: pd.Series, symbol_keys: pd.DataFrame) -> pd.Series:
     return pd.Series(np.where(found >= 0, found, np.nan), index=old_ids.index)
 
 
+def symbol_ids_kept(symbol_keys: pd.DataFrame) -> bool:
+    """Whether every reused symbol keeps its id (a file keeps its block of ids while its symbols fit): re-keying the
+    rows of reused files is then the identity, and a table's column of them can be taken as it is."""
+    old, new = symbol_keys["old_id"].to_numpy(np.int64), symbol_keys["symbol_id"].to_numpy(np.int64)
+    return bool(np.array_equal(old[old >= 0], new[old >= 0]))
+
+
 def new_symbol_id_array(old_ids: pd.Series, symbol_keys: pd.DataFrame) -> np.ndarray:
     """`new_symbol_ids` as int64, -1 where there is none: for a caller that drops those rows anyway (no float copy of
     Django's 940,000 symbol term rows)."""

@@ -40,6 +40,7 @@ from cra.dataflows.index.frames import (
     spliced,
     stacked,
     stacked_terms,
+    symbol_ids_kept,
     take_rows,
     true_runs,
 )
@@ -440,7 +441,10 @@ def kb_comments(
     keep = ids_in(previous["file_id"], reused_ids)
     if in_order(previous, ["file_id", "line"]) and not ids_in(new["file_id"], reused_ids).any():
         # (each file's rows from one side, both in order: the kept rows' text stays as read, arrow-backed)
-        rekeyed = previous.assign(symbol_id=new_symbol_ids(previous["symbol_id"], symbol_keys))
+        kept_ids = symbol_ids_kept(symbol_keys)  # (then the kept rows' ids are the previous ones: not looked up)
+        rekeyed = (
+            previous if kept_ids else previous.assign(symbol_id=new_symbol_ids(previous["symbol_id"], symbol_keys))
+        )
         new = ordered_by(new[[c for c in new.columns if c in previous.columns]], "file_id", "line")
         comments = spliced(rekeyed, *true_runs(keep), new, "file_id", typed_as_previous=("text",))
         if comments is not None:
