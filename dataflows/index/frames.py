@@ -27,7 +27,10 @@ def conform(frame: pd.DataFrame, table: str, arrow_nulls: bool = False) -> pd.Da
             nullable = (table, column) in NULLABLE_INTS
             target = name.capitalize() if nullable else name
             view = isinstance(values.dtype, pd.ArrowDtype) and str(values.dtype.pyarrow_dtype) == name and not nullable
-            values = values if values.dtype == target or view else values.astype(target)  # (a view's ints: shared)
+            if nullable and isinstance(values.dtype, pd.ArrowDtype) and pa.types.is_integer(values.dtype.pyarrow_dtype):
+                values = _masked_ints(values, target)
+            elif values.dtype != target and not view:  # (a view's ints: shared)
+                values = values.astype(target)
         elif name == "bool":
             values = values if values.dtype == bool else values.astype(bool)
         elif (
@@ -38,6 +41,15 @@ def conform(frame: pd.DataFrame, table: str, arrow_nulls: bool = False) -> pd.Da
             values = _python_strings(values)
         columns[column] = values
     return pd.DataFrame(columns, index=index, copy=False)  # (built at once: a column set at a time cost 0.4 ms each)
+
+
+def _masked_ints(values: pd.Series, target: str) -> pd.Series:
+    """An Arrow-backed integer column as pandas' nullable ints (`target`: Int32 or Int64), from its values and its null
+    mask (pandas' astype of a view's 3M comment symbol ids took 0.1 s)."""
+    array = pa.chunked_array(values.array._pa_array)
+    data = pc.fill_null(array, 0).to_numpy().astype(target.lower())
+    mask = array.is_null().to_numpy()
+    return pd.Series(pd.arrays.IntegerArray(data, mask), index=values.index, copy=False)
 
 
 def positions_in(values: pd.Series, among: pd.Series) -> np.ndarray:

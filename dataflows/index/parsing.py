@@ -446,7 +446,7 @@ def kb_comments(
             previous if kept_ids else previous.assign(symbol_id=new_symbol_ids(previous["symbol_id"], symbol_keys))
         )
         new = ordered_by(new[[c for c in new.columns if c in previous.columns]], "file_id", "line")
-        comments = spliced(rekeyed, *true_runs(keep), new, "file_id", typed_as_previous=("text",))
+        comments = spliced(rekeyed, *true_runs(keep), new, "file_id", typed_as_previous=("text", "symbol_id"))
         if comments is not None:
             return conform(comments, "comments")
     reused = previous[keep]
