@@ -184,6 +184,8 @@ def _write_lexicon(
             columns["base_ids"] = pa.ListArray.from_arrays(
                 pa.array([0, len(index.base_ids)], type=pa.int32()), pa.array(index.base_ids, type=pa.int64())
             )
+            one = pa.array([0, 1], type=pa.int32())  # (its postings, as `_patched_lexicon` checked them)
+            columns["n_postings"] = pa.ListArray.from_arrays(one, pa.array([index.n_postings], type=pa.int64()))
             write_table(pa.table(columns).replace_schema_metadata(_LEXICON_FORMAT), staging / f"{terms}{_DELTA_SUFFIX}")
             return
         index = index.merged(LEXICONS[terms])
@@ -202,7 +204,7 @@ def _lexicon_arrays(path: Path, extra: tuple[str, ...] = ()) -> dict[str, pa.Arr
     names = (*lexical.ARRAYS, *extra)
     if not all(name in table.column_names for name in names):
         return None
-    return {name: table.column(name).chunk(0).values for name in names}
+    return {name: table.column(name).chunk(0).values for name in table.column_names}
 
 
 def _index_of(values: dict[str, pa.Array]) -> Bm25Index:
@@ -226,7 +228,8 @@ def _read_lexicon(version: Path, terms: str) -> Lexicon | None:
     delta = _lexicon_arrays(version / f"{terms}{_DELTA_SUFFIX}", ("base_ids",))
     if delta is None or len(delta["base_ids"]) != len(values["doc_ids"]):
         return None
-    return LayeredIndex(_index_of(values), delta["base_ids"].to_numpy(zero_copy_only=False), _index_of(delta))
+    postings = int(delta["n_postings"][0].as_py()) if "n_postings" in delta else None
+    return LayeredIndex(_index_of(values), delta["base_ids"].to_numpy(zero_copy_only=False), _index_of(delta), postings)
 
 
 def previous_lexicon(kb_dir: Path, terms: str = "file_terms") -> Lexicon | None:
