@@ -414,8 +414,8 @@ def kb_symbols(
         if len(new_symbol_rows)
         else pd.Series(dtype="Int64"),
     )
-    if len(reused) and len(new):  # (the parsed rows put in place between slices of the reused ones, typed as those)
-        columns = list(reused.columns)
+    columns = list(reused.columns)
+    if len(reused) and len(new) and set(columns) <= set(new.columns):  # (parsed rows put between the reused ones)
         symbols = spliced(reused, [0], [len(reused)], new[columns], "symbol_id", typed_as_previous=tuple(columns))
         if symbols is not None:
             return conform(symbols, "symbols")
