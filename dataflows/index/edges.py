@@ -354,10 +354,15 @@ def symbol_edge_files(
     if not previous_kb or any(t not in previous_kb for t in ("symbols", "edges", "symbol_edges", "imports")):
         return files
     changed = files[~indexed_files["reused"].to_numpy(dtype=bool)]
-    now, before = (_edge_keys(*(e[c].to_numpy(np.int64) for c in EDGE_PAIR)) for e in (kb_edges, previous_kb["edges"]))
-    moved = pd.Series(  # the sources of the edges only one side has (an outer merge of the pairs, as integer keys)
-        np.concatenate([now[~_keys_in(now, before)], before[~_keys_in(before, now)]]) >> 32, dtype="int64"
-    )
+    if kb_edges is previous_kb["edges"]:  # (carried over as they were: no edge moved)
+        moved = pd.Series([], dtype="int64")
+    else:  # the sources of the edges only one side has (an outer merge of the pairs, as integer keys)
+        now, before = (
+            _edge_keys(*(e[c].to_numpy(np.int64) for c in EDGE_PAIR)) for e in (kb_edges, previous_kb["edges"])
+        )
+        moved = pd.Series(
+            np.concatenate([now[~_keys_in(now, before)], before[~_keys_in(before, now)]]) >> 32, dtype="int64"
+        )
     # changed files other files may now resolve differently against: new ones, and those whose imports changed
     reshaped = changed.difference(_same_imports(changed, kb_imports, previous_kb["imports"])).union(
         changed.intersection(moved)
