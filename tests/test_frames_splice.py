@@ -272,3 +272,20 @@ def test_positions_of_paths_among_others_are_pandas_indexers_whatever_the_column
     assert positions_in(values, view)[-2:].tolist() == [-1, -1]
     nothing = pd.Series([], dtype=object)
     assert positions_in(values, nothing).tolist() == [-1] * len(values) and positions_in(nothing, view).tolist() == []
+
+
+@pytest.mark.parametrize("chunks", [[], [[1, None, 3]], [[None, 5], [7], [None]]])
+def test_a_views_nullable_ints_conform_as_pandas_astype_makes_them(chunks):
+    """`conform` turns a view's Arrow ints with nulls (a comment's symbol id) into pandas' nullable ints from values
+    and mask: the very column `astype` gives, chunked or empty."""
+    from cra.dataflows.index.frames import conform
+    from cra.dataflows.index.schema import TABLES
+
+    ids = pa.chunked_array([pa.array(c, type=pa.int32()) for c in chunks], type=pa.int32())
+    view = pd.Series(pd.arrays.ArrowExtensionArray(ids))
+    n = len(view)
+    frame = pd.DataFrame({"file_id": np.zeros(n, np.int32), "symbol_id": view, "line": np.arange(n, dtype=np.int32)})
+    frame = frame.assign(text=["# why"] * n, is_rationale=np.zeros(n, bool))[list(TABLES["comments"])]
+    got = conform(frame, "comments")["symbol_id"]
+    pd.testing.assert_series_equal(got, view.astype("Int32"), check_names=False)
+    assert got.dtype == "Int32"
