@@ -289,3 +289,28 @@ def test_a_views_nullable_ints_conform_as_pandas_astype_makes_them(chunks):
     got = conform(frame, "comments")["symbol_id"]
     pd.testing.assert_series_equal(got, view.astype("Int32"), check_names=False)
     assert got.dtype == "Int32"
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_new_files_rows_renumbered_into_the_middle_are_merged_in_without_a_sort(seed, monkeypatch):
+    """canonical_ids after a file is added: the new file's rows come last (its id was above every other) and are
+    renumbered between the others; they are put in place by binary search (no argsort), in sort_values' order."""
+    rng = np.random.default_rng(seed)
+    ids = np.sort(rng.choice(np.arange(0, 200, 2), size=int(rng.integers(2, 40)), replace=False))
+    rows = np.repeat(ids, rng.integers(1, 4, size=len(ids)))
+    new = int(rng.choice(np.arange(1, 200, 2)))  # (an odd id: none of the others)
+    tail = np.full(int(rng.integers(1, 5)), new)
+    frame = pd.DataFrame(
+        {
+            "file_id": np.r_[rows, tail].astype(np.int32),
+            "line": np.r_[np.zeros(len(rows), np.int64), np.arange(len(tail))],
+            "text": pd.array([f"row {i}" for i in range(len(rows) + len(tail))], dtype="str"),
+        }
+    )
+    for columns in (["file_id"], ["file_id", "line"]):
+        expected = frame.sort_values(columns, kind="stable", ignore_index=True)
+        with monkeypatch.context() as patched:  # (a sort would fail)
+            patched.setattr(np, "lexsort", None)
+            patched.setattr(np, "argsort", None)
+            got = sorted_rows(frame, columns)
+        pd.testing.assert_frame_equal(got, expected)

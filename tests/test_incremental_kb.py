@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from cra.dataflows import lexical
-from cra.dataflows.index import frames
+from cra.dataflows.index import discovery, frames
 from cra.dataflows.index.frames import MIN_SYMBOL_BLOCK
 from cra.dataflows.lexical import ARRAYS, Bm25Index
 from cra.drivers.cli.main import main
@@ -321,9 +321,11 @@ def test_a_function_with_calls_added_writes_the_files_references_and_symbols_as_
     assert {"references.arrow", "symbols.arrow", "symbol_terms.arrow"} <= set(compared) and differences == []
 
 
-def test_a_file_outgrowing_its_block_of_ids_re_indexes_as_a_fresh_index(tmp_path, capsys):
-    """Functions appended to one file one at a time: once it holds more symbols than its block of ids, it takes a
-    larger block and every later file's symbols move up; after each step the KB and its answers are a fresh index's."""
+def test_a_file_outgrowing_its_block_of_ids_re_indexes_as_a_fresh_index(tmp_path, capsys, monkeypatch):
+    """Functions appended to one file one at a time: once it holds more symbols than its block of ids (the windows'
+    regions made exactly their blocks, without spare room), it takes a larger block and every later file's symbols
+    move up; after each step the KB and its answers are a fresh index's."""
+    monkeypatch.setattr(frames, "_region_sizes", lambda blocks: np.asarray(blocks, dtype=np.int64))
     repo = make_repo(tmp_path / "repo", git=False)
     kb = tmp_path / "kb"
     index_repository(repo, kb, history=0)
@@ -347,24 +349,35 @@ def test_a_file_outgrowing_its_block_of_ids_re_indexes_as_a_fresh_index(tmp_path
 
 
 def test_ids_with_holes_answer_as_dense_ones(tmp_path, capsys, monkeypatch):
-    """Retrieval does not depend on how far apart symbol ids lie: a KB numbered densely (blocks of exactly a file's
-    symbols) answers every task as the KB of per-file blocks does."""
+    """Retrieval does not depend on how far apart file and symbol ids lie: a KB numbered densely (files one after
+    another, blocks of exactly a file's symbols) answers every task as the KB of chunks and blocks does."""
     repo = make_repo(tmp_path / "repo", git=False)
     index_repository(repo, tmp_path / "blocks", history=0)
     monkeypatch.setattr(frames, "symbol_block_sizes", lambda counts: np.asarray(counts, dtype=np.int64))
+    monkeypatch.setattr(frames, "_region_sizes", lambda blocks: np.asarray(blocks, dtype=np.int64))
+    for module in (frames, discovery):
+        monkeypatch.setattr(module, "path_block_ids", lambda paths: np.arange(len(paths), dtype=np.int64))
     index_repository(repo, tmp_path / "dense", history=0)
     dense, blocks = _symbol_ids(tmp_path / "dense"), _symbol_ids(tmp_path / "blocks")
     assert sorted(dense.values()) == list(range(len(dense))) and max(blocks.values()) >= len(blocks)
+    dense_files, files = (read_tables(tmp_path / k, ["files"])["files"]["file_id"] for k in ("dense", "blocks"))
+    assert dense_files.tolist() == list(range(len(dense_files))) and files.max() >= len(files)
     assert _answers(repo, tmp_path / "dense", capsys) != _answers(repo, tmp_path / "blocks", capsys)  # (ids printed)
     named = [_named(a, tmp_path / "dense") for a in _answers(repo, tmp_path / "dense", capsys)]
     assert named == [_named(a, tmp_path / "blocks") for a in _answers(repo, tmp_path / "blocks", capsys)]
 
 
 def _named(value, kb: Path, names: dict | None = None):
-    """An answer with every printed symbol_id replaced by what it names (path, qualified name, kind, start line)."""
-    names = names if names is not None else {i: key for key, i in _symbol_ids(kb).items()}
+    """An answer with every printed symbol_id and file_id replaced by what it names (path, qualified name, kind,
+    start line; a path)."""
+    if names is None:
+        files = read_tables(kb, ["files"])["files"]
+        names = {
+            "symbol_id": {i: key for key, i in _symbol_ids(kb).items()},
+            "file_id": dict(zip(files["file_id"].tolist(), files["path"].tolist())),
+        }
     if isinstance(value, dict):
-        return {k: names[v] if k == "symbol_id" and v is not None else _named(v, kb, names) for k, v in value.items()}
+        return {k: names[k][v] if k in names and v is not None else _named(v, kb, names) for k, v in value.items()}
     if isinstance(value, list):
         return [_named(v, kb, names) for v in value]
     return value

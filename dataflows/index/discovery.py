@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from cra.dataflows.index import languages as language_modules
 from cra.dataflows.index.conventions import is_non_source_path, is_test_path
-from cra.dataflows.index.frames import in_set, positions_in
+from cra.dataflows.index.frames import in_set, path_block_ids, positions_in
 from cra.dataflows.index.parsers import header_language, language_of
 from cra.dataflows.index.schema import TABLES
 
@@ -294,12 +294,19 @@ def previous_files(previous_kb: dict[str, pd.DataFrame] | None) -> pd.DataFrame:
 
 
 def indexed_files(file_facts: pd.DataFrame, previous_files: pd.DataFrame) -> pd.DataFrame:
-    """file_facts keyed by file_id (kept for known paths, new ids above the old maximum); `reused` (the
-    previous index holds this exact content) rows are not parsed again."""
+    """file_facts keyed by file_id (a fresh index: `path_block_ids`; a re-index: kept for known paths, new ids above
+    the old maximum, which `canonical_ids` puts in place); `reused` (the previous index holds this exact content)
+    rows are not parsed again."""
+    if not len(previous_files):
+        paths = file_facts["path"].to_numpy(dtype=object)
+        by_path = np.argsort(paths, kind="stable")
+        ids = np.empty(len(paths), dtype=np.int64)
+        ids[by_path] = path_block_ids(paths[by_path])
+        return file_facts.reset_index(drop=True).assign(file_id=ids)
     prev = previous_files[["path", "file_id"]].rename(columns={"file_id": "prev_id"})
     files = file_facts.merge(prev, on="path", how="left")
     known = files["prev_id"].notna()
-    start = int(previous_files["file_id"].max()) + 1 if len(previous_files) else 0
+    start = int(previous_files["file_id"].max()) + 1
     new_ids = pd.Series(range(start, start + int((~known).sum())), index=files.index[~known])
     files["file_id"] = files["prev_id"].where(known, new_ids).astype("int64")
     return files.drop(columns=["prev_id"])

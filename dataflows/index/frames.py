@@ -4,6 +4,8 @@ canonical ids."""
 
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -224,28 +226,69 @@ def new_symbol_id_array(old_ids: pd.Series, symbol_keys: pd.DataFrame) -> np.nda
 
 
 MIN_SYMBOL_BLOCK = 8  # ids every indexed file holds at least
+FILE_CHUNK_EVERY = 16  # a path starts a chunk of files when its hash is 0 modulo this (and the first path)
+FILE_WINDOW = 64  # file ids come in windows of this many; a chunk of files takes whole windows
+MIN_SYMBOL_REGION = 256  # symbol ids a window holding files takes at least
+
+
+def path_block_ids(paths) -> np.ndarray:
+    """The file_id of each path (given in path order): paths fall into chunks, a chunk starting at every path whose
+    CRC-32 is 0 modulo FILE_CHUNK_EVERY, and each chunk takes whole windows of FILE_WINDOW ids, its files the first ids
+    in order. A function of the paths alone (a fresh index and an incremental one number alike) that a file added or
+    deleted changes only within its chunk (16 files on average), unless it starts a chunk or the chunk outgrows its
+    windows: the other files keep their ids, so the tables keep their rows."""
+    paths = list(paths)
+    if not paths:
+        return np.zeros(0, dtype=np.int64)
+    starts = np.fromiter(
+        (i == 0 or zlib.crc32(p.encode("utf-8", "surrogatepass")) % FILE_CHUNK_EVERY == 0 for i, p in enumerate(paths)),
+        dtype=bool,
+        count=len(paths),
+    )
+    chunk = np.cumsum(starts) - 1
+    sizes = np.bincount(chunk)
+    windows = -(-sizes // FILE_WINDOW)
+    bases = np.r_[0, np.cumsum(windows)[:-1]] * FILE_WINDOW
+    first = np.flatnonzero(starts)
+    return bases[chunk] + np.arange(len(paths)) - first[chunk]
 
 
 def symbol_block_sizes(counts: np.ndarray) -> np.ndarray:
     """Ids reserved for each file's symbols given how many it has: the next power of two, at least MIN_SYMBOL_BLOCK,
     a file without symbols included. A file keeps its block while it grows within it, so a function added to one file
     (its first one too: an empty `__init__.py`, a Java file of comments) moves no other file's symbol ids (only a
-    file outgrowing its block, or a file added or gone, moves the later ones)."""
+    file outgrowing its block, or its window's region, moves the later ones)."""
     counts = np.asarray(counts, dtype=np.int64)
     powers = np.left_shift(1, np.ceil(np.log2(np.maximum(counts, 1))).astype(np.int64))
     return np.maximum(powers, MIN_SYMBOL_BLOCK)
 
 
+def _region_sizes(blocks: np.ndarray) -> np.ndarray:
+    """Symbol ids a window takes given the sum of its files' blocks: none when it holds no file, else the next power
+    of two, at least MIN_SYMBOL_REGION (room for a file added to its chunk)."""
+    blocks = np.asarray(blocks, dtype=np.int64)
+    powers = np.left_shift(1, np.ceil(np.log2(np.maximum(blocks, 1))).astype(np.int64))
+    return np.where(blocks > 0, np.maximum(powers, MIN_SYMBOL_REGION), 0)
+
+
 def block_symbol_ids(files: np.ndarray, among: np.ndarray) -> np.ndarray:
     """The symbol_id of each symbol, given the file of each in (file, position) order: the files of `among` (every
-    indexed file's id, ascending: the files' order) take consecutive blocks (`symbol_block_sizes`), a file's symbols
-    the first ids of its block in order. A function of the files' order and symbol counts only, so a fresh index
-    and an incremental one number alike."""
+    indexed file's id, ascending: the files' order) take blocks (`symbol_block_sizes`) one after another within the
+    region of their window of file ids (`path_block_ids`, `_region_sizes`), the windows' regions one after another; a
+    file's symbols take the first ids of its block in order. A function of the file ids and symbol counts only, so
+    a fresh index and an incremental one number alike, and a file added or deleted moves the symbol ids of its
+    window only."""
     files, among = np.asarray(files, dtype=np.int64), np.asarray(among, dtype=np.int64)
     if not len(files):
         return np.zeros(0, dtype=np.int64)
     counts = np.searchsorted(files, among, side="right") - np.searchsorted(files, among)
-    starts = np.r_[0, np.cumsum(symbol_block_sizes(counts))[:-1]]
+    blocks = symbol_block_sizes(counts)
+    window = among // FILE_WINDOW
+    regions = _region_sizes(np.bincount(window, weights=blocks).astype(np.int64))
+    region_start = np.r_[0, np.cumsum(regions)[:-1]]
+    in_window = np.cumsum(blocks) - blocks  # (then less the blocks of the windows before)
+    window_first = np.searchsorted(window, window)  # (window is ascending with among)
+    starts = region_start[window] + in_window - in_window[window_first]
     return starts[np.searchsorted(among, files)] + np.arange(len(files)) - np.searchsorted(files, files)
 
 
@@ -287,9 +330,25 @@ _ROW_ORDER = {
 }
 
 
-def _renumbered(values: pd.Series, lookup: np.ndarray) -> pd.Series:
+MAX_MOVED_SPANS = 4096  # ids renumbered by the spans of their rows in a sorted column; beyond, by a lookup per row
+
+
+def _renumbered(values: pd.Series, lookup: np.ndarray, moved: np.ndarray | None = None) -> pd.Series:
     """Ids mapped through lookup (old id -> new id), nulls kept (a column without any: no mask, 0.9 s of the
-    renumbering after a file is added to OpenJDK)."""
+    renumbering after a file is added to OpenJDK). moved: the ids lookup changes (ascending), given for the column a
+    table is ordered by: their rows are found by binary search and only they are set (a file added or deleted moves
+    one chunk: OpenJDK's 20M symbol-term rows are not looked up one by one)."""
+    arrow = isinstance(values.dtype, pd.ArrowDtype)
+    typ = values.dtype.numpy_dtype if arrow else values.dtype
+    if moved is not None and len(moved) <= MAX_MOVED_SPANS and typ.kind in "iu" and not values.hasnans:
+        ids = values.to_numpy(dtype=typ, copy=True)  # (its own type: no cast of every row back to it)
+        if (ids[1:] >= ids[:-1]).all():
+            keys = moved[moved <= np.iinfo(ids.dtype).max].astype(ids.dtype)  # (a key of another type casts every row)
+            lo, hi = np.searchsorted(ids, keys), np.searchsorted(ids, keys, side="right")
+            for old, a, b in zip(keys.tolist(), lo.tolist(), hi.tolist()):
+                ids[a:b] = lookup[old]
+            column = pd.arrays.ArrowExtensionArray(pa.array(ids)) if arrow else ids
+            return pd.Series(column, index=values.index, copy=False)
     if not values.hasnans:
         return pd.Series(lookup[values.to_numpy(dtype=np.int64)], index=values.index, dtype=values.dtype)
     present = values.notna().to_numpy()
@@ -301,24 +360,27 @@ def _renumbered(values: pd.Series, lookup: np.ndarray) -> pd.Series:
 
 
 def canonical_ids(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
-    """The KB tables with the ids a fresh index of the same files gives: file ids dense in path order, symbol ids in
-    per-file blocks in (file, position) order (`block_symbol_ids`), rows in each table's order. An incremental run
-    keeps the ids of known paths and numbers new files above them; this makes its KB equal to a fresh one (unchanged
-    when ids already are canonical)."""
+    """The KB tables with the ids a fresh index of the same files gives: file ids in chunks in path order
+    (`path_block_ids`), symbol ids in per-file blocks in (file, position) order (`block_symbol_ids`), rows in each
+    table's order. An incremental run keeps the ids of known paths and numbers new files above them; this makes its
+    KB equal to a fresh one (unchanged when ids already are canonical)."""
     files = tables["files"]
     ids = files["file_id"].to_numpy(dtype=np.int64)
-    by_path = np.argsort(files["path"].to_numpy(dtype=object), kind="stable")
-    if (ids[by_path] == np.arange(len(ids))).all():
+    paths = files["path"].to_numpy(dtype=object)
+    by_path = np.argsort(paths, kind="stable")
+    canonical = path_block_ids(paths[by_path])
+    if np.array_equal(ids[by_path], canonical):
         return tables
     file_lookup = np.full(int(ids.max()) + 1, -1, dtype=np.int64)
-    file_lookup[ids[by_path]] = np.arange(len(ids))
+    file_lookup[ids[by_path]] = canonical
     symbols = tables["symbols"]
     symbol_ids = symbols["symbol_id"].to_numpy(dtype=np.int64)
     order = np.lexsort((symbol_ids, file_lookup[symbols["file_id"].to_numpy(dtype=np.int64)]))
     symbol_lookup = np.full(int(symbol_ids.max()) + 1 if len(symbol_ids) else 0, -1, dtype=np.int64)
     symbol_lookup[symbol_ids[order]] = block_symbol_ids(
-        file_lookup[symbols["file_id"].to_numpy(dtype=np.int64)][order], np.arange(len(ids))
+        file_lookup[symbols["file_id"].to_numpy(dtype=np.int64)][order], canonical
     )
+    moved = {id(file_lookup): _moved(file_lookup), id(symbol_lookup): _moved(symbol_lookup)}
     out = dict(tables)
     for name, frame in tables.items():
         columns = {c: file_lookup for c in _FILE_ID_COLUMNS.get(name, [])} | {
@@ -326,7 +388,13 @@ def canonical_ids(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
         }
         if not columns or frame is None or frame.empty:
             continue
-        frame = frame.assign(**{c: _renumbered(frame[c], lookup) for c, lookup in columns.items()})
+        key = _ROW_ORDER[name][0]
+        frame = frame.assign(
+            **{
+                c: _renumbered(frame[c], lookup, moved[id(lookup)] if c == key else None)
+                for c, lookup in columns.items()
+            }
+        )
         if name == "cochange":  # file_a < file_b, as counted
             a, b = frame["file_a"].to_numpy(), frame["file_b"].to_numpy()
             frame = frame.assign(
@@ -335,6 +403,11 @@ def canonical_ids(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
             )
         out[name] = sorted_rows(frame, _ROW_ORDER[name])
     return out
+
+
+def _moved(lookup: np.ndarray) -> np.ndarray:
+    """The ids a lookup (old id -> new id, -1 for none) changes, ascending."""
+    return np.flatnonzero((lookup >= 0) & (lookup != np.arange(len(lookup))))
 
 
 def sorted_rows(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
@@ -350,7 +423,30 @@ def sorted_rows(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
         ok = (key[1:] > key[:-1]) | ((key[1:] == key[:-1]) & ok)
     if ok.all():
         return frame.reset_index(drop=True)
+    merged = _tail_merged(frame, keys[0], ok)
+    if merged is not None:
+        return merged
     return take_rows(frame, np.lexsort(keys[::-1]) if len(keys) > 1 else np.argsort(keys[0], kind="stable"))
+
+
+def _tail_merged(frame: pd.DataFrame, first: np.ndarray, ok: np.ndarray) -> pd.DataFrame | None:
+    """The frame in order when it is two ordered runs, the second (a new file's rows, numbered above every other
+    before `canonical_ids` put it in place) holding none of the first run's values of the first key: its rows put
+    between the first run's by binary search (no sort of 20M keys). None for any other disorder."""
+    cut = int(np.argmin(ok)) + 1  # (the first row out of order)
+    if not ok[cut:].all():
+        return None
+    head, tail = first[:cut], first[cut:]
+    at = np.searchsorted(head, tail)
+    if (at < cut).any() and (head[np.minimum(at, cut - 1)] == tail).any():
+        return None
+    runs, last = [], 0
+    bounds = np.r_[0, np.flatnonzero(np.diff(at)) + 1, len(tail)]
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        runs += [(last, int(at[lo])), (cut + int(lo), cut + int(hi))]
+        last = int(at[lo])
+    runs.append((last, cut))
+    return stacked_pieces([frame.iloc[a:b] for a, b in runs if b > a])
 
 
 def _sort_key(values: pd.Series) -> np.ndarray | None:
@@ -358,8 +454,8 @@ def _sort_key(values: pd.Series) -> np.ndarray | None:
     their value among the distinct ones; None where it holds nulls or other types."""
     if values.hasnans:
         return None
-    if values.dtype.kind in "iu":
-        return values.to_numpy(dtype=np.int64)
+    if values.dtype.kind in "iu":  # (in their own width: an Arrow column of one chunk is not copied)
+        return values.to_numpy(dtype=values.dtype.numpy_dtype if isinstance(values.dtype, pd.ArrowDtype) else None)
     if _arrow_strings(values.dtype) or values.dtype == object:
         codes, uniques = pd.factorize(values, sort=True)
         return codes.astype(np.int64) if all(isinstance(u, str) for u in uniques) else None

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 from hamilton import driver
 from hamilton.execution import executors
@@ -40,7 +41,7 @@ from cra.dataflows.index import (
     parsing,
     unchanged,
 )
-from cra.dataflows.index.frames import canonical_ids
+from cra.dataflows.index.frames import canonical_ids, positions_in
 from cra.dataflows.index.parsers import language_of
 from cra.dataflows.index.schema import TABLES
 from cra.drivers.common.conventions import load_conventions
@@ -462,7 +463,9 @@ def index_frames(
                 results = _carrying(run, final, inputs) if carry else run.execute(final, inputs=inputs)
         tables = canonical_ids({name: results[f"kb_{name}"] for name in TABLES})
         if tables["contents"] is not results["kb_contents"]:  # renumbered: the written file follows the new order
-            contents.rewrite(tables["contents"])
+            contents.rewrite(
+                tables["contents"], _previous_ids(tables["contents"], tables["files"], results["kb_files"])
+            )
     except CraError:
         raise
     except Exception as exc:  # a worker died or a node failed: one line that names it, the previous KB stays live
@@ -491,3 +494,13 @@ def index_frames(
         stats["parsed_on"] = cluster.where
         stats["engine_notes"] = [cluster.note] if cluster.note else []
     return tables, stats
+
+
+def _previous_ids(contents: pd.DataFrame, files: pd.DataFrame, before: pd.DataFrame) -> np.ndarray:
+    """Each contents row's file_id before `canonical_ids` renumbered the files (files: after, before: as the
+    dataflow numbered them; a file's path is its key)."""
+    ids = files["file_id"].to_numpy(np.int64)
+    earlier = before["file_id"].to_numpy(np.int64)[positions_in(files["path"], before["path"])]
+    back = np.full(int(ids.max(initial=-1)) + 1, -1, dtype=np.int64)
+    back[ids] = earlier
+    return back[contents["file_id"].to_numpy(np.int64)]

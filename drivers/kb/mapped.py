@@ -215,9 +215,39 @@ class ContentsFile(ContentsStore):
             write_batches((p for p in parts if not isinstance(p, CarriedRows)), "contents", here / segment)
         write_pieces(here / f"contents{PIECES_SUFFIX}", linked_segments(live, here, "contents", pieces, segment))
 
-    def rewrite(self, frame: pd.DataFrame) -> None:
-        """Replace the stored table by this frame, written whole (the run renumbered its files)."""
-        for path in Path(self.directory).glob("contents*"):
+    def rewrite(self, frame: pd.DataFrame, old_ids: np.ndarray | None = None) -> None:
+        """Replace the stored table by this frame (the run renumbered its files; old_ids: each row's file_id in the
+        stored table). Where the store holds its rows in pieces, the rows of files that kept their id stay in the
+        pieces that hold them and the others (a file added or deleted moves only its chunk's ids) make one new
+        segment; else, or past MAX_PIECES, the frame is written whole."""
+        here = Path(self.directory)
+        pieces = table_pieces(here, "contents") if old_ids is not None else None
+        if pieces is not None:
+            stored = version_table(here, "contents").column("file_id").to_numpy().astype(np.int64)
+            new_ids = frame["file_id"].to_numpy(np.int64)
+            at = np.minimum(np.searchsorted(stored, old_ids), max(len(stored) - 1, 0))
+            same = (stored[at] == old_ids) & (new_ids == old_ids) if len(stored) else np.zeros(len(frame), bool)
+            breaks = np.flatnonzero((same[1:] != same[:-1]) | (same[1:] & (at[1:] != at[:-1] + 1))) + 1
+            segment, kept, written = segment_name("contents"), [], []
+            for begin, end in zip(np.r_[0, breaks], np.r_[breaks, len(frame)]):
+                if same[begin]:
+                    kept.extend(sliced_pieces(pieces, int(at[begin]), int(at[begin] + end - begin)))
+                else:
+                    start = sum(b - a for a, b in written)
+                    kept.append((segment, start, start + int(end - begin)))
+                    written.append((int(begin), int(end)))
+            kept = merged_pieces(kept)
+            if len(kept) <= MAX_PIECES:
+                if written:
+                    rows = np.concatenate([np.arange(a, b) for a, b in written])
+                    write_mapped(frame.iloc[rows].reset_index(drop=True), "contents", here / segment)
+                write_pieces(here / f"contents{PIECES_SUFFIX}", kept)
+                named = {name for name, _, _ in kept}
+                for path in here.glob("contents.seg-*"):
+                    if path.name not in named:
+                        path.unlink()
+                return
+        for path in here.glob("contents*"):
             path.unlink()
         write_mapped(frame, "contents", self.path)
 

@@ -417,18 +417,23 @@ class Pieces:
 
 
 def _changed_file_ids(tables: dict[str, pd.DataFrame], previous: dict[str, pd.DataFrame]) -> np.ndarray | None:
-    """The ids of the files whose rows this run replaced, when every file kept its id (the same paths under the same
-    ids as the live version's); None when ids moved (a file added or removed) or the files tables are missing."""
+    """The file ids whose rows this run replaced, in either version: those of files changed, added or removed, and
+    those a file added or removed moved within its chunk (`cra.dataflows.index.frames.path_block_ids`); every other
+    file has the same path, id and content in both. None when the files tables are missing."""
     before, now = previous.get("files"), tables.get("files")
-    if before is None or now is None or len(before) != len(now):
+    if before is None or now is None:
         return None
     ids = now["file_id"].to_numpy(np.int64)
-    if not np.array_equal(before["file_id"].to_numpy(np.int64), ids):
-        return None
-    if before["path"].astype(object).tolist() != now["path"].astype(object).tolist():
-        return None
-    changed = before["hash"].astype(object).to_numpy() != now["hash"].astype(object).to_numpy()
-    return ids[changed]
+    if len(before) == len(now) and np.array_equal(before["file_id"].to_numpy(np.int64), ids):
+        if before["path"].astype(object).tolist() == now["path"].astype(object).tolist():
+            changed = before["hash"].astype(object).to_numpy() != now["hash"].astype(object).to_numpy()
+            return ids[changed]
+    old = pd.DataFrame({"path": before["path"].astype(object), "hash": before["hash"].astype(object)})
+    new = pd.DataFrame({"path": now["path"].astype(object), "hash": now["hash"].astype(object)})
+    old_ids = before["file_id"].to_numpy(np.int64)
+    both = new.assign(file_id=ids).merge(old.assign(old_id=old_ids), on=["path", "hash"], how="inner")
+    kept = both.loc[both["file_id"] == both["old_id"], "file_id"].to_numpy(np.int64)
+    return np.union1d(np.setdiff1d(ids, kept), np.setdiff1d(old_ids, kept))
 
 
 def _piece_key(name: str) -> str:
@@ -457,7 +462,17 @@ def _symbol_spans(tables: dict[str, pd.DataFrame], previous: dict[str, pd.DataFr
     big = np.iinfo(np.int64).max
     lo = np.minimum(np.where(had, old_lo, big), np.where(has, new_lo, big))[some]
     hi = np.maximum(np.where(had, old_hi, -1), np.where(has, new_hi, -1))[some]
-    return np.c_[lo, hi]
+    return merged_spans(lo, hi)
+
+
+def merged_spans(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Spans [lo, hi] sorted and those that overlap joined: a file added moves the later files of its chunk into ids
+    that the file before each held, so their spans over the two versions overlap."""
+    order = np.argsort(lo, kind="stable")
+    lo, hi = lo[order], np.maximum.accumulate(hi[order]) if len(hi) else hi
+    starts = np.r_[True, lo[1:] > hi[:-1]] if len(lo) else np.zeros(0, dtype=bool)
+    ends = np.r_[starts[1:], True] if len(lo) else starts
+    return np.c_[lo[starts], hi[ends]]
 
 
 def _pieces(
@@ -481,6 +496,8 @@ def _pieces(
         return None
     spans = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
     first, last = spans[:, 0], spans[:, 1]
+    if (last < first).any() or (first[1:] <= last[:-1]).any():  # (spans must be ascending and apart)
+        return None
     old_bounds = np.c_[sorted_search(old_chunks, first), sorted_search(old_chunks, last, side="right")].ravel()
     new_bounds = np.c_[sorted_search(new_chunks, first), sorted_search(new_chunks, last, side="right")].ravel()
     n_old, n_new = len(before), len(frame)
