@@ -238,9 +238,9 @@ class ContentsFile(ContentsStore):
                     written.append((int(begin), int(end)))
             kept = merged_pieces(kept)
             if len(kept) <= MAX_PIECES:
-                if written:
-                    rows = np.concatenate([np.arange(a, b) for a, b in written])
-                    write_mapped(frame.iloc[rows].reset_index(drop=True), "contents", here / segment)
+                if written:  # (as slices: a take of rows from the texts' many chunks joins them all, 1 s on OpenJDK)
+                    rows = pd.concat([frame.iloc[a:b] for a, b in written], ignore_index=True)
+                    write_mapped(rows, "contents", here / segment)
                 write_pieces(here / f"contents{PIECES_SUFFIX}", kept)
                 named = {name for name, _, _ in kept}
                 for path in here.glob("contents.seg-*"):
