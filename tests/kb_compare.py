@@ -92,11 +92,32 @@ def compare_kbs(kb_a: Path, kb_b: Path, ignore: frozenset | set = frozenset()) -
             fa, fb = pd.read_parquet(a / name), pd.read_parquet(b / name)
         if list(fa.columns) != list(fb.columns) or list(fa.dtypes.astype(str)) != list(fb.dtypes.astype(str)):
             differences.append(f"{name}: columns or dtypes differ")
-        elif not _sorted(fa).equals(_sorted(fb)):
+            continue
+        if name == "files.parquet" and not _nested_ranges(fa, fb):
+            differences.append(f"{name}: concept ranges not nested")
+        fa, fb = (f.drop(columns=[c for c in CONCEPT_RANGE if c in f]) for f in (fa, fb))
+        if not _sorted(fa).equals(_sorted(fb)):
             differences.append(f"{name}: {len(fa)} vs {len(fb)} rows, values differ")
     meta_a, meta_b = (_without_clock(json.loads((v / "metadata.json").read_text()), ignore) for v in (a, b))
     differences += [f"metadata.json: {key} differs" for key in _differing_keys(meta_a, meta_b)]
     return compared, differences
+
+
+CONCEPT_RANGE = ("concept_lo", "concept_hi")
+
+
+def _nested_ranges(fa: pd.DataFrame, fb: pd.DataFrame) -> bool:
+    """Whether each file's concept range (where its concepts hold) in one files table lies within its range in the
+    other: a re-index carries a file's range over as it was last computed, a fresh index computes it from the terms
+    now, which can only widen it (both are ranges where the same concepts hold); no range (NaN) in either passes."""
+    if not set(CONCEPT_RANGE) <= set(fa.columns):
+        return True
+    a, b = (f.set_index("path")[list(CONCEPT_RANGE)].astype(float) for f in (fa, fb))
+    b = b.reindex(a.index)
+    tol = 1e-9
+    inside = lambda x, y: (x["concept_lo"] >= y["concept_lo"] - tol) & (x["concept_hi"] <= y["concept_hi"] + tol)  # noqa: E731
+    unknown = a.isna().any(axis=1) | b.isna().any(axis=1)
+    return bool((unknown | inside(a, b) | inside(b, a)).all())
 
 
 def _same_lexicon(a: Path, b: Path, terms: str) -> bool:

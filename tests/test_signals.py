@@ -28,6 +28,8 @@ def kb_files(*paths: str, **columns) -> pd.DataFrame:
         "package": [p.rsplit("/", 1)[0] if "/" in p else "" for p in paths],
         "domain": [""] * n,
         "concepts": [[] for _ in paths],
+        "concept_lo": [float("nan")] * n,
+        "concept_hi": [float("nan")] * n,
         "parse_error": [None] * n,
         "n_lines": [10] * n,
         "tokens": [50] * n,

@@ -23,7 +23,7 @@ from cra.dataflows.index.frames import (
 from cra.dataflows.index.mapped import ascending, int_chunks
 from cra.dataflows.index.schema import arrow_schema
 from cra.dataflows.index.storage import BATCH_ROWS, CarriedRows, ContentsStore
-from cra.dataflows.lexical import ArrowVocabulary, sorted_term_codes, term_codes
+from cra.dataflows.lexical import ArrowVocabulary, sorted_term_codes
 from cra.dataflows.lexicon_layers import Lexicon
 
 MAX_CONCEPTS = 10
@@ -59,41 +59,35 @@ def file_concepts(
     previous_files: pd.DataFrame,
     previous_kb: dict[str, pd.DataFrame] | None,
     previous_file_lexicon: Lexicon | None = None,
-) -> pd.Series:
-    """Up to 10 most distinctive terms per file_id: tf over the file's identifiers, docstrings and comments
+) -> pd.DataFrame:
+    """Up to 10 most distinctive terms per file_id (`concepts`): tf over the file's identifiers, docstrings and comments
     (kb_concept_terms; files without any: their full-text terms) times idf from the whole KB's document frequencies
-    (derived from kb_file_terms); ordered by score then term. A file's score changes only with its own terms, the
-    number of files and the document frequencies of its terms: an unchanged file none of whose terms changed document
-    frequency carries its previous concepts over (exactly what scoring it again would give), the others are scored.
-    A term whose document frequency rose scores lower in every file: a file's top 10 changes with it only when the
-    term is in it, so only the files citing it are scored again (a comment appended to one of OpenJDK's files adds
-    a word to hundreds of files' terms, to few files' concepts).
+    (derived from kb_file_terms); ordered by score then term. With each file's `concept_lo`, `concept_hi`: the range
+    of log(1 + number of files) + 1 over which these stay its top terms in order (`_scored_concepts`).
+    A file's score changes only with its own terms, the number of files and the document frequencies of its terms: an
+    unchanged file none of whose terms changed document frequency carries its previous concepts over (exactly what
+    scoring it again would give), the others are scored. A term whose document frequency rose scores lower in every
+    file: a file's top 10 changes with it only when the term is in it, so only the files citing it are scored again (a
+    comment appended to one of OpenJDK's files adds a word to hundreds of files' terms, to few files' concepts).
+    When the number of files moves (a file added or deleted), every idf moves by the same amount and the order of
+    nearly tied terms with it: a file carries its concepts while the new number lies in its range (OpenJDK: scoring
+    every file again took 2.4 s).
     The document frequencies of the few files' terms are the previous lexicon's (previous_file_lexicon, when it is
     that of the previous file terms) plus the change: counting them over OpenJDK's 13M rows took 0.3-0.9 s."""
     reused = indexed_files["reused"].fillna(False).astype(bool).to_numpy()
     ids = pd.Index(indexed_files["file_id"].astype("int64"))
+    before = previous_files.set_index("file_id").reindex(ids[reused])
     carried = (
-        previous_files.set_index("file_id")["concepts"].reindex(ids[reused])
+        _concept_lists(before["concepts"][before["concepts"].notna()])
         if reused.any()
-        else pd.Series(dtype=object)
+        else _concept_lists(pd.Series(dtype=object))
     )
-    carried = _concept_lists(carried[carried.notna()])
+    bounds = pd.DataFrame({c: before[c] if c in before else np.nan for c in BOUNDS}, index=before.index)
     previous_terms = previous_table(previous_kb, "file_terms")
-    changed = _changed_document_frequencies(kb_file_terms, indexed_files, previous_files["file_id"], previous_terms)
-    if changed is None:  # the number of files changed: every idf moved, the order of nearly tied terms with it
-        everything = _concept_tf(kb_concept_terms, kb_file_terms, ids)
-        if _lexicon_of(previous_file_lexicon, previous_terms):
-            moved = _frequency_changes(kb_file_terms, indexed_files, previous_files["file_id"], previous_terms)
-            frequencies = _lexicon_frequencies(previous_file_lexicon, moved, kb_file_terms)
-        else:
-            frequencies = _document_frequencies(kb_file_terms)
-        kept = [_still_on_top(carried, tf, frequencies) for tf in everything]
-        carried = carried.loc[kept[0].append(kept[1:]).sort_values()] if kept else carried.iloc[:0]
-        rest = _rows_of_others(everything, carried.index)
-        frequencies = _frequencies_among(frequencies, _distinct_terms(rest)) if rest else frequencies
-        scored = [_scored_concepts(tf, frequencies) for tf in rest]
-        parts = [part for part in (carried, *scored) if len(part)]
-        return _concepts_of(parts)
+    changed = _frequency_changes(kb_file_terms, indexed_files, previous_files["file_id"], previous_terms)
+    n_files = doc_count(kb_file_terms["file_id"])
+    if n_files != doc_count(previous_terms["file_id"]):
+        carried = carried[_within(bounds.reindex(carried.index), n_files)]
     if len(changed):
         stale = _files_citing(changed.index[changed > 0], carried)
         fallen = changed.index[changed < 0]
@@ -104,12 +98,28 @@ def file_concepts(
     few = (
         sum(len(tf) for tf in rows) < len(kb_file_terms) // 4
     )  # (a re-index scores a few files: count their terms only)
-    if few and changed is not None and _lexicon_of(previous_file_lexicon, previous_terms):
+    if few and _lexicon_of(previous_file_lexicon, previous_terms):
         frequencies = _updated_frequencies(previous_file_lexicon, changed, _distinct_terms(rows), kb_file_terms)
     else:
         frequencies = _document_frequencies(kb_file_terms, _distinct_terms(rows) if few else None)
-    scored = [_scored_concepts(tf, frequencies) for tf in rows]
-    return _concepts_of([part for part in (carried, *scored) if len(part)])
+    kept = bounds.reindex(carried.index).assign(concepts=carried)[["concepts", *BOUNDS]] if len(carried) else None
+    parts = [part for part in (kept, *(_scored_concepts(tf, frequencies) for tf in rows)) if part is not None]
+    parts = [part for part in parts if len(part)]
+    if not parts:
+        return pd.DataFrame({"concepts": _concept_lists(pd.Series(dtype=object)), **{c: [] for c in BOUNDS}})
+    return pd.concat(parts).sort_index() if len(parts) > 1 else parts[0]
+
+
+BOUNDS = ("concept_lo", "concept_hi")  # the range of log(1 + number of files) + 1 over which a file's concepts hold
+BOUND_MARGIN = 1e-6  # (relative) a new value this close to a bound counts as outside: float rounding stays clear of it
+
+
+def _within(bounds: pd.DataFrame, n_files: int) -> np.ndarray:
+    """Which files' concepts hold for this number of files (strictly inside their range, by a margin; no range: no)."""
+    level = np.log1p(n_files) + 1.0
+    margin = BOUND_MARGIN * max(1.0, abs(level))
+    lo, hi = (bounds[c].to_numpy(dtype=float, na_value=np.nan) for c in BOUNDS)
+    return (lo + margin < level) & (level < hi - margin)
 
 
 def _concept_lists(concepts: pd.Series) -> pd.Series:
@@ -125,29 +135,6 @@ def _list_array(concepts: pd.Series) -> pa.Array:
     """The Arrow array of a concepts column (`_concept_lists`), in one chunk."""
     lists = pa.array(_concept_lists(concepts))  # (a ChunkedArray, as Arrow-backed columns give)
     return lists.combine_chunks() if isinstance(lists, pa.ChunkedArray) else lists
-
-
-def _concepts_of(parts: list[pd.Series]) -> pd.Series:
-    """Carried and scored concepts (file_id -> Arrow list), in file_id order."""
-    if not parts:
-        return _concept_lists(pd.Series(dtype=object))
-    return pd.concat(parts).sort_index() if len(parts) > 1 else parts[0]
-
-
-def _frequencies_among(
-    frequencies: tuple[int, pa.Array, np.ndarray], among: pa.Array
-) -> tuple[int, pa.Array, np.ndarray]:
-    """`_document_frequencies` cut to these terms (the few files scored again look their terms up among those only,
-    not among OpenJDK's million)."""
-    n_docs, distinct, counts = frequencies
-    wanted = pc.is_in(distinct, value_set=among.cast(distinct.type)).to_numpy(zero_copy_only=False)
-    return n_docs, distinct.filter(pa.array(wanted)), counts[wanted]
-
-
-def _rows_of_others(frames: list[pd.DataFrame], files: pd.Index) -> list[pd.DataFrame]:
-    """The rows of these (file_id, ...) frames whose file is not one of `files`, empty frames dropped."""
-    out = [take_rows(f, np.flatnonzero(~ids_in(f["file_id"], files.to_numpy(np.int64)))) for f in frames]
-    return [f for f in out if len(f)]
 
 
 def _files_citing(terms: pd.Index, concepts: pd.Series) -> pd.Index:
@@ -208,22 +195,11 @@ def _holds(values: pd.Series, terms: pd.Index) -> np.ndarray:
     return pc.is_in(array, value_set=wanted).to_numpy(zero_copy_only=False)
 
 
-def _changed_document_frequencies(
-    kb_file_terms: pd.DataFrame, indexed_files: pd.DataFrame, previous_ids: pd.Series, previous_terms: pd.DataFrame
-) -> pd.Series | None:
-    """How the document frequency of each term whose frequency moved differs from the previous KB's (new minus old,
-    by term; previous_ids: its files), or None when the number of documents did. Counted over the rows of the few
-    files not reused (and of the previous files gone or changed) alone, found by `rows_of_files`."""
-    if doc_count(kb_file_terms["file_id"]) != doc_count(previous_terms["file_id"]):
-        return None
-    return _frequency_changes(kb_file_terms, indexed_files, previous_ids, previous_terms)
-
-
 def _frequency_changes(
     kb_file_terms: pd.DataFrame, indexed_files: pd.DataFrame, previous_ids: pd.Series, previous_terms: pd.DataFrame
 ) -> pd.Series:
-    """New minus previous document frequency of each term whose frequency moved (see above), whatever the number of
-    documents did."""
+    """New minus previous document frequency of each term whose frequency moved, by term: counted over the rows of the
+    few files not reused (and of the previous files gone or changed) alone, found by `rows_of_files`."""
     reused = indexed_files["reused"].fillna(False).astype(bool).to_numpy()
     parsed = indexed_files.loc[~reused, "file_id"]
     before = previous_ids[~ids_in(previous_ids, indexed_files.loc[reused, "file_id"])]
@@ -244,28 +220,11 @@ def _updated_frequencies(
     lexicon: Lexicon, changed: pd.Series, among: pa.Array, kb_file_terms: pd.DataFrame
 ) -> tuple[int, pa.Array, np.ndarray]:
     """`_document_frequencies(kb_file_terms, among)` from the previous lexicon: each term's postings there (its
-    previous document frequency) plus its change (`_changed_document_frequencies`), 0 for terms in neither."""
+    previous document frequency) plus its change (`_frequency_changes`), 0 for terms in neither."""
     counts = lexicon.counts_of(among)
     if len(changed):
         counts += changed.reindex(among.to_pylist(), fill_value=0).to_numpy(dtype=np.int64)
     return doc_count(kb_file_terms["file_id"]), among, counts
-
-
-def _lexicon_frequencies(
-    lexicon: Lexicon, changed: pd.Series, kb_file_terms: pd.DataFrame
-) -> tuple[int, pa.Array, np.ndarray]:
-    """`_document_frequencies(kb_file_terms)` of every term from the previous lexicon (a term's postings there are its
-    previous document frequency) plus the change (`_frequency_changes`; a new term appended), without counting the
-    rows (OpenJDK's 13M file-term rows: 0.7 s). A term gone keeps a count of 0: no row looks it up."""
-    vocab, counts = lexicon.term_counts()
-    if len(changed):
-        terms = pa.array(changed.index.astype(object).tolist(), type=vocab.type)
-        delta = changed.to_numpy(dtype=np.int64)
-        at, found = term_codes(vocab, terms)
-        np.add.at(counts, at[found], delta[found])
-        vocab = pa.concat_arrays([vocab, terms.filter(pa.array(~found))])
-        counts = np.concatenate([counts, delta[~found]])
-    return doc_count(kb_file_terms["file_id"]), vocab, counts
 
 
 def _distinct_terms(frames: list[pd.DataFrame]) -> pa.Array:
@@ -300,13 +259,14 @@ def _document_frequencies(
 
 def _row_scores(
     tf: pd.DataFrame, frequencies: tuple[int, pa.Array, np.ndarray]
-) -> tuple[np.ndarray, np.ndarray, ArrowVocabulary]:
-    """(score of each (file_id, term, tf) row, int32 rank of its term, the terms in rank order): tf-idf as
-    (1 + log tf) * (log((1 + n) / (1 + df)) + 1), idf from `_document_frequencies`."""
+) -> tuple[np.ndarray, np.ndarray, ArrowVocabulary, np.ndarray]:
+    """(score of each (file_id, term, tf) row, int32 rank of its term, the terms in rank order, log(1 + df) of each
+    row): tf-idf as (1 + log tf) * (log((1 + n) / (1 + df)) + 1), idf from `_document_frequencies`."""
     n_docs, distinct, counts = frequencies
     codes, vocabulary = sorted_term_codes(tf["term"])  # int32 rank of each row's term; the terms stay Arrow strings
     at = pc.fill_null(pc.index_in(vocabulary.array, value_set=distinct.cast(vocabulary.array.type)), -1)
     idf = np.append(counts, 0)[at.to_numpy(zero_copy_only=False)][codes].astype(float)  # (-1, not in the KB: 0)
+    df_level = np.log1p(idf)
     idf += 1.0  # (the same operations as the formula's, in place)
     np.divide(1.0 + n_docs, idf, out=idf)
     np.log(idf, out=idf)
@@ -314,84 +274,72 @@ def _row_scores(
     score = np.log(tf["tf"].to_numpy(dtype=float))
     score += 1.0
     score *= idf
-    return score, codes, vocabulary
+    return score, codes, vocabulary, df_level
 
 
-def _still_on_top(concepts: pd.Series, tf: pd.DataFrame, frequencies: tuple[int, pa.Array, np.ndarray]) -> pd.Index:
-    """The files of `concepts` (file_id -> its previous concepts, in order) whose rows in tf (all their rows) still
-    order their concepts first, and in that order, under these frequencies: each concept scores more than the next
-    (or as much, with a lower term) and the last more than any other row of the file; a tie with another row, a
-    concept without a row, or fewer concepts than MAX_CONCEPTS beside other rows count as moved. For those files
-    scoring again gives the concepts they have: when the number of files moves, every idf moves by the same term, which
-    reorders only terms whose scores nearly tie (OpenJDK: 4 s to score every file again)."""
-    ids = tf["file_id"].to_numpy(np.int64)
-    files = concepts.index.intersection(pd.Index(ids[np.r_[True, ids[1:] != ids[:-1]]] if len(ids) else []))
-    if not len(files) or (ids[1:] < ids[:-1]).any():
-        return pd.Index([], dtype="int64")
-    lists = _list_array(concepts.reindex(files))
-    sizes = pc.list_value_length(lists).to_numpy(zero_copy_only=False).astype(np.int64)
-    score, codes, vocabulary = _row_scores(tf, frequencies)
-    terms = pc.list_flatten(lists).cast(vocabulary.array.type)
-    listed_code = pc.fill_null(pc.index_in(terms, value_set=vocabulary.array), -1).to_numpy(zero_copy_only=False)
-    listed_file = np.repeat(files.to_numpy(np.int64), sizes)
-    listed_key = (listed_file << 32) | np.maximum(listed_code, 0)
-    if not len(listed_key):
-        return pd.Index([], dtype="int64")
-    order = np.argsort(listed_key, kind="stable")
-    row_key = (ids << 32) | codes.astype(np.int64)
-    at = np.minimum(np.searchsorted(listed_key[order], row_key), len(order) - 1)
-    hit = (listed_key[order][at] == row_key) & (listed_code[order][at] >= 0)
-    listed_row = np.full(len(listed_key), -1, dtype=np.int64)
-    listed_row[order[at[hit]]] = np.flatnonzero(hit)
-    moved = np.zeros(len(files), dtype=bool)
-    owner = np.repeat(np.arange(len(files)), sizes)
-    np.logical_or.at(moved, owner, listed_row < 0)  # (a concept without a row, or one named twice)
-    listed_score = np.where(listed_row >= 0, score[np.maximum(listed_row, 0)], np.nan)
-    same_file = owner[1:] == owner[:-1]
-    in_order = (listed_score[:-1] > listed_score[1:]) | (
-        (listed_score[:-1] == listed_score[1:]) & (listed_code[:-1] < listed_code[1:])
-    )
-    np.logical_or.at(moved, owner[1:][same_file], ~in_order[same_file])
-    others = np.where(hit, -np.inf, score)  # the best score of each file's other rows
-    starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
-    best_other = pd.Series(np.maximum.reduceat(others, starts), index=ids[starts]).reindex(files).to_numpy()
-    has_other = best_other > -np.inf
-    last = np.cumsum(sizes) - 1
-    last_score = np.where(sizes > 0, listed_score[np.maximum(last, 0)], np.inf)
-    moved |= has_other & ((sizes < MAX_CONCEPTS) | ~(last_score > best_other))
-    return files[~moved]
-
-
-def _scored_concepts(tf: pd.DataFrame, frequencies: tuple[int, pa.Array, np.ndarray]) -> pd.Series:
-    """Concepts of the files in tf (file_id, term, tf), idf from `_document_frequencies`. Terms become integer codes
-    (their rank in sorted order), so that ordering by (file, score desc, term) is integer work: sorting OpenJDK's
-    6.9 million rows by their strings took 12 s and 950 MB. Arrays are int32 and updated in place where they can be."""
-    score, codes, vocabulary = _row_scores(tf, frequencies)
+def _scored_concepts(tf: pd.DataFrame, frequencies: tuple[int, pa.Array, np.ndarray]) -> pd.DataFrame:
+    """Concepts of the files in tf (file_id, term, tf), idf from `_document_frequencies`, with the range of
+    A = log(1 + n) + 1 over which they stay (`concept_lo`, `concept_hi`; see `_concept_bounds`). Terms become integer
+    codes (their rank in sorted order), so that ordering by (file, score desc, term) is integer work: sorting
+    OpenJDK's 6.9 million rows by their strings took 12 s and 950 MB. Arrays are int32 and updated in place where they
+    can be."""
+    score, codes, vocabulary, df_level = _row_scores(tf, frequencies)
     np.negative(score, out=score)  # score descending
     ids = tf["file_id"].to_numpy(np.int32)
     order = np.lexsort((codes, score, ids))
     del score
     ids, codes = ids[order], codes[order]
+    tf_level = np.log(tf["tf"].to_numpy(dtype=float)[order])
+    tf_level += 1.0
+    df_level = df_level[order]
     del order
     starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
     rank = np.arange(len(ids), dtype=np.int32)
     rank -= np.repeat(starts.astype(np.int32), np.diff(np.r_[starts, len(ids)]))
+    lo, hi = _concept_bounds(tf_level, df_level, rank, starts)
+    del tf_level, df_level
     top = rank < MAX_CONCEPTS
     del rank
     ids, top_terms = ids[top].astype(np.int64), pa.chunked_array([vocabulary.array.take(pa.array(codes[top]))])
     if not len(ids):
-        return _concept_lists(pd.Series(dtype=object))
+        return pd.DataFrame({"concepts": _concept_lists(pd.Series(dtype=object)), **{c: [] for c in BOUNDS}})
     starts = np.flatnonzero(np.diff(ids)) + 1
     offsets = pa.array(np.r_[0, starts, len(ids)].astype(np.int32))
     lists = pa.ListArray.from_arrays(offsets, top_terms.combine_chunks().cast(pa.string()))
-    return pd.Series(pd.arrays.ArrowExtensionArray(lists), index=ids[np.r_[0, starts]], copy=False)
+    concepts = pd.arrays.ArrowExtensionArray(lists)
+    return pd.DataFrame({"concepts": concepts, "concept_lo": lo, "concept_hi": hi}, index=ids[np.r_[0, starts]])
+
+
+def _concept_bounds(
+    tf_level: np.ndarray, df_level: np.ndarray, rank: np.ndarray, starts: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per file (rows in its order: score descending, then term; starts: its first row), the open range of
+    A = log(1 + n) + 1 (n: the number of files) over which its top MAX_CONCEPTS rows stay its top rows in this order.
+    A row's score is l * (A - g) (l = 1 + log tf, g = log(1 + df)), so a row a stays above a row b while
+    A * (l_a - l_b) > l_a * g_a - l_b * g_b: from a threshold on when l_a > l_b, up to it when l_a < l_b, always when
+    the two are equal (then A drops out: the order is the term's, or g's). The pairs that keep the concepts: each
+    concept and the next, the last concept and every other row."""
+    if not len(rank):
+        return np.zeros(0), np.zeros(0)
+    sizes = np.diff(np.r_[starts, len(rank)])
+    last_top = starts + np.minimum(sizes, MAX_CONCEPTS) - 1
+    above = np.where(rank < MAX_CONCEPTS, np.arange(len(rank)) - 1, np.repeat(last_top, sizes))
+    has = rank > 0
+    above[~has] = 0
+    slope = tf_level[above] - tf_level
+    cut = tf_level[above] * df_level[above] - tf_level * df_level
+    with np.errstate(divide="ignore", invalid="ignore"):
+        threshold = cut / slope
+    lower = np.where(has & (slope > 0), threshold, -np.inf)
+    upper = np.where(has & (slope < 0), threshold, np.inf)
+    return np.maximum.reduceat(lower, starts), np.minimum.reduceat(upper, starts)
 
 
 def kb_files(
     indexed_files: pd.DataFrame,
     file_tokens: pd.Series,
     file_parse_errors: pd.Series,
-    file_concepts: pd.Series,
+    file_concepts: pd.DataFrame,
     file_history: pd.DataFrame,
     previous_files: pd.DataFrame,
 ) -> pd.DataFrame:
@@ -401,7 +349,8 @@ def kb_files(
     re-index until the file changes (a path-derived domain is the same either way)."""
     ids = indexed_files["file_id"].to_numpy()
     history = file_history.reindex(indexed_files["path"].to_numpy())
-    concepts = file_concepts.reindex(ids)
+    concepts = file_concepts["concepts"].reindex(ids)
+    bounds = file_concepts.reindex(ids)
     previous_domain = previous_files.set_index("file_id")["domain"].reindex(ids).to_numpy(dtype=object)
     keep = indexed_files["reused"].fillna(False).astype(bool).to_numpy() & pd.notna(previous_domain)
     files = indexed_files.assign(
@@ -409,6 +358,7 @@ def kb_files(
         tokens=file_tokens.reindex(ids).to_numpy(),
         parse_error=file_parse_errors.reindex(ids).to_numpy(),
         concepts=pd.arrays.ArrowExtensionArray(pc.fill_null(_list_array(concepts), pa.scalar([], CONCEPT_LISTS))),
+        **{c: bounds[c].to_numpy(dtype=float, na_value=np.nan) for c in BOUNDS},
         last_commit_time=history["last_commit_time"].astype("Int64").to_numpy(),
         commit_count=history["commit_count"].fillna(0).astype("int32").to_numpy(),
     )

@@ -1,15 +1,16 @@
 """The knowledge-base (KB) tables: one Parquet file each, these columns, this schema version.
 
 Every producer (index dataflow) and consumer (retrieval dataflow, stores) agrees on these names.
-Ids are integers assigned at index time: file ids dense in path order, symbol ids in (file, position) order in
-per-file blocks, with holes (`frames.block_symbol_ids`); paths are POSIX, relative to the repository root.
+Ids are integers assigned at index time, a function of the tree alone: file ids ascending in path order, in chunks
+of paths (`frames.path_block_ids`), symbol ids in (file, position) order in per-file blocks within windows of file ids
+(`frames.block_symbol_ids`), both with holes; paths are POSIX, relative to the repository root.
 """
 
 from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 _str = pa.string()
 _i32 = pa.int32()
@@ -31,6 +32,8 @@ TABLES: dict[str, dict[str, pa.DataType]] = {
         "package": _str,  # directory of the file ("" at the root)
         "domain": _str,  # top-level area: first path component below src/lib/pkg roots
         "concepts": _strs,  # the file's most distinctive terms (deterministic, no LLM)
+        "concept_lo": _f64,  # the range of log(1 + number of files) + 1 over which the concepts stay these (a re-index
+        "concept_hi": _f64,  # after a file is added or deleted carries them while the new number is in it)
         "parse_error": _str,  # null when parsed fine
         "n_lines": _i32,
         "tokens": _i32,  # cl100k tokens of the whole file
@@ -98,6 +101,10 @@ TABLES: dict[str, dict[str, pa.DataType]] = {
     "symbol_terms": {"symbol_id": _i32, "term": _str, "tf": _i32},
     "commit_terms": {"commit": _str, "term": _str, "tf": _i32},
 }
+
+# columns a table is written with as nulls when a frame lacks them (what only the index computes: a files table
+# made elsewhere, e.g. by a notebook or a test, has no concept ranges; the next re-index scores those files)
+OPTIONAL = {"files": ("concept_lo", "concept_hi")}
 
 # tables a request needs in memory (contents is loaded lazily, terms only for rebuilds)
 REQUEST_TABLES = (

@@ -41,7 +41,7 @@ import pyarrow.parquet as pq
 from cra.dataflows import lexical
 from cra.dataflows.index.frames import positions_in
 from cra.dataflows.index.mapped import int_chunks, same_ints, sorted_search
-from cra.dataflows.index.schema import REQUEST_TABLES, SCHEMA_VERSION, TABLES, arrow_schema
+from cra.dataflows.index.schema import OPTIONAL, REQUEST_TABLES, SCHEMA_VERSION, TABLES, arrow_schema
 from cra.dataflows.lexical import Bm25Index
 from cra.dataflows.lexicon_layers import LayeredIndex, Lexicon
 from cra.dataflows.retrieval import vocabulary
@@ -111,6 +111,8 @@ def _write_table(staging: Path, name: str, frame: pd.DataFrame | None, copy: boo
         return
     if frame is None or frame.empty:  # typed by the schema, whatever an empty frame's columns were inferred as
         frame = pd.DataFrame({c: pd.Series(dtype=object) for c in TABLES[name]})
+    missing = [c for c in OPTIONAL.get(name, ()) if c not in frame]
+    frame = frame.assign(**{c: np.nan for c in missing}) if missing else frame
     frame, schema = frame[list(TABLES[name])], arrow_schema(name)
     coded = {c: "str" for c in frame.columns if isinstance(frame[c].dtype, pd.CategoricalDtype)}
     batches = (
