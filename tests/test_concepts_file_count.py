@@ -44,8 +44,13 @@ def _scored(concept: pd.DataFrame, full: pd.DataFrame, files: list[int]) -> pd.D
 @pytest.mark.parametrize("seed", range(40))
 @pytest.mark.parametrize("edit", ["add", "delete"])
 @pytest.mark.parametrize("lexicon", [False, True])
-def test_concepts_after_a_file_is_added_or_deleted_are_those_of_scoring_every_file(seed, edit, lexicon):
-    """lexicon: the document frequencies come from the previous file lexicon plus the change, not counted."""
+@pytest.mark.parametrize("checked", [False, True])
+def test_concepts_after_a_file_is_added_or_deleted_are_those_of_scoring_every_file(
+    seed, edit, lexicon, checked, monkeypatch
+):
+    """lexicon: the document frequencies come from the previous file lexicon plus the change, not counted; checked:
+    the files in doubt are checked (`_still_on_top`, with their ranges then) before any is scored again."""
+    monkeypatch.setattr(metadata, "CHECK_MIN_FILES", 0 if checked else 10**9)
     rng = np.random.default_rng(seed)
     before_files = list(range(int(rng.integers(3, 25))))
     fallback = {f for f in before_files if rng.random() < 0.2}
@@ -69,10 +74,11 @@ def test_concepts_after_a_file_is_added_or_deleted_are_those_of_scoring_every_fi
     expected = _scored(concept_after, full_after, files)
     assert got.index.tolist() == expected.index.tolist()
     assert [list(c) for c in got["concepts"]] == [list(c) for c in expected["concepts"]]
-    again = _previous(got, files)  # (a second count: the ranges carried over stay valid)
-    n_more = len(files) + 1
+    # a second count, by a file of words no other file has: only the ranges carried over decide what is scored
+    again = _previous(got, files)
+    n_more = max(files) + 1
     more = pd.DataFrame({"file_id": [*files, n_more], "reused": [True] * len(files) + [False]})
-    extra_concept, extra_full = _terms(rng, [n_more], set())
+    extra_concept, extra_full = _terms(rng, [n_more], set(), [f"new{i}" for i in range(40)])
     concept_more = pd.concat([concept_after, extra_concept], ignore_index=True)
     full_more = pd.concat([full_after, extra_full], ignore_index=True)
     got = metadata.file_concepts(concept_more, full_more, more, again, {"file_terms": full_after})
@@ -123,3 +129,19 @@ def test_a_files_range_is_where_scoring_it_again_gives_the_same_concepts(seed):
             n = float(np.expm1(level - 1))  # (the number of files that puts A at this level)
             again = metadata._scored_concepts(full, (n, *frequencies[1:]))
             assert (list(again.loc[f, "concepts"]) == list(row["concepts"])) == same, (f, level)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_a_check_of_concepts_still_on_top_gives_the_ranges_scoring_gives(seed):
+    """`_still_on_top` of the concepts scoring just gave keeps every file but those whose last concept ties another
+    row (it counts a tie as moved), with the same range (both are the range of A where the same pairs of rows keep
+    their order)."""
+    rng = np.random.default_rng(seed)
+    files = list(range(int(rng.integers(2, 30))))
+    concept, full = _terms(rng, files, set())
+    frequencies = metadata._document_frequencies(full)
+    scored = metadata._scored_concepts(full, frequencies)
+    held = metadata._still_on_top(scored["concepts"], full, frequencies)
+    assert set(held.index) <= set(scored.index) and len(held) >= len(scored) / 2
+    for column in metadata.BOUNDS:
+        np.testing.assert_allclose(held[column], scored.loc[held.index, column], rtol=1e-12)

@@ -23,7 +23,7 @@ from cra.dataflows.index.frames import (
 from cra.dataflows.index.mapped import ascending, int_chunks
 from cra.dataflows.index.schema import arrow_schema
 from cra.dataflows.index.storage import BATCH_ROWS, CarriedRows, ContentsStore
-from cra.dataflows.lexical import ArrowVocabulary, sorted_term_codes
+from cra.dataflows.lexical import ArrowVocabulary, sorted_term_codes, term_codes
 from cra.dataflows.lexicon_layers import Lexicon
 
 MAX_CONCEPTS = 10
@@ -86,23 +86,29 @@ def file_concepts(
     previous_terms = previous_table(previous_kb, "file_terms")
     changed = _frequency_changes(kb_file_terms, indexed_files, previous_files["file_id"], previous_terms)
     n_files = doc_count(kb_file_terms["file_id"])
-    if n_files != doc_count(previous_terms["file_id"]):
-        carried = carried[_within(bounds.reindex(carried.index), n_files)]
-    if len(changed):
-        stale = _files_citing(changed.index[changed > 0], carried)
-        fallen = changed.index[changed < 0]
+    recount = n_files != doc_count(previous_terms["file_id"])
+    doubt = pd.Index([], dtype="int64")  # carried files whose concepts may have moved
+    if recount:
+        doubt = carried.index[~_within(bounds.reindex(carried.index), n_files)]
+    fallen = changed.index[changed < 0]
+    every = recount and len(fallen) > 0 and len(carried) > CHECK_MIN_FILES  # (a file deleted: most files hold a term
+    if len(changed) and not every:  # whose frequency fell: all are checked, no search for them)
+        doubt = doubt.union(_files_citing(changed.index[changed > 0], carried))
         if len(fallen):  # (a term that scores higher may enter any top 10 of a file holding it)
-            stale = stale.union(_files_holding(fallen, kb_concept_terms, kb_file_terms))
-        carried = carried.drop(stale, errors="ignore")
-    rows = _concept_tf(kb_concept_terms, kb_file_terms, ids.difference(carried.index))
-    few = (
-        sum(len(tf) for tf in rows) < len(kb_file_terms) // 4
-    )  # (a re-index scores a few files: count their terms only)
-    if few and _lexicon_of(previous_file_lexicon, previous_terms):
-        frequencies = _updated_frequencies(previous_file_lexicon, changed, _distinct_terms(rows), kb_file_terms)
-    else:
-        frequencies = _document_frequencies(kb_file_terms, _distinct_terms(rows) if few else None)
-    kept = bounds.reindex(carried.index).assign(concepts=carried)[["concepts", *BOUNDS]] if len(carried) else None
+            doubt = doubt.union(_files_holding(fallen, kb_concept_terms, kb_file_terms).intersection(carried.index))
+    doubt = carried.index if every else doubt
+    kept = bounds.reindex(carried.index).assign(concepts=carried)[["concepts", *BOUNDS]].drop(doubt)
+    if len(doubt) > CHECK_MIN_FILES:  # checked (`_still_on_top`) before any is scored again
+        checked = carried.index if len(doubt) > len(carried) / 2 else doubt  # (every file's rows: shared, not taken)
+        rows = _concept_tf(kb_concept_terms, kb_file_terms, checked)
+        frequencies = _frequencies_of(rows, changed, kb_file_terms, previous_file_lexicon, previous_terms)
+        held = [_still_on_top(carried.reindex(_distinct_ids(tf["file_id"])), tf, frequencies) for tf in rows]
+        held = [h[h.index.isin(carried.index) & ~h.index.isin(kept.index)] for h in held]
+        if any(len(h) for h in held):
+            kept = pd.concat([kept, *(h.assign(concepts=carried.reindex(h.index)) for h in held if len(h))])
+    rows = _concept_tf(kb_concept_terms, kb_file_terms, ids.difference(kept.index))
+    frequencies = _frequencies_of(rows, changed, kb_file_terms, previous_file_lexicon, previous_terms)
+    kept = kept[["concepts", *BOUNDS]] if len(kept) else None
     parts = [part for part in (kept, *(_scored_concepts(tf, frequencies) for tf in rows)) if part is not None]
     parts = [part for part in parts if len(part)]
     if not parts:
@@ -110,8 +116,26 @@ def file_concepts(
     return pd.concat(parts).sort_index() if len(parts) > 1 else parts[0]
 
 
+CHECK_MIN_FILES = 256  # more carried files than this in doubt: checked (`_still_on_top`) before any is scored again
 BOUNDS = ("concept_lo", "concept_hi")  # the range of log(1 + number of files) + 1 over which a file's concepts hold
 BOUND_MARGIN = 1e-6  # (relative) a new value this close to a bound counts as outside: float rounding stays clear of it
+
+
+def _frequencies_of(
+    rows: list[pd.DataFrame],
+    changed: pd.Series,
+    kb_file_terms: pd.DataFrame,
+    lexicon: Lexicon | None,
+    previous_terms: pd.DataFrame,
+) -> tuple[int, pa.Array, np.ndarray]:
+    """The document frequencies the terms of these rows are scored with: of their terms only when they are a few
+    files' (from the previous lexicon plus the change, when it is that of the previous file terms), else of all."""
+    few = sum(len(tf) for tf in rows) < len(kb_file_terms) // 4
+    if _lexicon_of(lexicon, previous_terms):
+        if few:
+            return _updated_frequencies(lexicon, changed, _distinct_terms(rows), kb_file_terms)
+        return _lexicon_frequencies(lexicon, changed, kb_file_terms)
+    return _document_frequencies(kb_file_terms, _distinct_terms(rows) if few else None)
 
 
 def _within(bounds: pd.DataFrame, n_files: int) -> np.ndarray:
@@ -227,6 +251,23 @@ def _updated_frequencies(
     return doc_count(kb_file_terms["file_id"]), among, counts
 
 
+def _lexicon_frequencies(
+    lexicon: Lexicon, changed: pd.Series, kb_file_terms: pd.DataFrame
+) -> tuple[int, pa.Array, np.ndarray]:
+    """`_document_frequencies(kb_file_terms)` of every term from the previous lexicon (a term's postings there are its
+    previous document frequency) plus the change (`_frequency_changes`; a new term appended), without counting the
+    rows (OpenJDK's 13M file-term rows: 0.7 s). A term gone keeps a count of 0: no row looks it up."""
+    vocab, counts = lexicon.term_counts()
+    if len(changed):
+        terms = pa.array(changed.index.astype(object).tolist(), type=vocab.type)
+        delta = changed.to_numpy(dtype=np.int64)
+        at, found = term_codes(vocab, terms)
+        np.add.at(counts, at[found], delta[found])
+        vocab = pa.concat_arrays([vocab, terms.filter(pa.array(~found))])
+        counts = np.concatenate([counts, delta[~found]])
+    return doc_count(kb_file_terms["file_id"]), vocab, counts
+
+
 def _distinct_terms(frames: list[pd.DataFrame]) -> pa.Array:
     """The distinct terms of these (file_id, term, tf) frames, as Arrow strings."""
     arrays = [pa.array(f["term"], from_pandas=True) for f in frames]
@@ -275,6 +316,80 @@ def _row_scores(
     score += 1.0
     score *= idf
     return score, codes, vocabulary, df_level
+
+
+def _still_on_top(concepts: pd.Series, tf: pd.DataFrame, frequencies: tuple[int, pa.Array, np.ndarray]) -> pd.DataFrame:
+    """The files of `concepts` (file_id -> its previous concepts, in order; tf: every row of exactly these files, in
+    file order) whose rows still order their concepts first, and in that order, under these frequencies, with their
+    ranges (`concept_lo`, `concept_hi`) now: each concept scores more than the next (or as much, with a lower term) and
+    the last more than any other row of the file; a tie with another row, a concept without a row, or fewer concepts
+    than MAX_CONCEPTS beside other rows count as moved. Scoring those files again gives the concepts they have, at the
+    cost of one pass over their rows, not a sort (a file deleted from OpenJDK moves most files' frequencies)."""
+    empty = pd.DataFrame({c: pd.Series(dtype=float) for c in BOUNDS}, index=pd.Index([], dtype="int64"))
+    ids = tf["file_id"].to_numpy(np.int64)
+    starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]]) if len(ids) else np.zeros(0, dtype=np.int64)
+    files = pd.Index(ids[starts])
+    if not len(files) or (ids[1:] < ids[:-1]).any() or not files.isin(concepts.index).all():
+        return empty
+    lists = _list_array(concepts.reindex(files))
+    unknown = lists.is_null().to_numpy(zero_copy_only=False)  # (a file without previous concepts: moved)
+    lists = pc.fill_null(lists, pa.scalar([], lists.type))
+    sizes = pc.list_value_length(lists).to_numpy(zero_copy_only=False).astype(np.int64)
+    score, codes, vocabulary, df_level = _row_scores(tf, frequencies)
+    terms = pc.list_flatten(lists).cast(vocabulary.array.type)
+    listed_code = pc.fill_null(pc.index_in(terms, value_set=vocabulary.array), -1).to_numpy(zero_copy_only=False)
+    listed_file = np.repeat(files.to_numpy(np.int64), sizes)
+    listed_key = (listed_file << 32) | np.maximum(listed_code, 0)
+    if not len(listed_key):
+        return empty
+    order = np.argsort(listed_key, kind="stable")
+    row_key = (ids << 32) | codes.astype(np.int64)
+    at = np.minimum(np.searchsorted(listed_key[order], row_key), len(order) - 1)
+    hit = (listed_key[order][at] == row_key) & (listed_code[order][at] >= 0)
+    listed_row = np.full(len(listed_key), -1, dtype=np.int64)
+    listed_row[order[at[hit]]] = np.flatnonzero(hit)
+    moved = unknown.copy()
+    owner = np.repeat(np.arange(len(files)), sizes)
+    np.logical_or.at(moved, owner, listed_row < 0)  # (a concept without a row, or one named twice)
+    listed_score = np.where(listed_row >= 0, score[np.maximum(listed_row, 0)], np.nan)
+    same_file = owner[1:] == owner[:-1]
+    in_order = (listed_score[:-1] > listed_score[1:]) | (
+        (listed_score[:-1] == listed_score[1:]) & (listed_code[:-1] < listed_code[1:])
+    )
+    np.logical_or.at(moved, owner[1:][same_file], ~in_order[same_file])
+    others = np.where(hit, -np.inf, score)  # the best score of each file's other rows
+    best_other = np.maximum.reduceat(others, starts)
+    has_other = best_other > -np.inf
+    last = np.cumsum(sizes) - 1
+    last_score = np.where(sizes > 0, listed_score[np.maximum(last, 0)], np.inf)
+    moved |= has_other & ((sizes < MAX_CONCEPTS) | ~(last_score > best_other))
+    tf_level = np.log(tf["tf"].to_numpy(dtype=float)) + 1.0
+    rows_per_file = np.diff(np.r_[starts, len(ids)])
+    last_row = np.where(moved | (sizes == 0), 0, listed_row[np.maximum(last, 0)])
+    spread = lambda values: np.repeat(values[last_row], rows_per_file)  # noqa: E731  (each file's last concept's)
+    lower, upper = _pair_bounds(spread(tf_level), spread(df_level), tf_level, df_level, ~hit)
+    lo, hi = np.maximum.reduceat(lower, starts), np.minimum.reduceat(upper, starts)
+    pair = np.flatnonzero(same_file & (listed_row[:-1] >= 0) & (listed_row[1:] >= 0))
+    a, b = listed_row[pair], listed_row[pair + 1]
+    lower, upper = _pair_bounds(tf_level[a], df_level[a], tf_level[b], df_level[b], np.ones(len(pair), bool))
+    np.maximum.at(lo, owner[pair + 1], lower)
+    np.minimum.at(hi, owner[pair + 1], upper)
+    return pd.DataFrame({"concept_lo": lo[~moved], "concept_hi": hi[~moved]}, index=files[~moved])
+
+
+def _pair_bounds(
+    l_above: np.ndarray, g_above: np.ndarray, l_below: np.ndarray, g_below: np.ndarray, has: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each pair of rows (`has`: a pair at all), the bound on A = log(1 + n) + 1 that keeps the first scoring above
+    the second: a row scores l * (A - g) (l = 1 + log tf, g = log(1 + df)), so it stays above while
+    A * (l_a - l_b) > l_a * g_a - l_b * g_b: from a threshold on when l_a > l_b (lower), up to it when l_a < l_b
+    (upper), always when they are equal (then A drops out). -inf / inf where there is no bound."""
+    slope = l_above - l_below
+    cut = l_above * g_above
+    cut -= l_below * g_below
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cut /= slope
+    return np.where(has & (slope > 0), cut, -np.inf), np.where(has & (slope < 0), cut, np.inf)
 
 
 def _scored_concepts(tf: pd.DataFrame, frequencies: tuple[int, pa.Array, np.ndarray]) -> pd.DataFrame:
@@ -326,12 +441,7 @@ def _concept_bounds(
     above = np.where(rank < MAX_CONCEPTS, np.arange(len(rank)) - 1, np.repeat(last_top, sizes))
     has = rank > 0
     above[~has] = 0
-    slope = tf_level[above] - tf_level
-    cut = tf_level[above] * df_level[above] - tf_level * df_level
-    with np.errstate(divide="ignore", invalid="ignore"):
-        threshold = cut / slope
-    lower = np.where(has & (slope > 0), threshold, -np.inf)
-    upper = np.where(has & (slope < 0), threshold, np.inf)
+    lower, upper = _pair_bounds(tf_level[above], df_level[above], tf_level, df_level, has)
     return np.maximum.reduceat(lower, starts), np.minimum.reduceat(upper, starts)
 
 
