@@ -91,8 +91,9 @@ def file_concepts(
     if recount:
         doubt = carried.index[~_within(bounds.reindex(carried.index), n_files)]
     fallen = changed.index[changed < 0]
-    every = recount and len(fallen) > 0 and len(carried) > CHECK_MIN_FILES  # (a file deleted: most files hold a term
-    if len(changed) and not every:  # whose frequency fell: all are checked, no search for them)
+    # a file deleted lowers the frequency of every term it held, in most files: all are checked, none searched for
+    every = recount and len(fallen) > 0 and len(carried) > CHECK_MIN_FILES
+    if len(changed) and not every:
         doubt = doubt.union(_files_citing(changed.index[changed > 0], carried))
         if len(fallen):  # (a term that scores higher may enter any top 10 of a file holding it)
             doubt = doubt.union(_files_holding(fallen, kb_concept_terms, kb_file_terms).intersection(carried.index))
