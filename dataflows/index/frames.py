@@ -381,20 +381,17 @@ def canonical_ids(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     symbol_lookup[symbol_ids[order]] = block_symbol_ids(
         file_lookup[symbols["file_id"].to_numpy(dtype=np.int64)][order], canonical
     )
-    moved = {id(file_lookup): _moved(file_lookup), id(symbol_lookup): _moved(symbol_lookup)}
+    file_ids, symbol_ids = (file_lookup, _moved(file_lookup)), (symbol_lookup, _moved(symbol_lookup))
     out = dict(tables)
     for name, frame in tables.items():
-        columns = {c: file_lookup for c in _FILE_ID_COLUMNS.get(name, [])} | {
-            c: symbol_lookup for c in _SYMBOL_ID_COLUMNS.get(name, [])
+        columns = {c: file_ids for c in _FILE_ID_COLUMNS.get(name, [])} | {
+            c: symbol_ids for c in _SYMBOL_ID_COLUMNS.get(name, [])
         }
         if not columns or frame is None or frame.empty:
             continue
         key = _ROW_ORDER[name][0]
         frame = frame.assign(
-            **{
-                c: _renumbered(frame[c], lookup, moved[id(lookup)] if c == key else None)
-                for c, lookup in columns.items()
-            }
+            **{c: _renumbered(frame[c], lookup, moved if c == key else None) for c, (lookup, moved) in columns.items()}
         )
         if name == "cochange":  # file_a < file_b, as counted
             a, b = frame["file_a"].to_numpy(), frame["file_b"].to_numpy()

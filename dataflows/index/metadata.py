@@ -430,11 +430,8 @@ def _concept_bounds(
     tf_level: np.ndarray, df_level: np.ndarray, rank: np.ndarray, starts: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per file (rows in its order: score descending, then term; starts: its first row), the open range of
-    A = log(1 + n) + 1 (n: the number of files) over which its top MAX_CONCEPTS rows stay its top rows in this order.
-    A row's score is l * (A - g) (l = 1 + log tf, g = log(1 + df)), so a row a stays above a row b while
-    A * (l_a - l_b) > l_a * g_a - l_b * g_b: from a threshold on when l_a > l_b, up to it when l_a < l_b, always when
-    the two are equal (then A drops out: the order is the term's, or g's). The pairs that keep the concepts: each
-    concept and the next, the last concept and every other row."""
+    A = log(1 + n) + 1 (n: the number of files) over which its top MAX_CONCEPTS rows stay its top rows in this order:
+    where each concept stays above the next and the last above every other row (`_pair_bounds`)."""
     if not len(rank):
         return np.zeros(0), np.zeros(0)
     sizes = np.diff(np.r_[starts, len(rank)])
