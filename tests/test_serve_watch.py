@@ -91,16 +91,26 @@ def test_a_request_during_a_reindex_answers_from_the_last_kb_and_says_how_stale_
 
         started = time.monotonic()
         result, seconds = call("get_context", task=TASK)
-        assert seconds < 2.0 and result.content[0].text.startswith("> index: re-indexing 1 changed file since ")
+        text = result.content[0].text
+        assert seconds < 2.0 and text.startswith("> index: re-indexing 1 changed file since ")
         assert result.structured_content["index"]["state"] == "re-indexing"
+        # the new file as it is now opens the package (the ranking below is the last KB's)
+        assert text.split("\n", 1)[0].endswith("; the changed files as they are now open the package")
+        assert "## Edited since the index" in text and "### `app/billing/discount.py`: new file" in text
+        assert "+def apply_discount(total, rate):" in text
         doc = json.loads(call("get_context", task=TASK, format="json")[0].content[0].text)
         assert doc["index"]["changed_files"] == 1 and "app/billing/discount.py" not in [f["path"] for f in doc["files"]]
+        assert [p["name"] for p in doc["pinned"]] == ["edits"] and "+    return total" in doc["pinned"][0]["markdown"]
+        assert doc["provenance"]["edits"]["files"] == [
+            {"path": "app/billing/discount.py", "change": "added", "rank": None}
+        ]
 
         data, _ = until(lambda: symbols(call, "apply_discount"), lambda a: "index" not in a[0])
         assert [s["path"] for s in data["symbols"]] == ["app/billing/discount.py"] and "index" not in data
         assert time.monotonic() - started < DELAY + 15
         result, _ = until(lambda: call("get_context", task=TASK), lambda a: "index" not in a[0].structured_content)
         assert "index" not in result.structured_content and not result.content[0].text.startswith("> index")
+        assert "Edited since the index" not in result.content[0].text
 
 
 def test_ignored_edits_do_not_count_and_a_failed_reindex_is_reported_while_the_last_kb_answers(tmp_path):

@@ -126,11 +126,11 @@ def _companion_note(companion) -> str:
     """One companion file: its path and note, then its latest entries in a fence."""
     if not companion.latest:
         return f"- {code_span(companion.path)}: {companion.note}"
-    fence = _fence(companion.latest)
-    return f"- {code_span(companion.path)}: {companion.note}\n{fence}\n{companion.latest}\n{fence}"
+    ticks = fence(companion.latest)
+    return f"- {code_span(companion.path)}: {companion.note}\n{ticks}\n{companion.latest}\n{ticks}"
 
 
-def _fence(text: str) -> str:
+def fence(text: str) -> str:
     """A code fence longer than any backtick run inside the text, so embedded fences cannot close it."""
     if "```" not in text:
         return "```"
@@ -150,8 +150,8 @@ def _code_block(f: FileContext, symbols: list[SymbolContext], suffix: str) -> st
         texts.append(text)
         owner, previous = here, s.qualified_name
     code = "\n\n".join(texts)
-    fence = _fence(code)
-    return f"### {shown_path(f.path)} (rank #{f.relevance_rank}{suffix})\n{fence}{f.language}\n{code}\n{fence}"
+    ticks = fence(code)
+    return f"### {shown_path(f.path)} (rank #{f.relevance_rank}{suffix})\n{ticks}{f.language}\n{code}\n{ticks}"
 
 
 def _file_notes(f: FileContext, depends_on: Iterable[str]) -> str:

@@ -1,7 +1,8 @@
-"""The symbols of the files a watched repository's KB does not hold yet, read from the files themselves (`cra serve
+"""The changed files a watched repository's KB does not hold yet, read from the files themselves (`cra serve
 --watch`): `search_symbols` finds what an agent just wrote as soon as the watcher reports it, a fraction of a second
-after the edit, instead of after the background re-index (OpenJDK: 8-13 s). The parse is the index's own, so these
-are the rows the re-index will write; other requests answer from the last good KB, with its staleness note.
+after the edit, instead of after the background re-index (OpenJDK: 3-5 s), and `get_context` shows the files as they
+are now above the last good KB's package (`cra.drivers.serve.edits_section`). The parse is the index's own, so these
+are the rows the re-index will write.
 """
 
 from __future__ import annotations
@@ -20,17 +21,20 @@ SEARCH_ORDER = ["tier", "name_length", "path", "start_line"]  # `symbol_search.m
 class EditedFiles:
     """Changed files as a small KB of their own for `symbol_search.matching_symbols`: `files` (file_id, path: ids
     below zero, none a KB's) and `tables["symbols"]`. `paths`: every changed path, deleted ones too: the served
-    KB's symbols of these are out of date."""
+    KB's symbols of these are out of date. `texts`: the text of each changed path the index would read (of any
+    language), as it is now; `gone`: the changed paths that are no file now (deleted, renamed away)."""
 
     paths: frozenset[str]
     files: pd.DataFrame
     tables: dict[str, pd.DataFrame]
+    texts: dict[str, str]
+    gone: frozenset[str]
 
 
 def edited_files(root: Path, paths: list[str]) -> EditedFiles | None:
-    """The symbols of these changed files (relative paths) as they are on disk now, parsed as the index parses them:
-    files gone, unreadable, not text, too large, generated or of no parsed language define none. None for more
-    than MAX_EDITED_FILES paths."""
+    """These changed files (relative paths) as they are on disk now, their symbols parsed as the index parses them:
+    files gone, unreadable, not text, too large or generated have no text, those of no parsed language no symbols.
+    None for more than MAX_EDITED_FILES paths."""
     from cra.dataflows.index.discovery import is_generated
     from cra.dataflows.index.parsers import PARSED_LANGUAGES, language_of
     from cra.dataflows.index.parsing import parsed_symbols
@@ -38,23 +42,31 @@ def edited_files(root: Path, paths: list[str]) -> EditedFiles | None:
 
     if len(paths) > MAX_EDITED_FILES:
         return None
-    rows = []
+    rows, texts, gone = [], {}, set()
     for path in sorted(paths):
-        language, full = language_of(path), Path(root) / path
+        full = Path(root) / path
         try:
-            if language not in PARSED_LANGUAGES or not full.is_file() or full.stat().st_size > MAX_FILE_BYTES:
+            if not full.is_file():
+                gone.add(path)
+                continue
+            if full.stat().st_size > MAX_FILE_BYTES:
                 continue
             data = full.read_bytes()
             text = data.decode("utf-8")
         except (OSError, UnicodeDecodeError):
             continue
-        if b"\0" not in data and not is_generated(path, text):
+        if b"\0" in data or is_generated(path, text):
+            continue
+        texts[path] = text
+        if (language := language_of(path)) in PARSED_LANGUAGES:
             rows.append((-1 - len(rows), path, language, text))
     files = pd.DataFrame(rows, columns=["file_id", "path", "language", "text"])
     return EditedFiles(
         frozenset(paths),
         files[["file_id", "path"]],
         {"symbols": parsed_symbols(files, count_tokens, count_line_tokens)},
+        texts,
+        frozenset(gone),
     )
 
 

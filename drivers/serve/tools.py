@@ -12,6 +12,8 @@ import pandas as pd
 from cra.drivers.common.errors import CraError
 from cra.drivers.retrieval.pinned import default_project
 from cra.drivers.serve.edited import with_edited
+from cra.drivers.serve.edits_section import NAME as EDITS
+from cra.drivers.serve.edits_section import edits_section
 from cra.drivers.serve.symbol_search import matching_symbols
 from cra.drivers.serve.workspace import Workspace
 
@@ -46,7 +48,8 @@ def get_context(
     """The context package for a task: markdown, or the JSON document of `cra retrieve --format json`; with the
     memories that apply and an escalation task's guidance on top when asked; budget "auto" is the compact package;
     `scope`: subtrees or globs the ranking keeps to (`cra retrieve --path`). Answered from a KB behind the tree
-    (`cra serve --watch` while it re-indexes), the text says so on top (markdown) or under "index" (JSON)."""
+    (`cra serve --watch` while it re-indexes), the text says so on top (markdown) or under "index" (JSON), and the
+    changed files as they are now open the package (`cra.drivers.serve.edits_section`)."""
     from cra.drivers.retrieval import pinned
     from cra.drivers.retrieval.retriever import retrieve
 
@@ -64,20 +67,36 @@ def get_context(
             if memories
             else None
         )
+        sections = pinned.pinned_sections(guidance, notes)
+        if answer.edited is not None:
+            sections = _with_edits(sections, answer.edited, kb, tokens)
         result = retrieve(
             kb,
             _check_task(task),
             budget=budget,
             outputs=(f"{format}_text",),
-            pinned_sections=pinned.pinned_sections(guidance, notes),
+            pinned_sections=sections,
             path_scope=scope,
         )
-    text = result.outputs[f"{format}_text"]
-    if answer.status is None:
+    text, status = result.outputs[f"{format}_text"], answer.status
+    if status is None:
         return Text(text)
+    if any(p.name == EDITS and p.markdown for p in result.package.pinned):
+        status = {**status, "note": f"{status['note']}; the changed files as they are now open the package"}
     if format == "json":
-        return Text(json.dumps({**json.loads(text), "index": answer.status}, indent=2), answer.status)
-    return Text(f"> {answer.status['note']}\n\n{text}", answer.status)
+        return Text(json.dumps({**json.loads(text), "index": status}, indent=2), status)
+    return Text(f"> {status['note']}\n\n{text}", status)
+
+
+def _with_edits(sections, edited, kb, budget: int):
+    """The pinned sections (a tuple, or a function of the ranked scope) followed by the changed files' section."""
+    from cra.drivers.common.tokens import count_tokens
+
+    def with_edits(scope: pd.DataFrame) -> tuple:
+        fixed = sections(scope) if callable(sections) else sections
+        return (*fixed, edits_section(edited, kb, scope, budget, count_tokens))
+
+    return with_edits
 
 
 def _scope_patterns(scope) -> tuple[str, ...]:
