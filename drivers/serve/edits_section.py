@@ -31,18 +31,24 @@ _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@")
 
 
 def edits_section(
-    edited: EditedFiles, kb, scope: pd.DataFrame, budget: int, count_tokens: Callable[[str], int]
+    edited: EditedFiles,
+    kb,
+    scope: pd.DataFrame,
+    budget: int,
+    count_tokens: Callable[[str], int],
+    paths: frozenset[str] | None = None,
 ) -> PinnedSection:
-    """The section for these changed files (ordered: those the ranking put in scope first, by rank, then by path),
-    within min(EDITS_BUDGET, budget / EDITS_SHARE) tokens: a diff that does not fit is cut (the section says how
-    many lines it left out), a file that does not fit at all is named at the end. Empty markdown when no changed
-    file differs from the KB's text."""
+    """The section for these changed files (paths: those of them to show, all by default; ordered: those the
+    ranking put in scope first, by rank, then by path), within min(EDITS_BUDGET, budget / EDITS_SHARE) tokens: a
+    diff that does not fit is cut (the section says how many lines it left out), a file that does not fit at all
+    is named at the end. Empty markdown when no changed file differs from the KB's text."""
     limit = min(EDITS_BUDGET, int(budget) // EDITS_SHARE)
+    paths = edited.paths if paths is None else paths
     indexed = kb.files.set_index("path")["file_id"]
-    ids = indexed.reindex(sorted(edited.paths)).dropna().astype(np.int64)
+    ids = indexed.reindex(sorted(paths)).dropna().astype(np.int64)
     before = file_texts(kb.contents, ids.to_numpy())
     ranks = scope.set_index("path")["rank"] if len(scope) else pd.Series(dtype="int64")
-    order = sorted(edited.paths, key=lambda p: (0, int(ranks[p])) if p in ranks.index else (1, p))
+    order = sorted(paths, key=lambda p: (0, int(ranks[p])) if p in ranks.index else (1, p))
     head = (
         "## Edited since the index\n"
         "These files changed after the knowledge base this package comes from was built (it is being re-indexed): "

@@ -69,7 +69,7 @@ def get_context(
         )
         sections = pinned.pinned_sections(guidance, notes)
         if answer.edited is not None:
-            sections = _with_edits(sections, answer.edited, kb, tokens)
+            sections = _with_edits(sections, answer.edited, kb, tokens, scope)
         result = retrieve(
             kb,
             _check_task(task),
@@ -88,13 +88,17 @@ def get_context(
     return Text(f"> {status['note']}\n\n{text}", status)
 
 
-def _with_edits(sections, edited, kb, budget: int):
-    """The pinned sections (a tuple, or a function of the ranked scope) followed by the changed files' section."""
+def _with_edits(sections, edited, kb, budget: int, scope):
+    """The pinned sections (a tuple, or a function of the ranked scope) followed by the section of the changed files
+    that lie in the path scope."""
     from cra.drivers.common.tokens import count_tokens
 
-    def with_edits(scope: pd.DataFrame) -> tuple:
-        fixed = sections(scope) if callable(sections) else sections
-        return (*fixed, edits_section(edited, kb, scope, budget, count_tokens))
+    paths = pd.Series(sorted(edited.paths), dtype=object)
+    shown = frozenset(paths[_in_scope(paths, scope)]) if scope else edited.paths
+
+    def with_edits(ranked: pd.DataFrame) -> tuple:
+        fixed = sections(ranked) if callable(sections) else sections
+        return (*fixed, edits_section(edited, kb, ranked, budget, count_tokens, shown))
 
     return with_edits
 
