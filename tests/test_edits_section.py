@@ -4,12 +4,16 @@ within its share of the budget."""
 
 from __future__ import annotations
 
+import random
+
 import pandas as pd
+import pytest
 
 from cra.drivers.common.tokens import count_tokens
 from cra.drivers.index.indexer import index_repository
 from cra.drivers.kb.store import load_kb
 from cra.drivers.retrieval.retriever import retrieve
+from cra.drivers.serve import edits_section as edits_section_module
 from cra.drivers.serve.edited import edited_files
 from cra.drivers.serve.edits_section import EDITS_BUDGET, edits_section
 from tests.fixture_repo import make_repo
@@ -82,3 +86,39 @@ def test_the_section_keeps_to_its_share_of_the_budget(tmp_path):
         assert section.markdown.endswith(
             f"Also changed, not shown (over this section's {limit} tokens): `app/zz_more.py`."
         )
+
+
+def _applied(a: list[str], diff: list[str]) -> list[str]:
+    """A unified diff's hunks applied to the lines it was made from."""
+    out, at = [], 0
+    for line in diff[2:]:
+        if line.startswith("@@"):
+            start = int(line.split()[1][1:].split(",")[0])
+            start = start - 1 if start else 0
+            out += a[at:start]
+            at = start
+        elif line[:1] in (" ", "-"):
+            assert a[at] == line[1:]
+            at += 1
+            out += [line[1:]] if line[0] == " " else []
+        else:
+            out.append(line[1:])
+    return out + a[at:]
+
+
+@pytest.mark.parametrize("diffed", [2_000, 5])
+def test_a_diff_applied_to_the_kbs_text_gives_the_file_now(monkeypatch, diffed):
+    """difflib's hunks, and the one hunk shown when more lines than MAX_DIFFED_LINES changed."""
+    monkeypatch.setattr(edits_section_module, "MAX_DIFFED_LINES", diffed)
+    rng = random.Random(diffed)
+    for _ in range(60):
+        a = [f"line {rng.randrange(30)}" for _ in range(rng.randrange(0, 40))]
+        b = list(a)
+        for _ in range(rng.randrange(1, 6)):
+            at = rng.randrange(len(b) + 1)
+            if rng.random() < 0.5 and at < len(b):
+                del b[at : at + rng.randrange(1, 4)]
+            else:
+                b[at:at] = [f"new {rng.randrange(99)}" for _ in range(rng.randrange(1, 4))]
+        diff = edits_section_module._diff(a, b, "x (indexed)", "x (now)")
+        assert _applied(a, diff) == b if a != b else diff == []
