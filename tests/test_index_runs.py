@@ -260,6 +260,7 @@ def test_a_large_run_frees_each_tasks_inputs_once_read_not_when_the_collector_ne
 
     assert not _freed_before_last_node(executors.SynchronousLocalTaskExecutor())
     assert _freed_before_last_node(CollectingExecutor())
+    assert gc.get_freeze_count() == 0  # (what it froze after each task is thawed when the run ends)
 
 
 def test_a_finished_output_table_moves_to_a_mapped_file_once_no_node_reads_it(tmp_path):
