@@ -39,7 +39,10 @@ def test_each_changed_file_is_shown_as_it_is_now_against_the_kbs_text(tmp_path):
     (repo / "app" / "billing" / "discount.py").write_text("def discount_rate(customer):\n    return 0.1\n")
     (repo / "app" / "utils.py").unlink()
     (repo / "app" / "broken.py").write_text((repo / "app" / "broken.py").read_text())  # touched, not changed
+    (repo / "app" / "auth" / "types.py").write_bytes(b"\0binary now")
+    (repo / "app" / "blob.py").write_bytes(b"\0never indexed")
     paths = ["app/billing/invoice.py", "app/billing/discount.py", "app/utils.py", "app/broken.py"]
+    paths += ["app/auth/types.py", "app/blob.py"]
     edited = edited_files(repo, paths)
     scope = retrieve(kb, TASK).scope
     section = edits_section(edited, kb, scope, 8_000, count_tokens)
@@ -47,7 +50,9 @@ def test_each_changed_file_is_shown_as_it_is_now_against_the_kbs_text(tmp_path):
     text = section.markdown
     assert text.startswith("## Edited since the index\n")
     rank = int(scope.set_index("path")["rank"]["app/billing/invoice.py"])
-    assert f"### `app/billing/invoice.py`: edited (rank #{rank} below: its code there is from before the edit)" in text
+    assert (
+        f"### `app/billing/invoice.py`: edited (ranked #{rank}: any code of it below is from before the edit)" in text
+    )
     # the hunk names the method the change is in, with the line numbers of the file now
     assert "@@ -6,7 +6,8 @@ Invoice.total_amount" in text
     assert "-        return sum(price for _, price in self.items)" in text
@@ -55,10 +60,13 @@ def test_each_changed_file_is_shown_as_it_is_now_against_the_kbs_text(tmp_path):
     assert "### `app/billing/discount.py`: new file" in text and "+def discount_rate(customer):" in text
     assert "### `app/utils.py`: deleted" in text
     assert "app/broken.py" not in text  # the same text as the KB's
+    assert "### `app/auth/types.py`: changed, not shown (binary, too large or not UTF-8 now)" in text
+    assert "app/blob.py" not in text  # neither in the KB nor readable: nothing to show
     changes = {f["path"]: f["change"] for f in section.provenance["files"]}
     assert changes == {
         "app/billing/invoice.py": "modified",
         "app/billing/discount.py": "added",
+        "app/auth/types.py": "unreadable",
         "app/utils.py": "deleted",
     }
     assert next(iter(changes)) == "app/billing/invoice.py"  # ranked first, the others after by path

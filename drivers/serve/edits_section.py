@@ -80,13 +80,16 @@ def edits_section(
 
 
 def _file_block(path: str, old: str | None, edited: EditedFiles, rank: int | None) -> tuple[str | None, str]:
-    """A changed file's heading and diff (None when it reads as the KB holds it, or is neither there nor here),
-    and what happened to it: modified, added, deleted or unreadable (binary, too large, not UTF-8 now)."""
-    ranked = f" (rank #{rank} below: its code there is from before the edit)" if rank is not None else ""
+    """A changed file's heading and diff (None when it reads as the KB holds it, or the KB has no text of it and
+    there is none to show), and what happened to it: modified, added, deleted or unreadable (binary, too large, not
+    UTF-8 now)."""
+    ranked = f" (ranked #{rank}: any code of it below is from before the edit)" if rank is not None else ""
     now = edited.texts.get(path)
     if now is None:
+        if old is None:
+            return None, "unreadable"
         if path in edited.gone:
-            return (f"### {code_span(path)}: deleted{ranked}" if old is not None else None), "deleted"
+            return f"### {code_span(path)}: deleted{ranked}", "deleted"
         return f"### {code_span(path)}: changed, not shown (binary, too large or not UTF-8 now){ranked}", "unreadable"
     if old == now:
         return None, "unchanged"
