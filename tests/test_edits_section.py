@@ -130,3 +130,13 @@ def test_a_diff_applied_to_the_kbs_text_gives_the_file_now(monkeypatch, diffed):
                 b[at:at] = [f"new {rng.randrange(99)}" for _ in range(rng.randrange(1, 4))]
         diff = edits_section_module._diff(a, b, "x (indexed)", "x (now)")
         assert _applied(a, diff) == b if a != b else diff == []
+
+
+def test_a_hunk_of_added_code_is_named_by_what_it_adds(tmp_path):
+    repo, kb = _indexed(tmp_path)
+    invoice = repo / "app" / "billing" / "invoice.py"
+    invoice.write_text(invoice.read_text() + "\n\ndef invoice_discount(invoice, rate):\n    return rate\n")
+    scope = pd.DataFrame({"path": [], "rank": []})
+    text = edits_section(edited_files(repo, ["app/billing/invoice.py"]), kb, scope, 8_000, count_tokens).markdown
+    hunk = next(line for line in text.splitlines() if line.startswith("@@"))
+    assert hunk.endswith("@@ invoice_discount"), hunk

@@ -28,7 +28,7 @@ CONTEXT_LINES = 3  # unchanged lines around each change, as git shows them
 MIN_DIFF_LINES = 6  # a diff cut shorter than this (its two file lines, a hunk header, three lines) is not shown
 RESERVE = 40  # tokens kept for the closing line that names the files not shown
 MAX_DIFFED_LINES = 2_000  # changed lines beyond which a file's changes are shown as one hunk (`_diff`)
-_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@")
+_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
 
 
 def edits_section(
@@ -136,17 +136,21 @@ def _symbols_of(edited: EditedFiles, path: str) -> pd.DataFrame:
 
 def _with_enclosing(lines: list[str], symbols: pd.DataFrame) -> list[str]:
     """The diff's lines with each hunk header naming the innermost symbol around its first change (as
-    `git diff -p` names the function), found in the file's symbols as parsed now."""
+    `git diff -p` names the function), else the first symbol that starts among its new lines (code added between
+    or after symbols), found in the file's symbols as parsed now."""
     out = []
     for i, line in enumerate(lines):
         match = _HUNK.match(line)
         if match and len(symbols):
-            at = int(match.group(1))
+            at, end = int(match.group(1)), int(match.group(1)) + int(match.group(2) or 1)
             for later in lines[i + 1 :]:
                 if later[:1] in "+-" or later.startswith("@@"):
                     break
                 at += 1
-            inside = symbols[(symbols["start_line"] <= at) & (symbols["end_line"] >= at)]
+            starts, ends = symbols["start_line"], symbols["end_line"]
+            inside = symbols[(starts <= at) & (ends >= at)]
+            if not len(inside):
+                inside = symbols[(starts >= at) & (starts < end)].sort_values("start_line").head(1)
             if len(inside):
                 line = f"{line} {inside.sort_values('start_line').iloc[-1]['qualified_name']}"
         out.append(line)
