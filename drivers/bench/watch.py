@@ -46,7 +46,9 @@ async def _session(repo: Path, kb: Path | None, edits: int, rel: str, poll: floa
         if result.is_error:
             raise RuntimeError(result.content[0].text)
         data = result.structured_content or {}
-        found = bool(data.get("symbols")) if tool == "search_symbols" else name in result.content[0].text.replace(task, "")
+        found = (
+            bool(data.get("symbols")) if tool == "search_symbols" else name in result.content[0].text.replace(task, "")
+        )
         return found, "index" in data, time.perf_counter() - t0
 
     with open(os.devnull, "w") as err:
