@@ -148,11 +148,11 @@ def _with_enclosing(lines: list[str], symbols: pd.DataFrame) -> list[str]:
                     break
                 at += 1
             starts, ends = symbols["start_line"], symbols["end_line"]
-            inside = symbols[(starts <= at) & (ends >= at)]
+            inside = symbols[(starts <= at) & (ends >= at)].sort_values("start_line").tail(1)  # (the innermost)
             if not len(inside):
                 inside = symbols[(starts >= at) & (starts < end)].sort_values("start_line").head(1)
             if len(inside):
-                line = f"{line} {inside.sort_values('start_line').iloc[-1]['qualified_name']}"
+                line = f"{line} {inside['qualified_name'].iloc[0]}"
         out.append(line)
     return out
 
